@@ -1,0 +1,1 @@
+"""Fuzz tier: Hypothesis strategies and the cell runner."""

@@ -1,0 +1,1 @@
+"""Triton kernels (forward passes) registered as torch custom ops."""

@@ -1,0 +1,92 @@
+"""OAttention: presence-gated attention in which a null token is inert (SPEC 1).
+
+    OAttn_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij))
+
+Stabilised form: with M_i the largest score among *active* sources
+(m_ij p_j > 0), numerator and denominator are multiplied by exp(-M_i), so
+eps_den enters as eps_den * exp(-M_i).  Null or masked sources never take
+part in M_i, so a null token with a huge key cannot underflow the others.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import arguments, projections
+from .presence import presence
+from .registry import Domain, declare
+
+
+def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
+    """Per-head OAttention on projected q, k, v (B, H, N, dh).
+
+    p_src, p_rcv: presence broadcastable to (B, H, 1, N) and (B, H, N, 1);
+    mask: None or broadcastable to (B, H, N, N) with 0/1 entries.
+    """
+    s = projections.scores(xp, q, k)
+    mass = p_src * (xp.ones_like(s) if mask is None else mask * xp.ones_like(s))
+    active = xp.gt(mass, 0)
+    floor = xp.min(s, axis=-1, keepdims=True)
+    top = xp.max(xp.where(active, s, floor), axis=-1, keepdims=True)
+    e = xp.exp(xp.where(active, s - top, xp.zeros_like(s))) * mass
+    num = xp.matmul(e, v)
+    den = eps_den * xp.exp(-top) + xp.sum(e, axis=-1, keepdims=True)
+    den = xp.where(xp.gt(den, 0), den, xp.ones_like(den))
+    return p_rcv * xp.div(num, den)
+
+
+def oattention_params(gen, d_model, dtype=torch.float64, *, heads=None):
+    p = projections.attention_params(gen, d_model, dtype, heads=heads)
+    p["tau"] = float(torch.empty(()).uniform_(0.1, 2.0, generator=gen))
+    p["eps_den"] = float(10 ** torch.empty(()).uniform_(-6, 0, generator=gen))
+    return p
+
+
+def oattention_direct(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, heads, tau, eps_den):
+    """SPEC's formula evaluated directly (no stabilisation): the reference the stabilised form must equal."""
+    p = presence(xp, x if carrier is None else carrier, tau=tau)
+    q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
+    s = projections.scores(xp, q, k)
+    m = projections.head_mask(mask)
+    e = xp.exp(s) * xp.swapaxes(p, -1, -2)[:, None] * (1.0 if m is None else m)
+    o = p[:, None] * xp.div(xp.matmul(e, v), eps_den + xp.sum(e, axis=-1, keepdims=True))
+    return projections.output(xp, o, wo)
+
+
+@declare(
+    name="oattention",
+    domain=Domain(params=oattention_params, mask="random"),
+    traits={"token_mixing", "masked", "presence"},
+    kernel="oattention_fwd",
+    reference=oattention_direct,
+    claims={
+        "null_receiver": "the receiver gate p_i = rho(0) = 0 multiplies the output",
+        "null_source_insertion": "a null source has p_j = 0: no numerator or denominator mass",
+        "empty_support": "no active source: numerator 0, denominator eps_den exp(-M) > 0",
+        "mask_respect": "m_ij = 0 removes j from both sums",
+        "permutation_equivariance": "no position terms",
+        "softmax_reduction": "tau -> 0, eps_den -> 0 leaves p = 1 and plain softmax",
+        "formula_equivalence": "multiplying by exp(-M) scales num, den and eps_den alike",
+        "gradcheck": "smooth in its inputs away from ties",
+        "null_gradient": "every path from a null token passes through p = rho(0), whose derivative is 0",
+    },
+    violates={
+        "zero_transcendental": "the softmax kernel of OAttention evaluates exp",
+    },
+)
+def oattention(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, heads, tau, eps_den):
+    """OAttention over x (B, N, D); presence from ``carrier`` (the hidden state) or x."""
+    arguments.tokens(x)
+    mask = arguments.mask(mask, x)
+    arguments.positive(tau, "tau")
+    arguments.positive(eps_den, "eps_den")
+    if carrier is not None:
+        arguments.tokens(carrier, "carrier")
+        if tuple(carrier.shape[:2]) != tuple(x.shape[:2]):
+            raise arguments.InvalidArgument(
+                f"carrier: expected (batch, tokens) = {tuple(x.shape[:2])}, got {tuple(carrier.shape[:2])}")
+    p = presence(xp, x if carrier is None else carrier, tau=tau)        # (B, N, 1)
+    q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
+    p_src = xp.swapaxes(p, -1, -2)[:, None]                              # (B, 1, 1, N)
+    p_rcv = p[:, None]                                                   # (B, 1, N, 1)
+    o = oattention_core(xp, q, k, v, p_src, p_rcv, projections.head_mask(mask), eps_den=eps_den)
+    return projections.output(xp, o, wo)

@@ -1,0 +1,46 @@
+"""OStandardize: presence-weighted standardisation over tokens (SPEC 1).
+
+    mu = sum_j p_j h_j / sum_j p_j,  var = sum_j p_j (h_j - mu)^2 / sum_j p_j,
+    out_i = p_i (h_i - mu) / sqrt(var + eps)
+
+Null tokens carry zero mass in mu and var (contextual erasure); with no
+present token the output is 0, not NaN.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import arguments
+from .presence import presence
+from .registry import Domain, declare
+
+
+def ostd_params(gen, d_model, dtype=torch.float64):
+    return dict(tau=float(torch.empty(()).uniform_(0.1, 2.0, generator=gen)), eps=1e-5)
+
+
+@declare(
+    name="ostandardize",
+    domain=Domain(params=ostd_params),
+    traits={"token_mixing", "presence"},
+    claims={
+        "null_receiver": "out_i carries the factor p_i = 0",
+        "null_source_insertion": "a null token adds p_j = 0 to every presence-weighted sum",
+        "empty_support": "no mass: mu = 0 by the guarded division, out = 0 * h / sqrt(eps) = 0",
+        "permutation_equivariance": "sums over tokens are order-free",
+        "gradcheck": "smooth for eps > 0",
+        "null_gradient": "a null token enters only through p_j = rho(0), whose derivative is 0",
+    },
+)
+def ostandardize(xp, x, *, tau, eps=1e-5):
+    """Presence-weighted standardisation of x (B, N, D) over its tokens, per feature."""
+    arguments.tokens(x)
+    arguments.positive(tau, "tau")
+    arguments.positive(eps, "eps")
+    p = presence(xp, x, tau=tau)                               # (B, N, 1)
+    mass = xp.sum(p, axis=-2, keepdims=True)                   # (B, 1, 1)
+    safe = xp.where(xp.gt(mass, 0), mass, xp.ones_like(mass))
+    mu = xp.div(xp.sum(p * x, axis=-2, keepdims=True), safe)
+    c = x - mu
+    var = xp.div(xp.sum(p * c * c, axis=-2, keepdims=True), safe)
+    return p * xp.div(c, xp.sqrt(var + eps))

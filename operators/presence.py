@@ -1,0 +1,39 @@
+"""Presence rho_tau(h) = |h|^2 / (tau + |h|^2): one coefficient per token (SPEC 1)."""
+from __future__ import annotations
+
+import torch
+
+from . import arguments
+from .registry import Domain, declare
+
+
+def presence(xp, h, *, tau):
+    """rho_tau over the last axis, keeping it: shape (..., tokens, 1).
+
+    >>> from tokenlaw.operators.xp import TORCH
+    >>> presence(TORCH, torch.zeros(1, 2, 3, dtype=torch.float64), tau=1.0).flatten().tolist()
+    [0.0, 0.0]
+    """
+    sq = xp.sum(h * h, axis=-1, keepdims=True)
+    return xp.div(sq, tau + sq)
+
+
+def presence_params(gen, d_model, dtype=torch.float64):
+    return {"tau": float(torch.empty(()).uniform_(0.1, 2.0, generator=gen))}
+
+
+@declare(
+    name="presence",
+    domain=Domain(params=presence_params),
+    traits={"token_local", "presence"},
+    claims={
+        "zero_absorption": "rho(0) = 0/(tau + 0) = 0",
+        "gradcheck": "a smooth rational function of h",
+        "null_gradient": "d rho/dh = 2 tau h / (tau + |h|^2)^2 vanishes at h = 0",
+    },
+)
+def presence_op(xp, x, *, tau):
+    """Presence of every token, shape (batch, tokens, 1)."""
+    arguments.tokens(x)
+    arguments.positive(tau, "tau")
+    return presence(xp, x, tau=tau)

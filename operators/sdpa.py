@@ -1,0 +1,39 @@
+"""SDPA: standard softmax attention, the baseline that fails the null contracts (SPEC 1)."""
+from __future__ import annotations
+
+from . import arguments, normalisers, projections
+from .registry import Domain, declare
+
+
+def sdpa_weights(xp, s, mask=None):
+    return normalisers.softmax(xp, s, mask)
+
+
+@declare(
+    name="sdpa",
+    domain=Domain(params=projections.attention_params, mask="random"),
+    traits={"token_mixing", "masked", "score_normaliser"},
+    weights=sdpa_weights,
+    kernel=None,
+    claims={
+        "mask_respect": "a masked key gets weight m_ij exp(s_ij) = 0",
+        "permutation_equivariance": "no position terms: permuting tokens permutes outputs",
+        "score_shift_invariance": "exp(s + c) / sum exp(s + c) = exp(s) / sum exp(s)",
+        "simplex": "softmax weights are positive and sum to one",
+        "gradcheck": "smooth in its inputs",
+    },
+    violates={
+        "null_receiver": "a null query still gets a convex combination of the values",
+        "null_source_insertion": "a null key adds exp(s_ij) mass to every denominator",
+        "empty_support": "a fully masked row is 0/0 = NaN",
+        "null_gradient": "a null token's q, k, v receive gradient like any other token",
+        "zero_transcendental": "softmax evaluates exp",
+    },
+)
+def sdpa(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
+    """Multi-head softmax attention: softmax(q k^T / sqrt(dh)) v, then wo."""
+    arguments.tokens(x)
+    mask = arguments.mask(mask, x)
+    q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
+    w = sdpa_weights(xp, projections.scores(xp, q, k), projections.head_mask(mask))
+    return projections.output(xp, xp.matmul(w, v), wo)

@@ -1,0 +1,165 @@
+"""The array namespace every operator's math is written against.
+
+An operator is written once as ``f(xp, x, ...)``.  ``xp`` supplies the few
+primitives the math needs; everything else (``@``, ``+``, ``*``, ``/``,
+indexing) is the array type's own operator.  Three backends implement the
+namespace:
+
+* :data:`TORCH` -- eager PyTorch tensors (all dtypes, autograd);
+* ``tokenlaw.symbolic.sympy_ns`` -- numpy object arrays of sympy expressions;
+* ``tokenlaw.symbolic.z3_ns`` -- numpy object arrays of z3 terms.
+
+Rules the operator code follows so every backend can trace it:
+
+* masks are multiplicative (weights times 0/1) or go through :meth:`where`,
+  never ``-inf`` additions;
+* every division goes through :meth:`div` so symbolic backends can guard it;
+* reductions take ``axis`` and ``keepdims`` explicitly.
+
+:class:`Recording` wraps any namespace and counts which primitives were
+called: the zero-transcendental contract reads that count.
+"""
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import torch
+
+# Primitives a namespace must provide.  ``exp``/``log`` are the
+# transcendental ones; the rest are algebraic or piecewise.
+PRIMITIVES = (
+    "exp", "log", "sqrt", "div", "maximum", "minimum", "relu", "where",
+    "sum", "max", "min", "mean", "matmul", "swapaxes", "reshape",
+    "concat", "zeros_like", "ones_like", "full_like", "abs", "gt", "eq",
+    "asarray", "lt", "logical_and", "tanh", "erf",
+)
+TRANSCENDENTAL = frozenset({"exp", "log", "tanh", "erf"})
+
+
+class TorchNamespace:
+    """Eager backend: thin aliases onto torch so autograd and dtypes just work."""
+
+    name = "torch"
+
+    def exp(self, x):
+        return torch.exp(x)
+
+    def log(self, x):
+        return torch.log(x)
+
+    def tanh(self, x):
+        return torch.tanh(x)
+
+    def erf(self, x):
+        return torch.erf(x)
+
+    def sqrt(self, x):
+        return torch.sqrt(x)
+
+    def abs(self, x):
+        return torch.abs(x)
+
+    def div(self, a, b):
+        return a / b
+
+    def maximum(self, a, b):
+        return torch.maximum(a, self._like(b, a))
+
+    def minimum(self, a, b):
+        return torch.minimum(a, self._like(b, a))
+
+    def relu(self, x):
+        return torch.relu(x)
+
+    def where(self, cond, a, b):
+        ref = a if torch.is_tensor(a) else b
+        return torch.where(cond, self._like(a, ref), self._like(b, ref))
+
+    def gt(self, a, b):
+        return a > b
+
+    def lt(self, a, b):
+        return a < b
+
+    def eq(self, a, b):
+        return a == b
+
+    def logical_and(self, a, b):
+        return torch.logical_and(a, b)
+
+    def sum(self, x, axis, keepdims=False):
+        return torch.sum(x, dim=axis, keepdim=keepdims)
+
+    def mean(self, x, axis, keepdims=False):
+        return torch.mean(x, dim=axis, keepdim=keepdims)
+
+    def max(self, x, axis, keepdims=False):
+        return torch.amax(x, dim=axis, keepdim=keepdims)
+
+    def min(self, x, axis, keepdims=False):
+        return torch.amin(x, dim=axis, keepdim=keepdims)
+
+    def matmul(self, a, b):
+        return a @ b
+
+    def swapaxes(self, x, a, b):
+        return torch.transpose(x, a, b)
+
+    def reshape(self, x, shape):
+        return torch.reshape(x, tuple(shape))
+
+    def concat(self, xs, axis):
+        return torch.cat(list(xs), dim=axis)
+
+    def zeros_like(self, x):
+        return torch.zeros_like(x)
+
+    def ones_like(self, x):
+        return torch.ones_like(x)
+
+    def full_like(self, x, value):
+        return torch.full_like(x, value)
+
+    def asarray(self, value, like):
+        """A constant with ``like``'s dtype and device."""
+        return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+
+    @staticmethod
+    def _like(v, ref):
+        if torch.is_tensor(v):
+            return v
+        return torch.as_tensor(v, dtype=ref.dtype, device=ref.device)
+
+
+TORCH = TorchNamespace()
+
+
+class Recording:
+    """Wrap a namespace and count every primitive the traced code calls.
+
+    >>> rec = Recording(TORCH)
+    >>> _ = rec.exp(torch.zeros(2))
+    >>> rec.calls["exp"]
+    1
+    """
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = f"recording({inner.name})"
+        self.calls: collections.Counter = collections.Counter()
+
+    def __getattr__(self, attr):
+        target = getattr(self.inner, attr)
+        if attr not in PRIMITIVES:
+            return target
+
+        def counted(*args, **kwargs):
+            self.calls[attr] += 1
+            return target(*args, **kwargs)
+
+        return counted
+
+    @property
+    def transcendental_calls(self) -> dict:
+        return {k: v for k, v in self.calls.items() if k in TRANSCENDENTAL}

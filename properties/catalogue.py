@@ -1,0 +1,72 @@
+"""The contract catalogue: mark with ``@contract``, collect into ``CONTRACTS``.
+
+A contract is a small pure function ``law(case) -> Verdict`` whose
+docstring's first line states the law.  Its options say whether it is exact
+(bit-for-bit) or tolerance-based (``tokenlaw.properties.tolerance``), which
+operator traits it needs, and in which dtypes it is judged.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+from typing import Callable
+
+MARK = "__tokenlaw_contract__"
+ALL_DTYPES = ("float64", "float32", "float16", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True)
+class Contract:
+    name: str
+    fn: Callable
+    exact: bool
+    requires: frozenset
+    dtypes: tuple = ALL_DTYPES
+    needs: frozenset = frozenset()   # OperatorSpec attributes that must be set: weights, layers, reference
+
+    @property
+    def law(self) -> str:
+        return (inspect.getdoc(self.fn) or "").splitlines()[0]
+
+    def __call__(self, case):
+        return self.fn(case)
+
+
+def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=()):
+    """Mark ``law(case) -> Verdict`` as a contract named after the function."""
+
+    def mark(fn):
+        setattr(fn, MARK, dict(exact=exact, requires=frozenset(requires), dtypes=tuple(dtypes),
+                               needs=frozenset(needs)))
+        return fn
+
+    return mark
+
+
+MODULES = (
+    "tokenlaw.properties.null_laws",
+    "tokenlaw.properties.sequence_laws",
+    "tokenlaw.properties.score_laws",
+    "tokenlaw.properties.filter_laws",
+    "tokenlaw.properties.static_laws",
+)
+
+
+def collect_contracts(modules=MODULES) -> dict[str, Contract]:
+    out: dict[str, Contract] = {}
+    for name in modules:
+        module = importlib.import_module(name)
+        for fn in vars(module).values():
+            opts = getattr(fn, MARK, None)
+            if opts is None or fn.__module__ != module.__name__:
+                continue
+            if not (inspect.getdoc(fn) or "").strip():
+                raise ValueError(f"{module.__file__}: contract {fn.__name__} has no one-line law in its docstring")
+            if fn.__name__ in out:
+                raise ValueError(f"{module.__file__}: contract {fn.__name__} declared twice")
+            out[fn.__name__] = Contract(name=fn.__name__, fn=fn, **opts)
+    return out
+
+
+CONTRACTS = collect_contracts()

@@ -1,0 +1,51 @@
+"""Linear-filter contracts for the causal FIR (SPEC 2, 3)."""
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from .catalogue import contract
+from .judging import relation, worst
+
+_FILTER = dict(requires={"filter"})
+
+
+def taps(case) -> tuple:
+    """The filter's taps: from the drawn parameters, else the operator's default."""
+    if "taps" in case.params:
+        return tuple(case.params["taps"])
+    return tuple(inspect.signature(case.op.fn).parameters["taps"].default)
+
+
+@contract(exact=False, **_FILTER)
+def dc_gain(case):
+    """A constant input comes out unchanged after the warm-up; an impulse comes out as the taps."""
+    w = taps(case)
+    level = case.random_like((case.batch, 1, case.d), salt=31)
+    const = level.expand(case.batch, case.n, case.d).contiguous()
+    warm = len(w) - 1
+    checks = []
+    if case.n > warm:
+        checks.append(relation(case, lambda dt: case.run(const, dtype=dt)[:, warm:],
+                               lambda dt: const[:, warm:], "constant input after warm-up"))
+    t0 = case.pos % case.n
+    impulse = torch.zeros(case.batch, case.n, case.d, dtype=torch.float64)
+    impulse[:, t0] = 1.0
+    expected = torch.zeros_like(impulse)
+    for k, wk in enumerate(w):
+        if t0 + k < case.n:
+            expected[:, t0 + k] = wk
+    checks.append(relation(case, lambda dt: case.run(impulse, dtype=dt), lambda dt: expected,
+                           f"impulse at {t0} vs the taps"))
+    return worst(*checks)
+
+
+@contract(exact=False, **_FILTER)
+def linearity(case):
+    """F(a x + b y) = a F(x) + b F(y)."""
+    a, b = case.shift, -0.75
+    y = case.random_like(case.x.shape, salt=32)
+    return relation(case, lambda dt: case.run(a * case.x + b * y, dtype=dt),
+                    lambda dt: a * case.run(case.x, dtype=dt).double() + b * case.run(y, dtype=dt).double(),
+                    f"a = {a:.3g}, b = {b}")

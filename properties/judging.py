@@ -1,0 +1,43 @@
+"""Shared judging steps: exact zero checks and tolerance comparisons to verdicts."""
+from __future__ import annotations
+
+import torch
+
+from . import verdict as V
+from .tolerance import compare
+
+
+def max_abs(t: torch.Tensor) -> float:
+    """Largest |entry| as float64; NaN if any entry is NaN (a NaN is never 'zero')."""
+    if t.numel() == 0:
+        return 0.0
+    t = t.detach().double()
+    if torch.isnan(t).any():
+        return float("nan")
+    return float(t.abs().max())
+
+
+def exact_zero(t: torch.Tensor, what: str) -> V.Verdict:
+    """Holds iff every entry is exactly 0.0 (bit-for-bit up to the sign of zero)."""
+    d = max_abs(t)
+    return V.judge(d, 0.0, f"{what}: max |entry| = {d:.3g} (exact contract: must be 0.0)")
+
+
+def relation(case, lhs, rhs, what: str, allowance: float = 0.0) -> V.Verdict:
+    """Judge lhs(dtype) == rhs(dtype) with the derived tolerance of ``tolerance.compare``."""
+    dtypes = {case.dtype, torch.float64, torch.float32}
+    a = {dt: lhs(dt) for dt in dtypes}
+    b = {dt: rhs(dt) for dt in dtypes}
+    c = compare(a, b, case.dtype, allowance)
+    return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
+                     f"{what}: |lhs - rhs| = {c.discrepancy:.3g} vs bound {c.bound:.3g} at {c.index} "
+                     f"(max anywhere {c.max_discrepancy:.3g})",
+                     extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy})
+
+
+def worst(*verdicts: V.Verdict) -> V.Verdict:
+    """Combine sub-checks of one contract: the first violation wins, else the largest ratio."""
+    bad = [v for v in verdicts if v.violated]
+    if bad:
+        return bad[0]
+    return max(verdicts, key=lambda v: v.ratio)

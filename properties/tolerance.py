@@ -1,0 +1,101 @@
+"""The one tolerance model for every tolerance-based contract.
+
+A contract compares two computations that agree in exact arithmetic when
+the law holds, e.g. ``a = F(insert_null(x))[old]`` and ``b = F(x)``.  Each
+is evaluated in the dtype under test ``D`` and in float64.  By the triangle
+inequality, if the law holds in the reals,
+
+    |a_D - b_D| <= |a_D - a_R| + |b_D - b_R|
+
+so the bound is each side's *own* measured error against the float64
+reference, elementwise, plus the slack of using float64 as the reference
+(``a_64 != a_R``):
+
+    bound = |a_D - a_64| + |b_D - b_64| + slack64 + allowance
+    slack64 = K * (u64/u32) * max(|a_32 - a_64|, r32 * |a_64|)  (+ the same for b)
+            + K * u64 * (|a_64| + |b_64|)                      # a few ULPs of the values
+
+with ``u`` the unit roundoff, ``K = 8`` and ``r32`` the largest relative
+error of the float32 run over the whole tensor.  The float32 run measures
+how ill-conditioned *this* computation is on *this* input (e.g. ``x**10`` of
+a small centred score amplifies relative error tenfold); scaling it by
+u64/u32 estimates float64's own error.  Taking the tensor's worst relative
+error, not each entry's, matters: one entry's float32 error can be small by
+luck while its float64 error is not.  ``allowance`` is an analytic term a
+contract adds for a law that is a limit (e.g. tau -> 0), stated where used.
+In float64 (D = float64) the first two terms vanish and only the slack
+remains.  A violation ``delta = |a_R - b_R|`` is detected as soon as it
+exceeds the computations' own rounding error: the bound never contains
+``|a_64 - b_64|``, the very quantity the law constrains.
+
+Exact contracts do not use this module: they compare bit-for-bit.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+K = 8.0
+UNIT_ROUNDOFF = {
+    torch.float64: 2.0 ** -53,
+    torch.float32: 2.0 ** -24,
+    torch.float16: 2.0 ** -11,
+    torch.bfloat16: 2.0 ** -8,
+}
+
+
+@dataclasses.dataclass
+class Comparison:
+    discrepancy: float     # |a_D - b_D| at the worst index
+    bound: float           # the bound at the worst index
+    ratio: float           # max_i discrepancy_i / bound_i (the worst index)
+    index: tuple | None    # where the worst ratio sits
+    max_discrepancy: float  # max_i |a_D - b_D| anywhere
+
+    @property
+    def ok(self) -> bool:
+        return self.ratio <= 1.0
+
+
+def _err32(v32, v64):
+    """Elementwise float32 error, floored by the tensor's worst relative float32 error."""
+    err = (v32 - v64).abs()
+    finite = torch.isfinite(err) & (v64.abs() > 0)
+    rel = float((err[finite] / v64.abs()[finite]).max()) if bool(finite.any()) else 0.0
+    return torch.maximum(err, rel * v64.abs())
+
+
+def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Comparison:
+    """Compare two sides evaluated as {dtype: tensor} (D, float64, float32 present).
+
+    Non-finite values in the dtype under test are a violation unless both
+    sides are NaN, or the same infinity, at the same place.
+    """
+    aD, bD = a[dtype].double(), b[dtype].double()
+    a64, b64 = a[torch.float64].double(), b[torch.float64].double()
+    a32, b32 = a[torch.float32].double(), b[torch.float32].double()
+    if aD.shape != bD.shape:
+        raise ValueError(f"compare: shapes differ {tuple(aD.shape)} vs {tuple(bD.shape)}")
+    u64, u32 = UNIT_ROUNDOFF[torch.float64], UNIT_ROUNDOFF[torch.float32]
+    with torch.no_grad():
+        slack = K * (u64 / u32) * (_err32(a32, a64) + _err32(b32, b64)) + K * u64 * (a64.abs() + b64.abs())
+        bound = slack + allowance
+        if dtype != torch.float64:
+            bound = bound + (aD - a64).abs() + (bD - b64).abs()
+        diff = (aD - bD).abs()
+        both_nan = torch.isnan(aD) & torch.isnan(bD)
+        same_inf = torch.isinf(aD) & (aD == bD)
+        diff = torch.where(both_nan | same_inf, torch.zeros_like(diff), diff)
+        diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+        bound = torch.nan_to_num(bound, nan=0.0, posinf=float("inf"))
+        if diff.numel() == 0:
+            return Comparison(0.0, 0.0, 0.0, None, 0.0)
+        ratio = torch.where(diff == 0, torch.zeros_like(diff),
+                            torch.where(bound > 0, diff / bound, torch.full_like(diff, float("inf"))))
+        # inf / inf: the dtype under test overflowed where float64 did not.
+        ratio = torch.nan_to_num(ratio, nan=float("inf"))
+        flat = int(torch.argmax(ratio))
+        idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), ratio.shape))
+        return Comparison(float(diff.reshape(-1)[flat]), float(bound.reshape(-1)[flat]),
+                          float(ratio.reshape(-1)[flat]), idx, float(diff.max()))

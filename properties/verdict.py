@@ -1,0 +1,105 @@
+"""One verdict type for every tier, and the cell outcome derived from it.
+
+A :class:`Verdict` is what a tier observed for one (operator, contract,
+backend, dtype) cell: the law *holds* on every example tried, was *proved*
+by a solver, was *violated* / *refuted* (with the evidence), is *unknown*
+(solver timeout or give-up: never counted as proved), or is *not runnable*
+here (with the reason).  The :func:`outcome` of a cell compares that
+observation with the operator's declaration.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+HOLDS, PROVED = "holds", "proved"
+VIOLATED, REFUTED = "violated", "refuted"
+UNKNOWN, NOT_RUNNABLE = "unknown", "not_runnable"
+STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE)
+
+# Outcomes of a cell: the observation judged against the declaration.
+OK_HOLDS = "holds"
+OK_PROVED = "proved"
+OK_EXPECTED = "expected violation reproduced"
+BAD_UNEXPECTED = "UNEXPECTED violation"
+BAD_NOT_REPRODUCED = "expected violation NOT reproduced"
+OUT_UNKNOWN = "unknown"
+OUT_NOT_RUNNABLE = "not runnable here"
+NOT_APPLICABLE = "not applicable"
+FAILING = frozenset({BAD_UNEXPECTED, BAD_NOT_REPRODUCED})
+
+
+@dataclasses.dataclass
+class Verdict:
+    """What one check observed; ``discrepancy <= bound`` for a law that holds."""
+
+    status: str
+    discrepancy: float = 0.0
+    bound: float = 0.0
+    detail: str = ""
+    counterexample: dict | None = None
+    examples: int = 0
+    seconds: float = 0.0
+    tier: str = "fuzz"
+    dtype: str | None = None
+    replay: str | None = None
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status: expected one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def violated(self) -> bool:
+        return self.status in (VIOLATED, REFUTED)
+
+    @property
+    def ratio(self) -> float:
+        """discrepancy / bound (0 when both are 0; inf for a positive discrepancy on a zero bound)."""
+        if self.discrepancy == 0:
+            return 0.0
+        return float("inf") if self.bound == 0 else self.discrepancy / self.bound
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        for k in ("discrepancy", "bound"):
+            d[k] = _finite(d[k])
+        return d
+
+
+def _finite(v):
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def holds(discrepancy=0.0, bound=0.0, detail="", **kw) -> Verdict:
+    return Verdict(HOLDS, float(discrepancy), float(bound), detail, **kw)
+
+
+def violated(discrepancy, bound=0.0, detail="", **kw) -> Verdict:
+    return Verdict(VIOLATED, float(discrepancy), float(bound), detail, **kw)
+
+
+def judge(discrepancy, bound, detail="", **kw) -> Verdict:
+    """holds iff discrepancy <= bound (a NaN discrepancy is a violation)."""
+    d = float(discrepancy)
+    ok = d == d and d <= float(bound)
+    return Verdict(HOLDS if ok else VIOLATED, d, float(bound), detail, **kw)
+
+
+def outcome(declared: str | None, verdict: Verdict | None) -> str:
+    """Judge an observation against 'claims' / 'violates' / None."""
+    if declared is None or verdict is None:
+        return NOT_APPLICABLE
+    if verdict.status == UNKNOWN:
+        return OUT_UNKNOWN
+    if verdict.status == NOT_RUNNABLE:
+        return OUT_NOT_RUNNABLE
+    if declared == "claims":
+        if verdict.violated:
+            return BAD_UNEXPECTED
+        return OK_PROVED if verdict.status == PROVED else OK_HOLDS
+    return OK_EXPECTED if verdict.violated else BAD_NOT_REPRODUCED

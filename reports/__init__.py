@@ -1,0 +1,1 @@
+"""Report writers and the command-line interface."""

@@ -1,0 +1,123 @@
+"""``tokenlaw``: a thin command line over the registry, the tiers and the report writers.
+
+Exit codes: 0 every row matches its declaration; 1 some row does not
+(an UNEXPECTED violation or an expected violation NOT reproduced);
+2 bad arguments or declarations.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _registry(args):
+    from tokenlaw.operators.registry import collect, default_registry
+
+    if getattr(args, "operators_module", None):
+        return collect("tokenlaw.operators", *args.operators_module)
+    return default_registry()
+
+
+def cmd_list(args) -> int:
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    reg = _registry(args)
+    if args.json:
+        print(json.dumps({
+            "operators": [{"name": op.name, "traits": sorted(op.traits), "claims": op.claims, "violates": op.violates,
+                           "kernel": op.kernel, "source": op.source} for op in reg],
+            "contracts": {n: {"law": c.law, "exact": c.exact, "requires": sorted(c.requires), "dtypes": list(c.dtypes)}
+                          for n, c in CONTRACTS.items()},
+        }, indent=1))
+        return EXIT_OK
+    print("Contracts:")
+    for n, c in CONTRACTS.items():
+        print(f"  {n:<26} {'exact    ' if c.exact else 'tolerance'}  {c.law}")
+    print("\nOperators (+ claims, - expected to violate):")
+    for op in reg:
+        print(f"  {op.name:<16} [{', '.join(sorted(op.traits))}]")
+        for n, why in op.claims.items():
+            print(f"      + {n:<26} {why}")
+        for n, why in op.violates.items():
+            print(f"      - {n:<26} {why}")
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    import torch
+
+    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.fuzz.engine import PROFILES
+    from tokenlaw.properties.plan import plan, validate_dtypes
+    from tokenlaw.reports import writers
+
+    reg = _registry(args)
+    for name in args.operator or ():
+        reg[name]  # raises naming the unknown operator
+    from tokenlaw.properties.catalogue import CONTRACTS
+    from tokenlaw.operators.errors import InvalidArgument
+
+    for name in args.contract or ():
+        if name not in CONTRACTS:
+            raise InvalidArgument(f"--contract: unknown contract {name!r}; known: {sorted(CONTRACTS)}")
+    validate_dtypes(args.dtype)
+    examples = args.examples or PROFILES[args.profile]
+    rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype)
+    start = time.perf_counter()
+    run_rows(reg, rows, examples=examples, seed=args.seed, progress=not args.json)
+    meta = dict(tier="fuzz", backend="eager", profile=args.profile, examples=examples, seed=args.seed,
+                torch=torch.__version__, seconds=time.perf_counter() - start)
+    md, js = writers.write(rows, meta, Path(args.out))
+    failing = [r for r in rows if r.failing]
+    if args.json:
+        print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows),
+                          "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))
+    else:
+        print(f"\n{len(rows)} rows, {len(failing)} failing; wrote {md} and {js}")
+        for r in failing:
+            print(f"  {r.outcome}: {r.id}")
+    return EXIT_FAIL if failing else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tokenlaw", description=__doc__.split("\n\n")[0],
+                                epilog="exit codes: 0 all rows match their declarations, 1 some row fails, 2 bad arguments")
+    p.add_argument("--operators", dest="operators_module", action="append", metavar="MODULE",
+                   help="also collect operators declared in this importable module or package")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sp = sub.add_parser("list", help="operators, contracts and which claims which")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_list)
+
+    sp = sub.add_parser("check", help="run every declared cell and write reports/conformance.{md,json}")
+    sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
+    sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
+    sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"])
+    sp.add_argument("--examples", type=int, help="examples per cell per dtype (overrides the profile)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    sp.set_defaults(func=cmd_check)
+    return p
+
+
+def main(argv=None) -> int:
+    from tokenlaw.operators.errors import InvalidArgument
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except InvalidArgument as err:
+        print(f"tokenlaw: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

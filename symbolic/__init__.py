@@ -1,0 +1,1 @@
+"""Symbolic tier: sympy and z3 trace the operators written against the array namespace."""
