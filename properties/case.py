@@ -52,6 +52,7 @@ class Case:
     shift: float = 1.0      # per-row score shift / scaling a contract may use
     mask_density: float = 1.0
     scale: float = 1.0
+    backend: str = "eager"  # "eager": op.fn with the torch namespace; else tokenlaw.kernels.implementation(op, backend)
     _cache: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     # -- drawn tensors (float64) --------------------------------------------
@@ -108,7 +109,15 @@ class Case:
         if self.op.domain.mask != "none":
             kwargs["mask"] = None if mask is None else mask.to(dtype)
         with torch.no_grad():
-            return self.op.fn(TORCH, x.to(dtype), **kwargs)
+            return self.call(x.to(dtype), **kwargs)
+
+    def call(self, x, **kwargs):
+        """The operator on the case's backend, on already-cast inputs."""
+        if self.backend == "eager":
+            return self.op.fn(TORCH, x, **kwargs)
+        from tokenlaw.kernels import implementation
+
+        return implementation(self.op, self.backend)(x, **kwargs)
 
     def run_all(self, x, mask=None, **overrides) -> dict:
         """{dtype: output} for the dtype under test, float64 and float32 (the tolerance model needs all three)."""

@@ -7,12 +7,17 @@ Exit codes: 0 every row matches its declaration; 1 some row does not
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
 from pathlib import Path
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+# Modules that add subcommands: each has ``register(subparsers)`` which adds
+# its parser and sets ``func`` (a thin call into its tier).
+EXTENSIONS: tuple[str, ...] = ()
 
 
 def _registry(args):
@@ -105,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func=cmd_check)
+    for name in EXTENSIONS:
+        importlib.import_module(name).register(sub)
     return p
 
 
