@@ -17,7 +17,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 # Modules that add subcommands: each has ``register(subparsers)`` which adds
 # its parser and sets ``func`` (a thin call into its tier).
-EXTENSIONS: tuple[str, ...] = ()
+EXTENSIONS: tuple[str, ...] = ("tokenlaw.reports.gate",)
 
 
 def _registry(args):
@@ -78,7 +78,9 @@ def cmd_check(args) -> int:
     from tokenlaw.reports.provenance import snapshot
 
     meta = dict(tier="fuzz", backend="eager", profile=args.profile, examples=examples, seed=args.seed,
-                torch=torch.__version__, seconds=time.perf_counter() - start, **snapshot(reg))
+                torch=torch.__version__, seconds=time.perf_counter() - start, **snapshot(reg),
+                scope={"operators": args.operator, "contracts": args.contract, "dtypes": args.dtype,
+                       "operator_modules": getattr(args, "operators_module", None)})
     paths = writers.write_all(rows, meta, Path(args.out))
     md, js = paths["md"], paths["json"]
     failing = [r for r in rows if r.failing]
