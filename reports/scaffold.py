@@ -241,13 +241,22 @@ def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, fo
     return path
 
 
+def _module_name(path: Path) -> str:
+    """The dotted module name of ``path`` when its folders are packages (else a placeholder)."""
+    parts, folder = [path.stem], path.parent.resolve()
+    while (folder / "__init__.py").exists():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts) if len(parts) > 1 else f"<your.package>.{path.stem}"
+
+
 def cmd_new(args) -> int:
     claims = _split(args.claims) if args.claims is not None else None
     path = scaffold(args.name, like=args.like, traits=_split(args.traits) or None, claims=claims,
                     folder=args.dir)
     inside = path.parent.resolve() == default_dir().resolve()
     run = f"tokenlaw check --operator {args.name}" if inside else \
-        f"tokenlaw --operators <your.module.{args.name}> check --operator {args.name}"
+        f"tokenlaw --operators {_module_name(path)} check --operator {args.name}"
     nxt = [f"write the body of {args.name}() in {path}", "edit the claims' reasons (and violates)", run]
     if args.json:
         print(json.dumps({"path": str(path), "operator": args.name, "next": nxt}, indent=1))
