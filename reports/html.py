@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 
 from tokenlaw.properties import verdict as V
 
-from .svgplot import Series, chart
+from .svgplot import PALETTE, Series, chart
 from .writers import HOW_TO_READ, first_counterexample, ratio, run_line, summary
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
@@ -106,11 +106,13 @@ def closure_charts(doc: dict) -> list[str]:
             if not isinstance(layers, list) or not layers or not isinstance(layers[0], dict):
                 continue
             xs = [int(p.get("layer", j)) for j, p in enumerate(layers)]
+            color = PALETTE[i % len(PALETTE)]     # one colour per dtype: solid shift, dashed null norm
             for key, dashed, hollow in (("old_shift", False, False), ("null_norm", True, True)):
                 if all(key in p for p in layers):
                     series.append(Series(f"{c['dtype']} {key}",
                                          [(x, _num(p[key]), f"{c['id']} layer {x}: {key} = {_num(p[key]):.3g}")
-                                          for x, p in zip(xs, layers)], line=True, dashed=dashed, hollow=hollow))
+                                          for x, p in zip(xs, layers)], color=color, line=True, dashed=dashed,
+                                         hollow=hollow))
         if series:
             svg = chart(series, xlabel="layer", ylabel="L-inf (0 on its own lane)", logy=True,
                         title=f"{r['operator']}: closure per layer")

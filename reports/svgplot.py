@@ -16,8 +16,9 @@ import dataclasses
 import math
 from xml.sax.saxutils import escape, quoteattr
 
-W, H = 420, 300
+W, H = 460, 300
 LEFT, RIGHT, TOP, BOTTOM = 62, 12, 26, 46
+LEGEND = 130    # width kept right of the plot for the legend, so it never hides a point
 PALETTE = ("#1b6ac9", "#d9480f", "#2b8a3e", "#862e9c", "#e8590c", "#0b7285", "#5c940d", "#a61e4d")
 
 
@@ -42,6 +43,7 @@ class _Axis:
 
     def __init__(self, values, lo_px, hi_px, log):
         self.log, self.lo_px, self.hi_px = log, lo_px, hi_px
+        self.integer = all(float(v).is_integer() for v in values if _finite(v))
         vals = [v for v in values if _finite(v) and (v > 0 or not log)]
         if not vals:
             vals = [1.0] if log else [0.0, 1.0]
@@ -75,6 +77,8 @@ class _Axis:
         if self.log:
             step = max(1, math.ceil((self.hi - self.lo) / 6))
             return [(10.0 ** e, f"1e{e}") for e in range(int(self.lo), int(self.hi) + 1, step)]
+        if self.integer and self.hi - self.lo <= 12:    # layers, counts: label whole numbers only
+            return [(float(v), str(int(v))) for v in range(int(self.lo), int(self.hi) + 1)]
         n = 5
         return [(self.lo + i * (self.hi - self.lo) / n, f"{self.lo + i * (self.hi - self.lo) / n:.3g}")
                 for i in range(n + 1)]
@@ -93,7 +97,7 @@ def chart(series: list, *, xlabel: str, ylabel: str, title: str = "", logx=False
     if diagonal:
         both = [v for v in xs + ys if _finite(v) and v > 0]
         xs, ys = xs + both, ys + both
-    xa = _Axis(xs, LEFT + (16 if logx else 0), width - RIGHT, logx)
+    xa = _Axis(xs, LEFT + (16 if logx else 0), width - RIGHT - LEGEND, logx)
     ya = _Axis(ys, height - BOTTOM - (16 if logy else 0), TOP, logy)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label={quoteattr(title or ylabel)}>',
@@ -141,8 +145,8 @@ def chart(series: list, *, xlabel: str, ylabel: str, title: str = "", logx=False
             out.append(f'<circle class="pt" cx="{px:.1f}" cy="{py:.1f}" r="3.2" fill="{fill}" stroke="{color}">'
                        f'<title>{escape(str(tip))}</title></circle>')
         if s.points:
-            out.append(f'<rect x="{x1 - 120:.1f}" y="{legend_y - 8}" width="9" height="9" fill="{color}"/>'
-                       f'<text x="{x1 - 107:.1f}" y="{legend_y}" font-size="10">{escape(s.name)} '
+            out.append(f'<rect x="{x1 + 8:.1f}" y="{legend_y - 8}" width="9" height="9" fill="{color}"/>'
+                       f'<text x="{x1 + 21:.1f}" y="{legend_y}" font-size="10">{escape(s.name)} '
                        f'({len(pts)})</text>')
             legend_y += 13
     out.append("</svg>")
