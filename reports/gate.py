@@ -30,7 +30,9 @@ def register(sub):
                         epilog="exit codes: 0 no regression / baseline updated, 1 regression or expired known "
                                "failure, 2 bad arguments")
     sp.add_argument("--baseline", default="reports/baseline.json", help="committed baseline report")
-    sp.add_argument("--current", help="report to judge (default: run `tokenlaw check` with the baseline's settings)")
+    sp.add_argument("--current", action="append", metavar="REPORT",
+                    help="report to judge, repeatable (e.g. the eager and a kernel backend's report); "
+                         "default: run `tokenlaw check` for every run of the baseline, with its settings")
     sp.add_argument("--out", default="reports", help="where the run writes its reports (default: ./reports)")
     sp.add_argument("--update-baseline", action="store_true", help="rewrite the baseline from the current run "
                                                                    "and print the diff")
@@ -61,11 +63,15 @@ def _load(path, what) -> dict:
     return doc
 
 
-def _run_check(args, base: dict | None) -> dict:
-    """Run `tokenlaw check` in-process with the baseline's settings and scope; return its document."""
+def _run_checks(args, base: dict | None) -> dict:
+    """Run `tokenlaw check` in-process once per run of the baseline, with its settings and scope."""
+    runs = regressions.normalise(base)["meta"]["runs"] if base else [{}]
+    return regressions.merge([_run_check(args, run) for run in runs])
+
+
+def _run_check(args, meta: dict) -> dict:
     from .cli import build_parser
 
-    meta = (base or {}).get("meta", {})
     scope = meta.get("scope") or {}
     argv = []
     for m in getattr(args, "operators_module", None) or scope.get("operator_modules") or ():
@@ -77,10 +83,19 @@ def _run_check(args, base: dict | None) -> dict:
     for flag, key in (("--operator", "operators"), ("--contract", "contracts"), ("--dtype", "dtypes")):
         for v in scope.get(key) or ():
             argv += [flag, v]
-    check = build_parser().parse_args(argv)
-    with contextlib.redirect_stdout(io.StringIO()):
+    backend = meta.get("backend") or "eager"
+    if backend != "eager":
+        argv += ["--backend", backend]
+    try:
+        check = build_parser().parse_args(argv)
+    except SystemExit:
+        raise InvalidArgument(f"--baseline: cannot re-run its {backend!r} run with this tokenlaw "
+                              f"(`tokenlaw {' '.join(argv)}` is refused)") from None
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
         check.func(check)   # exit status ignored: the gate judges against the baseline, not declarations
-    return _load(Path(args.out) / "conformance.json", "--current")
+    report = json.loads(buf.getvalue()).get("report") or str(Path(args.out) / "conformance.json")
+    return _load(report, "--current")
 
 
 def _today(args) -> dt.date:
@@ -98,9 +113,12 @@ def cmd_gate(args) -> int:
     base_path = Path(args.baseline)
     base = _load(base_path, "--baseline") if (base_path.exists() or not args.update_baseline) else None
     entries = known_failures.load(args.known_failures)
-    cur = _load(args.current, "--current") if args.current else _run_check(args, base)
+    if args.current:
+        cur = regressions.merge([_load(path, "--current") for path in args.current])
+    else:
+        cur = _run_checks(args, base)
     disk = provenance.kernel_sources() if args.current else None
-    empty = {"meta": dict(cur["meta"]), "rows": []}
+    empty = {"meta": {"runs": cur["meta"]["runs"]}, "rows": []}
     cmp = regressions.compare(base or empty, cur, bound_growth=args.bound_growth, disk_kernels=disk)
     if args.update_baseline:
         writers.atomic_write(base_path, json.dumps(writers.stable(cur), indent=1) + "\n")
@@ -117,7 +135,7 @@ def cmd_gate(args) -> int:
     ok = not live
     if args.json:
         print(json.dumps({"result": "PASS" if ok else "FAIL", "baseline": str(base_path),
-                          "current": args.current or str(Path(args.out) / "conformance.json"),
+                          "current": args.current or "(run by the gate)",
                           "regressions": [c.to_json() for c, _ in live],
                           "known": [dict(c.to_json(), reason=e.reason, expires=str(e.expires)) for c, e in known],
                           "improvements": [c.to_json() for c in cmp.improvements],

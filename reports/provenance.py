@@ -33,9 +33,11 @@ def kernel_sources(folder: Path | None = None) -> dict[str, str]:
 def kernel_map(registry, folder: Path | None = None) -> dict[str, dict]:
     """{kernel name: {"operators": [...], "source": "kernels/x.py" or None}} for declared kernels.
 
-    The source is the file that defines the kernel (``def NAME`` or
-    ``NAME = ``); None when no file does (the gate then treats a change to
-    any kernel file as a change to this kernel).
+    The source is the kernel's own file: ``kernels/NAME.py`` when it exists,
+    else the first file that defines it (``def NAME`` or ``NAME =``); None
+    when no file does (the gate then treats a change to any kernel file as
+    a change to this kernel).  Files that are no kernel's own source count
+    as shared helpers of every kernel.
     """
     folder = kernels_dir() if folder is None else Path(folder)
     texts = {}
@@ -47,6 +49,9 @@ def kernel_map(registry, folder: Path | None = None) -> dict[str, dict]:
             continue
         entry = out.setdefault(op.kernel, {"operators": [], "source": None})
         entry["operators"].append(op.name)
+        if f"kernels/{op.kernel}.py" in texts:
+            entry["source"] = f"kernels/{op.kernel}.py"
+            continue
         pattern = re.compile(rf"^\s*(def\s+{re.escape(op.kernel)}\s*\(|{re.escape(op.kernel)}\s*=)", re.M)
         for name, text in texts.items():
             if pattern.search(text):

@@ -38,6 +38,12 @@ Regression kinds (each names the cell, row or kernel it concerns):
 ``stale-report``
     the current report's recorded kernel hashes differ from the kernel
     files on disk now (its kernel cells predate the edit).
+
+Several reports (the eager run and a kernel backend's run, each written by
+its own ``tokenlaw check``) are compared as one: :func:`merge` concatenates
+their rows, keeps each run's meta under ``meta["runs"]`` and keys a row by
+``id@backend`` for non-eager runs, since a row id names the same
+(operator, contract) on every backend while its cell ids differ.
 """
 from __future__ import annotations
 
@@ -79,6 +85,39 @@ class Comparison:
         return {k: [c.to_json() for c in getattr(self, k)] for k in ("regressions", "improvements", "added", "notes")}
 
 
+def normalise(doc: dict) -> dict:
+    """Give every row its run's backend and the meta a ``runs`` list (a single report is one run)."""
+    meta = doc["meta"]
+    backend = meta.get("backend") or "eager"
+    for r in doc["rows"]:
+        r.setdefault("backend", backend)
+    if "runs" not in meta:
+        meta["runs"] = [{k: v for k, v in meta.items() if k != "runs"}]
+    return doc
+
+
+def merge(docs: list[dict]) -> dict:
+    """One document from several runs' reports (rows concatenated, metas kept under meta["runs"])."""
+    from .writers import SCHEMA_VERSION, summary
+
+    docs = [normalise(d) for d in docs]
+    meta = {k: v for k, v in docs[0]["meta"].items() if k != "runs"}
+    meta["runs"] = [run for d in docs for run in d["meta"]["runs"]]
+    rows = [r for d in docs for r in d["rows"]]
+    keys = [row_key(r) for r in rows]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        from tokenlaw.operators.errors import InvalidArgument
+
+        raise InvalidArgument(f"--current: rows {dup[:5]} appear in more than one report")
+    return {"schema": SCHEMA_VERSION, "meta": meta, "summary": summary(rows), "rows": rows}
+
+
+def row_key(row) -> str:
+    backend = row.get("backend", "eager")
+    return row["id"] if backend == "eager" else f"{row['id']}@{backend}"
+
+
 def _cells(doc) -> dict:
     return {c["id"]: (r, c) for r in doc["rows"] for c in r["cells"]}
 
@@ -101,10 +140,15 @@ def _describe(row, cell) -> str:
     return f"{_outcome(row, cell)} [{tier}]"
 
 
-def comparable(base: dict, cur: dict) -> bool:
-    """Same seed and example budget: both runs drew the same inputs."""
-    keys = ("seed", "examples", "profile")
-    return all(base["meta"].get(k) == cur["meta"].get(k) for k in keys)
+def _draws(run: dict) -> tuple:
+    return tuple(run.get(k) for k in ("seed", "examples", "profile"))
+
+
+def comparable(base: dict, cur: dict) -> dict:
+    """{backend: True when both documents' runs of that backend drew the same inputs}."""
+    b = {r.get("backend") or "eager": _draws(r) for r in normalise(base)["meta"]["runs"]}
+    c = {r.get("backend") or "eager": _draws(r) for r in normalise(cur)["meta"]["runs"]}
+    return {k: b.get(k) == c.get(k) for k in set(b) | set(c)}
 
 
 def compare(base: dict, cur: dict, *, bound_growth: float = BOUND_GROWTH, ratio_alert: float = RATIO_ALERT,
@@ -114,29 +158,31 @@ def compare(base: dict, cur: dict, *, bound_growth: float = BOUND_GROWTH, ratio_
     ``disk_kernels`` ({"kernels/x.py": sha256}) enables the stale-report check.
     """
     out = Comparison([], [], [], [])
-    same_draws = comparable(base, cur)
-    if not same_draws:
-        out.notes.append(Change("setup", "meta", _setup(base), _setup(cur),
-                                "different seed/budget: per-dtype reproduction and tolerance checks skipped"))
+    same = comparable(base, cur)
+    for backend, ok in sorted(same.items()):
+        if not ok:
+            out.notes.append(Change("setup", backend, "", "", "a different seed/budget for this backend: "
+                                    "per-dtype reproduction and tolerance checks skipped"))
     bcells, ccells = _cells(base), _cells(cur)
-    brows = {r["id"]: r for r in base["rows"]}
-    crows = {r["id"]: r for r in cur["rows"]}
-    for rid, r in brows.items():
-        if rid not in crows:
-            out.regressions.append(Change("disappeared", rid, r["outcome"], "missing", "row no longer in the report"))
-    for rid, r in crows.items():
-        b = brows.get(rid)
+    brows = {row_key(r): r for r in base["rows"]}
+    crows = {row_key(r): r for r in cur["rows"]}
+    for key, r in brows.items():
+        if key not in crows:
+            out.regressions.append(Change("disappeared", key, r["outcome"], "missing", "row no longer in the report"))
+    for key, r in crows.items():
+        b = brows.get(key)
         if r["outcome"] == V.BAD_NOT_REPRODUCED and (b is None or b["outcome"] != V.BAD_NOT_REPRODUCED):
-            out.regressions.append(Change("not-reproduced", rid, b["outcome"] if b else "new row", r["outcome"],
+            out.regressions.append(Change("not-reproduced", key, b["outcome"] if b else "new row", r["outcome"],
                                           f"expected violation of {r['contract']} reproduced in no dtype"))
     for cid, (br, bc) in bcells.items():
         if cid not in ccells:
-            if br["id"] in crows:
+            if row_key(br) in crows:
                 out.regressions.append(Change("disappeared", cid, _describe(br, bc), "missing",
                                               "cell no longer in the report"))
             continue
         cr, cc = ccells[cid]
-        _compare_cell(out, cid, br, bc, cr, cc, same_draws, bound_growth, ratio_alert)
+        _compare_cell(out, cid, br, bc, cr, cc, same.get(cr.get("backend", "eager"), False),
+                      bound_growth, ratio_alert)
     for cid, (cr, cc) in ccells.items():
         if cid in bcells:
             continue
@@ -146,11 +192,6 @@ def compare(base: dict, cur: dict, *, bound_growth: float = BOUND_GROWTH, ratio_
                                           (cc.get("verdict") or {}).get("detail", "")))
     _kernels(out, base, cur, disk_kernels)
     return out
-
-
-def _setup(doc) -> str:
-    m = doc["meta"]
-    return f"profile={m.get('profile')} examples={m.get('examples')} seed={m.get('seed')}"
 
 
 def _compare_cell(out, cid, br, bc, cr, cc, same_draws, bound_growth, ratio_alert):
@@ -199,27 +240,43 @@ def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
                                       f"worst discrepancy/bound passed {ratio_alert:g} and at least doubled"))
 
 
+def _sources(doc) -> dict | None:
+    """The kernel hashes a document recorded (its first run that recorded any)."""
+    for run in normalise(doc)["meta"]["runs"]:
+        if run.get("kernel_sources") is not None:
+            return run["kernel_sources"]
+    return None
+
+
 def _kernels(out, base, cur, disk):
-    bsrc, csrc = base["meta"].get("kernel_sources"), cur["meta"].get("kernel_sources")
-    if disk is not None and csrc is not None:
-        for f in sorted(set(disk) | set(csrc)):
-            if disk.get(f) != csrc.get(f):
-                out.regressions.append(Change("stale-report", f, _short(csrc.get(f)), _short(disk.get(f)),
-                                              "kernel source changed after the current report was made: re-run"))
+    if disk is not None:
+        for run in cur["meta"]["runs"]:
+            recorded = run.get("kernel_sources")
+            if recorded is None:
+                continue
+            for f in sorted(set(disk) | set(recorded)):
+                if disk.get(f) != recorded.get(f):
+                    out.regressions.append(Change(
+                        "stale-report", f"{f}@{run.get('backend') or 'eager'}", _short(recorded.get(f)),
+                        _short(disk.get(f)), "kernel source changed after this report was made: re-run it"))
+    bsrc, csrc = _sources(base), _sources(cur)
     if bsrc is None or csrc is None:
         out.notes.append(Change("kernels", "meta", "", "", "a report has no kernel hashes: kernel check skipped"))
         return
     changed = sorted(f for f in set(bsrc) | set(csrc) if bsrc.get(f) != csrc.get(f))
     if not changed:
         return
-    kernels = {**base["meta"].get("kernels", {}), **cur["meta"].get("kernels", {})}
-    mapped = set()
+    kernels = {}
+    for doc in (base, cur):
+        for run in doc["meta"]["runs"]:
+            kernels.update(run.get("kernels") or {})
+    own = {k["source"] for k in kernels.values() if k.get("source")}
+    shared = [f for f in changed if f not in own]     # helpers any kernel may use
     for name, k in sorted(kernels.items()):
         src = k.get("source")
-        hit = [src] if src in changed else ([] if src else changed)   # unmapped kernel: any file may be it
+        hit = ([src] if src in changed else []) + shared if src else changed
         if not hit:
             continue
-        mapped.update(hit)
         ops = set(k.get("operators", ()))
         rerun = [c for r in cur["rows"] if r["operator"] in ops for c in r["cells"]
                  if c["backend"] != "eager" and c.get("verdict") and c["verdict"]["status"] != V.NOT_RUNNABLE]
@@ -227,10 +284,8 @@ def _kernels(out, base, cur, disk):
             out.regressions.append(Change(
                 "kernel-not-rerun", name, _short(bsrc.get(hit[0])), _short(csrc.get(hit[0])),
                 f"{', '.join(hit)} changed but no cell of {sorted(ops)} ran on a kernel backend"))
-    for f in changed:
-        if f not in mapped:
-            out.notes.append(Change("kernels", f, _short(bsrc.get(f)), _short(csrc.get(f)),
-                                    "changed; no declared kernel lives in it"))
+    if not kernels:
+        out.notes.append(Change("kernels", ", ".join(changed), "", "", "changed; no operator declares a kernel"))
 
 
 def _short(sha) -> str:

@@ -20,7 +20,8 @@ from tokenlaw.properties.catalogue import CONTRACTS
 SCHEMA_VERSION = 1
 
 # Fields that differ between two runs of the same seed (wall-clock times).
-VOLATILE = ("meta.seconds", "meta.created", "rows[].cells[].verdict.seconds")
+VOLATILE = ("meta.seconds", "meta.created", "meta.runs[].seconds", "meta.runs[].created",
+            "rows[].cells[].verdict.seconds")
 
 FORMATS = ("json", "md", "xml", "html")
 
@@ -75,8 +76,9 @@ def stable(doc: dict) -> dict:
     """A copy of a report document without its VOLATILE (timing) fields: equal for equal seeds."""
     doc = json.loads(json.dumps(doc))
     meta = doc.get("meta", {})
-    for k in ("seconds", "created"):
-        meta.pop(k, None)
+    for m in [meta, *meta.get("runs", ())]:     # a merged document keeps each run's meta
+        for k in ("seconds", "created"):
+            m.pop(k, None)
     for r in doc.get("rows", ()):
         for c in r.get("cells", ()):
             if c.get("verdict"):

@@ -144,12 +144,31 @@ def test_rules_expected_violation_lost():
 
 def test_rules_kernel_changed_without_rerun():
     assert kinds(_doc(), _doc(kernel_sha="b" * 64)) == [("kernel-not-rerun", "k_fwd")]
-    rerun = _doc(kernel_sha="b" * 64)
-    rerun["rows"][0]["cells"].append(dict(rerun["rows"][0]["cells"][0], id="op-law-triton-float32",
-                                          backend="triton"))
-    assert kinds(_doc(), rerun) == []
+    # the kernel backend's own report (same row ids, other cell ids), merged with the eager one
+    triton = _doc(backend="triton", kernel_sha="b" * 64)
+    triton["meta"]["backend"] = "triton"
+    cur = regressions.merge([_doc(kernel_sha="b" * 64), triton])
+    assert [k for k in kinds(_doc(), cur) if k[0] != "disappeared"] == []
+    assert ("op-law@triton" in {regressions.row_key(r) for r in cur["rows"]})
+    # a shared helper (no kernel's own file) changes every kernel
+    base, cur = _doc(), _doc()
+    base["meta"]["kernel_sources"]["kernels/tiles.py"] = "a" * 64
+    cur["meta"]["kernel_sources"]["kernels/tiles.py"] = "d" * 64
+    assert kinds(base, cur) == [("kernel-not-rerun", "k_fwd")]
     # a report made before the kernel file changed on disk is stale
-    assert kinds(_doc(), _doc(), disk_kernels={"kernels/k.py": "c" * 64}) == [("stale-report", "kernels/k.py")]
+    assert kinds(_doc(), _doc(), disk_kernels={"kernels/k.py": "c" * 64}) == \
+        [("stale-report", "kernels/k.py@eager")]
+
+
+def test_merged_baseline_gates_each_backend():
+    triton = _doc(backend="triton")
+    triton["meta"]["backend"] = "triton"
+    base = regressions.merge([_doc(), triton])
+    broken = _doc(backend="triton", status="violated", outcome="UNEXPECTED violation")
+    broken["meta"]["backend"] = "triton"
+    got = kinds(base, regressions.merge([_doc(), broken]))
+    assert got == [("unexpected-violation", "op-law-triton-float32")]
+    assert ("disappeared", "op-law@triton") in kinds(base, _doc())     # the kernel run went missing
 
 
 def test_known_failures_parse():
