@@ -146,8 +146,13 @@ def _draws(run: dict) -> tuple:
 
 def comparable(base: dict, cur: dict) -> dict:
     """{backend: True when both documents' runs of that backend drew the same inputs}."""
-    b = {r.get("backend") or "eager": _draws(r) for r in normalise(base)["meta"]["runs"]}
-    c = {r.get("backend") or "eager": _draws(r) for r in normalise(cur)["meta"]["runs"]}
+    def by_backend(doc):
+        out: dict[str, set] = {}
+        for run in normalise(doc)["meta"]["runs"]:
+            out.setdefault(run.get("backend") or "eager", set()).add(_draws(run))
+        return out
+
+    b, c = by_backend(base), by_backend(cur)
     return {k: b.get(k) == c.get(k) for k in set(b) | set(c)}
 
 

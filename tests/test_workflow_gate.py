@@ -184,3 +184,21 @@ def test_stable_removes_only_timings():
     s = writers.stable(doc)
     assert "seconds" not in s["meta"] and "seconds" not in s["rows"][0]["cells"][0]["verdict"]
     assert s["rows"][0]["cells"][0]["verdict"]["bound"] == 1e-7
+
+
+def test_baseline_of_two_runs_is_rerun_run_by_run(scratch, capsys, monkeypatch):
+    # Two reports (here two scopes of the eager backend; in CI the eager and the kernel run).
+    for op in ("scratch_local", "scratch_mix"):
+        assert cli.main([*OPS, "check", "--operator", op, "--examples", "6", "--out", op, "--json"]) == 0
+    rc, out = gate(capsys, "--update-baseline", "--current", "scratch_local/conformance.json",
+                   "--current", "scratch_mix/conformance.json")
+    assert rc == 0
+    base = json.loads(Path("reports/baseline.json").read_text())
+    assert [r["scope"]["operators"] for r in base["meta"]["runs"]] == [["scratch_local"], ["scratch_mix"]]
+    rc, out = gate(capsys, "--json")
+    assert rc == 0, out
+    monkeypatch.setattr(scratch, "NOISE", 1000.0)
+    rc, out = gate(capsys, "--json")
+    assert rc == 1
+    assert {c["id"] for c in json.loads(out)["regressions"]} >= {
+        "scratch_mix-permutation_equivariance-eager-float32"}
