@@ -10,7 +10,6 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -109,3 +108,18 @@ def test_html_renders_in_headless_chromium(runs, tmp_path):
     assert drawn == dom.count('class="chart"') and drawn >= 3      # every chart laid out with a real box
     assert '<table id="matrix">' in dom and "otransformer" in dom
     assert "Uncaught" not in out.stderr
+
+
+def test_tau_sweep_chart_drawn_when_a_verdict_carries_one():
+    sweep = [{"tau": t, "row_mass": m} for t, m in ((0.0, 0.9), (0.5, 0.4), (1.0, 0.002))]
+    doc = {"meta": {}, "rows": [
+        {"id": "pn_fir_tau-silence", "operator": "pn_fir_tau", "contract": "silence", "law": "L", "exact": True,
+         "declared": "claims", "reason": "r", "outcome": "holds", "cells": [
+             {"id": "pn_fir_tau-silence-eager-float32", "backend": "eager", "dtype": "float32", "outcome": "holds",
+              "verdict": {"status": "holds", "discrepancy": 0.0, "bound": 0.0, "detail": "", "examples": 3,
+                          "extra": {"tau_sweep": sweep}}}]}]}
+    page = writers.render(doc, "html")
+    assert "<h2>Tau sweeps</h2>" in page
+    for p in sweep:
+        assert f"tau {p['tau']}: row_mass = {p['row_mass']}" in page
+    assert "Discrepancy vs bound" not in page     # an exact cell with bound 0 is counted, never plotted
