@@ -15,6 +15,7 @@ import contextlib
 import datetime as dt
 import io
 import json
+import sys
 from pathlib import Path
 
 from tokenlaw.operators.errors import InvalidArgument
@@ -91,6 +92,8 @@ def _run_check(args, meta: dict) -> dict:
     except SystemExit:
         raise InvalidArgument(f"--baseline: cannot re-run its {backend!r} run with this tokenlaw "
                               f"(`tokenlaw {' '.join(argv)}` is refused)") from None
+    if not args.json:
+        print(f"tokenlaw gate: running `tokenlaw {' '.join(argv)}`", file=sys.stderr, flush=True)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         check.func(check)   # exit status ignored: the gate judges against the baseline, not declarations

@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,17 @@ def test_tau_sweep_chart_drawn_when_a_verdict_carries_one():
     for p in sweep:
         assert f"tau {p['tau']}: row_mass = {p['row_mass']}" in page
     assert "Discrepancy vs bound" not in page     # an exact cell with bound 0 is counted, never plotted
+
+
+def test_ci_workflow_and_pre_commit_hook_run_the_gate():
+    yaml = pytest.importorskip("yaml", reason="PyYAML not installed: the example files are not parsed")
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    ci = yaml.safe_load((docs / "ci-workflow.yml").read_text())
+    steps = [s.get("run", "") for s in ci["jobs"]["gate"]["steps"]]
+    assert any(s.startswith("tokenlaw gate") for s in steps)
+    on = ci[True] if True in ci else ci["on"]      # YAML 1.1 reads the key `on` as a boolean
+    assert "kernels/**" in on["pull_request"]["paths"] and "operators/**" in on["pull_request"]["paths"]
+    (hook,) = yaml.safe_load((docs / "pre-commit-hooks.yaml").read_text())
+    assert hook["entry"] == "tokenlaw gate" and hook["pass_filenames"] is False
+    assert re.search(hook["files"], "kernels/oattention_fwd.py") and re.search(hook["files"], "operators/x.py")
+    assert not re.search(hook["files"], "docs/workflow.md")
