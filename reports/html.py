@@ -191,6 +191,11 @@ def html(doc: dict) -> str:
         items = "".join(f"<li><code>{escape(rid)}</code>: {escape(byid[rid]['outcome'])} &mdash; "
                         f"{escape(first_counterexample(byid[rid]))}</li>" for rid in summ["failing"])
         parts.append(f'<h2>Failing rows</h2><ul id="failing">{items}</ul>')
+    blocked = [c for r in rows for c in r["cells"] if c.get("verdict") and c["verdict"]["status"] == V.NOT_RUNNABLE]
+    if blocked:
+        items = "".join(f"<li><code>{escape(c['id'])}</code>: {escape(c['verdict'].get('detail', ''))}</li>"
+                        for c in blocked)
+        parts.append(f'<h2>Cells not runnable here</h2><ul id="not-runnable">{items}</ul>')
     parts += ["<h2>Matrix</h2>", _matrix(rows), f"<p>{escape(HOW_TO_READ)}</p>"]
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):

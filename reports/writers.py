@@ -147,6 +147,12 @@ def markdown(doc: dict) -> str:
     lines.append(f"**{summ['result']}** - {summ['rows']} declared (operator, contract) rows, {summ['cells']} cells; "
                  + ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items()) + ".")
     lines += ["", run_line(meta), ""]
+    blocked = [(c, c["verdict"]) for r in rows for c in r["cells"]
+               if c.get("verdict") and c["verdict"]["status"] == V.NOT_RUNNABLE]
+    if blocked:
+        lines += ["## Cells not runnable here", ""]
+        lines += [f"- `{c['id']}`: {v.get('detail', '')}" for c, v in blocked]
+        lines.append("")
     byid = {r["id"]: r for r in rows}
     if summ["failing"]:
         lines += ["## Failing rows", ""]
@@ -206,6 +212,11 @@ def render(doc: dict, fmt: str) -> str:
 
         return html(doc)
     raise ValueError(f"fmt: expected one of {FORMATS}, got {fmt!r}")
+
+
+def not_runnable_cells(rows) -> list:
+    """Cells whose verdict is 'not runnable here' (with the reason in ``verdict.detail``)."""
+    return [c for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.NOT_RUNNABLE]
 
 
 def write_doc(doc: dict, out_dir: Path, stem: str = "conformance", formats=FORMATS) -> dict:

@@ -65,6 +65,8 @@ def test_junit_failure_and_skip_per_cell():
                           "examples": 0}}]}]}
     xml = writers.render(doc, "xml")
     assert 'failures="1"' in xml and 'skipped="1"' in xml and "n=1" in xml and "no GPU" in xml
+    for fmt in ("md", "html"):        # the reason a cell could not run is shown, not hidden
+        assert "a-law-triton-float32" in writers.render(doc, fmt) and "no GPU" in writers.render(doc, fmt)
 
 
 def test_plots_are_drawn_from_the_verdicts(runs):
