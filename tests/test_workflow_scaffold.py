@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -120,9 +121,8 @@ def test_default_folder_needs_no_other_edit(tmp_path):
     # pytest: the generated cells of tokenlaw's own operators (and the lead's tests/test_cells.py once present)
     args = ["-m", "pytest", *W.plugin_args(), "--tokenlaw", "tokenlaw.operators", "--tokenlaw-examples", "5",
             "-k", "myop", "-v", "-p", "no:cacheprovider"]
-    if (W.ROOT / "tests" / "test_cells.py").exists():
-        (tree / "tests").mkdir(exist_ok=True)
-        (tree / "tests" / "test_cells.py").write_text((W.ROOT / "tests" / "test_cells.py").read_text())
+    if (W.ROOT / "tests" / "test_cells.py").exists():   # with its conftest and helpers
+        shutil.copytree(W.ROOT / "tests", tree / "tests", ignore=shutil.ignore_patterns("__pycache__"))
         args.append("tests/test_cells.py")
     out = W.run(args, cwd=tree, env=e)
     assert out.returncode == 0, out.stdout + out.stderr
