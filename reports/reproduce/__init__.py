@@ -28,7 +28,10 @@ def cmd_ablation(args) -> int:
 
     _positive_int(args.width, "--width")
     _positive_int(args.seeds, "--seeds")
-    cfg = ablation.Config(width=args.width, seeds=args.seeds, gains=tuple(args.gains))
+    for w in args.sweep_widths:
+        _positive_int(w, "--sweep-widths")
+    cfg = ablation.Config(width=args.width, seeds=args.seeds, gains=tuple(args.gains),
+                          sweep_widths=tuple(args.sweep_widths))
     start = time.perf_counter()
     result = ablation.run(cfg)
     result["seconds"] = time.perf_counter() - start
@@ -58,6 +61,8 @@ def register(subparsers):
     a.add_argument("--width", type=int, default=64)
     a.add_argument("--seeds", type=int, default=8)
     a.add_argument("--gains", type=float, nargs="+", default=[1.0, 2.0], help="weight gains (std gain/sqrt(fan_in))")
+    a.add_argument("--sweep-widths", type=int, nargs="+", default=[16, 64, 256],
+                   help="widths of the OA-only width x gain sweep")
     a.add_argument("--out", default="reports")
     a.set_defaults(func=cmd_ablation)
 
@@ -65,4 +70,5 @@ def register(subparsers):
     r.add_argument("--out", default="reports")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--quick", action="store_true", help="tiny run for tests (not the reported numbers)")
+    r.add_argument("--retrain", action="store_true", help="ignore cached weights in <out>/retrofit_model.pt")
     r.set_defaults(func=cmd_retrofit)
