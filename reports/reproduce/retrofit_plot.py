@@ -31,7 +31,7 @@ def plot(summary: list, path: Path) -> Path:
     ax.set_ylabel("RMSE change vs standard model (%)")
     pairs = summary[0]["pairs"] if summary else 0
     ax.set_title(f"Zero-fine-tune retrofit, {pairs} (dataset, seed) pairs")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
