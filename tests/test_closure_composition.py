@@ -74,7 +74,9 @@ def test_bad_compositions_name_the_argument():
         Composition("x", norm="layernorm", attention="sdpa", ffn="offn", depth=0)
     p = host_params(torch.Generator().manual_seed(0), 4, depth=1)
     with pytest.raises(InvalidArgument, match="blocks"):
-        hosts.otransformer_layers(TORCH, torch.randn(1, 2, 4, dtype=torch.float64), **p)
+        hosts.otransformer_layers(TORCH, torch.randn(1, 2, 4, dtype=torch.float64), **dict(p, blocks=[]))
+    # one block of a depth-2 host runs alone (the symbolic tier proves closure block by block)
+    assert len(hosts.otransformer_layers(TORCH, torch.randn(1, 2, 4, dtype=torch.float64), **p)) == 2
     with pytest.raises(InvalidArgument, match="inject"):
         compose_layers(hosts.COMPOSITIONS["tabular_otransformer"], TORCH, torch.randn(1, 2, 4, dtype=torch.float64),
                        **host_params(torch.Generator().manual_seed(0), 4))
