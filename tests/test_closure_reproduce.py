@@ -55,3 +55,17 @@ def test_reproduce_commands_write_their_reports(tmp_path, capsys):
     assert main(["reproduce", "retrofit", "--quick", "--out", str(tmp_path)]) == 0   # cached weights reused
     assert json.loads((tmp_path / "retrofit.json").read_text())["cached"] is True
     assert main(["reproduce", "ablation", "--width", "0"]) == 2
+
+
+def test_retrofit_training_is_deterministic():
+    from tokenlaw.reports.reproduce.retrofit import QUICK, train
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)          # as the command does
+    try:
+        a, curve_a = train(QUICK, log=lambda s: None)
+        b, curve_b = train(QUICK, log=lambda s: None)
+    finally:
+        torch.set_num_threads(threads)
+    assert curve_a == curve_b
+    assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
