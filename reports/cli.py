@@ -17,7 +17,12 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 # Modules that add subcommands: each has ``register(subparsers)`` which adds
 # its parser and sets ``func`` (a thin call into its tier).
-EXTENSIONS: tuple[str, ...] = ("tokenlaw.reports.gate", "tokenlaw.reports.scaffold")
+EXTENSIONS: tuple[str, ...] = (
+    "tokenlaw.reports.gate",
+    "tokenlaw.reports.scaffold",
+    "tokenlaw.reports.closure_cmd",
+    "tokenlaw.reports.reproduce",
+)
 
 
 def _registry(args):
