@@ -24,6 +24,7 @@ def mask_respect(case):
     m = case.mask.clone()
     m[:, (j + 1) % case.n, j] = 0.0                  # at least one receiver that cannot see j
     hidden = m[:, :, j] == 0                          # (B, N) receivers blind to j
+    hidden[:, j] = False                              # j's own output reads h_j through its query
     x2 = case.x.clone()
     x2[:, j] = case.random_like(x2[:, j].shape, salt=5, scale=10.0)
     return relation(case, lambda dt: case.run(x2, m, dtype=dt)[hidden],
