@@ -88,7 +88,7 @@ def to_markdown(rows, meta: dict) -> str:
         cells = [short[by[(op, n)].outcome] if (op, n) in by else "-" for n in names]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
     lines += ["", "## Rows", "",
-              "| row | declared | outcome | dtypes: examples, max disc/bound | time | minimal counterexample |",
+              "| row | declared | outcome | dtypes: examples, max disc/bound, examples/s | time | minimal counterexample |",
               "|---|---|---|---|---|---|"]
     for r in rows:
         parts, secs, ce = [], 0.0, ""
@@ -98,7 +98,8 @@ def to_markdown(rows, meta: dict) -> str:
                 continue
             secs += v.seconds
             tag = "VIOLATED " if v.violated else ""
-            parts.append(f"{c.dtype}: {tag}{v.examples} ex, {_fmt(v.ratio)}")
+            rate = f", {v.examples / v.seconds:.0f} ex/s" if v.seconds > 0 else ""
+            parts.append(f"{c.dtype}: {tag}{v.examples} ex, {_fmt(v.ratio)}{rate}")
             if v.violated and not ce:
                 ce = f"{c.dtype}: {_example(v)}; {v.detail}"
                 if v.replay:

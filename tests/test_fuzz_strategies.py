@@ -70,7 +70,7 @@ def test_near_null_magnitudes_make_the_squared_norm_subnormal(dtype):
 def test_large_magnitudes_overflow_a_naive_exp_in_every_dtype():
     for dtype, overflow in ((torch.float32, 88.7), (torch.float16, 11.1), (torch.bfloat16, 88.7), (torch.float64, 709.8)):
         scales, _ = magnitudes(dtype)
-        assert max(scales) ** 2 > overflow      # scores ~ scale^2 pass exp's overflow point
+        assert max(scales) ** 2 > overflow      # scores ~ scale^2 pass the overflow point of exp
 
 
 def test_non_contiguous_layouts_keep_values():
