@@ -10,8 +10,8 @@ from tokenlaw.fuzz.mutation import run_mutant, run_mutants
 from tokenlaw.operators.registry import default_registry
 
 REG = default_registry()
-FAST = ("offn_bias_outside_gate", "ostd_empty_support_unguarded", "onorm_gate_dropped", "gate_reaches_one",
-        "pn_tau_sign_flipped", "oattn_receiver_gate_dropped")
+# one cheap mutant per family; the whole catalogue is the slow test below
+FAST = ("offn_bias_outside_gate", "ostd_empty_support_unguarded", "gate_reaches_one", "oattn_receiver_gate_dropped")
 
 
 def test_catalogue_has_at_least_12_mutants_spread_over_the_families():
@@ -53,11 +53,12 @@ def test_patch_changes_something_and_restores_everything(mutant):
 @pytest.mark.parametrize("name", FAST)
 def test_fast_subset_is_killed(name):
     m = next(m for m in EAGER_MUTANTS if m.name == name)
-    res = run_mutant(REG, m, examples=15, seed=0)
+    res = run_mutant(REG, m, examples=8, seed=0)
     assert res.killed, f"{name} survived: the suite has a gap"
     assert all(k.split("-")[0] in m.operators for k in res.killers)
 
 
+@pytest.mark.slow   # ~20 s: every oattention row at 40 examples per dtype
 def test_running_max_over_nulls_needs_large_magnitudes():
     """The underflow mutant is invisible at unit scale: only the edge strategies expose it."""
     m = next(m for m in EAGER_MUTANTS if m.name == "oattn_running_max_over_nulls")

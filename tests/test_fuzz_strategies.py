@@ -68,9 +68,20 @@ def test_near_null_magnitudes_make_the_squared_norm_subnormal(dtype):
 
 
 def test_large_magnitudes_overflow_a_naive_exp_in_every_dtype():
-    for dtype, overflow in ((torch.float32, 88.7), (torch.float16, 11.1), (torch.bfloat16, 88.7), (torch.float64, 709.8)):
-        scales, _ = magnitudes(dtype)
-        assert max(scales) ** 2 > overflow      # scores ~ scale^2 pass the overflow point of exp
+    """The largest drawn magnitudes give scores past exp's overflow point in the dtype under test."""
+    from tokenlaw.operators import projections
+    from tokenlaw.operators.xp import TORCH
+    from tokenlaw.properties.case import Case
+
+    for dtype, overflow in ((torch.float64, 709.8), (torch.float32, 88.7), (torch.float16, 11.1), (torch.bfloat16, 88.7)):
+        scales, biases = magnitudes(dtype)
+        top = 0.0
+        for seed in range(4):
+            c = Case(op=REG["sdpa"], dtype=dtype, n=4, d=4, seed=seed, scale=max(scales), bias_scale=max(biases))
+            p = c.params
+            q, k, _ = projections.project_qkv(TORCH, c.x, **{n: p[n] for n in ("wq", "bq", "wk", "bk", "wv", "bv", "heads")})
+            top = max(top, float(projections.scores(TORCH, q, k).abs().max()))
+        assert top > overflow, (dtype, top)
 
 
 def test_non_contiguous_layouts_keep_values():
