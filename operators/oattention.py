@@ -27,6 +27,11 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     active = xp.gt(mass, 0)
     floor = xp.min(s, axis=-1, keepdims=True)
     top = xp.max(xp.where(active, s, floor), axis=-1, keepdims=True)
+    # The shift M may be any value: the ratio is unchanged.  Taking it at
+    # least log(eps_den) keeps eps_den * exp(-M) <= 1, so a row whose active
+    # scores are all very negative cannot overflow exp(-M) (inf forward,
+    # 0 * inf = NaN backward); exp(s - M) <= 1 still holds for active s.
+    top = xp.maximum(top, xp.log(xp.full_like(top, 1.0) * eps_den))
     e = xp.exp(xp.where(active, s - top, xp.zeros_like(s))) * mass
     num = xp.matmul(e, v)
     den = eps_den * xp.exp(-top) + xp.sum(e, axis=-1, keepdims=True)

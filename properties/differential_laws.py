@@ -21,6 +21,8 @@ def _eager_probe_only(op, dtype, backend):
     return None
 
 
+FIRST_ORDER_LIMIT = 1 / 16   # predicted error / output scale beyond which rounding is not first order
+
 _OTHER_HALF = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}
 
 
@@ -39,6 +41,14 @@ def differential(case):
         probes[other] = reference.run(case.x, case.mask, dtype=other)
     c = compare_differential(a_d, a_64, probes, case.dtype)
     where = f"{case.backend} {str(case.dtype).replace('torch.', '')} vs float64 reference"
+    if c.predicted_relative > FIRST_ORDER_LIMIT:
+        # The bound is a first-order (linear in u) prediction: it is only valid
+        # while the predicted error is small against the output.  Beyond that
+        # (fp16 scores of magnitude ~100 perturb softmax weights by e^0.1) the
+        # example says nothing either way, and is not counted as evidence.
+        return V.holds(0.0, 0.0, f"{where}: inconclusive, predicted relative error {c.predicted_relative:.2g} "
+                       f"> {FIRST_ORDER_LIMIT} is outside the first-order error model",
+                       extra={"ratio": 0.0, "inconclusive": True})
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{where}: |a_D - a_64| = {c.discrepancy:.3g} vs predicted bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g})",

@@ -14,11 +14,15 @@ then inflate its own bound and pass.  Instead the error in D is predicted
 from an independent run of the same computation in the probe precision P,
 scaled by the ratio of unit roundoffs:
 
-    err_D(v) ~ K * (u_D / u_P) * max(|v_P - v_64|, r_P * |v_64|) + K * u_D * |v_64| + K * 64 * tiny_D
+    err_D(v) ~ K * (u_D / u_P) * max(|v_P - v_64|, r_P * |v_64|, max_anywhere |v_P - v_64|)
+             + K * u_D * max_anywhere |v_64| + K * 64 * tiny_D
 
 with ``K = 8``, ``r_P`` the tensor's worst relative error in P (one entry's
-error can be small by luck), ``tiny_D`` the smallest subnormal of D (an
-absolute floor for underflow), and P = float32 for D in {float64, float16,
+error can be small by luck), the ``max_anywhere`` terms making the estimate
+normwise (reductions round intermediates as large as the tensor's largest
+entry, and low-precision formats often accumulate internally in float32, so
+their errors are not entrywise copies of float32's), ``tiny_D`` the smallest
+subnormal of D (an absolute floor for underflow), and P = float32 for D in {float64, float16,
 bfloat16}, P = bfloat16 for D = float32 (float32 must not be its own
 probe).  The bound is
 
@@ -84,6 +88,7 @@ class Comparison:
     ratio: float           # max_i discrepancy_i / bound_i (the worst index)
     index: tuple | None    # where the worst ratio sits
     max_discrepancy: float  # max_i |a_D - b_D| anywhere
+    predicted_relative: float = 0.0  # differential only: largest predicted error / largest |reference|
 
     @property
     def ok(self) -> bool:
@@ -98,12 +103,25 @@ def _probe_error(vP, v64):
     return torch.maximum(err, rel * v64.abs())
 
 
+def _normwise(err):
+    """The largest finite error anywhere in the tensor, as a tensor of err's shape."""
+    finite = torch.isfinite(err)
+    worst = float(err[finite].max()) if bool(finite.any()) else 0.0
+    return torch.full_like(err, worst)
+
+
 def predicted_error(v: dict, dtype: torch.dtype) -> torch.Tensor:
     """err_D(v) of the module docstring, from {dtype: tensor} holding D's probe and float64."""
     probe = PROBE[dtype]
     v64, vP = v[torch.float64].double(), v[probe].double()
     uD, uP = UNIT_ROUNDOFF[dtype], UNIT_ROUNDOFF[probe]
-    return K * (uD / uP) * _probe_error(vP, v64) + K * uD * v64.abs() + K * TINY_FLOOR * TINY[dtype]
+    # Normwise: an entry whose own probe error is small by luck (or cancels)
+    # still rounded intermediates as large as the tensor's worst entry.  Half
+    # formats and bfloat16 often accumulate in float32 internally, so their
+    # error is not a scaled copy of float32's entry by entry.
+    err = torch.maximum(_probe_error(vP, v64), _normwise((vP - v64).abs()))
+    values = torch.maximum(v64.abs(), _normwise(v64.abs()))
+    return K * (uD / uP) * err + K * uD * values + K * TINY_FLOOR * TINY[dtype]
 
 
 def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Comparison:
@@ -143,7 +161,12 @@ def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch
             err = torch.maximum(_probe_error(ap, a64), torch.full_like(a64, worst))
             predicted = torch.maximum(predicted, (uD / UNIT_ROUNDOFF[pdt]) * err)
         bound = K * predicted + K * uD * a64.abs() + K * torch.finfo(dtype).tiny
-        return _worst(aD, a64, bound)
+        scale = float(a64.abs()[torch.isfinite(a64)].max()) if bool(torch.isfinite(a64).any()) else 0.0
+        fin = torch.isfinite(predicted)
+        top = float(predicted[fin].max()) if bool(fin.any()) else float("inf")
+        c = _worst(aD, a64, bound)
+        c.predicted_relative = top / scale if scale > 0 else (0.0 if top == 0 else float("inf"))
+        return c
 
 
 def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor) -> Comparison:
