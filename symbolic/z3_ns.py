@@ -1,0 +1,198 @@
+"""The z3 namespace: operators traced to z3 real terms plus side conditions.
+
+A :class:`Z3Namespace` is stateful: one instance per proof.  Tracing an
+operator through it returns object arrays of z3 terms and leaves behind
+
+* ``definitions`` -- constraints that *define* fresh symbols (a quotient, a
+  square root), each guarded so it never forces anything false;
+* ``obligations`` -- facts the code silently relies on (a denominator is
+  non-zero, a radicand is non-negative).  A law counts as proved only if
+  every obligation is proved too: z3's own ``x / 0`` is an arbitrary total
+  function, so we never divide by a term that might be zero;
+* ``axioms()`` -- the instances of true facts about the transcendental
+  functions, generated for the ground terms that occur (below).
+
+Transcendental functions are uninterpreted, with only these *true* axioms:
+
+exp (``Exp``)
+    E1  Exp(a) > 0                                   (positivity)
+    E2  a = 0  ->  Exp(a) = 1
+    E3  a < b  ->  Exp(a) < Exp(b)                   (strict monotonicity)
+    E4  a + b = c  ->  Exp(a) * Exp(b) = Exp(c)      (only with ``exp_product``:
+        instantiated for occurring a, b, c whose sum is syntactically c)
+    and exp(If(c, a, b)) = If(c, exp(a), exp(b)), exp(0) = 1 are applied as rewrites.
+erf / tanh (``Erf``, ``Tanh``)
+    -1 < f(a) < 1;  a = 0 -> f(a) = 0;  a < b -> f(a) < f(b);  a = -b -> f(a) = -f(b)
+log (``Log``)
+    obligation a > 0;  a = 1 -> Log(a) = 0;  a < b -> Log(a) < Log(b)
+
+Everything else is exact: ``max``/``min``/``relu``/``where``/``abs`` are
+``If``; ``sqrt(a)`` is a fresh r with a >= 0 -> (r >= 0 and r * r = a);
+``div(a, b)`` is a fresh q with b != 0 -> q * b = a (folded to ``a / c`` for
+a non-zero numeral c, and to 0 when a simplifies to 0).
+"""
+from __future__ import annotations
+
+import fractions
+import itertools
+
+import z3
+
+from .objarray import ObjectNamespace
+
+
+
+def is_zero(t) -> bool:
+    """True when t is (simplifies to) the numeral 0."""
+    return z3.is_rational_value(t) and t.numerator_as_long() == 0
+
+
+class Z3Namespace(ObjectNamespace):
+    """Sound z3 semantics for every primitive; see the module docstring for the axioms."""
+
+    name = "z3"
+
+    def __init__(self, *, exp_product: bool = False, tag: str = ""):
+        self.exp_product = exp_product
+        self.tag = tag
+        self.definitions: list = []
+        self.obligations: list = []        # (BoolRef, description)
+        self._apps = {f: {} for f in ("exp", "erf", "tanh", "log")}
+        self._div: dict = {}
+        self._sqrt: dict = {}
+        self._fresh = itertools.count()
+
+    # -- constants -------------------------------------------------------------
+    def const(self, v):
+        if isinstance(v, bool) or type(v).__name__ == "bool_":
+            return z3.BoolVal(bool(v))
+        if isinstance(v, fractions.Fraction):
+            return z3.RealVal(f"{v.numerator}/{v.denominator}")
+        if isinstance(v, z3.ExprRef):
+            return v
+        return z3.RealVal(v)
+
+    def rational(self, p, q):
+        return z3.Q(p, q)
+
+    def fresh(self, stem: str):
+        return z3.Real(f"{stem}{self.tag}!{next(self._fresh)}")
+
+    # -- transcendental (uninterpreted) ---------------------------------------
+    def _apply(self, kind, t):
+        t = z3.simplify(t)
+        if z3.is_app_of(t, z3.Z3_OP_ITE):        # f(If(c, a, b)) = If(c, f(a), f(b))
+            c, a, b = t.children()
+            return z3.If(c, self._apply(kind, a), self._apply(kind, b))
+        if is_zero(t) and kind == "exp":
+            return z3.RealVal(1)
+        if is_zero(t) and kind in ("erf", "tanh"):
+            return z3.RealVal(0)
+        key = t.get_id()
+        if key not in self._apps[kind]:
+            # Ackermann's reduction: a fresh real per application plus the congruence
+            # instances a = b -> f(a) = f(b) (in axioms()) is exactly an uninterpreted
+            # function on the occurring terms, and keeps the query pure real arithmetic.
+            self._apps[kind][key] = (t, self.fresh(kind))
+        return self._apps[kind][key][1]
+
+    def s_exp(self, t):
+        return self._apply("exp", t)
+
+    def s_erf(self, t):
+        return self._apply("erf", t)
+
+    def s_tanh(self, t):
+        return self._apply("tanh", t)
+
+    def s_log(self, t):
+        self.obligations.append((t > 0, f"log argument {t} > 0"))
+        return self._apply("log", t)
+
+    # -- algebraic ---------------------------------------------------------------
+    def s_sqrt(self, t):
+        t = z3.simplify(t)
+        key = t.get_id()
+        if key not in self._sqrt:
+            r = self.fresh("sqrt")
+            self.definitions.append(z3.Implies(t >= 0, z3.And(r >= 0, r * r == t)))
+            self.obligations.append((t >= 0, "radicand >= 0"))
+            self._sqrt[key] = r
+        return self._sqrt[key]
+
+    def s_div(self, a, b):
+        a, b = z3.simplify(a), z3.simplify(b)
+        self.obligations.append((b != 0, "denominator != 0"))
+        if is_zero(a):
+            return z3.RealVal(0)                  # 0 / b = 0 once the obligation b != 0 holds
+        if z3.is_rational_value(b) and not is_zero(b):
+            return a / b                          # exact division by a non-zero numeral
+        key = (a.get_id(), b.get_id())
+        if key not in self._div:
+            q = self.fresh("div")
+            self.definitions.append(z3.Implies(b != 0, q * b == a))
+            self._div[key] = q
+        return self._div[key]
+
+    def s_abs(self, t):
+        return z3.If(t >= 0, t, -t)
+
+    def s_max(self, a, b):
+        return z3.simplify(z3.If(a >= b, a, b))
+
+    def s_min(self, a, b):
+        return z3.simplify(z3.If(a <= b, a, b))
+
+    def s_where(self, c, a, b):
+        c = z3.simplify(c)
+        if z3.is_true(c):
+            return a
+        if z3.is_false(c):
+            return b
+        return z3.If(c, a, b)
+
+    def s_gt(self, a, b):
+        return z3.simplify(a > b)
+
+    def s_lt(self, a, b):
+        return z3.simplify(a < b)
+
+    def s_eq(self, a, b):
+        return z3.simplify(a == b)
+
+    def s_and(self, a, b):
+        return z3.simplify(z3.And(a, b))
+
+    # -- axioms for the ground terms that occur ---------------------------------
+    def axioms(self) -> list:
+        """Instances of the true axioms in the module docstring, for every occurring application."""
+        out = list(self.definitions)
+        exp = list(self._apps["exp"].values())
+        for a, ea in exp:
+            out += [ea > 0, z3.Implies(a == 0, ea == 1)]                          # E1, E2
+        for (a, ea), (b, eb) in itertools.combinations(exp, 2):
+            out += [z3.Implies(a < b, ea < eb), z3.Implies(b < a, eb < ea),       # E3
+                    z3.Implies(a == b, ea == eb)]                                   # congruence
+        if self.exp_product:
+            for (a, ea), (b, eb) in itertools.combinations_with_replacement(exp, 2):
+                for c, ec in exp:
+                    if is_zero(z3.simplify(a + b - c)):
+                        out.append(ea * eb == ec)                                 # E4
+        for kind in ("erf", "tanh"):
+            apps = list(self._apps[kind].values())
+            for a, fa in apps:
+                out += [fa > -1, fa < 1, z3.Implies(a == 0, fa == 0)]
+            for (a, fa), (b, fb) in itertools.combinations(apps, 2):
+                out += [z3.Implies(a < b, fa < fb), z3.Implies(b < a, fb < fa),
+                        z3.Implies(a == -b, fa == -fb), z3.Implies(a == b, fa == fb)]
+        logs = list(self._apps["log"].values())
+        for a, la in logs:
+            out.append(z3.Implies(a == 1, la == 0))
+        for (a, la), (b, lb) in itertools.combinations(logs, 2):
+            out += [z3.Implies(z3.And(a > 0, a < b), la < lb), z3.Implies(z3.And(b > 0, b < a), lb < la),
+                    z3.Implies(a == b, la == lb)]
+        return out
+
+    def exp_terms(self) -> list:
+        """(argument, application) pairs of every Exp that occurs."""
+        return list(self._apps["exp"].values())
