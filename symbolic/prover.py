@@ -68,7 +68,8 @@ class Query:
     claims: list          # (BoolRef, description)
     margins: list         # BoolRef: a violation larger than MARGIN
     obligations: list     # (BoolRef, description)
-    background: list      # premises + axioms
+    background: list      # (constraint, keys): premises + definitions + axiom instances
+    assumed: list         # (obligation, keys): assumed while proving a claim on its own
 
 
 def build_query(problem: L.Problem, assignment: dict | None = None, premises=None) -> Query:
@@ -92,8 +93,49 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
             claims.append((c, f"{f.what} at {idx}"))
             margins.append(m)
     premises = problem.sym.premises if premises is None else premises
-    background = [p for p, _ in premises] + ns.axioms()
-    return Query(problem, ns, claims, margins, list(ns.obligations), background)
+    background = [(p, ()) for p, _ in premises] + ns.axioms()
+    obligations = [(c, what) for c, what, _ in ns.obligations]
+    assumed = [(c, keys) for c, _, keys in ns.obligations]
+    return Query(problem, ns, claims, margins, obligations, background, assumed)
+
+
+def fresh_symbols(expr, memo: dict) -> frozenset:
+    """Names of the namespace's fresh symbols (``div!3``, ``exp!7``...) occurring in expr."""
+    key = expr.get_id()
+    if key in memo:
+        return memo[key][1]
+    if z3.is_const(expr):
+        name = expr.decl().name()
+        out = frozenset({name}) if "!" in name else frozenset()
+    else:
+        out = frozenset().union(*(fresh_symbols(c, memo) for c in expr.children())) if expr.num_args() else frozenset()
+    memo[key] = (expr, out)      # holding expr keeps its id from being recycled by z3
+    return out
+
+
+def relevant(q: Query, goal, assume_obligations=False) -> list:
+    """The background a goal needs: premises, plus every definition / axiom instance whose
+    fresh symbols are reachable from the goal (a cone of influence).  Dropping the others
+    only weakens the assumptions, so an unsat answer stays a proof."""
+    memo = q.ns.__dict__.setdefault("_fresh_memo", {})
+    pool = q.background + (q.assumed if assume_obligations else [])
+    items = [(c, frozenset(k.decl().name() for k in keys), fresh_symbols(c, memo)) for c, keys in pool]
+    live = set(fresh_symbols(goal, memo))
+    chosen, pending = [], list(range(len(items)))
+    changed = True
+    while changed:
+        changed, rest = False, []
+        for i in pending:
+            c, keys, mentions = items[i]
+            if keys <= live:
+                chosen.append(c)
+                if not mentions <= live:
+                    live |= mentions
+                    changed = True
+            else:
+                rest.append(i)
+        pending = rest
+    return chosen
 
 
 # Portfolio: nlsat decides most of our real-arithmetic queries; the smt core
@@ -102,24 +144,50 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
 PORTFOLIO = (("qfnra-nlsat", 0.5), ("smt", 0.5))
 
 
-def _solver(q: Query, timeout: float, goal, tactic="smt"):
+def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=False):
     s = z3.Tactic(tactic).solver()
     s.set("timeout", max(1, int(timeout * 1000)))
-    s.add(*q.background)
+    s.add(*relevant(q, goal, assume_obligations))
     s.add(goal)
     return s
 
 
-def _check(q: Query, timeout: float, goal):
+def _check(q: Query, timeout: float, goal, assume_obligations=False):
     """(result, solver, reason): the first portfolio member that decides, else unknown."""
     reasons = []
     for tactic, share in PORTFOLIO:
-        s = _solver(q, timeout * share, goal, tactic)
+        s = _solver(q, timeout * share, goal, tactic, assume_obligations)
         r = s.check()
         if r != z3.unknown:
             return r, s, tactic
         reasons.append(f"{tactic}: {s.reason_unknown()}")
     return z3.unknown, s, "; ".join(reasons)
+
+
+def _decide(q: Query, timeout: float):
+    """(result, model, how) for "some claim or obligation fails".
+
+    First the whole conjunction with a quarter of the budget; if z3 cannot
+    decide it, split: each obligation O_k on its own, then each claim C
+    assuming the obligations its cone of influence mentions (valid(O) and
+    valid(O -> C) give valid(O and C)), each with the full budget.
+    """
+    all_ok = z3.And([c for c, _ in q.claims + q.obligations])
+    result, s, how = _check(q, timeout * 0.25, z3.Not(all_ok))
+    if result != z3.unknown:
+        return result, (s.model() if result == z3.sat else None), how
+    seen = set()
+    for group, assume in ((q.obligations, False), (q.claims, True)):
+        for c, what in group:
+            if c.get_id() in seen:
+                continue
+            seen.add(c.get_id())
+            r, s, why = _check(q, timeout, z3.Not(c), assume)
+            if r == z3.sat:
+                return r, s.model(), why
+            if r == z3.unknown:
+                return r, None, f"{why} on '{what}'"
+    return z3.unsat, None, "split"
 
 
 def _failed(q: Query, model) -> list:
@@ -173,11 +241,10 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT) -> V.Ver
     for assignment, premises in problem.sym.assignments():
         q = build_query(problem, assignment, premises)
         queries += 1
-        all_ok = z3.And([c for c, _ in q.claims] + [o for o, _ in q.obligations])
-        result, s, how = _check(q, timeout, z3.Not(all_ok))
+        result, model, how = _decide(q, timeout)
         if result == z3.sat:
             extra["queries"] = queries
-            return _refute(q, assignment, s.model(), timeout, start, base)
+            return _refute(q, assignment, model, timeout, start, base)
         if result == z3.unknown:
             unknown += 1
             reason = how

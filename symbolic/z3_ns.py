@@ -56,7 +56,7 @@ class Z3Namespace(ObjectNamespace):
         self.exp_product = exp_product
         self.tag = tag
         self.definitions: list = []
-        self.obligations: list = []        # (BoolRef, description)
+        self.obligations: list = []        # (BoolRef, description, keys: the fresh symbol it guards)
         self._apps = {f: {} for f in ("exp", "erf", "tanh", "log")}
         self._div: dict = {}
         self._sqrt: dict = {}
@@ -106,8 +106,9 @@ class Z3Namespace(ObjectNamespace):
         return self._apply("tanh", t)
 
     def s_log(self, t):
-        self.obligations.append((t > 0, f"log argument {t} > 0"))
-        return self._apply("log", t)
+        out = self._apply("log", t)
+        self.obligations.append((t > 0, "log argument > 0", (out,) if z3.is_const(out) else ()))
+        return out
 
     # -- algebraic ---------------------------------------------------------------
     def s_sqrt(self, t):
@@ -115,22 +116,24 @@ class Z3Namespace(ObjectNamespace):
         key = t.get_id()
         if key not in self._sqrt:
             r = self.fresh("sqrt")
-            self.definitions.append(z3.Implies(t >= 0, z3.And(r >= 0, r * r == t)))
-            self.obligations.append((t >= 0, "radicand >= 0"))
+            self.definitions.append((z3.Implies(t >= 0, z3.And(r >= 0, r * r == t)), (r,)))
+            self.obligations.append((t >= 0, "radicand >= 0", (r,)))
             self._sqrt[key] = r
         return self._sqrt[key]
 
     def s_div(self, a, b):
         a, b = z3.simplify(a), z3.simplify(b)
-        self.obligations.append((b != 0, "denominator != 0"))
         if is_zero(a):
+            self.obligations.append((b != 0, "denominator != 0", ()))
             return z3.RealVal(0)                  # 0 / b = 0 once the obligation b != 0 holds
-        if z3.is_rational_value(b) and not is_zero(b):
-            return a / b                          # exact division by a non-zero numeral
+        if z3.is_rational_value(b):
+            self.obligations.append((b != 0, "denominator != 0", ()))
+            return a if is_zero(b) else a / b     # a non-zero numeral: exact; 0: the obligation fails
         key = (a.get_id(), b.get_id())
         if key not in self._div:
             q = self.fresh("div")
-            self.definitions.append(z3.Implies(b != 0, q * b == a))
+            self.definitions.append((z3.Implies(b != 0, q * b == a), (q,)))
+            self.obligations.append((b != 0, "denominator != 0", (q,)))
             self._div[key] = q
         return self._div[key]
 
@@ -165,32 +168,34 @@ class Z3Namespace(ObjectNamespace):
 
     # -- axioms for the ground terms that occur ---------------------------------
     def axioms(self) -> list:
-        """Instances of the true axioms in the module docstring, for every occurring application."""
+        """(constraint, keys): the definitions and the instances of the true axioms in the module
+        docstring, for every occurring application.  ``keys`` are the fresh symbols an instance is
+        about; the prover only adds an instance when all its keys are relevant to the goal."""
         out = list(self.definitions)
         exp = list(self._apps["exp"].values())
         for a, ea in exp:
-            out += [ea > 0, z3.Implies(a == 0, ea == 1)]                          # E1, E2
+            out += [(ea > 0, (ea,)), (z3.Implies(a == 0, ea == 1), (ea,))]                # E1, E2
         for (a, ea), (b, eb) in itertools.combinations(exp, 2):
-            out += [z3.Implies(a < b, ea < eb), z3.Implies(b < a, eb < ea),       # E3
-                    z3.Implies(a == b, ea == eb)]                                   # congruence
+            out += [(z3.And(z3.Implies(a < b, ea < eb), z3.Implies(b < a, eb < ea),   # E3
+                            z3.Implies(a == b, ea == eb)), (ea, eb))]                   # congruence
         if self.exp_product:
             for (a, ea), (b, eb) in itertools.combinations_with_replacement(exp, 2):
                 for c, ec in exp:
                     if is_zero(z3.simplify(a + b - c)):
-                        out.append(ea * eb == ec)                                 # E4
+                        out.append((ea * eb == ec, (ea, eb, ec)))                      # E4
         for kind in ("erf", "tanh"):
             apps = list(self._apps[kind].values())
             for a, fa in apps:
-                out += [fa > -1, fa < 1, z3.Implies(a == 0, fa == 0)]
+                out += [(z3.And(fa > -1, fa < 1, z3.Implies(a == 0, fa == 0)), (fa,))]
             for (a, fa), (b, fb) in itertools.combinations(apps, 2):
-                out += [z3.Implies(a < b, fa < fb), z3.Implies(b < a, fb < fa),
-                        z3.Implies(a == -b, fa == -fb), z3.Implies(a == b, fa == fb)]
+                out += [(z3.And(z3.Implies(a < b, fa < fb), z3.Implies(b < a, fb < fa),
+                                z3.Implies(a == -b, fa == -fb), z3.Implies(a == b, fa == fb)), (fa, fb))]
         logs = list(self._apps["log"].values())
         for a, la in logs:
-            out.append(z3.Implies(a == 1, la == 0))
+            out.append((z3.Implies(a == 1, la == 0), (la,)))
         for (a, la), (b, lb) in itertools.combinations(logs, 2):
-            out += [z3.Implies(z3.And(a > 0, a < b), la < lb), z3.Implies(z3.And(b > 0, b < a), lb < la),
-                    z3.Implies(a == b, la == lb)]
+            out += [(z3.And(z3.Implies(z3.And(a > 0, a < b), la < lb), z3.Implies(z3.And(b > 0, b < a), lb < la),
+                            z3.Implies(a == b, la == lb)), (la, lb))]
         return out
 
     def exp_terms(self) -> list:
