@@ -34,6 +34,8 @@ class Fact:
     rhs: object
     what: str
     guard: tuple | None = None       # (selector, value): the fact only binds when selector == value
+    rewrite: tuple = ()              # ((term array, equal term array), ...) proved by earlier facts
+    replay_only: bool = False        # measured on the eager replay only (e.g. the whole host)
 
 
 def eq(lhs, rhs, what):
@@ -412,10 +414,26 @@ def closure(op, n, d, mode):
             old = op.layers(xp, h, m, blocks=[block], **rest)
             for k in range(n + 1):
                 new = op.layers(xp, R.insert_null(xp, h, k), R.insert_visible(m, k), blocks=[block], **rest)
+                keep = R.others(n + 1, k)
                 for layer, (a, o) in enumerate(zip(new, old)):
                     at = f"block {b} sub-layer {layer} (host layer {2 * b + layer}), null at {k}"
-                    facts.append(eq(a[:, k], xp.zeros_like(a[:, k]), f"{at}: the null stays 0"))
-                    facts.append(eq(a[:, R.others(n + 1, k)], o, f"{at}: old tokens unchanged"))
+                    # sub-layer L restarts from the states of L - 1, once those are proved equal
+                    cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
+                                                 (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
+                    facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: the null stays 0", rewrite=cut))
+                    facts.append(Fact("eq", a[:, keep], o, f"{at}: old tokens unchanged", rewrite=cut))
+        if getattr(xp, "name", "") == "torch":
+            # The replay also runs the whole host from x = h0 (block 0's input is the host's):
+            # a block-0 counterexample is then a counterexample of the composed model.
+            h, m = v["h0"], v["mask"]
+            old = op.layers(xp, h, m, **p)
+            for k in range(n + 1):
+                new = op.layers(xp, R.insert_null(xp, h, k), R.insert_visible(m, k), **p)
+                for layer, (a, o) in enumerate(zip(new, old)):
+                    at = f"whole {len(p['blocks'])}-block host from x = h0, layer {layer}, null at {k}"
+                    facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: the null stays 0", replay_only=True))
+                    facts.append(Fact("eq", a[:, R.others(n + 1, k)], o, f"{at}: old tokens unchanged",
+                                      replay_only=True))
         return facts
 
     return Problem("closure", op.name, dict(n=n, d=d, inserted=1, blocks=len(blocks), heads=1), sym, inputs, params,

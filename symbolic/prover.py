@@ -40,6 +40,8 @@ from .z3_ns import Z3Namespace
 DEFAULT_TIMEOUT = 5.0
 MARGIN = z3.Q(1, 100)
 ATTEMPTS = 3
+CELL_BUDGET = 6        # a cell (all its queries) stops after this many per-proof timeouts
+MARGIN_SEARCH = 8      # how many claims, in order, to try for the earliest robust failure
 SOLVER = f"z3 {z3.get_version_string()}"
 
 # Shapes (tokens n, width d) per contract: as small as the law needs, n <= 3 (+1 inserted).
@@ -48,7 +50,7 @@ SHAPES = {
     "empty_support": (2, 1), "mask_respect": (2, 1), "formula_equivalence": (2, 1),
     "permutation_equivariance": (2, 1), "causality": (3, 1), "linearity": (3, 1), "dc_gain": (7, 1),
     "score_shift_invariance": (3, 0), "tau_covariance": (3, 0), "simplex": (3, 0), "sub_simplex": (3, 0),
-    "silence": (3, 0), "closure": (1, 2),
+    "silence": (3, 0), "closure": (1, 1),
 }
 
 NO_SYMBOLIC_FORM = {
@@ -70,6 +72,8 @@ class Query:
     obligations: list     # (BoolRef, description)
     background: list      # (constraint, keys): premises + definitions + axiom instances
     assumed: list         # (obligation, keys): assumed while proving a claim on its own
+    equalities: dict      # claim id -> (lhs, rhs) of an equality claim
+    rewrites: dict        # claim id -> [(term, equal term)] it may rewrite once proved
 
 
 def build_query(problem: L.Problem, assignment: dict | None = None, premises=None) -> Query:
@@ -79,9 +83,9 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
     v.update(assignment or {})
     v["params"] = problem.params
     facts = problem.relation(ns, v)
-    claims, margins = [], []
+    claims, margins, equalities, rewrites = [], [], {}, {}
     for f in facts:
-        if f.guard is not None and not L.selected(f.guard[0], f.guard[1]):
+        if f.replay_only or (f.guard is not None and not L.selected(f.guard[0], f.guard[1])):
             continue
         lhs, rhs = np.broadcast_arrays(ns._arr(f.lhs), ns._arr(f.rhs))
         for idx in np.ndindex(*lhs.shape):
@@ -92,11 +96,16 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
                 c, m = a <= b, a - b > MARGIN
             claims.append((c, f"{f.what} at {idx}"))
             margins.append(m)
+            if f.kind == "eq":
+                equalities[c.get_id()] = (a, b)
+            if f.rewrite:
+                rewrites[c.get_id()] = [(ns._term(x), ns._term(y)) for src, dst in f.rewrite
+                                        for x, y in zip(*(t.flat for t in np.broadcast_arrays(ns._arr(src), ns._arr(dst))))]
     premises = problem.sym.premises if premises is None else premises
     background = [(p, ()) for p, _ in premises] + ns.axioms()
     obligations = [(c, what) for c, what, _ in ns.obligations]
     assumed = [(c, keys) for c, _, keys in ns.obligations]
-    return Query(problem, ns, claims, margins, obligations, background, assumed)
+    return Query(problem, ns, claims, margins, obligations, background, assumed, equalities, rewrites)
 
 
 def fresh_symbols(expr, memo: dict) -> frozenset:
@@ -113,12 +122,15 @@ def fresh_symbols(expr, memo: dict) -> frozenset:
     return out
 
 
-def relevant(q: Query, goal, assume_obligations=False) -> list:
+def relevant(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
     """The background a goal needs: premises, plus every definition / axiom instance whose
     fresh symbols are reachable from the goal (a cone of influence).  Dropping the others
-    only weakens the assumptions, so an unsat answer stays a proof."""
+    only weakens the assumptions, so an unsat answer stays a proof.  ``rewrite`` pairs
+    (proved equal, see _decide) are substituted in every item, as in the goal."""
     memo = q.ns.__dict__.setdefault("_fresh_memo", {})
     pool = q.background + (q.assumed if assume_obligations else [])
+    if rewrite:
+        pool = [(z3.substitute(c, *rewrite), keys) for c, keys in pool]
     items = [(c, frozenset(k.decl().name() for k in keys), fresh_symbols(c, memo)) for c, keys in pool]
     live = set(fresh_symbols(goal, memo))
     chosen, pending = [], list(range(len(items)))
@@ -144,19 +156,20 @@ def relevant(q: Query, goal, assume_obligations=False) -> list:
 PORTFOLIO = (("qfnra-nlsat", 0.5), ("smt", 0.5))
 
 
-def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=False):
+def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=False, rewrite=()):
     s = z3.Tactic(tactic).solver()
     s.set("timeout", max(1, int(timeout * 1000)))
-    s.add(*relevant(q, goal, assume_obligations))
-    s.add(goal)
+    # simplify after any rewrite: canonical forms let equal sub-terms coincide
+    s.add(*(z3.simplify(c) for c in relevant(q, goal, assume_obligations, rewrite)))
+    s.add(z3.simplify(goal))
     return s
 
 
-def _check(q: Query, timeout: float, goal, assume_obligations=False):
+def _check(q: Query, timeout: float, goal, assume_obligations=False, rewrite=()):
     """(result, solver, reason): the first portfolio member that decides, else unknown."""
     reasons = []
     for tactic, share in PORTFOLIO:
-        s = _solver(q, timeout * share, goal, tactic, assume_obligations)
+        s = _solver(q, timeout * share, goal, tactic, assume_obligations, rewrite)
         r = s.check()
         if r != z3.unknown:
             return r, s, tactic
@@ -164,7 +177,7 @@ def _check(q: Query, timeout: float, goal, assume_obligations=False):
     return z3.unknown, s, "; ".join(reasons)
 
 
-def _decide(q: Query, timeout: float):
+def _decide(q: Query, timeout: float, deadline: float = float("inf")):
     """(result, model, how) for "some claim or obligation fails".
 
     First the whole conjunction with a quarter of the budget; if z3 cannot
@@ -176,17 +189,35 @@ def _decide(q: Query, timeout: float):
     result, s, how = _check(q, timeout * 0.25, z3.Not(all_ok))
     if result != z3.unknown:
         return result, (s.model() if result == z3.sat else None), how
-    seen = set()
+    seen, proved_eq = set(), set()
     for group, assume in ((q.obligations, False), (q.claims, True)):
         for c, what in group:
             if c.get_id() in seen:
                 continue
             seen.add(c.get_id())
-            r, s, why = _check(q, timeout, z3.Not(c), assume)
+            # Rewrite sub-terms by terms an *earlier proved* equality made equal (a sound
+            # cut: replacing a term by a provably equal one preserves validity).  Closure
+            # uses it to restart each sub-layer from the previous layer's old states.
+            rewrite = [(a, b) for a, b in q.rewrites.get(c.get_id(), ()) if (a.get_id(), b.get_id()) in proved_eq]
+            goal = z3.Not(z3.substitute(c, *rewrite)) if rewrite else z3.Not(c)
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                return z3.unknown, None, f"cell budget spent before '{what}'"
+            r, s, why = _check(q, min(timeout, left), goal, assume, rewrite)
+            if r == z3.sat and rewrite:
+                r, s, why = _check(q, min(timeout, left), z3.Not(c), assume)  # a model must be of the original
             if r == z3.sat:
                 return r, s.model(), why
             if r == z3.unknown:
                 return r, None, f"{why} on '{what}'"
+            if c.get_id() in q.equalities:
+                a, b = q.equalities[c.get_id()]
+                proved_eq.add((a.get_id(), b.get_id()))
+            # A proved conjunct is valid under the premises: later conjuncts may use it
+            # as a lemma.  Keyed by its own fresh symbols, so it joins only the queries
+            # whose cone of influence contains all of them.
+            memo = q.ns.__dict__.setdefault("_fresh_memo", {})
+            q.background.append((c, tuple(z3.Real(nm) for nm in fresh_symbols(c, memo))))
     return z3.unsat, None, "split"
 
 
@@ -241,7 +272,7 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT) -> V.Ver
     for assignment, premises in problem.sym.assignments():
         q = build_query(problem, assignment, premises)
         queries += 1
-        result, model, how = _decide(q, timeout)
+        result, model, how = _decide(q, timeout, start + CELL_BUDGET * timeout)
         if result == z3.sat:
             extra["queries"] = queries
             return _refute(q, assignment, model, timeout, start, base)
@@ -261,9 +292,18 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT) -> V.Ver
 def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdict:
     """Find a robust model, replay it on the eager code, and judge the refutation."""
     problem = q.problem
-    not_ok = z3.Or(z3.Or(q.margins) if q.margins else z3.BoolVal(False),
-                   z3.Not(z3.And([o for o, _ in q.obligations])))
-    s = _solver(q, timeout, not_ok, "qfnra-nlsat")
+    # The earliest claim (in the law's order: layer by layer for closure) that can fail by
+    # more than MARGIN gives the most telling counterexample; else any failure at all.
+    obligations_hold = z3.And([o for o, _ in q.obligations])
+    s = None
+    for margin in q.margins[:MARGIN_SEARCH]:
+        s = _solver(q, timeout / 4, z3.And(margin, obligations_hold), "qfnra-nlsat")
+        if s.check() == z3.sat:
+            break
+        s = None
+    if s is None:
+        not_ok = z3.Or(z3.Or(q.margins) if q.margins else z3.BoolVal(False), z3.Not(obligations_hold))
+        s = _solver(q, timeout, not_ok, "qfnra-nlsat")
     tried = []
     for attempt in range(ATTEMPTS):
         model = s.model() if s.check() == z3.sat else (first_model if attempt == 0 else None)

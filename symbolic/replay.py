@@ -39,6 +39,7 @@ def measure(problem, v) -> tuple[float, float, str]:
     with torch.no_grad():
         facts = problem.relation(TORCH, v)
     worst, what, scale = 0.0, "no violated fact", 1.0
+    whole = None
     for f in facts:
         if f.guard is not None and int(round(float(f.guard[0]))) != f.guard[1]:
             continue
@@ -48,8 +49,12 @@ def measure(problem, v) -> tuple[float, float, str]:
         finite = bool(torch.isfinite(lhs).all() and torch.isfinite(rhs).all())
         d = math.inf if not finite else float(diff.max()) if diff.numel() else 0.0
         scale = max(scale, _finite_max(lhs), _finite_max(rhs))
+        if f.replay_only and (whole is None or d > whole[0]):
+            whole = (d, f.what)
         if d > worst or (d != d):
             worst, what = d, f.what
+    if whole is not None:
+        what += f" (also measured on {whole[1]}: {whole[0]:.3g})"
     exact = CONTRACTS[problem.contract].exact
     bound = 0.0 if exact else REL_NOISE * scale
     return worst, bound, what

@@ -60,6 +60,9 @@ class Z3Namespace(ObjectNamespace):
         self._apps = {f: {} for f in ("exp", "erf", "tanh", "log")}
         self._div: dict = {}
         self._sqrt: dict = {}
+        self._div_terms: list = []
+        self._alive: list = []
+        self._sqrt_terms: list = []
         self._fresh = itertools.count()
 
     # -- constants -------------------------------------------------------------
@@ -79,16 +82,24 @@ class Z3Namespace(ObjectNamespace):
         return z3.Real(f"{stem}{self.tag}!{next(self._fresh)}")
 
     # -- transcendental (uninterpreted) ---------------------------------------
+    def _key(self, t) -> int:
+        """A memo key for term t.  z3 recycles the id of a freed term, so we keep t alive."""
+        self._alive.append(t)
+        return t.get_id()
+
+    # Simplified forms only *decide* (folding, memo keys); definitions keep the
+    # original terms, so a later proof can rewrite a sub-term it has shown equal
+    # to another (prover: closure's sub-layer cut) and find it verbatim.
     def _apply(self, kind, t):
-        t = z3.simplify(t)
-        if z3.is_app_of(t, z3.Z3_OP_ITE):        # f(If(c, a, b)) = If(c, f(a), f(b))
-            c, a, b = t.children()
+        st = z3.simplify(t)
+        if z3.is_app_of(st, z3.Z3_OP_ITE):       # f(If(c, a, b)) = If(c, f(a), f(b))
+            c, a, b = st.children()
             return z3.If(c, self._apply(kind, a), self._apply(kind, b))
-        if is_zero(t) and kind == "exp":
+        if is_zero(st) and kind == "exp":
             return z3.RealVal(1)
-        if is_zero(t) and kind in ("erf", "tanh"):
+        if is_zero(st) and kind in ("erf", "tanh"):
             return z3.RealVal(0)
-        key = t.get_id()
+        key = self._key(st)
         if key not in self._apps[kind]:
             # Ackermann's reduction: a fresh real per application plus the congruence
             # instances a = b -> f(a) = f(b) (in axioms()) is exactly an uninterpreted
@@ -112,59 +123,65 @@ class Z3Namespace(ObjectNamespace):
 
     # -- algebraic ---------------------------------------------------------------
     def s_sqrt(self, t):
-        t = z3.simplify(t)
-        key = t.get_id()
+        key = self._key(z3.simplify(t))
         if key not in self._sqrt:
             r = self.fresh("sqrt")
             self.definitions.append((z3.Implies(t >= 0, z3.And(r >= 0, r * r == t)), (r,)))
             self.obligations.append((t >= 0, "radicand >= 0", (r,)))
             self._sqrt[key] = r
+            self._sqrt_terms.append((t, r))
         return self._sqrt[key]
 
     def s_div(self, a, b):
-        a, b = z3.simplify(a), z3.simplify(b)
-        if is_zero(a):
+        sa, sb = z3.simplify(a), z3.simplify(b)
+        if is_zero(sa):
             self.obligations.append((b != 0, "denominator != 0", ()))
             return z3.RealVal(0)                  # 0 / b = 0 once the obligation b != 0 holds
-        if z3.is_rational_value(b):
-            self.obligations.append((b != 0, "denominator != 0", ()))
-            return a if is_zero(b) else a / b     # a non-zero numeral: exact; 0: the obligation fails
-        key = (a.get_id(), b.get_id())
+        if z3.is_rational_value(sb):
+            self.obligations.append((sb != 0, "denominator != 0", ()))
+            return a if is_zero(sb) else a / sb   # a non-zero numeral: exact; 0: the obligation fails
+        key = (self._key(sa), self._key(sb))
         if key not in self._div:
             q = self.fresh("div")
             self.definitions.append((z3.Implies(b != 0, q * b == a), (q,)))
             self.obligations.append((b != 0, "denominator != 0", (q,)))
             self._div[key] = q
+            self._div_terms.append(((a, b), q))
         return self._div[key]
 
     def s_abs(self, t):
         return z3.If(t >= 0, t, -t)
 
     def s_max(self, a, b):
-        return z3.simplify(z3.If(a >= b, a, b))
+        return self.s_where(a >= b, a, b)
 
     def s_min(self, a, b):
-        return z3.simplify(z3.If(a <= b, a, b))
+        return self.s_where(a <= b, a, b)
 
     def s_where(self, c, a, b):
-        c = z3.simplify(c)
-        if z3.is_true(c):
+        sc = z3.simplify(c)
+        if z3.is_true(sc):
             return a
-        if z3.is_false(c):
+        if z3.is_false(sc):
             return b
         return z3.If(c, a, b)
 
+    @staticmethod
+    def _fold(c):
+        sc = z3.simplify(c)
+        return sc if z3.is_true(sc) or z3.is_false(sc) else c
+
     def s_gt(self, a, b):
-        return z3.simplify(a > b)
+        return self._fold(a > b)
 
     def s_lt(self, a, b):
-        return z3.simplify(a < b)
+        return self._fold(a < b)
 
     def s_eq(self, a, b):
-        return z3.simplify(a == b)
+        return self._fold(a == b)
 
     def s_and(self, a, b):
-        return z3.simplify(z3.And(a, b))
+        return self._fold(z3.And(a, b))
 
     # -- axioms for the ground terms that occur ---------------------------------
     def axioms(self) -> list:
@@ -172,6 +189,12 @@ class Z3Namespace(ObjectNamespace):
         docstring, for every occurring application.  ``keys`` are the fresh symbols an instance is
         about; the prover only adds an instance when all its keys are relevant to the goal."""
         out = list(self.definitions)
+        # Functional consistency of the defined symbols (consequences of their definitions,
+        # stated so the solver need not rediscover them): equal arguments, equal results.
+        for ((a1, b1), q1), ((a2, b2), q2) in itertools.combinations(self._div_terms, 2):
+            out.append((z3.Implies(z3.And(b1 != 0, a1 == a2, b1 == b2), q1 == q2), (q1, q2)))
+        for (t1, r1), (t2, r2) in itertools.combinations(self._sqrt_terms, 2):
+            out.append((z3.Implies(z3.And(t1 >= 0, t1 == t2), r1 == r2), (r1, r2)))
         exp = list(self._apps["exp"].values())
         for a, ea in exp:
             out += [(ea > 0, (ea,)), (z3.Implies(a == 0, ea == 1), (ea,))]                # E1, E2
