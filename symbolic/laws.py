@@ -36,6 +36,7 @@ class Fact:
     guard: tuple | None = None       # (selector, value): the fact only binds when selector == value
     rewrite: tuple = ()              # ((term array, equal term array), ...) proved by earlier facts
     replay_only: bool = False        # measured on the eager replay only (e.g. the whole host)
+    lemma: bool = False              # a stepping stone: proved if possible, never refutes the law
 
 
 def eq(lhs, rhs, what):
@@ -129,6 +130,8 @@ def null_source_insertion(op, n, d, mode):
 
     def relation(xp, v):
         x, m = v["x"], _mask(v)
+        if op.layers is not None:
+            return _layered_insertion(op, xp, x, m, v["params"], n)
         base = R.run(op, xp, x, m, v["params"])
         facts = []
         for k in range(n + 1):
@@ -139,6 +142,26 @@ def null_source_insertion(op, n, d, mode):
 
     return Problem("null_source_insertion", op.name, dict(n=n, d=d, inserted=1), sym, inputs, params, relation,
                    f"for every k <= {n}: insert a null at k => its output 0, the {n} others unchanged")
+
+
+def _layered_insertion(op, xp, x, m, params, n):
+    """Null insertion through a host, layer by layer: each layer's facts may restart from
+    the previous layer's proved-equal states (Fact.rewrite); the last layer is the output."""
+    old = op.layers(xp, x, m, **params)
+    facts = []
+    for k in range(n + 1):
+        new = op.layers(xp, R.insert_null(xp, x, k), R.insert_visible(m, k), **params)
+        keep = R.others(n + 1, k)
+        for layer, (a, o) in enumerate(zip(new, old)):
+            last = layer == len(new) - 1
+            at = "output" if last else f"layer {layer} (a lemma on the way)"
+            cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
+                                         (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
+            facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: inserted null at {k} stays 0",
+                              rewrite=cut, lemma=not last))
+            facts.append(Fact("eq", a[:, keep], o, f"{at}: old tokens after inserting a null at {k}",
+                              rewrite=cut, lemma=not last))
+    return facts
 
 
 @law("empty_support")

@@ -44,6 +44,7 @@ CELL_BUDGET = 6        # a cell (all its queries) stops after this many per-proo
 MARGIN_SEARCH = 8      # how many claims, in order, to try for the earliest robust failure
 SOLVER = f"z3 {z3.get_version_string()}"
 
+HOST_SHAPES = {"null_receiver": (2, 1), "null_source_insertion": (1, 1), "closure": (1, 1)}
 # Shapes (tokens n, width d) per contract: as small as the law needs, n <= 3 (+1 inserted).
 SHAPES = {
     "zero_absorption": (1, 2), "null_receiver": (2, 2), "null_source_insertion": (2, 1),
@@ -74,6 +75,8 @@ class Query:
     assumed: list         # (obligation, keys): assumed while proving a claim on its own
     equalities: dict      # claim id -> (lhs, rhs) of an equality claim
     rewrites: dict        # claim id -> [(term, equal term)] it may rewrite once proved
+    lemmas: list          # (BoolRef, description): tried in order; used if proved, never a refutation
+    order: dict           # claim/lemma id -> position in the law's order
 
 
 def build_query(problem: L.Problem, assignment: dict | None = None, premises=None) -> Query:
@@ -83,7 +86,7 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
     v.update(assignment or {})
     v["params"] = problem.params
     facts = problem.relation(ns, v)
-    claims, margins, equalities, rewrites = [], [], {}, {}
+    claims, margins, equalities, rewrites, lemmas, all_facts = [], [], {}, {}, [], []
     for f in facts:
         if f.replay_only or (f.guard is not None and not L.selected(f.guard[0], f.guard[1])):
             continue
@@ -94,8 +97,12 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
                 c, m = a == b, z3.Or(a - b > MARGIN, b - a > MARGIN)
             else:
                 c, m = a <= b, a - b > MARGIN
-            claims.append((c, f"{f.what} at {idx}"))
-            margins.append(m)
+            all_facts.append((c, f.what))
+            if f.lemma:
+                lemmas.append((c, f"{f.what} at {idx}"))
+            else:
+                claims.append((c, f"{f.what} at {idx}"))
+                margins.append(m)
             if f.kind == "eq":
                 equalities[c.get_id()] = (a, b)
             if f.rewrite:
@@ -104,8 +111,9 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
     premises = problem.sym.premises if premises is None else premises
     background = [(p, ()) for p, _ in premises] + ns.axioms()
     obligations = [(c, what) for c, what, _ in ns.obligations]
+    order = {c.get_id(): i for i, (c, _) in enumerate(all_facts)}
     assumed = [(c, keys) for c, _, keys in ns.obligations]
-    return Query(problem, ns, claims, margins, obligations, background, assumed, equalities, rewrites)
+    return Query(problem, ns, claims, margins, obligations, background, assumed, equalities, rewrites, lemmas, order)
 
 
 def fresh_symbols(expr, memo: dict) -> frozenset:
@@ -190,8 +198,10 @@ def _decide(q: Query, timeout: float, deadline: float = float("inf")):
     if result != z3.unknown:
         return result, (s.model() if result == z3.sat else None), how
     seen, proved_eq = set(), set()
-    for group, assume in ((q.obligations, False), (q.claims, True)):
+    ordered = sorted(q.lemmas + q.claims, key=lambda cw: q.order[cw[0].get_id()])
+    for group, assume in ((q.obligations, False), (ordered, True)):
         for c, what in group:
+            lemma = assume and any(c.eq(x) for x, _ in q.lemmas)
             if c.get_id() in seen:
                 continue
             seen.add(c.get_id())
@@ -206,6 +216,8 @@ def _decide(q: Query, timeout: float, deadline: float = float("inf")):
             r, s, why = _check(q, min(timeout, left), goal, assume, rewrite)
             if r == z3.sat and rewrite:
                 r, s, why = _check(q, min(timeout, left), z3.Not(c), assume)  # a model must be of the original
+            if lemma and r != z3.unsat:
+                continue                      # an unproved lemma is simply not used
             if r == z3.sat:
                 return r, s.model(), why
             if r == z3.unknown:
@@ -256,7 +268,7 @@ def shapes_text(problem) -> str:
     return ", ".join(f"{k}={v}" for k, v in problem.shapes.items()) + ", batch=1, heads=1"
 
 
-def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT) -> V.Verdict:
+def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline: float | None = None) -> V.Verdict:
     """Run the three-way decision of the module docstring on one problem.
 
     Enumerated inputs (masks, case selectors) give one query each: proved
@@ -272,7 +284,7 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT) -> V.Ver
     for assignment, premises in problem.sym.assignments():
         q = build_query(problem, assignment, premises)
         queries += 1
-        result, model, how = _decide(q, timeout, start + CELL_BUDGET * timeout)
+        result, model, how = _decide(q, timeout, deadline if deadline is not None else start + CELL_BUDGET * timeout)
         if result == z3.sat:
             extra["queries"] = queries
             return _refute(q, assignment, model, timeout, start, base)
@@ -341,12 +353,23 @@ def _input_terms(problem) -> list:
     return out
 
 
+def default_shape(op, contract: str) -> tuple:
+    """(n, d) for a cell: SHAPES, smaller for hosts (two blocks of everything) and for
+    normalisers whose random mask is enumerated (2**(n*n - n) masks)."""
+    if "host" in op.traits and contract in HOST_SHAPES:
+        return HOST_SHAPES[contract]
+    n, d = SHAPES[contract]
+    if "score_normaliser" in op.traits and "causal" not in op.traits and op.domain.mask != "none" and d == 0:
+        n = min(n, 2)
+    return n, d
+
+
 def build_problem(op, contract: str, *, n=None, d=None, mode=None):
     """The contract's symbolic law for this operator at the default (or given) shapes, or None."""
     builder = L.LAWS.get(contract)
     if builder is None:
         return None
-    n0, d0 = SHAPES[contract]
+    n0, d0 = default_shape(op, contract)
     mode = mode or "symbolic"
     return builder(op, n or n0, d or d0 or 1, mode)
 
@@ -373,7 +396,7 @@ def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d
         except Exception as err:  # a law that cannot be stated for this operator is reported, not hidden
             return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract} for {op.name}: {type(err).__name__}: {err}",
                              tier="symbolic", seconds=time.perf_counter() - start)
-        verdict = prove_problem(problem, timeout)
+        verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout)
         verdict.extra["params"] = "symbols" if m == "symbolic" else \
             "weights: drawn values rounded to rationals /100; scalars (tau, eps_den, taps) symbols"
         verdict.detail += f" [parameters: {verdict.extra['params']}]"
