@@ -88,3 +88,26 @@ class SympyNamespace(ObjectNamespace):
 
 
 SYMPY = SympyNamespace()
+
+
+def evaluate(expr, env: dict, _memo=None):
+    """Evaluate a traced sympy expression at a point, exactly, taking only the selected
+    branch of every Piecewise (an unselected branch may divide by zero, as in the code's
+    own guarded divisions).  ``env`` maps symbols to sympy numbers (Rationals for exactness)."""
+    memo = {} if _memo is None else _memo
+    if expr in memo:
+        return memo[expr]
+    if expr in env:
+        out = env[expr]
+    elif not expr.args or expr.is_Number:
+        out = expr
+    elif isinstance(expr, sympy.Piecewise):
+        out = sympy.nan
+        for value, cond in expr.args:
+            if cond is sympy.true or bool(evaluate(cond, env, memo)):
+                out = evaluate(value, env, memo)
+                break
+    else:
+        out = expr.func(*(evaluate(a, env, memo) for a in expr.args))
+    memo[expr] = out
+    return out
