@@ -12,7 +12,11 @@ operator through it returns object arrays of z3 terms and leaves behind
 * ``axioms()`` -- the instances of true facts about the transcendental
   functions, generated for the ground terms that occur (below).
 
-Transcendental functions are uninterpreted, with only these *true* axioms:
+Transcendental functions are uninterpreted, with only these *true* axioms.
+Each application f(t) is a fresh real (Ackermann's reduction), so the query
+stays pure real arithmetic; congruence ``a = b -> f(a) = f(b)`` is
+instantiated for every pair of occurring applications, which is exactly an
+uninterpreted function on those terms.
 
 exp (``Exp``)
     E1  Exp(a) > 0                                   (positivity)

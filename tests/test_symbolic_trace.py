@@ -47,7 +47,12 @@ def _sympy_params(p):
     return p
 
 
-@pytest.mark.parametrize("name", [op.name for op in REGISTRY])
+# reason: the OTransformer's two gated blocks take ~20 s to trace and evaluate in sympy
+_SLOW = {"otransformer"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(op.name, marks=pytest.mark.slow) if op.name in _SLOW else op.name
+                                  for op in REGISTRY])
 def test_sympy_trace_matches_eager_float64(name):
     op = REGISTRY[name]
     n, d = SHAPES.get(name, (2, 2))
@@ -86,7 +91,9 @@ def test_changing_the_eager_definition_changes_the_trace_and_the_verdict(monkeyp
     # a gate that can exceed 1: only normalisers.silence_gate is edited
     monkeypatch.setattr(normalisers, "silence_gate", lambda xp, peak: xp.div(peak + peak, 1.0 + peak))
     after = op.weights(SYMPY, s, None, tau=tau)
-    assert any(sympy.simplify(a - b) != 0 for a, b in zip(before.flat, after.flat))
+    point = {sym: sympy.Rational(k + 1, 2) for k, sym in enumerate(s.flat)}
+    point[tau[()]] = sympy.Integer(0)
+    assert any(evaluate(a, point) != evaluate(b, point) for a, b in zip(before.flat, after.flat))
     v = prove_cell(op, "sub_simplex", timeout=5)
     assert v.status == V.REFUTED, v.detail
     assert v.discrepancy > v.bound          # and it replayed on the patched eager code
