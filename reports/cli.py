@@ -23,6 +23,7 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.reports.scaffold",
     "tokenlaw.reports.closure_cmd",
     "tokenlaw.reports.reproduce",
+    "tokenlaw.symbolic.cli",
 )
 
 

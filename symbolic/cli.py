@@ -1,0 +1,63 @@
+"""``tokenlaw prove``: the symbolic tier from the command line (a thin call into the prover).
+
+    tokenlaw prove [--operator X] [--contract Y] [--timeout S] [--out DIR] [--json]
+
+Writes DIR/proofs.md and DIR/proofs.json.  Exit code 0 when every row matches
+its declaration (unknown and not-runnable rows are reported, not failures),
+1 when a claimed law is refuted, an expected violation is proved away, or a
+counterexample does not replay on the eager code; 2 for bad arguments.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+
+def register(subparsers):
+    sp = subparsers.add_parser("prove", help="prove / refute declared contracts with z3 (reals) and write reports/proofs.{md,json}")
+    sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
+    sp.add_argument("--timeout", type=float, default=5.0, help="seconds per solver query (default 5)")
+    sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    sp.set_defaults(func=cmd_prove)
+
+
+def cmd_prove(args) -> int:
+    from tokenlaw.operators.errors import InvalidArgument
+    from tokenlaw.properties.catalogue import CONTRACTS
+    from tokenlaw.properties.plan import plan
+    from tokenlaw.reports.cli import EXIT_FAIL, EXIT_OK, _registry
+
+    from . import report
+    from .prover import SOLVER, prove_rows
+
+    reg = _registry(args)
+    for name in args.operator or ():
+        reg[name]
+    for name in args.contract or ():
+        if name not in CONTRACTS:
+            raise InvalidArgument(f"--contract: unknown contract {name!r}; known: {sorted(CONTRACTS)}")
+    if not args.timeout > 0:
+        raise InvalidArgument(f"--timeout: must be > 0 seconds, got {args.timeout}")
+    planned = plan(reg, operators=args.operator, contracts=args.contract, dtypes=["float64"])
+    start = time.perf_counter()
+
+    def progress(row, v):
+        if not args.json:
+            print(f"  {row.id:<44} {v.status:<12} {v.seconds:6.2f}s", flush=True)
+
+    results = prove_rows(reg, planned, timeout=args.timeout, progress=progress)
+    rows = report.rows_from(results, planned)
+    meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=args.timeout,
+                seconds=time.perf_counter() - start, note=report.HEADER)
+    md, js = report.write(rows, meta, args.out)
+    bad = report.failing(rows)
+    if args.json:
+        print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows), "seconds": meta["seconds"],
+                          "failing": [{"id": r.id, "outcome": r.outcome} for r in bad]}, indent=1))
+    else:
+        print(f"\n{len(rows)} rows in {meta['seconds']:.1f}s, {len(bad)} failing; wrote {md} and {js}")
+        for r in bad:
+            print(f"  {r.outcome}: {r.id}")
+    return EXIT_FAIL if bad else EXIT_OK

@@ -1,0 +1,464 @@
+"""Contracts stated on symbolic inputs: one builder per contract name.
+
+A builder ``law(op, shapes, mode) -> Problem`` makes the symbols (inputs and
+the operator's parameters, each with its domain premise) and a *relation*
+``relation(xp, v) -> [Fact]`` that runs the registered operator function
+(``op.fn``, ``op.weights``, ``op.layers``, ``op.reference``) through ``xp``
+and says which arrays must be equal (or ordered).  The prover runs the
+relation on z3 terms to build the claim; the replay runs the very same
+relation on float64 tensors read from the model.
+
+Each law follows its eager contract in ``tokenlaw.properties`` (same
+transformation, same comparison), over *every* position instead of one
+drawn position: e.g. null_receiver proves ``out_i = 0`` for each i.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Callable
+
+import numpy as np
+import z3
+
+from . import relations as R
+from .inputs import Symbols, symbolic_params
+
+
+@dataclasses.dataclass
+class Fact:
+    """``lhs == rhs`` (kind "eq") or ``lhs <= rhs`` (kind "le"), elementwise."""
+
+    kind: str
+    lhs: object
+    rhs: object
+    what: str
+    guard: tuple | None = None       # (selector, value): the fact only binds when selector == value
+    rewrite: tuple = ()              # ((term array, equal term array), ...) proved by earlier facts
+    replay_only: bool = False        # measured on the eager replay only (e.g. the whole host)
+    lemma: bool = False              # a stepping stone: proved if possible, never refutes the law
+
+
+def eq(lhs, rhs, what):
+    return Fact("eq", lhs, rhs, what)
+
+
+def le(lhs, rhs, what):
+    return Fact("le", lhs, rhs, what)
+
+
+@dataclasses.dataclass
+class Problem:
+    """A contract instantiated at small shapes, ready to trace with any namespace."""
+
+    contract: str
+    operator: str
+    shapes: dict
+    sym: Symbols
+    inputs: dict                     # name -> symbolic array (also in sym.arrays)
+    params: dict                     # symbolic parameter tree
+    relation: Callable               # relation(xp, v) -> [Fact]; v = inputs + {"params": ...}
+    statement: str                   # the instantiated law, in words
+    exp_product: bool = False        # instantiate axiom E4 (exp(a) exp(b) = exp(a + b))
+    replay_params: Callable | None = None   # values -> eager params (default: inputs.concrete)
+
+
+LAWS: dict = {}
+
+
+def law(name):
+    def mark(fn):
+        LAWS[name] = fn
+        return fn
+    return mark
+
+
+def _setup(op, n, d, mode, *, mask="domain"):
+    """Symbols for x (1, n, d), the mask (if the operator takes one) and the parameters."""
+    sym = Symbols()
+    params = symbolic_params(op, sym, d, mode=mode)
+    inputs = {"x": sym.array("x", (1, n, d))}
+    if op.domain.mask != "none" and mask != "none":
+        inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=(mask == "domain"))
+    return sym, params, inputs
+
+
+def selected(sel, c) -> bool:
+    """Is case c the one the (enumerated) selector picks?  A symbolic selector picks any."""
+    if isinstance(sel, np.ndarray) and sel.dtype == object:
+        return True
+    return int(round(float(sel))) == c
+
+
+def _mask(v):
+    return v.get("mask")
+
+
+# -- null-token laws -------------------------------------------------------------
+
+@law("zero_absorption")
+def zero_absorption(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+
+    def relation(xp, v):
+        x = R.with_token(v["x"], 0, 0)
+        out = R.run(op, xp, x, _mask(v), v["params"])
+        return [eq(out[:, 0], xp.zeros_like(out[:, 0]), "f(0) at token 0")]
+
+    return Problem("zero_absorption", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   f"token 0 of {n} set to 0 => out_0 = 0")
+
+
+@law("null_receiver")
+def null_receiver(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+
+    def relation(xp, v):
+        facts = []
+        for i in range(n):
+            out = R.run(op, xp, R.with_token(v["x"], i, 0), _mask(v), v["params"])
+            facts.append(eq(out[:, i], xp.zeros_like(out[:, i]), f"out_{i} with h_{i} = 0"))
+        return facts
+
+    return Problem("null_receiver", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   f"for every i < {n}: h_i = 0 => out_i = 0")
+
+
+@law("null_source_insertion")
+def null_source_insertion(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+
+    def relation(xp, v):
+        x, m = v["x"], _mask(v)
+        if op.layers is not None:
+            return _layered_insertion(op, xp, x, m, v["params"], n)
+        base = R.run(op, xp, x, m, v["params"])
+        facts = []
+        for k in range(n + 1):
+            out = R.run(op, xp, R.insert_null(xp, x, k), R.insert_visible(m, k), v["params"])
+            facts.append(eq(out[:, k], xp.zeros_like(out[:, k]), f"inserted null's own output at {k}"))
+            facts.append(eq(out[:, R.others(n + 1, k)], base, f"old tokens after inserting a null at {k}"))
+        return facts
+
+    return Problem("null_source_insertion", op.name, dict(n=n, d=d, inserted=1), sym, inputs, params, relation,
+                   f"for every k <= {n}: insert a null at k => its output 0, the {n} others unchanged")
+
+
+def _layered_insertion(op, xp, x, m, params, n):
+    """Null insertion through a host, layer by layer: each layer's facts may restart from
+    the previous layer's proved-equal states (Fact.rewrite); the last layer is the output."""
+    old = op.layers(xp, x, m, **params)
+    facts = []
+    for k in range(n + 1):
+        new = op.layers(xp, R.insert_null(xp, x, k), R.insert_visible(m, k), **params)
+        keep = R.others(n + 1, k)
+        for layer, (a, o) in enumerate(zip(new, old)):
+            last = layer == len(new) - 1
+            at = "output" if last else f"layer {layer} (a lemma on the way)"
+            cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
+                                         (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
+            facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: inserted null at {k} stays 0",
+                              rewrite=cut, lemma=not last))
+            facts.append(Fact("eq", a[:, keep], o, f"{at}: old tokens after inserting a null at {k}",
+                              rewrite=cut, lemma=not last))
+    return facts
+
+
+@law("empty_support")
+def empty_support(op, n, d, mode):
+    masked = op.domain.mask != "none"
+    sym, params, inputs = _setup(op, n, d, mode, mask="free")
+    m = inputs.get("mask")
+    # Row i sees only the null sources in N: m_ij = 0 for j outside N (premise on the mask).
+    cases = [(i, nulls) for i in range(n) for r in range(n + 1) for nulls in itertools.combinations(range(n), r)] \
+        if masked else [(None, tuple(range(n)))]
+    if masked:
+        selector = sym.choice("case", len(cases))[()]
+        for c, (i, nulls) in enumerate(cases):
+            for j in range(n):
+                if j not in nulls:
+                    sym.premise(z3.Implies(selector == c, m[0, i, j] == 0), "row i sees only null sources")
+
+    def relation(xp, v):
+        facts = []
+        for c, (i, nulls) in enumerate(cases):
+            if masked and not selected(v["case"], c):
+                continue
+            x = v["x"]
+            for j in nulls:
+                x = R.with_token(x, j, 0)
+            out = R.run(op, xp, x, _mask(v), v["params"])
+            row = out if i is None else out[:, i]
+            if masked:
+                # one selector picks the case: the others hold vacuously
+                facts.append(Fact("eq", row, xp.zeros_like(row), f"case {c}: row {i} sees only nulls {list(nulls)}",
+                                  guard=(v["case"], c)))
+            else:
+                facts.append(eq(row, xp.zeros_like(row), "every token null"))
+        return facts
+
+    inputs = dict(inputs)
+    if masked:
+        inputs["case"] = sym.arrays["case"]
+    return Problem("empty_support", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   "row i whose visible sources are all null (every row, every set of nulls) => out_i = 0, finite"
+                   if masked else "every token null => out = 0, finite")
+
+
+@law("mask_respect")
+def mask_respect(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+    inputs["y"] = sym.array("y", (1, d))
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    sel = sym.choice("case", len(pairs))[()]
+    inputs["case"] = sym.arrays["case"]
+    for c, (i, j) in enumerate(pairs):
+        sym.premise(z3.Implies(sel == c, inputs["mask"][0, i, j] == 0), "m_ij = 0 for the chosen pair")
+
+    def relation(xp, v):
+        facts = []
+        for c, (i, j) in enumerate(pairs):
+            if not selected(v["case"], c):
+                continue
+            a = R.run(op, xp, v["x"], v["mask"], v["params"])[:, i]
+            b = R.run(op, xp, R.with_token(v["x"], j, v["y"]), v["mask"], v["params"])[:, i]
+            facts.append(Fact("eq", b, a, f"out_{i} after replacing h_{j} (m_{i}{j} = 0)", guard=(v["case"], c)))
+        return facts
+
+    return Problem("mask_respect", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   f"for every i != j < {n}: m_ij = 0 => out_i unchanged when h_j is replaced by any y")
+
+
+@law("formula_equivalence")
+def formula_equivalence(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+
+    def relation(xp, v):
+        impl = R.run(op, xp, v["x"], _mask(v), v["params"])
+        kwargs = dict(v["params"])
+        if op.domain.mask != "none":
+            kwargs["mask"] = _mask(v)
+        return [eq(impl, op.reference(xp, v["x"], **kwargs), "stabilised implementation vs the direct formula")]
+
+    return Problem("formula_equivalence", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   "implementation(x, m) = reference formula(x, m) (eps_den included)", exp_product=True)
+
+
+@law("permutation_equivariance")
+def permutation_equivariance(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+    perm = list(range(1, n)) + [0]            # a cyclic shift: with the swap it generates every permutation
+
+    def relation(xp, v):
+        x, m = v["x"], _mask(v)
+        mp = None if m is None else m[:, perm][:, :, perm]
+        out = R.run(op, xp, x[:, perm], mp, v["params"])
+        return [eq(out, R.run(op, xp, x, m, v["params"])[:, perm], f"F(pi x) vs pi F(x), pi = {perm}")]
+
+    return Problem("permutation_equivariance", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   f"F(pi H) = pi F(H) for the cyclic permutation {perm}")
+
+
+# -- causal / filter laws -----------------------------------------------------------
+
+@law("causality")
+def causality(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+    inputs["y"] = sym.array("y", (1, n, d))
+
+    def relation(xp, v):
+        base = R.run(op, xp, v["x"], _mask(v), v["params"])
+        facts = []
+        for t in range(n - 1):
+            x2 = R.copy(v["x"])
+            x2[:, t + 1:] = v["y"][:, t + 1:]
+            out = R.run(op, xp, x2, _mask(v), v["params"])
+            facts.append(eq(out[:, : t + 1], base[:, : t + 1], f"outputs <= {t} after changing tokens > {t}"))
+        return facts
+
+    return Problem("causality", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   f"for every t < {n - 1}: out_<=t unchanged when tokens > t are replaced")
+
+
+@law("linearity")
+def linearity(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+    inputs["y"] = sym.array("y", (1, n, d))
+    inputs["a"], inputs["b"] = sym.real("a"), sym.real("b")
+
+    def relation(xp, v):
+        a, b, x, y = v["a"], v["b"], v["x"], v["y"]
+        lhs = R.run(op, xp, a * x + b * y, None, v["params"])
+        rhs = a * R.run(op, xp, x, None, v["params"]) + b * R.run(op, xp, y, None, v["params"])
+        return [eq(lhs, rhs, "F(a x + b y) vs a F(x) + b F(y)")]
+
+    return Problem("linearity", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   "F(a x + b y) = a F(x) + b F(y) for all reals a, b")
+
+
+@law("dc_gain")
+def dc_gain(op, n, d, mode):
+    sym, params, inputs = _setup(op, n, d, mode)
+    inputs["level"] = sym.array("level", (1, 1, d))
+    taps = params["taps"]
+    warm = len(taps) - 1
+    n = max(n, warm + 1)
+    inputs["x"] = sym.arrays["x"] = sym.array("x", (1, n, d))
+
+    def relation(xp, v):
+        const = v["level"] * xp.ones_like(v["x"])
+        out = R.run(op, xp, const, None, v["params"])
+        facts = [eq(out[:, warm:], const[:, warm:], f"constant input after the {warm}-token warm-up")]
+        impulse = xp.zeros_like(v["x"])
+        impulse[:, 0] = 1
+        expected = xp.zeros_like(v["x"])
+        for k, w in enumerate(v["params"]["taps"]):
+            if k < n:
+                expected[:, k] = w
+        facts.append(eq(R.run(op, xp, impulse, None, v["params"]), expected, "impulse at 0 vs the taps"))
+        return facts
+
+    return Problem("dc_gain", op.name, dict(n=n, d=d), sym, inputs, params, relation,
+                   f"constant in => constant out from token {warm}; impulse at 0 => the taps")
+
+
+# -- row-normaliser laws (weights of scores S) -----------------------------------------
+
+def _scores(op, n, mode):
+    sym = Symbols()
+    params = symbolic_params(op, sym, 1, mode=mode)
+    inputs = {"s": sym.array("s", (1, n, n))}
+    if "causal" not in op.traits and op.domain.mask != "none":
+        inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
+    return sym, params, inputs
+
+
+def _visibility(op, v, n):
+    if "causal" in op.traits:
+        return R.causal(n, v["s"])
+    return v.get("mask")
+
+
+def _weights(op, xp, s, v, n, **override):
+    return op.weights(xp, s, _visibility(op, v, n), **{**R.weight_params(op, v["params"]), **override})
+
+
+@law("score_shift_invariance")
+def score_shift_invariance(op, n, d, mode):
+    sym, params, inputs = _scores(op, n, mode)
+    inputs["c"] = sym.array("c", (1, n, 1))
+
+    def relation(xp, v):
+        return [eq(_weights(op, xp, v["s"] + v["c"], v, n), _weights(op, xp, v["s"], v, n), "W(S + c 1) vs W(S)")]
+
+    return Problem("score_shift_invariance", op.name, dict(n=n), sym, inputs, params, relation,
+                   "W(S + c_t 1) = W(S) for any per-row constants c_t")
+
+
+@law("tau_covariance")
+def tau_covariance(op, n, d, mode):
+    sym, params, inputs = _scores(op, n, mode)
+    inputs["c"] = sym.real("c")
+
+    def relation(xp, v):
+        tau = R.weight_params(op, v["params"])["tau"]
+        return [eq(_weights(op, xp, v["s"] + v["c"], v, n, tau=tau + v["c"]), _weights(op, xp, v["s"], v, n),
+                   "W(S + c, tau + c) vs W(S, tau)")]
+
+    return Problem("tau_covariance", op.name, dict(n=n), sym, inputs, params, relation,
+                   "W(S + c, tau + c) = W(S, tau) for every real c")
+
+
+def _mass_facts(xp, w, upper: str):
+    mass = xp.sum(w, axis=-1)
+    facts = [le(xp.zeros_like(w), w, "W >= 0")]
+    if upper == "eq":
+        facts.append(eq(mass, xp.ones_like(mass), "row mass = 1"))
+    else:
+        facts.append(le(mass, xp.ones_like(mass), "row mass <= 1"))
+    return facts
+
+
+@law("simplex")
+def simplex(op, n, d, mode):
+    sym, params, inputs = _scores(op, n, mode)
+    return Problem("simplex", op.name, dict(n=n), sym, inputs, params,
+                   lambda xp, v: _mass_facts(xp, _weights(op, xp, v["s"], v, n), "eq"), "W >= 0 and every row sums to 1")
+
+
+@law("sub_simplex")
+def sub_simplex(op, n, d, mode):
+    sym, params, inputs = _scores(op, n, mode)
+    return Problem("sub_simplex", op.name, dict(n=n), sym, inputs, params,
+                   lambda xp, v: _mass_facts(xp, _weights(op, xp, v["s"], v, n), "le"), "W >= 0 and every row sums to <= 1")
+
+
+@law("silence")
+def silence(op, n, d, mode):
+    sym, params, inputs = _scores(op, n, mode)
+    inputs["v"] = sym.array("v", (1, n, 1))
+    tau = R.weight_params(op, params).get("tau")
+    for idx in itertools.product(range(n), range(n)):
+        s = inputs["s"][(0,) + idx]
+        sym.premise(s <= (0 if tau is None else tau[()]), "S - tau <= 0 everywhere")
+
+    def relation(xp, v):
+        w = _weights(op, xp, v["s"], v, n)
+        o = xp.matmul(w, v["v"])
+        return [eq(w, xp.zeros_like(w), "weights of rows with no positive S - tau"),
+                eq(o, xp.zeros_like(o), "outputs of those rows")]
+
+    return Problem("silence", op.name, dict(n=n), sym, inputs, params, relation,
+                   "every S_tj - tau <= 0 => W = 0 and W v = 0 (tau = 0 when the normaliser has none)")
+
+
+# -- hosts ---------------------------------------------------------------------------------
+
+@law("closure")
+def closure(op, n, d, mode):
+    """Block-wise: each block commutes with null insertion for *every* input state h.
+
+    Sound for the whole host by induction: if B(ins_k h) = ins_k B(h) for all h,
+    then B2(B1(ins_k x)) = B2(ins_k B1 x) = ins_k B2(B1 x), layer by layer.
+    """
+    sym = Symbols()
+    params = symbolic_params(op, sym, d, mode=mode)
+    blocks = params["blocks"]
+    inputs = {f"h{b}": sym.array(f"h{b}", (1, n, d)) for b in range(len(blocks))}
+    inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
+    shared = {k: v for k, v in params.items() if k != "blocks"}
+
+    def relation(xp, v):
+        facts = []
+        p = v["params"]
+        rest = {k: p[k] for k in shared}
+        for b, block in enumerate(p["blocks"]):
+            h, m = v[f"h{b}"], v["mask"]
+            old = op.layers(xp, h, m, blocks=[block], **rest)
+            for k in range(n + 1):
+                new = op.layers(xp, R.insert_null(xp, h, k), R.insert_visible(m, k), blocks=[block], **rest)
+                keep = R.others(n + 1, k)
+                for layer, (a, o) in enumerate(zip(new, old)):
+                    at = f"block {b} sub-layer {layer} (host layer {2 * b + layer}), null at {k}"
+                    # sub-layer L restarts from the states of L - 1, once those are proved equal
+                    cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
+                                                 (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
+                    facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: the null stays 0", rewrite=cut))
+                    facts.append(Fact("eq", a[:, keep], o, f"{at}: old tokens unchanged", rewrite=cut))
+        if getattr(xp, "name", "") == "torch":
+            # The replay also runs the whole host from x = h0 (block 0's input is the host's):
+            # a block-0 counterexample is then a counterexample of the composed model.
+            h, m = v["h0"], v["mask"]
+            old = op.layers(xp, h, m, **p)
+            for k in range(n + 1):
+                new = op.layers(xp, R.insert_null(xp, h, k), R.insert_visible(m, k), **p)
+                for layer, (a, o) in enumerate(zip(new, old)):
+                    at = f"whole {len(p['blocks'])}-block host from x = h0, layer {layer}, null at {k}"
+                    facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: the null stays 0", replay_only=True))
+                    facts.append(Fact("eq", a[:, R.others(n + 1, k)], o, f"{at}: old tokens unchanged",
+                                      replay_only=True))
+        return facts
+
+    return Problem("closure", op.name, dict(n=n, d=d, inserted=1, blocks=len(blocks), heads=1), sym, inputs, params,
+                   relation, "every block B: B(insert_null(h, k)) = insert_null(B(h), k) at each of its sub-layers, "
+                   "for all states h and all k (implies closure of the whole host by induction)")

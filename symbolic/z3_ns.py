@@ -1,0 +1,230 @@
+"""The z3 namespace: operators traced to z3 real terms plus side conditions.
+
+A :class:`Z3Namespace` is stateful: one instance per proof.  Tracing an
+operator through it returns object arrays of z3 terms and leaves behind
+
+* ``definitions`` -- constraints that *define* fresh symbols (a quotient, a
+  square root), each guarded so it never forces anything false;
+* ``obligations`` -- facts the code silently relies on (a denominator is
+  non-zero, a radicand is non-negative).  A law counts as proved only if
+  every obligation is proved too: z3's own ``x / 0`` is an arbitrary total
+  function, so we never divide by a term that might be zero;
+* ``axioms()`` -- the instances of true facts about the transcendental
+  functions, generated for the ground terms that occur (below).
+
+Transcendental functions are uninterpreted, with only these *true* axioms.
+Each application f(t) is a fresh real (Ackermann's reduction), so the query
+stays pure real arithmetic; congruence ``a = b -> f(a) = f(b)`` is
+instantiated for every pair of occurring applications, which is exactly an
+uninterpreted function on those terms.
+
+exp (``Exp``)
+    E1  Exp(a) > 0                                   (positivity)
+    E2  a = 0  ->  Exp(a) = 1
+    E3  a < b  ->  Exp(a) < Exp(b)                   (strict monotonicity)
+    E4  a + b = c  ->  Exp(a) * Exp(b) = Exp(c)      (only with ``exp_product``:
+        instantiated for occurring a, b, c whose sum is syntactically c)
+    and exp(If(c, a, b)) = If(c, exp(a), exp(b)), exp(0) = 1 are applied as rewrites.
+erf / tanh (``Erf``, ``Tanh``)
+    -1 < f(a) < 1;  a = 0 -> f(a) = 0;  a < b -> f(a) < f(b);  a = -b -> f(a) = -f(b)
+log (``Log``)
+    obligation a > 0;  a = 1 -> Log(a) = 0;  a < b -> Log(a) < Log(b)
+
+Everything else is exact: ``max``/``min``/``relu``/``where``/``abs`` are
+``If``; ``sqrt(a)`` is a fresh r with a >= 0 -> (r >= 0 and r * r = a);
+``div(a, b)`` is a fresh q with b != 0 -> q * b = a (folded to ``a / c`` for
+a non-zero numeral c, and to 0 when a simplifies to 0).
+"""
+from __future__ import annotations
+
+import fractions
+import itertools
+
+import z3
+
+from .objarray import ObjectNamespace
+
+
+
+def is_zero(t) -> bool:
+    """True when t is (simplifies to) the numeral 0."""
+    return z3.is_rational_value(t) and t.numerator_as_long() == 0
+
+
+class Z3Namespace(ObjectNamespace):
+    """Sound z3 semantics for every primitive; see the module docstring for the axioms."""
+
+    name = "z3"
+
+    def __init__(self, *, exp_product: bool = False, tag: str = ""):
+        self.exp_product = exp_product
+        self.tag = tag
+        self.definitions: list = []
+        self.obligations: list = []        # (BoolRef, description, keys: the fresh symbol it guards)
+        self._apps = {f: {} for f in ("exp", "erf", "tanh", "log")}
+        self._div: dict = {}
+        self._sqrt: dict = {}
+        self._div_terms: list = []
+        self._alive: list = []
+        self._sqrt_terms: list = []
+        self._fresh = itertools.count()
+
+    # -- constants -------------------------------------------------------------
+    def const(self, v):
+        if isinstance(v, bool) or type(v).__name__ == "bool_":
+            return z3.BoolVal(bool(v))
+        if isinstance(v, fractions.Fraction):
+            return z3.RealVal(f"{v.numerator}/{v.denominator}")
+        if isinstance(v, z3.ExprRef):
+            return v
+        return z3.RealVal(v)
+
+    def rational(self, p, q):
+        return z3.Q(p, q)
+
+    def fresh(self, stem: str):
+        return z3.Real(f"{stem}{self.tag}!{next(self._fresh)}")
+
+    # -- transcendental (uninterpreted) ---------------------------------------
+    def _key(self, t) -> int:
+        """A memo key for term t.  z3 recycles the id of a freed term, so we keep t alive."""
+        self._alive.append(t)
+        return t.get_id()
+
+    # Simplified forms only *decide* (folding, memo keys); definitions keep the
+    # original terms, so a later proof can rewrite a sub-term it has shown equal
+    # to another (prover: closure's sub-layer cut) and find it verbatim.
+    def _apply(self, kind, t):
+        st = z3.simplify(t)
+        if z3.is_app_of(st, z3.Z3_OP_ITE):       # f(If(c, a, b)) = If(c, f(a), f(b))
+            c, a, b = st.children()
+            return z3.If(c, self._apply(kind, a), self._apply(kind, b))
+        if is_zero(st) and kind == "exp":
+            return z3.RealVal(1)
+        if is_zero(st) and kind in ("erf", "tanh"):
+            return z3.RealVal(0)
+        key = self._key(st)
+        if key not in self._apps[kind]:
+            # Ackermann's reduction: a fresh real per application plus the congruence
+            # instances a = b -> f(a) = f(b) (in axioms()) is exactly an uninterpreted
+            # function on the occurring terms, and keeps the query pure real arithmetic.
+            self._apps[kind][key] = (t, self.fresh(kind))
+        return self._apps[kind][key][1]
+
+    def s_exp(self, t):
+        return self._apply("exp", t)
+
+    def s_erf(self, t):
+        return self._apply("erf", t)
+
+    def s_tanh(self, t):
+        return self._apply("tanh", t)
+
+    def s_log(self, t):
+        out = self._apply("log", t)
+        self.obligations.append((t > 0, "log argument > 0", (out,) if z3.is_const(out) else ()))
+        return out
+
+    # -- algebraic ---------------------------------------------------------------
+    def s_sqrt(self, t):
+        key = self._key(z3.simplify(t))
+        if key not in self._sqrt:
+            r = self.fresh("sqrt")
+            self.definitions.append((z3.Implies(t >= 0, z3.And(r >= 0, r * r == t)), (r,)))
+            self.obligations.append((t >= 0, "radicand >= 0", (r,)))
+            self._sqrt[key] = r
+            self._sqrt_terms.append((t, r))
+        return self._sqrt[key]
+
+    def s_div(self, a, b):
+        sa, sb = z3.simplify(a), z3.simplify(b)
+        if is_zero(sa):
+            self.obligations.append((b != 0, "denominator != 0", ()))
+            return z3.RealVal(0)                  # 0 / b = 0 once the obligation b != 0 holds
+        if z3.is_rational_value(sb):
+            self.obligations.append((sb != 0, "denominator != 0", ()))
+            return a if is_zero(sb) else a / sb   # a non-zero numeral: exact; 0: the obligation fails
+        key = (self._key(sa), self._key(sb))
+        if key not in self._div:
+            q = self.fresh("div")
+            self.definitions.append((z3.Implies(b != 0, q * b == a), (q,)))
+            self.obligations.append((b != 0, "denominator != 0", (q,)))
+            self._div[key] = q
+            self._div_terms.append(((a, b), q))
+        return self._div[key]
+
+    def s_abs(self, t):
+        return z3.If(t >= 0, t, -t)
+
+    def s_max(self, a, b):
+        return self.s_where(a >= b, a, b)
+
+    def s_min(self, a, b):
+        return self.s_where(a <= b, a, b)
+
+    def s_where(self, c, a, b):
+        sc = z3.simplify(c)
+        if z3.is_true(sc):
+            return a
+        if z3.is_false(sc):
+            return b
+        return z3.If(c, a, b)
+
+    @staticmethod
+    def _fold(c):
+        sc = z3.simplify(c)
+        return sc if z3.is_true(sc) or z3.is_false(sc) else c
+
+    def s_gt(self, a, b):
+        return self._fold(a > b)
+
+    def s_lt(self, a, b):
+        return self._fold(a < b)
+
+    def s_eq(self, a, b):
+        return self._fold(a == b)
+
+    def s_and(self, a, b):
+        return self._fold(z3.And(a, b))
+
+    # -- axioms for the ground terms that occur ---------------------------------
+    def axioms(self) -> list:
+        """(constraint, keys): the definitions and the instances of the true axioms in the module
+        docstring, for every occurring application.  ``keys`` are the fresh symbols an instance is
+        about; the prover only adds an instance when all its keys are relevant to the goal."""
+        out = list(self.definitions)
+        # Functional consistency of the defined symbols (consequences of their definitions,
+        # stated so the solver need not rediscover them): equal arguments, equal results.
+        for ((a1, b1), q1), ((a2, b2), q2) in itertools.combinations(self._div_terms, 2):
+            out.append((z3.Implies(z3.And(b1 != 0, a1 == a2, b1 == b2), q1 == q2), (q1, q2)))
+        for (t1, r1), (t2, r2) in itertools.combinations(self._sqrt_terms, 2):
+            out.append((z3.Implies(z3.And(t1 >= 0, t1 == t2), r1 == r2), (r1, r2)))
+        exp = list(self._apps["exp"].values())
+        for a, ea in exp:
+            out += [(ea > 0, (ea,)), (z3.Implies(a == 0, ea == 1), (ea,))]                # E1, E2
+        for (a, ea), (b, eb) in itertools.combinations(exp, 2):
+            out += [(z3.And(z3.Implies(a < b, ea < eb), z3.Implies(b < a, eb < ea),   # E3
+                            z3.Implies(a == b, ea == eb)), (ea, eb))]                   # congruence
+        if self.exp_product:
+            for (a, ea), (b, eb) in itertools.combinations_with_replacement(exp, 2):
+                for c, ec in exp:
+                    if is_zero(z3.simplify(a + b - c)):
+                        out.append((ea * eb == ec, (ea, eb, ec)))                      # E4
+        for kind in ("erf", "tanh"):
+            apps = list(self._apps[kind].values())
+            for a, fa in apps:
+                out += [(z3.And(fa > -1, fa < 1, z3.Implies(a == 0, fa == 0)), (fa,))]
+            for (a, fa), (b, fb) in itertools.combinations(apps, 2):
+                out += [(z3.And(z3.Implies(a < b, fa < fb), z3.Implies(b < a, fb < fa),
+                                z3.Implies(a == -b, fa == -fb), z3.Implies(a == b, fa == fb)), (fa, fb))]
+        logs = list(self._apps["log"].values())
+        for a, la in logs:
+            out.append((z3.Implies(a == 1, la == 0), (la,)))
+        for (a, la), (b, lb) in itertools.combinations(logs, 2):
+            out += [(z3.And(z3.Implies(z3.And(a > 0, a < b), la < lb), z3.Implies(z3.And(b > 0, b < a), lb < la),
+                            z3.Implies(a == b, la == lb)), (la, lb))]
+        return out
+
+    def exp_terms(self) -> list:
+        """(argument, application) pairs of every Exp that occurs."""
+        return list(self._apps["exp"].values())

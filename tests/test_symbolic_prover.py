@@ -1,0 +1,106 @@
+"""The prover: broken operators are refuted with replaying counterexamples, x/0 never proves
+anything, the coverage list is decided, and ``tokenlaw prove`` writes its report."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import z3
+
+from tokenlaw.operators import oattention as oa_module
+from tokenlaw.operators import projections
+from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties import verdict as V
+from tokenlaw.symbolic.prover import prove_cell
+
+REGISTRY = default_registry()
+
+
+def _core_without_rescaled_eps(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
+    """OAttention with eps_den left out of the exp(-M) rescaling (the bug SPEC warns about)."""
+    s = projections.scores(xp, q, k)
+    mass = p_src * (xp.ones_like(s) if mask is None else mask * xp.ones_like(s))
+    active = xp.gt(mass, 0)
+    floor = xp.min(s, axis=-1, keepdims=True)
+    top = xp.max(xp.where(active, s, floor), axis=-1, keepdims=True)
+    e = xp.exp(xp.where(active, s - top, xp.zeros_like(s))) * mass
+    den = eps_den + xp.sum(e, axis=-1, keepdims=True)            # BUG: eps_den * exp(-top)
+    return p_rcv * xp.div(xp.matmul(e, v), den)
+
+
+def _core_unguarded(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
+    """p-weighted softmax with no eps_den and no guard: a null-only row divides 0 by 0."""
+    s = projections.scores(xp, q, k)
+    e = xp.exp(s) * p_src * (xp.ones_like(s) if mask is None else mask * xp.ones_like(s))
+    return p_rcv * xp.div(xp.matmul(e, v), xp.sum(e, axis=-1, keepdims=True))
+
+
+def test_broken_oattention_is_refuted_and_replays(monkeypatch):
+    monkeypatch.setattr(oa_module, "oattention_core", _core_without_rescaled_eps)
+    v = prove_cell(REGISTRY["oattention"], "formula_equivalence", timeout=5)
+    assert v.status == V.REFUTED, v.detail
+    assert v.tier == "symbolic" and v.counterexample and "x" in v.counterexample
+    assert v.discrepancy > v.bound > 0          # measured on the broken eager code, float64
+
+
+def test_division_by_a_possibly_zero_denominator_is_not_proved(monkeypatch):
+    # With z3's own total division, 0 * (a / 0) = 0 is valid: a "proof" through x/0 freedom.
+    a, b = z3.Reals("a b")
+    s = z3.Solver()
+    s.add(z3.Not(0 * (a / b) == 0))
+    assert s.check() == z3.unsat
+    # The namespace's guarded division refuses it: null_receiver of the unguarded
+    # operator fails its obligation (a null-only row is 0/0), and the eager replay is NaN.
+    monkeypatch.setattr(oa_module, "oattention_core", _core_unguarded)
+    v = prove_cell(REGISTRY["oattention"], "null_receiver", timeout=5)
+    assert v.status == V.REFUTED, v.detail
+    assert "denominator" in " ".join(v.counterexample["failed"])
+    assert v.discrepancy != v.discrepancy or v.discrepancy == float("inf")
+
+
+FAST = [
+    ("offn", "zero_absorption", V.PROVED), ("onorm_ln", "zero_absorption", V.PROVED),
+    ("onorm_rms", "zero_absorption", V.PROVED), ("oinject", "zero_absorption", V.PROVED),
+    ("layernorm", "zero_absorption", V.REFUTED), ("ffn_update", "zero_absorption", V.REFUTED),
+    ("sdpa", "null_receiver", V.REFUTED), ("sdpa", "null_source_insertion", V.REFUTED),
+    ("sdpa", "empty_support", V.REFUTED), ("sm_fir", "score_shift_invariance", V.PROVED),
+    ("pn", "score_shift_invariance", V.REFUTED), ("pn_fir_tau", "tau_covariance", V.PROVED),
+    ("pn_fir_tau", "silence", V.PROVED), ("pn_fir_c", "silence", V.REFUTED),
+    ("fir", "causality", V.PROVED), ("fir", "linearity", V.PROVED), ("fir", "dc_gain", V.PROVED),
+    ("oa_only_host", "closure", V.REFUTED), ("ostandardize", "null_receiver", V.PROVED),
+    ("ostandardize", "empty_support", V.PROVED), ("oattention", "empty_support", V.PROVED),
+]
+SLOW = [
+    ("oattention", "null_receiver", V.PROVED), ("oattention", "null_source_insertion", V.PROVED),
+    ("oattention", "mask_respect", V.PROVED), ("oattention", "formula_equivalence", V.PROVED),
+    ("ostandardize", "null_source_insertion", V.PROVED), ("pn_fir_tau", "sub_simplex", V.PROVED),
+    ("otransformer", "closure", V.PROVED),
+]
+
+
+@pytest.mark.parametrize("op,contract,expected", FAST, ids=[f"{o}-{c}" for o, c, _ in FAST])
+def test_coverage_fast(op, contract, expected):
+    v = prove_cell(REGISTRY[op], contract, timeout=5)
+    assert v.status == expected, v.detail
+    if expected == V.REFUTED:
+        assert v.discrepancy != v.discrepancy or v.discrepancy > v.bound
+
+
+@pytest.mark.slow  # reason: each of these is a few seconds of nonlinear solving (tokenlaw prove runs them all)
+@pytest.mark.parametrize("op,contract,expected", SLOW, ids=[f"{o}-{c}" for o, c, _ in SLOW])
+def test_coverage_slow(op, contract, expected):
+    v = prove_cell(REGISTRY[op], contract, timeout=5)
+    assert v.status == expected, v.detail
+
+
+def test_cli_prove_writes_the_report(tmp_path, capsys):
+    from tokenlaw.reports.cli import main
+
+    code = main(["prove", "--operator", "fir", "--out", str(tmp_path), "--json"])
+    assert code == 0
+    data = json.loads((tmp_path / "proofs.json").read_text())
+    cells = {r["contract"]: r["cells"][0]["verdict"] for r in data["rows"]}
+    assert cells["linearity"]["status"] == "proved" and cells["linearity"]["tier"] == "symbolic"
+    assert cells["permutation_equivariance"]["status"] == "refuted"
+    assert "Floating point is out of scope" in (tmp_path / "proofs.md").read_text()
+    assert main(["prove", "--contract", "no_such_law"]) == 2
