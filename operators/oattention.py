@@ -2,10 +2,11 @@
 
     OAttn_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij))
 
-Stabilised form: with M_i the largest score among *active* sources
-(m_ij p_j > 0), numerator and denominator are multiplied by exp(-M_i), so
-eps_den enters as eps_den * exp(-M_i).  Null or masked sources never take
-part in M_i, so a null token with a huge key cannot underflow the others.
+Stabilised form, in log space: with M_i the largest s_ij + log p_j among
+*active* sources (m_ij p_j > 0), and at least log(eps_den), numerator and
+denominator are multiplied by exp(-M_i), so eps_den enters as
+eps_den * exp(-M_i).  Null or masked sources never take part in M_i, so a
+null token with a huge key cannot underflow the others.
 """
 from __future__ import annotations
 
@@ -25,14 +26,18 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     s = projections.scores(xp, q, k)
     mass = p_src * (xp.ones_like(s) if mask is None else mask * xp.ones_like(s))
     active = xp.gt(mass, 0)
-    floor = xp.min(s, axis=-1, keepdims=True)
-    top = xp.max(xp.where(active, s, floor), axis=-1, keepdims=True)
-    # The shift M may be any value: the ratio is unchanged.  Taking it at
-    # least log(eps_den) keeps eps_den * exp(-M) <= 1, so a row whose active
-    # scores are all very negative cannot overflow exp(-M) (inf forward,
-    # 0 * inf = NaN backward); exp(s - M) <= 1 still holds for active s.
+    # Log space: p_j exp(s_ij) = exp(s_ij + log p_j).  The shift M is the
+    # largest *active* exponent (null and masked sources never take part) and
+    # at least log(eps_den).  Any M gives the same ratio; this one puts the
+    # denominator's largest term at exactly 1, so nothing overflows, the
+    # denominator is never subnormal (whose 1/den^2 would overflow in the
+    # backward and send inf * rho'(0) = NaN to null tokens), and inactive
+    # entries are cut from the gradient by the wheres.
+    a = s + xp.log(mass + xp.where(active, xp.zeros_like(mass), xp.ones_like(mass)))   # log 1 = 0 where inactive
+    floor = xp.min(a, axis=-1, keepdims=True)
+    top = xp.max(xp.where(active, a, floor), axis=-1, keepdims=True)
     top = xp.maximum(top, xp.log(xp.full_like(top, 1.0) * eps_den))
-    e = xp.exp(xp.where(active, s - top, xp.zeros_like(s))) * mass
+    e = xp.where(active, xp.exp(xp.where(active, a - top, xp.zeros_like(a))), xp.zeros_like(a))
     num = xp.matmul(e, v)
     den = eps_den * xp.exp(-top) + xp.sum(e, axis=-1, keepdims=True)
     den = xp.where(xp.gt(den, 0), den, xp.ones_like(den))
@@ -72,12 +77,9 @@ def oattention_direct(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv,
         "softmax_reduction": "tau -> 0, eps_den -> 0 leaves p = 1 and plain softmax",
         "formula_equivalence": "multiplying by exp(-M) scales num, den and eps_den alike",
         "gradcheck": "smooth in its inputs away from ties",
+        "null_gradient": "every path from a null token passes through p = rho(0), whose derivative is 0",
     },
     violates={
-        "null_gradient": "found by the fuzzer: when every other active source is near-null (subnormal presence) "
-                         "and eps_den exp(-M) underflows, the denominator is subnormal, 1/den^2 overflows in the "
-                         "backward and inf * rho'(0) = NaN reaches the null token (exact in the reals; a log-space "
-                         "stabiliser fixes it in floats, pending its symbolic proof)",
         "zero_transcendental": "the softmax kernel of OAttention evaluates exp",
     },
 )

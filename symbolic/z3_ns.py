@@ -24,6 +24,8 @@ exp (``Exp``)
     E3  a < b  ->  Exp(a) < Exp(b)                   (strict monotonicity)
     E4  a + b = c  ->  Exp(a) * Exp(b) = Exp(c)      (only with ``exp_product``:
         instantiated for occurring a, b, c whose sum is syntactically c)
+    E5  t > 0  ->  Exp(z) = Exp(z - Log(t)) * t   (only with ``exp_product``; E4 with
+        exp(log t) = t, for occurring Exp(z) whose argument has the summand Log(t))
     and exp(If(c, a, b)) = If(c, exp(a), exp(b)), exp(0) = 1 are applied as rewrites.
 erf / tanh (``Erf``, ``Tanh``)
     -1 < f(a) < 1;  a = 0 -> f(a) = 0;  a < b -> f(a) < f(b);  a = -b -> f(a) = -f(b)
@@ -199,6 +201,17 @@ class Z3Namespace(ObjectNamespace):
             out.append((z3.Implies(z3.And(b1 != 0, a1 == a2, b1 == b2), q1 == q2), (q1, q2)))
         for (t1, r1), (t2, r2) in itertools.combinations(self._sqrt_terms, 2):
             out.append((z3.Implies(z3.And(t1 >= 0, t1 == t2), r1 == r2), (r1, r2)))
+        if self.exp_product:
+            # E5  t > 0  ->  Exp(z) = Exp(z - Log(t)) * t   (exp(a + b) = exp(a) exp(b) with
+            # exp(log t) = t), for occurring Exp(z) whose argument has the summand Log(t);
+            # Exp(z - Log(t)) becomes an occurring application, so E1-E4 and congruence apply.
+            for t, lt in list(self._apps["log"].values()):
+                for z, ez in list(self._apps["exp"].values()):
+                    zs = z3.simplify(z)
+                    if not any(c.eq(lt) for c in (zs.children() if z3.is_add(zs) else [zs])):
+                        continue
+                    ed = self._apply("exp", z3.simplify(zs - lt))
+                    out.append((z3.Implies(t > 0, ez == ed * t), (ez, lt)))
         exp = list(self._apps["exp"].values())
         for a, ea in exp:
             out += [(ea > 0, (ea,)), (z3.Implies(a == 0, ea == 1), (ea,))]                # E1, E2
