@@ -128,8 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="examples per cell per dtype: smoke 10, quick 100 (CI), default 300, deep 2000")
     sp.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     sp.add_argument("--shard", metavar="I/N", help="run only shard I of N (rows I, I+N, ...); join with 'report merge'")
-    sp.add_argument("--database", default=".hypothesis/tokenlaw",
-                    help="Hypothesis example database: a directory (default .hypothesis/tokenlaw), 'none', "
+    sp.add_argument("--database", default="none",
+                    help="Hypothesis example database: 'none' (default: a run is fixed by its seed, so reports "
+                         "and the gate are deterministic), a directory (e.g. .hypothesis/tokenlaw), "
                          "or redis://host:port/db (shared by machines)")
     sp.add_argument("--replays", default="reports/replays",
                     help="where violations are stored for 'tokenlaw replay ID' (default reports/replays)")

@@ -1,6 +1,7 @@
 """The wheel holds only tokenlaw/*, and the console script works from outside the repo."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,8 +14,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
+    # Build from a copy: setuptools writes build/ and *.egg-info next to the sources.
+    src = tmp_path_factory.mktemp("src") / "tokenlaw"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".dev", "build", "*.egg-info", "__pycache__",
+                                                             ".hypothesis", "replays"))
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(out)], check=True, cwd=out)
     (whl,) = out.glob("tokenlaw-*.whl")
     return whl
@@ -24,7 +29,7 @@ def test_wheel_contains_nothing_outside_tokenlaw(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     payload = [n for n in names if ".dist-info/" not in n]
     assert payload and all(n.startswith("tokenlaw/") for n in payload), [n for n in payload if not n.startswith("tokenlaw/")]
-    for sub in ("operators", "properties", "symbolic", "fuzz", "kernels", "reports"):
+    for sub in ("operators", "properties", "symbolic", "fuzz", "kernels", "reports", "reports/reproduce"):
         assert f"tokenlaw/{sub}/__init__.py" in names
     assert not any(n.startswith("tokenlaw/tests") for n in names)
     assert "tokenlaw/__init__.py" not in names      # a namespace: never shadows another top-level package
