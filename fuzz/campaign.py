@@ -17,7 +17,8 @@ def run_rows(registry, rows, *, examples=25, seed=0, progress=True, stream=sys.s
     for i, row in enumerate(rows, 1):
         op, contract = registry[row.operator], CONTRACTS[row.contract]
         for cell in row.cells:
-            cell.verdict = run_cell(op, contract, DTYPES[cell.dtype], examples=examples, seed=seed)
+            cell.verdict = run_cell(op, contract, DTYPES[cell.dtype], examples=examples, seed=seed,
+                                    backend=cell.backend)
             done += 1
         if progress:
             elapsed = time.perf_counter() - start

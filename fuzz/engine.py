@@ -30,9 +30,16 @@ def _judge_safely(contract, case) -> V.Verdict:
         return V.violated(float("nan"), 0.0, f"raised {type(err).__name__}: {err}")
 
 
-def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0) -> V.Verdict:
-    """Judge ``contract`` for ``op`` in ``dtype`` on up to ``examples`` drawn cases."""
+def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0,
+             backend: str = "eager") -> V.Verdict:
+    """Judge ``contract`` for ``op`` in ``dtype`` on up to ``examples`` drawn cases run on ``backend``."""
     start = time.perf_counter()
+    if backend != "eager":
+        from tokenlaw.kernels.capabilities import not_runnable
+
+        why = not_runnable(dtype)
+        if why:
+            return V.Verdict(V.NOT_RUNNABLE, detail=why, dtype=dtype_name(dtype), tier="kernel")
     seen = {"n": 0, "best": None}
 
     def is_violation(case) -> bool:
@@ -45,7 +52,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     cfg = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                    suppress_health_check=list(HealthCheck),
                    phases=(Phase.generate, Phase.shrink))
-    strategy = cases(op, dtype)
+    strategy = cases(op, dtype, backend=backend)
     try:
         found = find(strategy, is_violation, settings=cfg, random=random.Random(seed))
     except NoSuchExample:

@@ -13,8 +13,12 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.case import Case
 
 
-def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=(1.0,)):
-    """Strategy of Cases for ``op`` in ``dtype`` (keyword-only bounds, validated)."""
+def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=(1.0,), backend: str = "eager"):
+    """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated)."""
+    if n_max is None and backend != "eager":
+        from tokenlaw.kernels.capabilities import N_MAX   # long enough to cross the interpreter's tile edges
+
+        n_max = max(op.domain.n_max, N_MAX)
     n_max = op.domain.n_max if n_max is None else n_max
     if not isinstance(n_max, int) or n_max < 1:
         raise InvalidArgument(f"n_max: expected an int >= 1, got {n_max!r}")
@@ -37,6 +41,7 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=(1.
             shift=draw(st.floats(-5.0, 5.0, allow_nan=False, allow_infinity=False)),
             mask_density=draw(st.sampled_from((1.0, 0.6, 0.3))),
             scale=draw(st.sampled_from(tuple(scales))),
+            backend=backend,
         )
 
     return build()

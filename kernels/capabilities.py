@@ -62,3 +62,8 @@ def describe() -> dict:
     return dict(dtypes=[str(d).replace("torch.", "") for d in KERNEL_DTYPES], head_dims=f"1..{HEAD_DIM_MAX}",
                 interpreter=interpreting(), tiles=tiles(8, 16),
                 interpreter_limits={"bfloat16": BF16_INTERPRETER_BUG} if interpreting() else {})
+
+
+# Longest sequence the suite draws on the kernel backend: with the
+# interpreter's 4-token tiles, n up to 10 spans three tiles.
+N_MAX = 10

@@ -93,3 +93,13 @@ def implementation(op, backend: str = "triton"):
 
     impl.__name__ = f"{op.name}_{backend}"
     return impl
+
+
+def _kernels():
+    from . import oattention_fwd, pn_fir_tau_fwd, sm_fir_fwd
+
+    return {"oattention_fwd": oattention_fwd.oattention_fwd_kernel, "sm_fir_fwd": sm_fir_fwd.sm_fir_fwd_kernel,
+            "pn_fir_tau_fwd": pn_fir_tau_fwd.pn_fir_tau_fwd_kernel}
+
+
+KERNELS = _kernels()

@@ -50,6 +50,7 @@ MODULES = (
     "tokenlaw.properties.score_laws",
     "tokenlaw.properties.filter_laws",
     "tokenlaw.properties.static_laws",
+    "tokenlaw.kernels.kernel_laws",
 )
 
 

@@ -72,12 +72,13 @@ def cmd_check(args) -> int:
             raise InvalidArgument(f"--contract: unknown contract {name!r}; known: {sorted(CONTRACTS)}")
     validate_dtypes(args.dtype)
     examples = args.examples or PROFILES[args.profile]
-    rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype)
+    rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype, backend=args.backend)
     start = time.perf_counter()
     run_rows(reg, rows, examples=examples, seed=args.seed, progress=not args.json)
-    meta = dict(tier="fuzz", backend="eager", profile=args.profile, examples=examples, seed=args.seed,
+    meta = dict(tier="fuzz" if args.backend == "eager" else "kernel", backend=args.backend, profile=args.profile, examples=examples, seed=args.seed,
                 torch=torch.__version__, seconds=time.perf_counter() - start)
-    md, js = writers.write(rows, meta, Path(args.out))
+    stem = "conformance" if args.backend == "eager" else f"conformance-{args.backend}"
+    md, js = writers.write(rows, meta, Path(args.out), stem=stem)
     failing = [r for r in rows if r.failing]
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows),
@@ -86,6 +87,8 @@ def cmd_check(args) -> int:
         print(f"\n{len(rows)} rows, {len(failing)} failing; wrote {md} and {js}")
         for r in failing:
             print(f"  {r.outcome}: {r.id}")
+        for c in writers.not_runnable_cells(rows):
+            print(f"  not runnable here: {c.id}: {c.verdict.detail}")
     return EXIT_FAIL if failing else EXIT_OK
 
 
@@ -107,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"])
     sp.add_argument("--examples", type=int, help="examples per cell per dtype (overrides the profile)")
     sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--backend", default="eager", choices=["eager", "triton"],
+                    help="eager PyTorch, or the Triton kernels (TRITON_INTERPRET=1 without a GPU)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func=cmd_check)

@@ -67,6 +67,11 @@ def to_markdown(rows, meta: dict) -> str:
                  f"({meta.get('examples')} examples per cell per dtype), seed {meta.get('seed')}, "
                  f"torch {meta.get('torch')}, {meta.get('seconds', 0):.0f} s.")
     lines.append("")
+    blocked = not_runnable_cells(rows)
+    if blocked:
+        lines += ["## Cells not runnable here", ""]
+        lines += [f"- `{c.id}`: {c.verdict.detail}" for c in blocked]
+        lines.append("")
     if failing:
         lines += ["## Failing rows", ""]
         for r in failing:
@@ -110,6 +115,11 @@ def to_markdown(rows, meta: dict) -> str:
         lines.append(f"- `{n}` ({'exact' if c.exact else 'tolerance'}): {c.law}")
     lines.append("")
     return "\n".join(lines)
+
+
+def not_runnable_cells(rows) -> list:
+    """Cells whose verdict is 'not runnable here' (with the reason in ``verdict.detail``)."""
+    return [c for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.NOT_RUNNABLE]
 
 
 def write(rows, meta: dict, out_dir: Path, stem: str = "conformance") -> tuple[Path, Path]:
