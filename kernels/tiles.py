@@ -13,13 +13,14 @@ def fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, s
     Reads the tile's rows plus the HALO = N_TAPS - 1 rows before ``start_n``
     (zero before the first token); the smoothed keys exist only in registers.
     """
+    # The read window of this tile is [start_n - HALO, start_n + BLOCK_N), clipped at token 0.
+    lo = tl.maximum(start_n - HALO, 0)
+    rows = K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
+    d_ok = offs_d[None, :] < head_dim
     acc = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     for t in tl.static_range(N_TAPS):
         src = offs_n - t
-        # The read window of this tile is [start_n - HALO, start_n + BLOCK_N).
-        ok = (src >= 0) & (src >= start_n - HALO) & (src < n_ctx)
-        k = tl.load(K + src[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                    mask=ok[:, None] & (offs_d[None, :] < head_dim), other=0.0)
+        k = tl.load(rows - t * stride_kn, mask=((src >= lo) & (src < n_ctx))[:, None] & d_ok, other=0.0)
         acc += tl.load(TAPS + t) * k.to(tl.float32)
     return acc
 
