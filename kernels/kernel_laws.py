@@ -16,9 +16,9 @@ from tokenlaw.operators import projections
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.case import cast
+from tokenlaw.properties.case import cast, dtype_name
 from tokenlaw.properties.catalogue import contract
-from tokenlaw.properties.judging import exact_zero, relation, worst
+from tokenlaw.properties.judging import exact_zero, worst
 from tokenlaw.properties.tolerance import K, UNIT_ROUNDOFF
 
 _KERNEL_DTYPES = ("float32", "float16", "bfloat16")
@@ -32,24 +32,35 @@ def _eager(case, x, mask, dtype, **overrides):
         return case.op.fn(TORCH, x.to(dtype), **kwargs)
 
 
-@contract(exact=False, dtypes=_KERNEL_DTYPES)
-def eager_agreement(case):
-    """The kernel's output equals the float64 eager reference within the eager operator's own error in that dtype."""
-    ref = _eager(case, case.x, case.mask, torch.float64)
-    kern = case.run(case.x, case.mask).double()
-    same = _eager(case, case.x, case.mask, case.dtype).double()
-    # Both evaluate the same formula from the same dtype-rounded inputs (the
-    # projections run in torch in that dtype); the kernel accumulates in fp32,
-    # so its error against float64 should not exceed the eager evaluation's
-    # in that dtype by more than the tolerance model's constant K.  The floor
-    # u_D * max|ref| covers an eager error that is small by luck.
+def agreement(case, kernel_out, reference, what) -> V.Verdict:
+    """Judge a kernel output against ``reference(dtype)``, the eager operator on the same input.
+
+    Both evaluate the same formula from the same dtype-rounded inputs (the
+    projections run in torch in that dtype); the kernel accumulates in fp32,
+    so its error against float64 should not exceed the eager evaluation's in
+    that dtype by more than the tolerance model's constant K.  The floor
+    u_D * max|ref| covers an eager error that is small by luck.  (A relation
+    between two kernel runs cannot judge this: on the kernel backend the
+    float64 leg is the eager reference, so the tolerance model would count
+    a kernel bug as that kernel's "rounding error".)
+    """
+    ref = reference(torch.float64).double()
+    same = reference(case.dtype).double()
+    kern = kernel_out.double()
     scale = float(ref.abs().max()) if ref.numel() else 0.0
     eager_err = float((same - ref).abs().max()) if ref.numel() else 0.0
     bound = K * max(eager_err, UNIT_ROUNDOFF[case.dtype] * scale)
     diff = (kern - ref).abs()
     disc = float("nan") if torch.isnan(diff).any() else float(diff.max()) if diff.numel() else 0.0
-    return V.judge(disc, bound, f"kernel vs float64 eager: max |diff| = {disc:.3g} vs bound {bound:.3g} "
-                                f"(eager {case.dtype} error {eager_err:.3g}, |ref| <= {scale:.3g})")
+    return V.judge(disc, bound, f"{what}: kernel vs float64 eager max |diff| = {disc:.3g} vs bound {bound:.3g} "
+                                f"(eager {dtype_name(case.dtype)} error {eager_err:.3g}, |ref| <= {scale:.3g})")
+
+
+@contract(exact=False, dtypes=_KERNEL_DTYPES)
+def eager_agreement(case):
+    """The kernel's output equals the float64 eager reference within the eager operator's own error in that dtype."""
+    return agreement(case, case.run(case.x, case.mask), lambda dt: _eager(case, case.x, case.mask, dt),
+                     "differential check")
 
 
 def core_call(case, dtype, place=lambda t: t):
@@ -114,12 +125,12 @@ def null_key_immunity(case):
     carrier[:, k] = 0.0
     huge = case.x.clone()
     huge[:, k] = case.random_like(huge[:, k].shape, salt=41, scale=1000.0)
-    quiet = carrier.clone()                                  # the same token, x = 0
+    quiet = carrier.clone()                                  # the same token with x = 0
     keep = [i for i in range(case.n) if i != k]
-    own = exact_zero(case.run(huge, case.mask, carrier=carrier)[:, k], f"output of the null-carrier token {k}")
-    rest = relation(case, lambda dt: case.run(huge, case.mask, dtype=dt, carrier=carrier)[:, keep],
-                    lambda dt: case.run(quiet, case.mask, dtype=dt, carrier=carrier)[:, keep],
-                    f"other tokens when token {k} (null carrier) has a key of scale 1000")
+    out = case.run(huge, case.mask, carrier=carrier)
+    own = exact_zero(out[:, k], f"output of the null-carrier token {k}")
+    rest = agreement(case, out[:, keep], lambda dt: _eager(case, quiet, case.mask, dt, carrier=carrier)[:, keep],
+                     f"other tokens when token {k} (null carrier) has a key of scale 1000, vs the same token at x = 0")
     return worst(own, rest)
 
 
