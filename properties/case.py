@@ -119,13 +119,6 @@ class Case:
 
         return implementation(self.op, self.backend)(x, **kwargs)
 
-    def run_all(self, x, mask=None, **overrides) -> dict:
-        """{dtype: output} for the dtype under test, float64 and float32 (the tolerance model needs all three)."""
-        out = {}
-        for dt in {self.dtype, torch.float64, torch.float32}:
-            out[dt] = self.run(x, mask, dtype=dt, **overrides)
-        return out
-
     def layers(self, x, mask=None, dtype=None) -> list:
         dtype = self.dtype if dtype is None else dtype
         kwargs = dict(cast(self.params, dtype))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from . import verdict as V
-from .tolerance import compare
+from .tolerance import PROBE, compare
 
 
 def max_abs(t: torch.Tensor) -> float:
@@ -25,7 +25,7 @@ def exact_zero(t: torch.Tensor, what: str) -> V.Verdict:
 
 def relation(case, lhs, rhs, what: str, allowance: float = 0.0) -> V.Verdict:
     """Judge lhs(dtype) == rhs(dtype) with the derived tolerance of ``tolerance.compare``."""
-    dtypes = {case.dtype, torch.float64, torch.float32}
+    dtypes = {case.dtype, torch.float64, PROBE[case.dtype]}
     a = {dt: lhs(dt) for dt in dtypes}
     b = {dt: rhs(dt) for dt in dtypes}
     c = compare(a, b, case.dtype, allowance)

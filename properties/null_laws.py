@@ -10,6 +10,7 @@ from . import verdict as V
 from .case import cast
 from .catalogue import contract
 from .judging import exact_zero, max_abs, relation, worst
+from .tolerance import PROBE
 
 
 def null_positions(case) -> tuple:
@@ -91,7 +92,7 @@ def closure(case):
     k = case.pos % (case.n + 1)
     x2, m2 = T.insert_null(case.x, k), T.insert_visible(case.mask, k)
     keep = T.others(case.n + 1, k)
-    new = {dt: case.layers(x2, m2, dtype=dt) for dt in {case.dtype, torch.float64, torch.float32}}
+    new = {dt: case.layers(x2, m2, dtype=dt) for dt in {case.dtype, torch.float64, PROBE[case.dtype]}}
     old = {dt: case.layers(case.x, case.mask, dtype=dt) for dt in new}
     per_layer = []
     for layer in range(len(new[case.dtype])):

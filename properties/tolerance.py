@@ -2,31 +2,32 @@
 
 A contract compares two computations that agree in exact arithmetic when
 the law holds, e.g. ``a = F(insert_null(x))[old]`` and ``b = F(x)``.  Each
-is evaluated in the dtype under test ``D`` and in float64.  By the triangle
-inequality, if the law holds in the reals,
+side is evaluated in the dtype under test ``D``, in float64 (the reference)
+and in a *probe* precision ``P``.  If the law holds in the reals,
 
-    |a_D - b_D| <= |a_D - a_R| + |b_D - b_R|
+    |a_D - b_D| <= err_D(a) + err_D(b)
 
-so the bound is each side's *own* measured error against the float64
-reference, elementwise, plus the slack of using float64 as the reference
-(``a_64 != a_R``):
+where ``err_D`` is each side's own rounding error in D.  We never use the
+*measured* ``|a_D - a_64|`` for that: a bug that only shows in D (a null
+token's key overflowing fp16 and underflowing everybody's weight, say) would
+then inflate its own bound and pass.  Instead the error in D is predicted
+from an independent run of the same computation in the probe precision P,
+scaled by the ratio of unit roundoffs:
 
-    bound = |a_D - a_64| + |b_D - b_64| + slack64 + allowance
-    slack64 = K * (u64/u32) * max(|a_32 - a_64|, r32 * |a_64|)  (+ the same for b)
-            + K * u64 * (|a_64| + |b_64|)                      # a few ULPs of the values
+    err_D(v) ~ K * (u_D / u_P) * max(|v_P - v_64|, r_P * |v_64|) + K * u_D * |v_64| + K * 64 * tiny_D
 
-with ``u`` the unit roundoff, ``K = 8`` and ``r32`` the largest relative
-error of the float32 run over the whole tensor.  The float32 run measures
-how ill-conditioned *this* computation is on *this* input (e.g. ``x**10`` of
-a small centred score amplifies relative error tenfold); scaling it by
-u64/u32 estimates float64's own error.  Taking the tensor's worst relative
-error, not each entry's, matters: one entry's float32 error can be small by
-luck while its float64 error is not.  ``allowance`` is an analytic term a
-contract adds for a law that is a limit (e.g. tau -> 0), stated where used.
-In float64 (D = float64) the first two terms vanish and only the slack
-remains.  A violation ``delta = |a_R - b_R|`` is detected as soon as it
-exceeds the computations' own rounding error: the bound never contains
-``|a_64 - b_64|``, the very quantity the law constrains.
+with ``K = 8``, ``r_P`` the tensor's worst relative error in P (one entry's
+error can be small by luck), ``tiny_D`` the smallest subnormal of D (an
+absolute floor for underflow), and P = float32 for D in {float64, float16,
+bfloat16}, P = bfloat16 for D = float32 (float32 must not be its own
+probe).  The bound is
+
+    bound = err_D(a) + err_D(b) + allowance
+
+``allowance`` is an analytic term a contract adds for a law that is a limit
+(e.g. tau -> 0), stated where used.  The bound never contains
+``|a_64 - b_64|`` or ``|a_D - a_64|``: a violation is detected as soon as it
+exceeds the rounding error the computation is predicted to make.
 
 Exact contracts do not use this module: they compare bit-for-bit.
 """
@@ -37,6 +38,10 @@ import dataclasses
 import torch
 
 K = 8.0
+TINY_FLOOR = 64          # underflowed terms an output may accumulate, times the smallest subnormal
+PROBE = {torch.float64: torch.float32, torch.float16: torch.float32,
+         torch.bfloat16: torch.float32, torch.float32: torch.bfloat16}
+TINY = {dt: torch.finfo(dt).smallest_normal * torch.finfo(dt).eps for dt in PROBE}
 UNIT_ROUNDOFF = {
     torch.float64: 2.0 ** -53,
     torch.float32: 2.0 ** -24,
@@ -58,31 +63,33 @@ class Comparison:
         return self.ratio <= 1.0
 
 
-def _err32(v32, v64):
-    """Elementwise float32 error, floored by the tensor's worst relative float32 error."""
-    err = (v32 - v64).abs()
+def _probe_error(vP, v64):
+    """Elementwise probe-precision error, floored by the tensor's worst relative error."""
+    err = (vP - v64).abs()
     finite = torch.isfinite(err) & (v64.abs() > 0)
     rel = float((err[finite] / v64.abs()[finite]).max()) if bool(finite.any()) else 0.0
     return torch.maximum(err, rel * v64.abs())
 
 
+def predicted_error(v: dict, dtype: torch.dtype) -> torch.Tensor:
+    """err_D(v) of the module docstring, from {dtype: tensor} holding D's probe and float64."""
+    probe = PROBE[dtype]
+    v64, vP = v[torch.float64].double(), v[probe].double()
+    uD, uP = UNIT_ROUNDOFF[dtype], UNIT_ROUNDOFF[probe]
+    return K * (uD / uP) * _probe_error(vP, v64) + K * uD * v64.abs() + K * TINY_FLOOR * TINY[dtype]
+
+
 def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Comparison:
-    """Compare two sides evaluated as {dtype: tensor} (D, float64, float32 present).
+    """Compare two sides evaluated as {dtype: tensor} for D, float64 and D's probe precision.
 
     Non-finite values in the dtype under test are a violation unless both
     sides are NaN, or the same infinity, at the same place.
     """
     aD, bD = a[dtype].double(), b[dtype].double()
-    a64, b64 = a[torch.float64].double(), b[torch.float64].double()
-    a32, b32 = a[torch.float32].double(), b[torch.float32].double()
     if aD.shape != bD.shape:
         raise ValueError(f"compare: shapes differ {tuple(aD.shape)} vs {tuple(bD.shape)}")
-    u64, u32 = UNIT_ROUNDOFF[torch.float64], UNIT_ROUNDOFF[torch.float32]
     with torch.no_grad():
-        slack = K * (u64 / u32) * (_err32(a32, a64) + _err32(b32, b64)) + K * u64 * (a64.abs() + b64.abs())
-        bound = slack + allowance
-        if dtype != torch.float64:
-            bound = bound + (aD - a64).abs() + (bD - b64).abs()
+        bound = predicted_error(a, dtype) + predicted_error(b, dtype) + allowance
         diff = (aD - bD).abs()
         both_nan = torch.isnan(aD) & torch.isnan(bD)
         same_inf = torch.isinf(aD) & (aD == bD)
@@ -93,7 +100,6 @@ def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Com
             return Comparison(0.0, 0.0, 0.0, None, 0.0)
         ratio = torch.where(diff == 0, torch.zeros_like(diff),
                             torch.where(bound > 0, diff / bound, torch.full_like(diff, float("inf"))))
-        # inf / inf: the dtype under test overflowed where float64 did not.
         ratio = torch.nan_to_num(ratio, nan=float("inf"))
         flat = int(torch.argmax(ratio))
         idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), ratio.shape))

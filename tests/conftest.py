@@ -1,0 +1,11 @@
+"""Shared fixtures: a fresh registry per session and the report directory."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def registry():
+    from tokenlaw.operators.registry import collect
+
+    return collect()
