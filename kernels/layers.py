@@ -16,6 +16,7 @@ from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 
 from . import ops
+from .capabilities import interpreting
 
 FIR_KERNELS = {"sm_fir": "sm_fir_fwd", "pn_fir_tau": "pn_fir_tau_fwd"}
 BACKENDS = ("triton",)
@@ -69,7 +70,12 @@ def implementation(op, backend: str = "triton"):
 
     float64 inputs are evaluated by the eager operator: the kernels have no
     float64 path, and float64 is the reference precision the tolerance model
-    measures every other dtype against (``properties/tolerance.py``).
+    measures every other dtype against (``properties/tolerance.py``).  Under
+    the interpreter, bfloat16 inputs are evaluated by the eager operator too:
+    the interpreter's bf16 ``tl.dot`` is wrong (``capabilities``), bf16 cells
+    are reported not runnable before they get here, and the only bf16 runs
+    left are the tolerance model's *probe* for float32 cells, for which an
+    independent evaluation of the same formula is exactly what it needs.
     """
     if backend not in BACKENDS:
         raise InvalidArgument(f"backend: expected one of {BACKENDS} (or 'eager'), got {backend!r}")
@@ -87,7 +93,7 @@ def implementation(op, backend: str = "triton"):
         raise InvalidArgument(f"op: {op.name!r} names kernel {op.kernel!r}, which tokenlaw.kernels does not provide")
 
     def impl(x, *args, **kwargs):
-        if x.dtype == torch.float64:
+        if x.dtype == torch.float64 or (x.dtype == torch.bfloat16 and interpreting()):
             return op.fn(TORCH, x, *args, **kwargs)
         return kernel(x, *args, **kwargs)
 

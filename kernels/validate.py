@@ -10,7 +10,7 @@ import torch
 
 from tokenlaw.operators.errors import InvalidArgument
 
-from .capabilities import HEAD_DIM_MAX, KERNEL_DTYPES, interpreting
+from .capabilities import BF16_INTERPRETER_BUG, HEAD_DIM_MAX, KERNEL_DTYPES, interpreting
 
 
 def heads_tensors(**named) -> tuple:
@@ -23,6 +23,8 @@ def heads_tensors(**named) -> tuple:
             raise InvalidArgument(f"{name}: expected (batch, heads, tokens, head_dim), got shape {tuple(t.shape)}")
         if t.dtype not in KERNEL_DTYPES:
             raise InvalidArgument(f"{name}: kernels take {[str(d) for d in KERNEL_DTYPES]}, got {t.dtype}")
+        if t.dtype == torch.bfloat16 and interpreting():
+            raise InvalidArgument(f"{name}: bfloat16 is refused under TRITON_INTERPRET=1: {BF16_INTERPRETER_BUG}")
         if shape is None:
             shape, dtype, device, first = tuple(t.shape), t.dtype, t.device, name
         if tuple(t.shape) != shape:
