@@ -78,3 +78,21 @@ def test_cli_refuses_the_kernel_backend_without_gpu_or_interpreter(monkeypatch, 
         pytest.skip("a GPU is present: the compiled backend can run")
     assert main(["check", "--backend", "triton", "--examples", "1"]) == 2
     assert "TRITON_INTERPRET" in capsys.readouterr().err
+
+
+def test_bench_refuses_without_a_gpu_and_smoke_is_labelled(tmp_path, capsys, monkeypatch):
+    from tokenlaw.kernels import bench
+    from tokenlaw.reports.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the real benchmark would run")
+    assert main(["bench", "--out", str(tmp_path)]) == bench.EXIT_CANNOT_RUN
+    assert "no CUDA GPU" in capsys.readouterr().out and not list(tmp_path.iterdir())
+    tiny = dict(bench.SMOKE, ns=(9,), kernels=None, layers=1, stack_n=9)
+    monkeypatch.setattr(bench, "SMOKE", tiny)
+    monkeypatch.setattr(bench, "KERNELS", ("pn_fir_tau",))
+    assert main(["bench", "--smoke", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "bench-smoke.json").read_text())
+    assert report["smoke"] is True and "NOT a benchmark" in report["label"]
+    assert {r["impl"] for r in report["rows"]} == {"triton", "eager", "torch_sdpa"}
+    assert all(r["peak_bytes"] is None for r in report["rows"])    # no memory figure is made up on the CPU
