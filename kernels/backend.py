@@ -21,12 +21,14 @@ from .capabilities import KERNEL_DTYPES, interpreting
 RUN_CONTRACTS = frozenset({"null_receiver", "null_source_insertion", "empty_support", "mask_respect",
                            "permutation_equivariance", "causality", "softmax_reduction", "formula_equivalence",
                            "zero_transcendental"})
+# Declared contracts with a kernel-level form, for operators with these parameters.
+KERNEL_FORMS = {"silence": "tau"}
 NOT_ON_KERNEL = {
     "score_shift_invariance": "a law of the row normaliser W(S), judged on the eager weights function",
     "tau_covariance": "a law of the row normaliser W(S), judged on the eager weights function",
     "simplex": "a law of the row normaliser W(S), judged on the eager weights function",
     "sub_simplex": "a law of the row normaliser W(S), judged on the eager weights function",
-    "silence": "a law of the row normaliser W(S); the kernel's silent rows are judged by eager_agreement",
+    "silence": "the operator has no threshold tau to silence a row through the kernel",
     "gradcheck": "the kernels' backward is the eager reference's backward (no backward kernel yet)",
     "null_gradient": "the kernels' backward is the eager reference's backward (no backward kernel yet)",
 }
@@ -56,6 +58,12 @@ def require_runnable(backend: str):
                               "run with TRITON_INTERPRET=1 to use Triton's CPU interpreter")
 
 
+def _gen():
+    import torch
+
+    return torch.Generator().manual_seed(0)
+
+
 def _dtypes(contract, op, wanted) -> list[str]:
     kernel = [str(d).replace("torch.", "") for d in KERNEL_DTYPES]
     names = [d for d in contract.dtypes if d in kernel] or [STRUCTURAL_DTYPE]
@@ -76,7 +84,8 @@ def plan_rows(registry, *, operators=None, contracts=None, dtypes=None, backend=
         for name, decl, why in declared:
             if contracts and name not in contracts:
                 continue
-            if name not in RUN_CONTRACTS and name not in extra:
+            kernel_form = name in KERNEL_FORMS and KERNEL_FORMS[name] in op.domain.params(_gen(), 4)
+            if name not in RUN_CONTRACTS and name not in extra and not kernel_form:
                 reason = NOT_ON_KERNEL.get(name, "not evaluated through the operator's implementation")
                 rows.append(Row(op.name, name, None, f"not judged on the kernel: {reason}", []))
                 continue

@@ -152,3 +152,24 @@ def kernel_transcendentals(case) -> V.Verdict:
     n = sum(calls.values())
     return V.judge(n, 0, f"interpreter evaluated {dict(calls) or 'no transcendental'} in {case.op.kernel}; "
                          f"its source names {static or 'none'}")
+
+
+def kernel_silence(case) -> V.Verdict:
+    """silence on the kernel backend: with tau above every score, the output is exactly 0.
+
+    The kernel takes no scores, so the premise "all S - tau <= 0" is met by
+    raising tau above the largest FIR score of the case (computed in float64)
+    by a margin of 10% plus 0.1, far more than any dtype's score rounding.
+    """
+    from tokenlaw.operators.fir import fir
+
+    if "tau" not in case.params:
+        return V.Verdict(V.NOT_RUNNABLE, detail="the operator has no threshold tau to silence its rows on the kernel",
+                         tier="kernel")
+    p = case.params
+    q, k, _ = projections.project_qkv(TORCH, case.x, wq=p["wq"], bq=p["bq"], wk=p["wk"], bk=p["bk"],
+                                      wv=p["wv"], bv=p["bv"], heads=p["heads"])
+    top = float(projections.scores(TORCH, q, fir(TORCH, k)).abs().max())
+    tau = 1.1 * top + 0.1
+    out = case.run(case.x, case.mask, tau=tau)
+    return exact_zero(out, f"kernel output with tau = {tau:.3g} above every score (|S| <= {top:.3g})")
