@@ -173,3 +173,18 @@ def kernel_silence(case) -> V.Verdict:
     tau = 1.1 * top + 0.1
     out = case.run(case.x, case.mask, tau=tau)
     return exact_zero(out, f"kernel output with tau = {tau:.3g} above every score (|S| <= {top:.3g})")
+
+
+def _register_if_imported_first():
+    # Imported before the catalogue, this module triggers the catalogue's
+    # collection while only half-initialised, so its laws were missed; add
+    # them now that they exist (a no-op when the catalogue came first).
+    from tokenlaw.properties import catalogue
+
+    if not hasattr(catalogue, "CONTRACTS"):    # the catalogue is collecting us right now
+        return
+    for name, law in catalogue.collect_contracts((__name__,)).items():
+        catalogue.CONTRACTS.setdefault(name, law)
+
+
+_register_if_imported_first()
