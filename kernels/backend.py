@@ -2,9 +2,11 @@
 
 A kernel row is a contract the operator declares, judged on its kernel --
 but only a contract whose law is evaluated by *running the operator*
-(``Case.run``) says anything about the kernel.  Contracts evaluated on the
-eager row normaliser or by eager autograd are listed with the reason and no
-cells, so the report shows what the kernel tier does not judge.  Each kernel
+(``Case.run``), or on the row weights the kernel applies
+(``kernel_laws.kernel_weights``), or through a kernel form (``silence``
+through tau), says anything about the kernel.  Contracts evaluated by eager
+autograd are listed with the reason and no cells, so the report shows what
+the kernel tier does not judge.  Each kernel
 operator also claims the kernel laws of ``kernel_laws.py`` (differential
 agreement with the float64 eager reference, no out-of-bounds reads,
 bitwise determinism, and for OAttention immunity to a null carrier's key).
@@ -21,13 +23,11 @@ from .capabilities import KERNEL_DTYPES, interpreting
 RUN_CONTRACTS = frozenset({"null_receiver", "null_source_insertion", "empty_support", "mask_respect",
                            "permutation_equivariance", "causality", "softmax_reduction", "formula_equivalence",
                            "zero_transcendental"})
+# Row-normaliser laws judged on the weights the kernel applies (kernel_laws.kernel_weights).
+WEIGHT_CONTRACTS = frozenset({"score_shift_invariance", "tau_covariance", "simplex", "sub_simplex"})
 # Declared contracts with a kernel-level form, for operators with these parameters.
 KERNEL_FORMS = {"silence": "tau"}
 NOT_ON_KERNEL = {
-    "score_shift_invariance": "a law of the row normaliser W(S), judged on the eager weights function",
-    "tau_covariance": "a law of the row normaliser W(S), judged on the eager weights function",
-    "simplex": "a law of the row normaliser W(S), judged on the eager weights function",
-    "sub_simplex": "a law of the row normaliser W(S), judged on the eager weights function",
     "silence": "the operator has no threshold tau to silence a row through the kernel",
     "gradcheck": "the kernels' backward is the eager reference's backward (no backward kernel yet)",
     "null_gradient": "the kernels' backward is the eager reference's backward (no backward kernel yet)",
@@ -85,6 +85,7 @@ def plan_rows(registry, *, operators=None, contracts=None, dtypes=None, backend=
             if contracts and name not in contracts:
                 continue
             kernel_form = name in KERNEL_FORMS and KERNEL_FORMS[name] in op.domain.params(_gen(), 4)
+            kernel_form = kernel_form or (name in WEIGHT_CONTRACTS and op.weights is not None)
             if name not in RUN_CONTRACTS and name not in extra and not kernel_form:
                 reason = NOT_ON_KERNEL.get(name, "not evaluated through the operator's implementation")
                 rows.append(Row(op.name, name, None, f"not judged on the kernel: {reason}", []))

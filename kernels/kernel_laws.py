@@ -188,3 +188,39 @@ def _register_if_imported_first():
 
 
 _register_if_imported_first()
+
+
+def kernel_weights(case, s, dtype, **params):
+    """The weights W(S) the operator's *kernel* applies to scores ``s`` (batch, n, n).
+
+    The kernels take q, k, v, not scores, so the inputs are built to make the
+    output equal W: one head of width n, values v = I, keys k = F^-1 (F the
+    causal FIR as an n x n lower-triangular Toeplitz matrix, invertible since
+    w_0 > 0, and well conditioned since the taps decrease), so the smoothed
+    keys are I and q = sqrt(n) S gives scores S.  float64 (and bf16 under the
+    interpreter) are evaluated by the eager weights, as ``layers.implementation`` does.
+    """
+    from tokenlaw.operators.fir import TAPS
+    from tokenlaw.properties.score_laws import visibility
+
+    from . import ops
+    from .capabilities import interpreting
+
+    if dtype == torch.float64 or (dtype == torch.bfloat16 and interpreting()):
+        m = visibility(case)
+        with torch.no_grad():
+            return case.op.weights(TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
+    b, n, _ = s.shape
+    fir_matrix = sum(w * torch.diag(torch.ones(n - t, dtype=torch.float64), -t) for t, w in enumerate(TAPS) if t < n)
+    keys = torch.linalg.solve_triangular(fir_matrix, torch.eye(n, dtype=torch.float64), upper=False)
+    q = (s * n ** 0.5)[:, None].to(dtype)
+    k = keys.expand(b, 1, n, n).to(dtype)
+    v = torch.eye(n, dtype=torch.float64).expand(b, 1, n, n).to(dtype)
+    with torch.no_grad():
+        if case.op.kernel == "sm_fir_fwd":
+            out = ops.sm_fir_fwd(q, k, v)
+        elif case.op.kernel == "pn_fir_tau_fwd":
+            out = ops.pn_fir_tau_fwd(q, k, v, torch.tensor(float(params["tau"]), dtype=torch.float32))
+        else:
+            raise ValueError(f"{case.op.kernel} has no row normaliser to expose")
+    return out[:, 0]

@@ -29,6 +29,10 @@ def weights(case, s, dtype=None, **override):
     dtype = case.dtype if dtype is None else dtype
     m = visibility(case)
     params = {**case.weight_params(dtype), **override}
+    if case.backend != "eager":   # the weights the kernel applies (tokenlaw.kernels.kernel_laws)
+        from tokenlaw.kernels.kernel_laws import kernel_weights
+
+        return kernel_weights(case, s, dtype, **params)
     with torch.no_grad():
         return case.op.weights(TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
 

@@ -261,3 +261,22 @@ def test_layer_rejects_variants_without_a_kernel():
     with pytest.raises(InvalidArgument, match="has no Triton kernel"):
         fir_attention_layer(torch.randn(1, 3, 4), "pn_fir_c", wq=None, bq=None, wk=None, bk=None, wv=None,
                             bv=None, wo=None, heads=1)
+
+
+@pytest.mark.parametrize("op", ["sm_fir", "pn_fir_tau"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_kernel_weights_are_the_eager_weights(op, dtype, registry):
+    """The v = I, k = F^-1 construction exposes the kernel's W(S); it must match the eager normaliser."""
+    from tokenlaw.kernels.kernel_laws import kernel_weights
+    from tokenlaw.properties import score_laws
+    from tokenlaw.properties.case import Case
+
+    case = Case(op=registry[op], dtype=dtype, backend="triton", n=11, batch=2, seed=3)
+    s = score_laws.scores(case)
+    params = case.weight_params(torch.float64)
+    kern = kernel_weights(case, s, dtype, **params).double()
+    ref = kernel_weights(case, s, torch.float64, **params)         # the eager weights in float64
+    # Rounding q = sqrt(n) S to the dtype moves each score by ~u |S|; pn's x^10
+    # turns that into ~10 u |S| relative weight error, and W <= 1.
+    u = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11}[dtype]
+    assert (kern - ref).abs().max() <= 10 * u * (1.0 + float(s.abs().max()))

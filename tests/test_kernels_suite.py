@@ -36,6 +36,7 @@ def test_contracts_not_judged_on_the_kernel_are_listed_with_a_reason(registry):
     assert all(reason.startswith("not judged on the kernel") for reason in skipped.values())
     judged = {(r.operator, r.contract) for r in plan_rows(registry) if r.cells}
     assert ("pn_fir_tau", "silence") in judged          # through tau (kernel_laws.kernel_silence)
+    assert {("sm_fir", "simplex"), ("pn_fir_tau", "sub_simplex"), ("pn_fir_tau", "tau_covariance")} <= judged
 
 
 def test_bf16_cells_are_not_runnable_with_the_reason(registry):
