@@ -1,107 +1,132 @@
-"""Hosts: pre-norm residual blocks of configurable depth (SPEC 1).
+"""Hosts: pre-norm residual blocks of configurable depth, declared as compositions (SPEC 1).
 
 * standard:     h + SDPA(LN(h)),       then h + FFN(LN(h))
 * OA-only:      h + OAttn(LN(h); p from h), then h + FFN(LN(h))
 * OTransformer: h + OAttn(ONorm(h); p from h), then h + rho(h) FFN(ONorm(h))
+* tabular:      standardise rows, inject (x W + b), then host blocks
 
-Each host exposes ``layers``: the hidden state after every sub-layer, which
-the closure contract compares layer by layer.
+Every host is one :class:`~tokenlaw.operators.composition.Composition`;
+its eager function and its ``layers`` (the hidden state after every
+sub-layer, which the closure contract compares layer by layer) are
+generated from it.  The depth-2 hosts keep their historical names
+(``standard_host``, ``oa_only_host``, ``otransformer`` and the
+``*_layers`` functions); ``<host>_l1``, ``_l3``, ``_l4`` are the depth
+variants.
 """
 from __future__ import annotations
 
-import torch
+import functools
 
-from . import arguments, projections
-from .ffn import ffn, ffn_params, offn
-from .norms import layer_norm, norm_params, onorm
-from .oattention import oattention
+from .composition import Composition, compose_layers
+from .composition import host_params as _composition_params
 from .registry import Domain, declare
-from .sdpa import sdpa
 
 DEPTH = 2
+DEPTHS = (1, 2, 3, 4)
+
+STANDARD = Composition("standard_host", norm="layernorm", attention="sdpa", ffn="ffn_update")
+OA_ONLY = Composition("oa_only_host", norm="layernorm", attention="oattention", ffn="ffn_update")
+OTRANSFORMER = Composition("otransformer", norm="onorm_ln", attention="oattention", ffn="offn")
+TABULAR_STANDARD = Composition("tabular_standard", norm="layernorm", attention="sdpa", ffn="ffn_update",
+                               standardize="standardize", inject="linear_inject")
+TABULAR_OTRANSFORMER = Composition("tabular_otransformer", norm="onorm_ln", attention="oattention", ffn="offn",
+                                   standardize="ostandardize", inject="oinject")
 
 
-def host_params(gen, d_model, dtype=torch.float64, *, depth=DEPTH):
-    """One dict per block: attention, two norms, FFN, plus tau and eps_den."""
-    blocks = []
-    for _ in range(depth):
-        attn = projections.attention_params(gen, d_model, dtype)
-        n1 = norm_params(gen, d_model, dtype)
-        n2 = norm_params(gen, d_model, dtype)
-        blocks.append(dict(attn=attn, norm1=n1, norm2=n2, ffn=ffn_params(gen, d_model, dtype)))
-    return dict(blocks=blocks, tau=float(torch.empty(()).uniform_(0.1, 2.0, generator=gen)), eps_den=1e-3)
+def host_params(gen, d_model, dtype=None, *, depth=DEPTH, inject=False):
+    """Parameters of a host: ``dict(blocks=[{attn, norm1, norm2, ffn}] * depth, tau, eps_den[, inject])``."""
+    import torch
+
+    return _composition_params(gen, d_model, torch.float64 if dtype is None else dtype, depth=depth, inject=inject)
 
 
-def _check(x, blocks):
-    arguments.tokens(x)
-    if not isinstance(blocks, (list, tuple)) or not blocks:
-        raise arguments.InvalidArgument(f"blocks: expected a non-empty list of block parameter dicts, got {type(blocks).__name__}")
+def _layers_of(comp):
+    def layers(xp, x, mask=None, *, blocks, tau=None, eps_den=None, inject=None):
+        return compose_layers(comp, xp, x, mask, blocks=blocks, tau=tau, eps_den=eps_den, inject=inject)
+
+    layers.__name__ = layers.__qualname__ = f"{comp.name}_layers"
+    layers.__doc__ = f"Hidden state after every sub-layer of {comp.name}: {comp.describe()}."
+    layers.composition = comp
+    return layers
 
 
-def standard_layers(xp, x, mask=None, *, blocks, tau=None, eps_den=None):
-    _check(x, blocks)
-    states, h = [], x
-    for b in blocks:
-        h = h + sdpa(xp, layer_norm(xp, h, **b["norm1"]), mask, **b["attn"])
-        states.append(h)
-        h = h + ffn(xp, layer_norm(xp, h, **b["norm2"]), **b["ffn"])
-        states.append(h)
-    return states
+def _host_of(comp, layers):
+    def host(xp, x, mask=None, *, blocks, tau=None, eps_den=None, inject=None):
+        return layers(xp, x, mask, blocks=blocks, tau=tau, eps_den=eps_den, inject=inject)[-1]
+
+    host.__name__ = host.__qualname__ = comp.name
+    host.__doc__ = f"Host {comp.name}: {comp.describe()} (the last sub-layer's state)."
+    host.composition = comp
+    return host
 
 
-def oa_only_layers(xp, x, mask=None, *, blocks, tau, eps_den):
-    _check(x, blocks)
-    states, h = [], x
-    for b in blocks:
-        h = h + oattention(xp, layer_norm(xp, h, **b["norm1"]), mask, carrier=h, tau=tau, eps_den=eps_den, **b["attn"])
-        states.append(h)
-        h = h + ffn(xp, layer_norm(xp, h, **b["norm2"]), **b["ffn"])
-        states.append(h)
-    return states
+# Public layer functions of the depth-2 hosts (the symbolic tier traces these).
+standard_layers = _layers_of(STANDARD)
+oa_only_layers = _layers_of(OA_ONLY)
+otransformer_layers = _layers_of(OTRANSFORMER)
+
+_HOST_TRAITS = frozenset({"token_mixing", "masked", "host"})
+_REACTIVATE = "LayerNorm(0) = beta and FFN(beta) != 0 reactivate the null, a source in the next block"
+_SMOOTH = {"gradcheck": "smooth"}
+
+# (composition, extra traits, claims, violates) for the depth-2 hosts.
+_FAMILIES = (
+    (STANDARD, set(), _SMOOTH,
+     {"closure": "LN(0) = beta and SDPA make a null token active at the first sub-layer",
+      "null_source_insertion": "the null key adds softmax mass in block 1",
+      "null_receiver": "SDPA gives a null query the mean of the values"}),
+    (OA_ONLY, {"presence"}, _SMOOTH,
+     {"closure": _REACTIVATE, "null_source_insertion": _REACTIVATE,
+      "null_receiver": "FFN(LN(0)) = FFN(beta) != 0 is added to the null token"}),
+    (OTRANSFORMER, {"presence"},
+     {"closure": "every sub-layer is O-closed: zero absorption and contextual erasure",
+      "null_source_insertion": "closure at the last layer",
+      "null_receiver": "every residual update of a null token is gated by rho(0) = 0",
+      "gradcheck": "smooth"},
+     {"null_gradient": "the residual stream's identity path passes gradient to a null token"}),
+)
+
+# The tabular hosts: standardisation over rows and an input embedding first.
+_TABULAR = (
+    (TABULAR_STANDARD, set(), _SMOOTH,
+     {"closure": "a null row shifts the standardisation mean and enters as the embedding bias",
+      "null_receiver": "standardize maps a null row to -mu / sigma, then x W + b"}),
+    (TABULAR_OTRANSFORMER, {"presence"},
+     {"closure": "OStandardize gives a null row zero mass, OInject keeps it 0, O-blocks are closed",
+      "null_receiver": "every stage is gated by the presence of a null row, 0",
+      "null_source_insertion": "closure at the last layer", "gradcheck": "smooth"},
+     {}),
+)
 
 
-def otransformer_layers(xp, x, mask=None, *, blocks, tau, eps_den):
-    _check(x, blocks)
-    states, h = [], x
-    for b in blocks:
-        u = onorm(xp, h, tau=tau, **b["norm1"])
-        h = h + oattention(xp, u, mask, carrier=h, tau=tau, eps_den=eps_den, **b["attn"])
-        states.append(h)
-        h = h + offn(xp, onorm(xp, h, tau=tau, **b["norm2"]), carrier=h, tau=tau, **b["ffn"])
-        states.append(h)
-    return states
+def _declare(comp, traits, claims, violates):
+    layers = standard_layers if comp is STANDARD else oa_only_layers if comp is OA_ONLY else \
+        otransformer_layers if comp is OTRANSFORMER else _layers_of(comp)
+    params = functools.partial(host_params, depth=comp.depth, inject=comp.inject is not None)
+    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, depth=(comp.depth,))
+    return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
+                   claims=claims, violates=violates)(_host_of(comp, layers))
 
 
-_DOMAIN = Domain(params=host_params, mask="random", d_model=(4,), n_max=5, depth=(DEPTH,))
-_HOST_TRAITS = {"token_mixing", "masked", "host"}
-_REACTIVATE = "LayerNorm(0) = beta and FFN(beta) != 0 reactivate the null, a source in block 2"
+def _depth_variant(comp, depth, claims, violates):
+    """The depth-L variant declares closure plus one cheap claim (gradcheck of a deep host is slow)."""
+    variant = comp.with_depth(depth, f"{comp.name}_l{depth}")
+    kept = {k: v for k, v in claims.items() if k == "closure"}
+    kept["permutation_equivariance"] = "no position terms in any component (masks permuted alike)"
+    return variant, kept, {k: v for k, v in violates.items() if k == "closure"}
 
 
-@declare(name="standard_host", domain=_DOMAIN, traits=_HOST_TRAITS, layers=standard_layers,
-         claims={"gradcheck": "smooth"},
-         violates={"closure": "LN(0) = beta and SDPA make a null token active at the first sub-layer",
-                   "null_source_insertion": "the null key adds softmax mass in block 1",
-                   "null_receiver": "SDPA gives a null query the mean of the values"})
-def standard_host(xp, x, mask=None, *, blocks, tau=None, eps_den=None):
-    """Standard pre-norm transformer host (SDPA, LayerNorm, FFN)."""
-    return standard_layers(xp, x, mask, blocks=blocks)[-1]
+HOSTS: dict = {}
+for _comp, _traits, _claims, _violates in _FAMILIES:
+    HOSTS[_comp.name] = _declare(_comp, _traits, _claims, _violates)
+    for _depth in DEPTHS:
+        if _depth != _comp.depth:
+            _v, _c, _x = _depth_variant(_comp, _depth, _claims, _violates)
+            HOSTS[_v.name] = _declare(_v, _traits, _c, _x)
+for _comp, _traits, _claims, _violates in _TABULAR:
+    HOSTS[_comp.name] = _declare(_comp, _traits, _claims, _violates)
 
-
-@declare(name="oa_only_host", domain=_DOMAIN, traits=_HOST_TRAITS | {"presence"}, layers=oa_only_layers,
-         claims={"gradcheck": "smooth"},
-         violates={"closure": _REACTIVATE, "null_source_insertion": _REACTIVATE,
-                   "null_receiver": "FFN(LN(0)) = FFN(beta) != 0 is added to the null token"})
-def oa_only_host(xp, x, mask=None, *, blocks, tau, eps_den):
-    """OA-only host: OAttention in place of SDPA, plain LayerNorm and FFN."""
-    return oa_only_layers(xp, x, mask, blocks=blocks, tau=tau, eps_den=eps_den)[-1]
-
-
-@declare(name="otransformer", domain=_DOMAIN, traits=_HOST_TRAITS | {"presence"}, layers=otransformer_layers,
-         claims={"closure": "every sub-layer is O-closed: zero absorption and contextual erasure",
-                 "null_source_insertion": "closure at the last layer",
-                 "null_receiver": "every residual update of a null token is gated by rho(0) = 0",
-                 "gradcheck": "smooth"},
-         violates={"null_gradient": "the residual stream's identity path passes gradient to a null token"})
-def otransformer(xp, x, mask=None, *, blocks, tau, eps_den):
-    """OTransformer host: ONorm, OAttention (presence from the carrier), OFFN gating."""
-    return otransformer_layers(xp, x, mask, blocks=blocks, tau=tau, eps_den=eps_den)[-1]
+# Registry collection picks marked functions from the module namespace.
+globals().update(HOSTS)
+standard_host, oa_only_host, otransformer = HOSTS["standard_host"], HOSTS["oa_only_host"], HOSTS["otransformer"]
+COMPOSITIONS = {name: fn.composition for name, fn in HOSTS.items()}

@@ -108,16 +108,27 @@ class FIRAttention(_Projections):
 
 
 class _Norm(nn.Module):
-    def __init__(self, d_model, kind="layer"):
+    """Affine LayerNorm, or ONorm = rho(h) LayerNorm(h) when ``tau`` is given.
+
+    A module of its own so forward hooks (the closure analyser) see it.
+    """
+
+    def __init__(self, d_model, kind="layer", tau=None):
         super().__init__()
         self.gamma = nn.Parameter(torch.ones(d_model))
         self.beta = nn.Parameter(torch.zeros(d_model))
-        self.kind = kind
+        self.kind, self.tau = kind, tau
+
+    def forward(self, h):
+        if self.tau is not None:
+            return onorm(TORCH, h, gamma=self.gamma, beta=self.beta, tau=self.tau)
+        return layer_norm(TORCH, h, gamma=self.gamma, beta=self.beta)
 
 
 class _FFN(nn.Module):
-    def __init__(self, d_model, hidden):
+    def __init__(self, d_model, hidden, tau=None):
         super().__init__()
+        self.tau = tau
         self.w1 = nn.Parameter(torch.randn(d_model, hidden) / math.sqrt(d_model))
         self.b1 = nn.Parameter(torch.zeros(hidden))
         self.w2 = nn.Parameter(torch.randn(hidden, d_model) / math.sqrt(hidden))
@@ -125,6 +136,12 @@ class _FFN(nn.Module):
 
     def params(self):
         return dict(w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2)
+
+    def forward(self, u, carrier=None):
+        """FFN(u), or the OFFN branch rho(carrier) FFN(u) when ``tau`` is given."""
+        if self.tau is not None:
+            return offn(TORCH, u, carrier=carrier, tau=self.tau, **self.params())
+        return ffn(TORCH, u, **self.params())
 
 
 class Block(nn.Module):
@@ -139,22 +156,15 @@ class Block(nn.Module):
         self.kind, self.tau, self.eps_den = kind, arguments.positive(tau, "tau"), arguments.positive(eps_den, "eps_den")
         self.attn = (SDPAttention(d_model, heads) if kind == "standard"
                      else OAttention(d_model, heads, tau=tau, eps_den=eps_den, backend=backend))
-        self.norm1, self.norm2 = _Norm(d_model), _Norm(d_model)
-        self.ffn = _FFN(d_model, hidden or 4 * d_model)
-
-    def _norm(self, norm, h):
-        if self.kind == "otransformer":
-            return onorm(TORCH, h, gamma=norm.gamma, beta=norm.beta, tau=self.tau)
-        return layer_norm(TORCH, h, gamma=norm.gamma, beta=norm.beta)
+        gate = self.tau if kind == "otransformer" else None   # ONorm and OFFN gating
+        self.norm1, self.norm2 = _Norm(d_model, tau=gate), _Norm(d_model, tau=gate)
+        self.ffn = _FFN(d_model, hidden or 4 * d_model, tau=gate)
 
     def forward(self, h, attn_mask=None):
         arguments.tokens(h, "h")
-        u = self._norm(self.norm1, h)
+        u = self.norm1(h)
         h = h + (self.attn(u, attn_mask) if self.kind == "standard" else self.attn(u, attn_mask, carrier=h))
-        u = self._norm(self.norm2, h)
-        if self.kind == "otransformer":
-            return h + offn(TORCH, u, carrier=h, tau=self.tau, **self.ffn.params())
-        return h + ffn(TORCH, u, **self.ffn.params())
+        return h + self.ffn(self.norm2(h), carrier=h)
 
 
 class Host(nn.Module):

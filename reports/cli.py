@@ -17,7 +17,13 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 # Modules that add subcommands: each has ``register(subparsers)`` which adds
 # its parser and sets ``func`` (a thin call into its tier).
-EXTENSIONS: tuple[str, ...] = ("tokenlaw.kernels.bench",)
+EXTENSIONS: tuple[str, ...] = (
+    "tokenlaw.reports.gate",
+    "tokenlaw.reports.scaffold",
+    "tokenlaw.reports.closure_cmd",
+    "tokenlaw.reports.reproduce",
+    "tokenlaw.kernels.bench",
+)
 
 
 def _registry(args):
@@ -75,16 +81,23 @@ def cmd_check(args) -> int:
     rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype, backend=args.backend)
     start = time.perf_counter()
     run_rows(reg, rows, examples=examples, seed=args.seed, progress=not args.json)
-    meta = dict(tier="fuzz" if args.backend == "eager" else "kernel", backend=args.backend, profile=args.profile, examples=examples, seed=args.seed,
-                torch=torch.__version__, seconds=time.perf_counter() - start)
+    from tokenlaw.reports.provenance import snapshot
+
+    meta = dict(tier="fuzz" if args.backend == "eager" else "kernel", backend=args.backend, profile=args.profile,
+                examples=examples, seed=args.seed,
+                torch=torch.__version__, seconds=time.perf_counter() - start, **snapshot(reg),
+                scope={"operators": args.operator, "contracts": args.contract, "dtypes": args.dtype,
+                       "operator_modules": getattr(args, "operators_module", None)})
     stem = "conformance" if args.backend == "eager" else f"conformance-{args.backend}"
-    md, js = writers.write(rows, meta, Path(args.out), stem=stem)
+    paths = writers.write_all(rows, meta, Path(args.out), stem=stem)
+    md, js = paths["md"], paths["json"]
     failing = [r for r in rows if r.failing]
     if args.json:
-        print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows),
+        print(json.dumps({"report": str(js), "markdown": str(md), "junit": str(paths["xml"]),
+                          "html": str(paths["html"]), "rows": len(rows),
                           "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))
     else:
-        print(f"\n{len(rows)} rows, {len(failing)} failing; wrote {md} and {js}")
+        print(f"\n{len(rows)} rows, {len(failing)} failing; wrote {', '.join(str(p) for p in paths.values())}")
         for r in failing:
             print(f"  {r.outcome}: {r.id}")
         for c in writers.not_runnable_cells(rows):
@@ -103,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_list)
 
-    sp = sub.add_parser("check", help="run every declared cell and write reports/conformance.{md,json}")
+    sp = sub.add_parser("check", help="run every declared cell and write reports/conformance.{md,json,xml,html}")
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")

@@ -1,4 +1,11 @@
-"""Report writers: the same rows rendered as Markdown and JSON, written atomically."""
+"""Report writers: one set of rows rendered as JSON, Markdown, JUnit XML and HTML, written atomically.
+
+The JSON document (:func:`to_json`, schema in ``docs/report-schema.md``) is
+the single source: every other format renders from it, so a saved report
+can be re-rendered and two reports can be compared field by field.  Output
+is deterministic for the same rows: timings live only in the fields listed
+under ``VOLATILE`` and :func:`stable` removes them for comparison.
+"""
 from __future__ import annotations
 
 import json
@@ -9,7 +16,18 @@ from pathlib import Path
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
+# Additive fields keep the version; a removed or renamed field bumps it.
 SCHEMA_VERSION = 1
+
+# Fields that differ between two runs of the same seed (wall-clock times).
+VOLATILE = ("meta.seconds", "meta.created", "meta.runs[].seconds", "meta.runs[].created",
+            "rows[].cells[].verdict.seconds")
+
+FORMATS = ("json", "md", "xml", "html")
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def atomic_write(path: Path, text: str):
@@ -20,6 +38,7 @@ def atomic_write(path: Path, text: str):
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o666 & ~_UMASK)   # mkstemp makes 0600; a report is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -28,93 +47,171 @@ def atomic_write(path: Path, text: str):
 
 
 def to_json(rows, meta: dict) -> dict:
-    return {
-        "schema": SCHEMA_VERSION,
-        "meta": meta,
-        "rows": [
-            {"id": r.id, "operator": r.operator, "contract": r.contract, "law": CONTRACTS[r.contract].law,
-             "exact": CONTRACTS[r.contract].exact, "declared": r.declared, "reason": r.reason,
-             "outcome": r.outcome,
-             "cells": [{"id": c.id, "backend": c.backend, "dtype": c.dtype,
-                        "verdict": None if c.verdict is None else c.verdict.to_json()} for c in r.cells]}
-            for r in rows
-        ],
-    }
+    """The report document: schema version, run meta, a summary and every row with its cells."""
+    out_rows = []
+    for r in rows:
+        cells = []
+        for c in r.cells:
+            cells.append({"id": c.id, "backend": c.backend, "dtype": c.dtype,
+                          "outcome": V.outcome(r.declared, c.verdict),
+                          "verdict": None if c.verdict is None else c.verdict.to_json()})
+        out_rows.append({"id": r.id, "operator": r.operator, "contract": r.contract,
+                         "law": CONTRACTS[r.contract].law, "exact": CONTRACTS[r.contract].exact,
+                         "declared": r.declared, "reason": r.reason, "outcome": r.outcome, "cells": cells})
+    return {"schema": SCHEMA_VERSION, "meta": dict(meta), "summary": summary(out_rows), "rows": out_rows}
+
+
+def summary(rows: list[dict]) -> dict:
+    """Counts of row outcomes, the failing row ids and the overall PASS/FAIL."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    failing = [r["id"] for r in rows if r["outcome"] in V.FAILING]
+    return {"result": "FAIL" if failing else "PASS", "rows": len(rows),
+            "cells": sum(len(r["cells"]) for r in rows),
+            "outcomes": dict(sorted(counts.items())), "failing": failing}
+
+
+def stable(doc: dict) -> dict:
+    """A copy of a report document without its VOLATILE (timing) fields: equal for equal seeds."""
+    doc = json.loads(json.dumps(doc))
+    meta = doc.get("meta", {})
+    for m in [meta, *meta.get("runs", ())]:     # a merged document keeps each run's meta
+        for k in ("seconds", "created"):
+            m.pop(k, None)
+    for r in doc.get("rows", ()):
+        for c in r.get("cells", ()):
+            if c.get("verdict"):
+                c["verdict"].pop("seconds", None)
+    return doc
 
 
 def _fmt(x) -> str:
     return f"{x:.2e}" if isinstance(x, float) else str(x)
 
 
-def _example(v: V.Verdict) -> str:
-    ce = v.counterexample or {}
+def ratio(v: dict) -> float:
+    """discrepancy / bound of a JSON verdict (same rule as Verdict.ratio)."""
+    d, b = _num(v.get("discrepancy", 0.0)), _num(v.get("bound", 0.0))
+    if d == 0:
+        return 0.0
+    return float("inf") if b == 0 else d / b
+
+
+def _num(x) -> float:
+    return float(x) if isinstance(x, (int, float)) else float(str(x))   # "nan" / "inf" strings
+
+
+def example(ce: dict | None) -> str:
+    """The drawn choices of a counterexample as 'n=2, null=[0], seed=3'."""
+    ce = ce or {}
     keys = ("n", "batch", "d", "null", "pos", "seed", "shift", "mask_density", "perm_seed")
     return ", ".join(f"{k}={ce[k]}" for k in keys if k in ce)
 
 
-def to_markdown(rows, meta: dict) -> str:
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r.outcome] = counts.get(r.outcome, 0) + 1
-    failing = [r for r in rows if r.failing]
-    ops = list(dict.fromkeys(r.operator for r in rows))
-    names = list(dict.fromkeys(r.contract for r in rows))
+SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (expected)",
+         V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
+         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.NOT_APPLICABLE: "-"}
+
+HOW_TO_READ = (
+    "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
+    "or **violates** (the suite must reproduce the violation). Outcomes: `holds` / `proved`, "
+    "`expected violation reproduced`, `UNEXPECTED violation`, `expected violation NOT reproduced`, "
+    "`unknown` (never counted as proved), `not runnable here`. Exact contracts compare bit-for-bit; the "
+    "others use the derived bound of `tokenlaw.properties.tolerance` (each side's own error against "
+    "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds).")
+
+
+def run_line(meta: dict) -> str:
+    """One sentence naming how the run was made (no timings: see VOLATILE)."""
+    return (f"Tier: {meta.get('tier', 'fuzz')} (backend {meta.get('backend')}), profile `{meta.get('profile')}` "
+            f"({meta.get('examples')} examples per cell per dtype), seed {meta.get('seed')}, "
+            f"torch {meta.get('torch')}.")
+
+
+def first_counterexample(row: dict) -> str:
+    for c in row["cells"]:
+        v = c["verdict"]
+        if v and v["status"] in (V.VIOLATED, V.REFUTED):
+            ce = f"{c['dtype']}: {example(v.get('counterexample'))}; {v.get('detail', '')}"
+            return ce + (f" (replay `{v['replay']}`)" if v.get("replay") else "")
+    return ""
+
+
+def markdown(doc: dict) -> str:
+    """Markdown: the verdict and failing rows first, then the matrix, the rows and the contracts."""
+    rows, meta, summ = doc["rows"], doc["meta"], doc.get("summary") or summary(doc["rows"])
+    ops = list(dict.fromkeys(r["operator"] for r in rows))
+    names = list(dict.fromkeys(r["contract"] for r in rows))
     lines = ["# tokenlaw conformance report", ""]
-    lines.append(f"**{'PASS' if not failing else 'FAIL'}** - {len(rows)} declared (operator, contract) rows; "
-                 + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".")
-    lines.append("")
-    lines.append(f"Tier: {meta.get('tier', 'fuzz')} (backend {meta.get('backend')}), profile `{meta.get('profile')}` "
-                 f"({meta.get('examples')} examples per cell per dtype), seed {meta.get('seed')}, "
-                 f"torch {meta.get('torch')}, {meta.get('seconds', 0):.0f} s.")
-    lines.append("")
-    blocked = not_runnable_cells(rows)
+    lines.append(f"**{summ['result']}** - {summ['rows']} declared (operator, contract) rows, {summ['cells']} cells; "
+                 + ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items()) + ".")
+    lines += ["", run_line(meta), ""]
+    blocked = [(c, c["verdict"]) for r in rows for c in r["cells"]
+               if c.get("verdict") and c["verdict"]["status"] == V.NOT_RUNNABLE]
     if blocked:
         lines += ["## Cells not runnable here", ""]
-        lines += [f"- `{c.id}`: {c.verdict.detail}" for c in blocked]
+        lines += [f"- `{c['id']}`: {v.get('detail', '')}" for c, v in blocked]
         lines.append("")
-    if failing:
+    byid = {r["id"]: r for r in rows}
+    if summ["failing"]:
         lines += ["## Failing rows", ""]
-        for r in failing:
-            lines.append(f"- `{r.id}`: {r.outcome} - {r.reason}")
+        for rid in summ["failing"]:
+            r = byid[rid]
+            ce = first_counterexample(r)
+            lines.append(f"- `{rid}`: {r['outcome']} - {r['reason']}" + (f"; counterexample {ce}" if ce else ""))
         lines.append("")
-    lines += ["## How to read this", "",
-              "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
-              "or **violates** (the suite must reproduce the violation). Outcomes: `holds` / `proved`, "
-              "`expected violation reproduced`, `UNEXPECTED violation`, `expected violation NOT reproduced`, "
-              "`unknown` (never counted as proved), `not runnable here`. Exact contracts compare bit-for-bit; the "
-              "others use the derived bound of `tokenlaw.properties.tolerance` (each side's own error against "
-              "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds).", ""]
+    lines += ["## How to read this", "", HOW_TO_READ, ""]
     lines += ["## Matrix", "", "| operator | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    short = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (expected)",
-             V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
-             V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.NOT_APPLICABLE: "-"}
-    by = {(r.operator, r.contract): r for r in rows}
+    by = {(r["operator"], r["contract"]): r for r in rows}
     for op in ops:
-        cells = [short[by[(op, n)].outcome] if (op, n) in by else "-" for n in names]
+        cells = [SHORT[by[(op, n)]["outcome"]] if (op, n) in by else "-" for n in names]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
     lines += ["", "## Rows", "",
-              "| row | declared | outcome | dtypes: examples, max disc/bound | time | minimal counterexample |",
-              "|---|---|---|---|---|---|"]
+              "| row | declared | outcome | dtypes: examples, max disc/bound | minimal counterexample |",
+              "|---|---|---|---|---|"]
     for r in rows:
-        parts, secs, ce = [], 0.0, ""
-        for c in r.cells:
-            v = c.verdict
+        parts = []
+        for c in r["cells"]:
+            v = c["verdict"]
             if v is None:
                 continue
-            secs += v.seconds
-            tag = "VIOLATED " if v.violated else ""
-            parts.append(f"{c.dtype}: {tag}{v.examples} ex, {_fmt(v.ratio)}")
-            if v.violated and not ce:
-                ce = f"{c.dtype}: {_example(v)}; {v.detail}"
-                if v.replay:
-                    ce += f" (replay `{v.replay}`)"
-        lines.append(f"| `{r.id}` | {r.declared} | {r.outcome} | {'; '.join(parts)} | {secs:.1f}s | {ce.replace('|', '/')} |")
+            tag = "VIOLATED " if v["status"] in (V.VIOLATED, V.REFUTED) else ""
+            tag += "" if v["status"] in (V.HOLDS, V.VIOLATED) else f"{v['status']} "
+            parts.append(f"{c['dtype']}{'' if c['backend'] == 'eager' else '/' + c['backend']}: "
+                         f"{tag}{v['examples']} ex, {_fmt(ratio(v))}")
+        ce = first_counterexample(r)
+        lines.append(f"| `{r['id']}` | {r['declared']} | {r['outcome']} | {'; '.join(parts)} | {ce.replace('|', '/')} |")
     lines += ["", "## Contracts", ""]
     for n in names:
-        c = CONTRACTS[n]
-        lines.append(f"- `{n}` ({'exact' if c.exact else 'tolerance'}): {c.law}")
+        c = CONTRACTS.get(n)
+        law = c.law if c else next(r["law"] for r in rows if r["contract"] == n)
+        exact = c.exact if c else next(r["exact"] for r in rows if r["contract"] == n)
+        lines.append(f"- `{n}` ({'exact' if exact else 'tolerance'}): {law}")
     lines.append("")
     return "\n".join(lines)
+
+
+def to_markdown(rows, meta: dict) -> str:
+    """Markdown report of planned-and-run rows (see :func:`markdown`)."""
+    return markdown(to_json(rows, meta))
+
+
+def render(doc: dict, fmt: str) -> str:
+    """The report document rendered in one of FORMATS."""
+    if fmt == "json":
+        return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+    if fmt == "md":
+        return markdown(doc)
+    if fmt == "xml":
+        from .junit import junit
+
+        return junit(doc)
+    if fmt == "html":
+        from .html import html
+
+        return html(doc)
+    raise ValueError(f"fmt: expected one of {FORMATS}, got {fmt!r}")
 
 
 def not_runnable_cells(rows) -> list:
@@ -122,9 +219,22 @@ def not_runnable_cells(rows) -> list:
     return [c for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.NOT_RUNNABLE]
 
 
-def write(rows, meta: dict, out_dir: Path, stem: str = "conformance") -> tuple[Path, Path]:
+def write_doc(doc: dict, out_dir: Path, stem: str = "conformance", formats=FORMATS) -> dict:
+    """Write the document in every format to ``out_dir/stem.<fmt>``; returns {fmt: path}."""
     out_dir = Path(out_dir)
-    md, js = out_dir / f"{stem}.md", out_dir / f"{stem}.json"
-    atomic_write(js, json.dumps(to_json(rows, meta), indent=1, sort_keys=False) + "\n")
-    atomic_write(md, to_markdown(rows, meta))
-    return md, js
+    paths = {}
+    for fmt in formats:
+        paths[fmt] = out_dir / f"{stem}.{fmt}"
+        atomic_write(paths[fmt], render(doc, fmt))
+    return paths
+
+
+def write_all(rows, meta: dict, out_dir: Path, stem: str = "conformance") -> dict:
+    """Write rows as conformance.{json,md,xml,html}; returns {fmt: path}."""
+    return write_doc(to_json(rows, meta), out_dir, stem)
+
+
+def write(rows, meta: dict, out_dir: Path, stem: str = "conformance") -> tuple[Path, Path]:
+    """Write every format; returns the (Markdown, JSON) paths (the original interface)."""
+    paths = write_all(rows, meta, out_dir, stem)
+    return paths["md"], paths["json"]

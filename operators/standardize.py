@@ -1,0 +1,46 @@
+"""Standardize: plain (unweighted) standardisation over tokens, the null-unsafe baseline of OStandardize.
+
+    mu = mean_j h_j,  var = mean_j (h_j - mu)^2,  out_i = (h_i - mu) / sqrt(var + eps)
+
+A tabular host that z-scores each feature over its rows uses this.  A null
+row counts as a sample at 0: it drags mu and var (contextual erasure lost)
+and comes out as -mu / sigma, not 0 (a null receiver reactivated).
+"""
+from __future__ import annotations
+
+import torch
+
+from . import arguments
+from .registry import Domain, declare
+
+
+def standardize(xp, x, *, eps=1e-5):
+    """Per-feature standardisation of x (B, N, D) over its N tokens."""
+    arguments.positive(eps, "eps")
+    mu = xp.mean(x, axis=-2, keepdims=True)
+    c = x - mu
+    var = xp.mean(c * c, axis=-2, keepdims=True)
+    return xp.div(c, xp.sqrt(var + eps))
+
+
+def standardize_params(gen, d_model, dtype=torch.float64):
+    return {}
+
+
+@declare(
+    name="standardize",
+    domain=Domain(params=standardize_params),
+    traits={"token_mixing"},
+    claims={
+        "permutation_equivariance": "means over tokens are order-free",
+        "gradcheck": "smooth for eps > 0",
+    },
+    violates={
+        "null_receiver": "a null row comes out as -mu / sigma",
+        "null_source_insertion": "a null row is one more sample at 0 in mu and var",
+    },
+)
+def standardize_op(xp, x):
+    """Plain standardisation of x over its tokens, per feature."""
+    arguments.tokens(x)
+    return standardize(xp, x)

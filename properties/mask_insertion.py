@@ -1,0 +1,44 @@
+"""Grow a model's masks when a null token is inserted, by the mask's convention.
+
+A null token must be *visible* (so the model is tested on it) and never
+padding.  What "visible" means depends on the convention:
+
+* ``visibility``: 0/1 or bool, (N, N) or (B, N, N), 1 = may attend (tokenlaw's modules);
+* ``blocked``:    bool, (N, N) or (B*heads, N, N), True = may not attend (torch ``attn_mask`` / ``mask``);
+* ``additive``:   float, same shapes, 0 = visible, -inf = blocked (torch float masks);
+* ``padding``:    bool, (B, N), True = padding (torch ``key_padding_mask``).
+"""
+from __future__ import annotations
+
+import torch
+
+from tokenlaw.operators.errors import InvalidArgument
+
+CONVENTIONS = {"visibility": True, "blocked": False, "additive": 0.0, "padding": False}
+
+
+def _insert(t: torch.Tensor, axis: int, k: int, value) -> torch.Tensor:
+    shape = list(t.shape)
+    shape[axis] = 1
+    fill = torch.full(shape, value, dtype=t.dtype, device=t.device)
+    head = t.narrow(axis, 0, k)
+    tail = t.narrow(axis, k, t.shape[axis] - k)
+    return torch.cat([head, fill, tail], dim=axis)
+
+
+def insert_into_mask(mask: torch.Tensor, convention: str, k: int, name: str = "mask") -> torch.Tensor:
+    """The mask for a sequence with a null token inserted at position k."""
+    if convention not in CONVENTIONS:
+        raise InvalidArgument(f"{name}: mask convention must be one of {sorted(CONVENTIONS)}, got {convention!r}")
+    if not torch.is_tensor(mask):
+        raise InvalidArgument(f"{name}: expected a tensor mask, got {type(mask).__name__}")
+    value = CONVENTIONS[convention]
+    if mask.dtype != torch.bool and isinstance(value, bool):
+        value = float(value)
+    if convention == "padding":
+        if mask.ndim != 2:
+            raise InvalidArgument(f"{name}: a padding mask is (batch, tokens), got shape {tuple(mask.shape)}")
+        return _insert(mask, 1, k, value)
+    if mask.ndim not in (2, 3) or mask.shape[-1] != mask.shape[-2]:
+        raise InvalidArgument(f"{name}: a {convention} mask is (N, N) or (B, N, N), got shape {tuple(mask.shape)}")
+    return _insert(_insert(mask, mask.ndim - 2, k, value), mask.ndim - 1, k, value)

@@ -1,0 +1,297 @@
+"""Compare two report documents cell by cell: what regressed, what improved, what came and went.
+
+This is the logic of ``tokenlaw gate``; it works on the JSON documents of
+:mod:`tokenlaw.reports.writers` only, so any tier that writes verdicts
+(fuzz, symbolic, kernels) is compared the same way, by cell id and by the
+verdict's ``status`` and ``tier``.
+
+Regression kinds (each names the cell, row or kernel it concerns):
+
+``disappeared``
+    a cell or row of the baseline is missing from the current report.
+``unexpected-violation``
+    a claimed contract is now violated (a new cell counts too).
+``not-reproduced``
+    an expected violation is no longer reproduced: by its row in any
+    comparison, and by a single dtype's cell when both runs used the same
+    seed and example budget (then the same inputs were drawn, so a lost
+    reproduction is a change in the operator, not in the sample).
+``proof-lost``
+    a cell the baseline *proved* (symbolic tier) is now unknown, only holds
+    on samples, or anything else short of proved.
+``worse``
+    any other move down the ranking proved < holds / expected violation <
+    unknown < not runnable < failing (e.g. a cell that ran is now not
+    runnable here).
+``tolerance-grew``
+    same seed and budget, a tolerance contract that still holds, and either
+    the bound grew by more than ``bound_growth`` (default 2: the bound is the
+    computation's own error against float64 on the same inputs, so it grows
+    when the operator got less accurate; a factor 2 leaves room for a
+    reassociated sum or a fused multiply-add, which move a few-ULP error by
+    less than that on the suite's small shapes) or the worst
+    discrepancy/bound ratio passed ``ratio_alert`` (0.5) while at least
+    doubling (the law now holds with less than half its margin).
+``kernel-not-rerun``
+    a kernel's source hash differs from the baseline's and the current
+    report has no cell of that kernel's operators run on a kernel backend.
+``stale-report``
+    the current report's recorded kernel hashes differ from the kernel
+    files on disk now (its kernel cells predate the edit).
+
+Several reports (the eager run and a kernel backend's run, each written by
+its own ``tokenlaw check``) are compared as one: :func:`merge` concatenates
+their rows, keeps each run's meta under ``meta["runs"]`` and keys a row by
+``id@backend`` for non-eager runs, since a row id names the same
+(operator, contract) on every backend while its cell ids differ.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from tokenlaw.properties import verdict as V
+
+from .writers import ratio
+
+BOUND_GROWTH = 2.0
+RATIO_ALERT = 0.5
+
+RANK = {V.OK_PROVED: 0, V.OK_HOLDS: 1, V.OK_EXPECTED: 1, V.OUT_UNKNOWN: 2, V.OUT_NOT_RUNNABLE: 3,
+        V.NOT_APPLICABLE: 3, V.BAD_NOT_REPRODUCED: 4, V.BAD_UNEXPECTED: 5}
+
+
+@dataclasses.dataclass
+class Change:
+    """One difference between baseline and current: a regression, an improvement or a note."""
+
+    kind: str
+    id: str
+    baseline: str = ""
+    current: str = ""
+    detail: str = ""
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Comparison:
+    regressions: list
+    improvements: list
+    added: list
+    notes: list
+
+    def to_json(self) -> dict:
+        return {k: [c.to_json() for c in getattr(self, k)] for k in ("regressions", "improvements", "added", "notes")}
+
+
+def normalise(doc: dict) -> dict:
+    """Give every row its run's backend and the meta a ``runs`` list (a single report is one run)."""
+    meta = doc["meta"]
+    backend = meta.get("backend") or "eager"
+    for r in doc["rows"]:
+        r.setdefault("backend", backend)
+    if "runs" not in meta:
+        meta["runs"] = [{k: v for k, v in meta.items() if k != "runs"}]
+    return doc
+
+
+def merge(docs: list[dict]) -> dict:
+    """One document from several runs' reports (rows concatenated, metas kept under meta["runs"])."""
+    from .writers import SCHEMA_VERSION, summary
+
+    docs = [normalise(d) for d in docs]
+    meta = {k: v for k, v in docs[0]["meta"].items() if k != "runs"}
+    meta["runs"] = [run for d in docs for run in d["meta"]["runs"]]
+    rows = [r for d in docs for r in d["rows"]]
+    keys = [row_key(r) for r in rows]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        from tokenlaw.operators.errors import InvalidArgument
+
+        raise InvalidArgument(f"--current: rows {dup[:5]} appear in more than one report")
+    return {"schema": SCHEMA_VERSION, "meta": meta, "summary": summary(rows), "rows": rows}
+
+
+def row_key(row) -> str:
+    backend = row.get("backend", "eager")
+    return row["id"] if backend == "eager" else f"{row['id']}@{backend}"
+
+
+def _cells(doc) -> dict:
+    return {c["id"]: (r, c) for r in doc["rows"] for c in r["cells"]}
+
+
+def _outcome(row, cell) -> str:
+    if cell.get("outcome"):
+        return cell["outcome"]
+    v = cell.get("verdict")
+    return V.outcome(row["declared"], None if v is None else V.Verdict(v["status"]))
+
+
+def _status(cell) -> str:
+    v = cell.get("verdict")
+    return "not run" if v is None else v["status"]
+
+
+def _describe(row, cell) -> str:
+    v = cell.get("verdict") or {}
+    tier = v.get("tier", "?")
+    return f"{_outcome(row, cell)} [{tier}]"
+
+
+def _draws(run: dict) -> tuple:
+    return tuple(run.get(k) for k in ("seed", "examples", "profile"))
+
+
+def comparable(base: dict, cur: dict) -> dict:
+    """{backend: True when both documents' runs of that backend drew the same inputs}."""
+    def by_backend(doc):
+        out: dict[str, set] = {}
+        for run in normalise(doc)["meta"]["runs"]:
+            out.setdefault(run.get("backend") or "eager", set()).add(_draws(run))
+        return out
+
+    b, c = by_backend(base), by_backend(cur)
+    return {k: b.get(k) == c.get(k) for k in set(b) | set(c)}
+
+
+def compare(base: dict, cur: dict, *, bound_growth: float = BOUND_GROWTH, ratio_alert: float = RATIO_ALERT,
+            disk_kernels: dict | None = None) -> Comparison:
+    """Every regression, improvement, added cell and note from ``base`` to ``cur``.
+
+    ``disk_kernels`` ({"kernels/x.py": sha256}) enables the stale-report check.
+    """
+    out = Comparison([], [], [], [])
+    same = comparable(base, cur)
+    for backend, ok in sorted(same.items()):
+        if not ok:
+            out.notes.append(Change("setup", backend, "", "", "a different seed/budget for this backend: "
+                                    "per-dtype reproduction and tolerance checks skipped"))
+    bcells, ccells = _cells(base), _cells(cur)
+    brows = {row_key(r): r for r in base["rows"]}
+    crows = {row_key(r): r for r in cur["rows"]}
+    for key, r in brows.items():
+        if key not in crows:
+            out.regressions.append(Change("disappeared", key, r["outcome"], "missing", "row no longer in the report"))
+    for key, r in crows.items():
+        b = brows.get(key)
+        if r["outcome"] == V.BAD_NOT_REPRODUCED and (b is None or b["outcome"] != V.BAD_NOT_REPRODUCED):
+            out.regressions.append(Change("not-reproduced", key, b["outcome"] if b else "new row", r["outcome"],
+                                          f"expected violation of {r['contract']} reproduced in no dtype"))
+    for cid, (br, bc) in bcells.items():
+        if cid not in ccells:
+            if row_key(br) in crows:
+                out.regressions.append(Change("disappeared", cid, _describe(br, bc), "missing",
+                                              "cell no longer in the report"))
+            continue
+        cr, cc = ccells[cid]
+        _compare_cell(out, cid, br, bc, cr, cc, same.get(cr.get("backend", "eager"), False),
+                      bound_growth, ratio_alert)
+    for cid, (cr, cc) in ccells.items():
+        if cid in bcells:
+            continue
+        out.added.append(Change("added", cid, "", _describe(cr, cc)))
+        if _outcome(cr, cc) == V.BAD_UNEXPECTED:
+            out.regressions.append(Change("unexpected-violation", cid, "new cell", _describe(cr, cc),
+                                          (cc.get("verdict") or {}).get("detail", "")))
+    _kernels(out, base, cur, disk_kernels)
+    return out
+
+
+def _compare_cell(out, cid, br, bc, cr, cc, same_draws, bound_growth, ratio_alert):
+    bo, co = _outcome(br, bc), _outcome(cr, cc)
+    bs, cs = _status(bc), _status(cc)
+    bv, cv = bc.get("verdict") or {}, cc.get("verdict") or {}
+    was, now = _describe(br, bc), _describe(cr, cc)
+    if co == V.BAD_UNEXPECTED and bo != V.BAD_UNEXPECTED:
+        out.regressions.append(Change("unexpected-violation", cid, was, now, cv.get("detail", "")))
+        return
+    if bs == V.PROVED and cs != V.PROVED:
+        out.regressions.append(Change("proof-lost", cid, was, now,
+                                      f"was proved, now {cs}" + (f": {cv.get('detail')}" if cv.get("detail") else "")))
+        return
+    if bo == V.OK_EXPECTED and co != V.OK_EXPECTED:
+        if co == V.BAD_NOT_REPRODUCED and not same_draws:
+            return   # another sample may simply miss it; the row-level check still applies
+        if co == V.BAD_NOT_REPRODUCED:
+            out.regressions.append(Change("not-reproduced", cid, was, now,
+                                          f"same inputs no longer violate {cr['contract']} in {cc['dtype']}"))
+            return
+    if RANK[co] > RANK[bo]:
+        if co == V.BAD_NOT_REPRODUCED and cr["outcome"] != V.BAD_NOT_REPRODUCED and not same_draws:
+            return
+        out.regressions.append(Change("worse", cid, was, now, cv.get("detail", "")))
+        return
+    if RANK[co] < RANK[bo]:
+        out.improvements.append(Change("better", cid, was, now))
+        return
+    if same_draws and not cr["exact"] and cs == V.HOLDS and bs == V.HOLDS:
+        _tolerance(out, cid, bv, cv, bound_growth, ratio_alert)
+
+
+def _num(x) -> float:
+    return float(x) if isinstance(x, (int, float)) else float(str(x))
+
+
+def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
+    b0, b1 = _num(bv.get("bound", 0.0)), _num(cv.get("bound", 0.0))
+    r0, r1 = ratio(bv), ratio(cv)
+    if b0 > 0 and b1 > bound_growth * b0:
+        out.regressions.append(Change("tolerance-grew", cid, f"bound {b0:.3g}", f"bound {b1:.3g}",
+                                      f"bound grew x{b1 / b0:.3g} (> x{bound_growth:g}) on the same inputs"))
+    elif r1 > ratio_alert and r1 > 2 * r0:
+        out.regressions.append(Change("tolerance-grew", cid, f"ratio {r0:.3g}", f"ratio {r1:.3g}",
+                                      f"worst discrepancy/bound passed {ratio_alert:g} and at least doubled"))
+
+
+def _sources(doc) -> dict | None:
+    """The kernel hashes a document recorded (its first run that recorded any)."""
+    for run in normalise(doc)["meta"]["runs"]:
+        if run.get("kernel_sources") is not None:
+            return run["kernel_sources"]
+    return None
+
+
+def _kernels(out, base, cur, disk):
+    if disk is not None:
+        for run in cur["meta"]["runs"]:
+            recorded = run.get("kernel_sources")
+            if recorded is None:
+                continue
+            for f in sorted(set(disk) | set(recorded)):
+                if disk.get(f) != recorded.get(f):
+                    out.regressions.append(Change(
+                        "stale-report", f"{f}@{run.get('backend') or 'eager'}", _short(recorded.get(f)),
+                        _short(disk.get(f)), "kernel source changed after this report was made: re-run it"))
+    bsrc, csrc = _sources(base), _sources(cur)
+    if bsrc is None or csrc is None:
+        out.notes.append(Change("kernels", "meta", "", "", "a report has no kernel hashes: kernel check skipped"))
+        return
+    changed = sorted(f for f in set(bsrc) | set(csrc) if bsrc.get(f) != csrc.get(f))
+    if not changed:
+        return
+    kernels = {}
+    for doc in (base, cur):
+        for run in doc["meta"]["runs"]:
+            kernels.update(run.get("kernels") or {})
+    own = {k["source"] for k in kernels.values() if k.get("source")}
+    shared = [f for f in changed if f not in own]     # helpers any kernel may use
+    for name, k in sorted(kernels.items()):
+        src = k.get("source")
+        hit = ([src] if src in changed else []) + shared if src else changed
+        if not hit:
+            continue
+        ops = set(k.get("operators", ()))
+        rerun = [c for r in cur["rows"] if r["operator"] in ops for c in r["cells"]
+                 if c["backend"] != "eager" and c.get("verdict") and c["verdict"]["status"] != V.NOT_RUNNABLE]
+        if not rerun:
+            out.regressions.append(Change(
+                "kernel-not-rerun", name, _short(bsrc.get(hit[0])), _short(csrc.get(hit[0])),
+                f"{', '.join(hit)} changed but no cell of {sorted(ops)} ran on a kernel backend"))
+    if not kernels:
+        out.notes.append(Change("kernels", ", ".join(changed), "", "", "changed; no operator declares a kernel"))
+
+
+def _short(sha) -> str:
+    return "absent" if not sha else sha[:12]

@@ -1,0 +1,265 @@
+"""``tokenlaw new NAME``: scaffold an operator declaration whose cells every tier picks up.
+
+The generated ``NAME.py`` holds a parameter builder, the ``@declare`` with
+claims chosen from the contract catalogue (copied from ``--like OP``, or the
+contracts that fit ``--traits``), and an eager body that raises
+``NotImplementedError`` until written, so every claimed cell fails, by name,
+in ``tokenlaw check``, the generated tests and the report.  Expected
+violations are written commented out: a body that raises would otherwise
+"reproduce" all of them.
+
+Exit codes: 0 written; 2 bad arguments (name taken, file exists, unknown
+trait / contract / operator).
+"""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import keyword
+import re
+from pathlib import Path
+
+from tokenlaw.operators.errors import InvalidArgument
+
+EXIT_OK = 0
+DEFAULT_TRAITS = ("token_local",)
+ALWAYS = ("gradcheck",)      # every eager operator must pass fp64 gradcheck (SPEC 3)
+NEEDS_ORDER = ("weights", "layers", "reference")
+
+
+def register(sub):
+    sp = sub.add_parser("new", help="scaffold operators/NAME.py: declaration, claims, an eager stub",
+                        description=__doc__.split("\n\n")[0],
+                        epilog="exit codes: 0 written, 2 bad arguments")
+    sp.add_argument("name", help="operator name (a lowercase identifier), also the file name")
+    sp.add_argument("--like", metavar="OP", help="copy traits, domain, parameters and claims of this operator")
+    sp.add_argument("--traits", help="comma-separated traits (default: token_local; ignored with --like)")
+    sp.add_argument("--claims", help="comma-separated contracts to claim (default: from --like or the traits)")
+    sp.add_argument("--dir", help="folder to write into (default: tokenlaw's operators/ folder)")
+    sp.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+    sp.set_defaults(func=cmd_new)
+
+
+def _split(text):
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def default_dir() -> Path:
+    import tokenlaw.operators as ops
+
+    return Path(list(ops.__path__)[0])
+
+
+def applicable(traits, contracts=None) -> list[str]:
+    """Catalogue contracts whose required traits the operator has (in catalogue order)."""
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    contracts = CONTRACTS if contracts is None else contracts
+    return [n for n, c in contracts.items() if c.requires <= set(traits)]
+
+
+def choose(traits, like=None, claims=None) -> tuple[dict, dict, list]:
+    """(claims {name: reason}, violates {name: reason}, other applicable names) for the template."""
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    fits = applicable(traits)
+    if claims is not None:
+        chosen = {n: "TODO: why this law holds for NAME" for n in claims}
+    elif like is not None:
+        chosen = {n: f"TODO (as {like.name}: {why})" for n, why in like.claims.items()}
+    else:
+        chosen = {n: "TODO: why this law holds for NAME" for n in fits
+                  if n in ALWAYS or (CONTRACTS[n].requires and not CONTRACTS[n].needs)}
+    violates = {n: f"TODO (as {like.name}: {why})" for n, why in like.violates.items()} if like else {}
+    others = [n for n in fits if n not in chosen and n not in violates]
+    return chosen, violates, others
+
+
+def _signature(fn, skip=2) -> str:
+    """The parameters of ``fn`` after its first ``skip`` (xp, x), as source text."""
+    params = list(inspect.signature(fn).parameters.values())[skip:]
+    text = str(inspect.Signature(params))[1:-1]
+    return (", " + text) if text else ""
+
+
+def _domain_source(like, name) -> str:
+    if like is None:
+        return f"Domain(params={name}_params)"
+    d = like.domain
+    fields = [f"params={name}_params"]
+    defaults = type(d)()
+    for f in ("kind", "d_model", "n_max", "mask", "dtypes", "scale", "depth"):
+        if getattr(d, f) != getattr(defaults, f):
+            value = getattr(d, f)
+            fields.append(f"{f}={_q(value) if isinstance(value, str) else repr(value)}")
+    return "Domain(" + ", ".join(fields) + ")"
+
+
+def _params_source(like, name) -> tuple[str, str]:
+    """(extra import line, parameter builder source)."""
+    head = f"def {name}_params(gen, d_model, dtype=torch.float64):\n"
+    doc = '    """Parameters of one drawn case (weights, tau, eps...), built from the generator ``gen``."""\n'
+    if like is not None and like.domain.params is not None:
+        p = like.domain.params
+        return (f"from {p.__module__} import {p.__name__} as _like_params",
+                head + doc + f"    return _like_params(gen, d_model, dtype)   # {like.name}'s parameters: edit\n")
+    return "", head + doc + "    return {}\n"
+
+
+def _q(text: str) -> str:
+    """A double-quoted Python string literal (the house quote style)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _needs(claims) -> list[str]:
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    wanted = set()
+    for n in claims:
+        wanted |= CONTRACTS[n].needs
+    return [a for a in NEEDS_ORDER if a in wanted]
+
+
+def _stub(name, attr, like, where) -> str:
+    fn = getattr(like, attr, None) if like else None
+    sig = {"weights": "(xp, s, mask=None, **params)", "layers": "(xp, x, mask=None, **params)",
+           "reference": "(xp, x, **params)"}[attr]
+    if fn is not None:
+        sig = f"(xp, {list(inspect.signature(fn).parameters)[1]}{_signature(fn)})"
+    what = {"weights": "the row normaliser W(S) of the attention scores",
+            "layers": "the hidden state after every sub-layer, as a list",
+            "reference": "a direct, unoptimised evaluation of the same math (formula_equivalence compares)"}[attr]
+    return (f"def {name}_{attr}{sig}:\n    \"\"\"{what[0].upper() + what[1:]}.\"\"\"\n"
+            f"    raise NotImplementedError(\"{name}: write {name}_{attr} in {where}\")\n")
+
+
+def render(name: str, *, traits, claims: dict, violates: dict, others: list, like=None, where="") -> str:
+    """The source text of NAME.py."""
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    needs = _needs(claims)
+    sig = _signature(like.fn) if like else ", **params"
+    mask_arg = like is not None and like.domain.mask != "none"
+    extra_import, params_source = _params_source(like, name)
+    command = f"tokenlaw new {name}" + (f" --like {like.name}" if like else "")
+    lines = [f'"""{name}: TODO one line saying what it computes (and the SPEC section it follows).',
+             "",
+             f"Scaffolded by `{command}`.  Until the body of",
+             f"``{name}`` is written every claimed contract fails with NotImplementedError in",
+             "`tokenlaw check`, the generated tests and the report.  Then: edit the claims'",
+             "reasons, uncomment the expected violations that apply, and run",
+             f"`tokenlaw check --operator {name}`.",
+             '"""',
+             "from __future__ import annotations", "", "import torch", "",
+             "from tokenlaw.operators import arguments",
+             "from tokenlaw.operators.registry import Domain, declare"]
+    if extra_import:
+        lines.append(extra_import)
+    lines += ["", "", params_source, ""]
+    for attr in needs:
+        lines += [_stub(name, attr, like, where), ""]
+    lines += ["@declare(", f"    name={_q(name)},", f"    domain={_domain_source(like, name)},",
+              "    traits={" + ", ".join(_q(t) for t in sorted(traits)) + "},"]
+    for attr in needs:
+        lines.append(f"    {attr}={name}_{attr},")
+    lines.append("    claims={")
+    for n, why in claims.items():
+        lines.append(f"        # {CONTRACTS[n].law}")
+        lines.append(f"        {_q(n)}: {_q(why.replace('NAME', name))},")
+    for n in others:
+        lines.append(f"        # {CONTRACTS[n].law}")
+        lines.append(f"        # {_q(n)}: \"why it holds\",")
+    lines.append("    },")
+    if violates:
+        lines.append("    # Uncomment once the body is written (a body that raises 'reproduces' every violation):")
+        lines.append("    # violates={")
+        for n, why in violates.items():
+            lines.append(f"    #     {_q(n)}: {_q(why)},")
+        lines.append("    # },")
+    lines += [")",
+              f"def {name}(xp, x{sig}):",
+              f'    """TODO: the math of {name}, written once against the array namespace ``xp``.',
+              "",
+              "    Use xp.exp / xp.sum / xp.where / xp.div ... and the array's own + - * @, so the",
+              "    symbolic tier can trace the very code the eager tier runs.",
+              '    """',
+              "    arguments.tokens(x)"]
+    if mask_arg:
+        lines.append("    mask = arguments.mask(mask, x)")
+    lines += [f"    raise NotImplementedError(\"{name}: write the eager math in {where}\")", ""]
+    return "\n".join(lines)
+
+
+def _load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"_tokenlaw_scaffold_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, folder=None, registry=None) -> Path:
+    """Write ``folder/NAME.py`` and check it collects; returns the path."""
+    from tokenlaw.operators.registry import TRAITS, collect, default_registry
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", name or "") or keyword.iskeyword(name):
+        raise InvalidArgument(f"name: expected a lowercase Python identifier, got {name!r}")
+    registry = default_registry() if registry is None else registry
+    if name in registry:
+        raise InvalidArgument(f"name: operator {name!r} already exists ({registry[name].source})")
+    if like and like not in registry:
+        raise InvalidArgument(f"--like: no operator {like!r}; known: {sorted(registry.names())}")
+    like_spec = registry[like] if like else None
+    if like_spec is not None:
+        traits = sorted(like_spec.traits)
+    traits = list(traits or DEFAULT_TRAITS)
+    bad = sorted(set(traits) - TRAITS)
+    if bad:
+        raise InvalidArgument(f"--traits: unknown {bad}; known: {sorted(TRAITS)}")
+    if claims is not None:
+        unknown = [c for c in claims if c not in CONTRACTS]
+        if unknown:
+            raise InvalidArgument(f"--claims: unknown contracts {unknown}; known: {sorted(CONTRACTS)}")
+        if not claims:
+            raise InvalidArgument("--claims: an operator must claim at least one contract")
+    folder = default_dir() if folder is None else Path(folder)
+    if not folder.is_dir():
+        raise InvalidArgument(f"--dir: {str(folder)!r} is not a folder")
+    path = folder / f"{name}.py"
+    if path.exists():
+        raise InvalidArgument(f"name: {str(path)!r} already exists")
+    chosen, violates, others = choose(traits, like_spec, claims)
+    text = render(name, traits=traits, claims=chosen, violates=violates, others=others, like=like_spec,
+                  where=str(path))
+    path.write_text(text)
+    try:
+        collect(_load(path))      # the scaffold must be a valid declaration as written
+    except Exception:
+        path.unlink()
+        raise
+    return path
+
+
+def _module_name(path: Path) -> str:
+    """The dotted module name of ``path`` when its folders are packages (else a placeholder)."""
+    parts, folder = [path.stem], path.parent.resolve()
+    while (folder / "__init__.py").exists():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts) if len(parts) > 1 else f"<your.package>.{path.stem}"
+
+
+def cmd_new(args) -> int:
+    claims = _split(args.claims) if args.claims is not None else None
+    path = scaffold(args.name, like=args.like, traits=_split(args.traits) or None, claims=claims,
+                    folder=args.dir)
+    inside = path.parent.resolve() == default_dir().resolve()
+    run = f"tokenlaw check --operator {args.name}" if inside else \
+        f"tokenlaw --operators {_module_name(path)} check --operator {args.name}"
+    nxt = [f"write the body of {args.name}() in {path}", "edit the claims' reasons (and violates)", run]
+    if args.json:
+        print(json.dumps({"path": str(path), "operator": args.name, "next": nxt}, indent=1))
+    else:
+        print(f"wrote {path}\nnext:\n" + "\n".join(f"  {i}. {s}" for i, s in enumerate(nxt, 1)))
+    return EXIT_OK

@@ -1,0 +1,204 @@
+"""tokenlaw gate: a broken contract or a grown tolerance fails naming the cell; reverting passes.
+
+The operators under test live in tests/fixtures/gate_scratch_ops.py and are
+broken by monkeypatching a module constant, so nothing in tokenlaw changes.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tokenlaw.reports import cli, known_failures, regressions, writers
+
+FIXTURES = Path(__file__).parent / "fixtures"
+OPS = ["--operators", "gate_scratch_ops"]
+
+
+@pytest.fixture
+def scratch(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    monkeypatch.chdir(tmp_path)
+    import gate_scratch_ops
+
+    monkeypatch.setattr(gate_scratch_ops, "BIAS", 0.0)
+    monkeypatch.setattr(gate_scratch_ops, "NOISE", 0.0)
+    # A scoped baseline: the gate re-runs exactly this scope, seed and budget.
+    rc = cli.main([*OPS, "check", "--operator", "scratch_local", "--operator", "scratch_mix",
+                   "--examples", "8", "--out", "reports", "--json"])
+    assert rc == 0
+    assert cli.main([*OPS, "gate", "--update-baseline", "--current", "reports/conformance.json"]) == 0
+    return gate_scratch_ops
+
+
+def gate(capsys, *extra):
+    capsys.readouterr()
+    rc = cli.main([*OPS, "gate", *extra])
+    cap = capsys.readouterr()
+    return rc, cap.out if "--json" in extra else cap.out + cap.err
+
+
+def test_unchanged_operator_passes(scratch, capsys):
+    rc, out = gate(capsys)
+    assert rc == 0, out
+    assert "PASS" in out
+
+
+def test_broken_contract_fails_naming_the_cell_and_reverting_passes(scratch, capsys, monkeypatch):
+    monkeypatch.setattr(scratch, "BIAS", 1e-3)
+    rc, out = gate(capsys)
+    assert rc == 1, out
+    assert "unexpected-violation" in out
+    assert "scratch_local-zero_absorption-eager-float64" in out
+    monkeypatch.setattr(scratch, "BIAS", 0.0)
+    rc, out = gate(capsys)
+    assert rc == 0, out
+
+
+def test_grown_tolerance_fails_naming_the_cell(scratch, capsys, monkeypatch):
+    monkeypatch.setattr(scratch, "NOISE", 1000.0)
+    rc, out = gate(capsys, "--json")
+    res = json.loads(out)
+    assert rc == 1 and res["result"] == "FAIL"
+    grown = {c["id"] for c in res["regressions"] if c["kind"] == "tolerance-grew"}
+    assert "scratch_mix-permutation_equivariance-eager-float32" in grown
+    # the law itself still holds: only the bound moved
+    assert not [c for c in res["regressions"] if c["kind"] == "unexpected-violation"]
+
+
+def test_update_baseline_prints_the_diff_then_passes(scratch, capsys, monkeypatch):
+    monkeypatch.setattr(scratch, "BIAS", 1e-3)
+    rc, out = gate(capsys, "--update-baseline")
+    assert rc == 0
+    assert "scratch_local-zero_absorption-eager-float64" in out and "UNEXPECTED" in out
+    base = json.loads(Path("reports/baseline.json").read_text())
+    assert base["summary"]["result"] == "FAIL"
+    assert "seconds" not in base["meta"]   # the committed baseline holds no timings
+    rc, out = gate(capsys)
+    assert rc == 0, out
+
+
+def test_known_failure_covers_until_it_expires(scratch, capsys, monkeypatch):
+    monkeypatch.setattr(scratch, "BIAS", 1e-3)
+    Path("kf.txt").write_text("# id  expiry  reason\nscratch_local-zero_absorption  2030-01-01  tracked in #7\n")
+    rc, out = gate(capsys, "--known-failures", "kf.txt", "--today", "2029-12-31")
+    assert rc == 0, out
+    assert "known failure" in out
+    rc, out = gate(capsys, "--known-failures", "kf.txt", "--today", "2030-01-02")
+    assert rc == 1
+    assert "known-failure-expired" in out
+
+
+def test_missing_baseline_and_bad_known_failures_are_usage_errors(scratch, capsys):
+    rc, _ = gate(capsys, "--baseline", "nope.json")
+    assert rc == 2
+    Path("kf.txt").write_text("scratch_local  soon  reason\n")
+    rc, out = gate(capsys, "--known-failures", "kf.txt")
+    assert rc == 2
+    assert "kf.txt:1" in out
+
+
+# -- the comparison rules on documents (no run needed) -------------------------------------------
+
+def _doc(status="holds", outcome="holds", declared="claims", backend="eager", bound=1e-7, disc=5e-8,
+         tier="fuzz", exact=False, kernel_sha="a" * 64, seed=0):
+    cell = {"id": f"op-law-{backend}-float32", "backend": backend, "dtype": "float32", "outcome": outcome,
+            "verdict": {"status": status, "discrepancy": disc, "bound": bound, "detail": "", "examples": 5,
+                        "tier": tier, "extra": {}}}
+    row = {"id": "op-law", "operator": "op", "contract": "law", "law": "", "exact": exact, "declared": declared,
+           "reason": "r", "outcome": outcome, "cells": [cell]}
+    meta = {"seed": seed, "examples": 5, "profile": "smoke", "kernel_sources": {"kernels/k.py": kernel_sha},
+            "kernels": {"k_fwd": {"operators": ["op"], "source": "kernels/k.py"}}}
+    return {"schema": 1, "meta": meta, "rows": [row]}
+
+
+def kinds(base, cur, **kw):
+    return [(c.kind, c.id) for c in regressions.compare(base, cur, **kw).regressions]
+
+
+def test_rules_proof_lost_and_disappeared():
+    proved = _doc(status="proved", outcome="proved", tier="symbolic")
+    assert kinds(proved, _doc(status="unknown", outcome="unknown", tier="symbolic")) == \
+        [("proof-lost", "op-law-eager-float32")]
+    gone = _doc()
+    gone["rows"] = []
+    assert ("disappeared", "op-law") in kinds(_doc(), gone)
+
+
+def test_rules_tolerance_needs_same_draws():
+    grown = _doc(bound=1e-5, disc=5e-8)
+    assert kinds(_doc(), grown) == [("tolerance-grew", "op-law-eager-float32")]
+    assert kinds(_doc(), _doc(bound=1.9e-7)) == []              # within the documented factor 2
+    assert kinds(_doc(), _doc(bound=1e-5, seed=1)) == []        # other inputs: not comparable
+    assert kinds(_doc(disc=1e-8), _doc(disc=9e-8)) == [("tolerance-grew", "op-law-eager-float32")]
+
+
+def test_rules_expected_violation_lost():
+    base = _doc(status="violated", outcome="expected violation reproduced", declared="violates")
+    cur = _doc(status="holds", outcome="expected violation NOT reproduced", declared="violates")
+    cur["rows"][0]["outcome"] = "expected violation NOT reproduced"
+    got = kinds(base, cur)
+    assert ("not-reproduced", "op-law") in got and ("not-reproduced", "op-law-eager-float32") in got
+
+
+def test_rules_kernel_changed_without_rerun():
+    assert kinds(_doc(), _doc(kernel_sha="b" * 64)) == [("kernel-not-rerun", "k_fwd")]
+    # the kernel backend's own report (same row ids, other cell ids), merged with the eager one
+    triton = _doc(backend="triton", kernel_sha="b" * 64)
+    triton["meta"]["backend"] = "triton"
+    cur = regressions.merge([_doc(kernel_sha="b" * 64), triton])
+    assert [k for k in kinds(_doc(), cur) if k[0] != "disappeared"] == []
+    assert ("op-law@triton" in {regressions.row_key(r) for r in cur["rows"]})
+    # a shared helper (no kernel's own file) changes every kernel
+    base, cur = _doc(), _doc()
+    base["meta"]["kernel_sources"]["kernels/tiles.py"] = "a" * 64
+    cur["meta"]["kernel_sources"]["kernels/tiles.py"] = "d" * 64
+    assert kinds(base, cur) == [("kernel-not-rerun", "k_fwd")]
+    # a report made before the kernel file changed on disk is stale
+    assert kinds(_doc(), _doc(), disk_kernels={"kernels/k.py": "c" * 64}) == \
+        [("stale-report", "kernels/k.py@eager")]
+
+
+def test_merged_baseline_gates_each_backend():
+    triton = _doc(backend="triton")
+    triton["meta"]["backend"] = "triton"
+    base = regressions.merge([_doc(), triton])
+    broken = _doc(backend="triton", status="violated", outcome="UNEXPECTED violation")
+    broken["meta"]["backend"] = "triton"
+    got = kinds(base, regressions.merge([_doc(), broken]))
+    assert got == [("unexpected-violation", "op-law-triton-float32")]
+    assert ("disappeared", "op-law@triton") in kinds(base, _doc())     # the kernel run went missing
+
+
+def test_known_failures_parse():
+    entries = known_failures.parse("a-b  2026-01-31  because # of issue 3\n\n# comment\n")
+    assert entries[0].id == "a-b" and entries[0].reason == "because # of issue 3"
+    assert entries[0].matches("a-b-eager-float32") and not entries[0].matches("a-bc")
+
+
+def test_stable_removes_only_timings():
+    doc = _doc()
+    doc["meta"]["seconds"] = 3.0
+    doc["rows"][0]["cells"][0]["verdict"]["seconds"] = 1.0
+    s = writers.stable(doc)
+    assert "seconds" not in s["meta"] and "seconds" not in s["rows"][0]["cells"][0]["verdict"]
+    assert s["rows"][0]["cells"][0]["verdict"]["bound"] == 1e-7
+
+
+def test_baseline_of_two_runs_is_rerun_run_by_run(scratch, capsys, monkeypatch):
+    # Two reports (here two scopes of the eager backend; in CI the eager and the kernel run).
+    for op in ("scratch_local", "scratch_mix"):
+        assert cli.main([*OPS, "check", "--operator", op, "--examples", "6", "--out", op, "--json"]) == 0
+    rc, out = gate(capsys, "--update-baseline", "--current", "scratch_local/conformance.json",
+                   "--current", "scratch_mix/conformance.json")
+    assert rc == 0
+    base = json.loads(Path("reports/baseline.json").read_text())
+    assert [r["scope"]["operators"] for r in base["meta"]["runs"]] == [["scratch_local"], ["scratch_mix"]]
+    rc, out = gate(capsys, "--json")
+    assert rc == 0, out
+    monkeypatch.setattr(scratch, "NOISE", 1000.0)
+    rc, out = gate(capsys, "--json")
+    assert rc == 1
+    assert {c["id"] for c in json.loads(out)["regressions"]} >= {
+        "scratch_mix-permutation_equivariance-eager-float32"}

@@ -1,0 +1,142 @@
+"""Reports: deterministic for a seed, every format from one document, and the HTML renders in Chromium.
+
+The run is small but real: presence and otransformer (whose closure
+verdicts carry per-layer data for the closure chart), three examples.
+"""
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tokenlaw.reports import cli, writers
+
+ARGS = ["check", "--operator", "presence", "--operator", "otransformer", "--contract", "closure",
+        "--contract", "zero_absorption", "--contract", "null_source_insertion", "--examples", "3", "--json"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = []
+    for i in range(2):
+        d = tmp_path_factory.mktemp(f"run{i}")
+        assert cli.main([*ARGS, "--out", str(d)]) in (0, 1)
+        out.append(d)
+    return out
+
+
+def test_same_seed_same_reports(runs):
+    a, b = runs
+    for ext in ("md", "html"):       # no timings in these at all
+        assert (a / f"conformance.{ext}").read_text() == (b / f"conformance.{ext}").read_text(), ext
+    ja, jb = (json.loads((d / "conformance.json").read_text()) for d in runs)
+    assert writers.stable(ja) == writers.stable(jb)     # only the VOLATILE timing fields may differ
+    assert writers.render(writers.stable(ja), "xml") == writers.render(writers.stable(jb), "xml")
+
+
+def test_every_format_is_a_view_of_the_json(runs):
+    d = runs[0]
+    doc = json.loads((d / "conformance.json").read_text())
+    assert doc["schema"] == writers.SCHEMA_VERSION
+    for fmt in ("md", "xml", "html"):
+        assert (d / f"conformance.{fmt}").read_text() == writers.render(doc, fmt)
+    xml = (d / "conformance.xml").read_text()
+    cells = [c["id"] for r in doc["rows"] for c in r["cells"]]
+    assert xml.count("<testcase ") == len(cells) and all(f'name="{c}"' in xml for c in cells)
+    md = (d / "conformance.md").read_text()
+    assert md.index("**PASS**") < md.index("## Matrix")          # the verdict comes first
+    assert doc["meta"]["kernel_sources"].get("kernels/__init__.py")
+
+
+def test_junit_failure_and_skip_per_cell():
+    doc = {"meta": {}, "rows": [
+        {"id": "a-law", "operator": "a", "contract": "law", "law": "L", "exact": True, "declared": "claims",
+         "reason": "r", "outcome": "UNEXPECTED violation", "cells": [
+             {"id": "a-law-eager-float32", "backend": "eager", "dtype": "float32", "outcome": "UNEXPECTED violation",
+              "verdict": {"status": "violated", "discrepancy": 1.0, "bound": 0.0, "detail": "boom", "examples": 1,
+                          "counterexample": {"n": 1}}},
+             {"id": "a-law-triton-float32", "backend": "triton", "dtype": "float32", "outcome": "not runnable here",
+              "verdict": {"status": "not_runnable", "discrepancy": 0.0, "bound": 0.0, "detail": "no GPU",
+                          "examples": 0}}]}]}
+    xml = writers.render(doc, "xml")
+    assert 'failures="1"' in xml and 'skipped="1"' in xml and "n=1" in xml and "no GPU" in xml
+    for fmt in ("md", "html"):        # the reason a cell could not run is shown, not hidden
+        assert "a-law-triton-float32" in writers.render(doc, fmt) and "no GPU" in writers.render(doc, fmt)
+
+
+def test_plots_are_drawn_from_the_verdicts(runs):
+    d = runs[0]
+    doc = json.loads((d / "conformance.json").read_text())
+    page = (d / "conformance.html").read_text()
+    cells = {c["id"]: (r, c) for r in doc["rows"] for c in r["cells"]}
+    tips = re.findall(r'<circle class="pt"[^>]*><title>([^<]*)</title>', page)
+    scatter = [htmllib.unescape(t) for t in tips if ", bound " in t]
+    expected = [cid for cid, (r, c) in cells.items()
+                if not r["exact"] and c["verdict"]["status"] in ("holds", "violated") and c["verdict"]["bound"] > 0]
+    assert scatter and sorted(t.split(":")[0] for t in scatter) == sorted(expected)
+    for tip in scatter:
+        cid = tip.split(":")[0]
+        v = cells[cid][1]["verdict"]
+        assert f"discrepancy {v['discrepancy']:.3g}" in tip and f"bound {v['bound']:.3g}" in tip
+    assert "otransformer: closure per layer" in page
+    layers = cells["otransformer-closure-eager-float32"][1]["verdict"]["extra"]["layers"]
+    assert sum(f"otransformer-closure-eager-float32 layer {p['layer']}: old_shift" in page for p in layers) == len(layers)
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.mark.skipif(_chromium() is None, reason="chromium not installed (apt-get install -y chromium)")
+def test_html_renders_in_headless_chromium(runs, tmp_path):
+    page = runs[0] / "conformance.html"
+    out = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+                          "--disable-background-networking", "--disable-component-update", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=2000",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    dom = out.stdout
+    body = re.search(r"<body([^>]*)>", dom).group(1)
+    assert 'data-rendered="ok"' in body, "the load handler ran"
+    assert 'data-errors="0"' in body, "no script errors while rendering"
+    drawn = int(re.search(r'data-charts-drawn="(\d+)"', body).group(1))
+    assert drawn == dom.count('class="chart"') and drawn >= 3      # every chart laid out with a real box
+    assert '<table id="matrix">' in dom and "otransformer" in dom
+    assert "Uncaught" not in out.stderr
+
+
+def test_tau_sweep_chart_drawn_when_a_verdict_carries_one():
+    sweep = [{"tau": t, "row_mass": m} for t, m in ((0.0, 0.9), (0.5, 0.4), (1.0, 0.002))]
+    doc = {"meta": {}, "rows": [
+        {"id": "pn_fir_tau-silence", "operator": "pn_fir_tau", "contract": "silence", "law": "L", "exact": True,
+         "declared": "claims", "reason": "r", "outcome": "holds", "cells": [
+             {"id": "pn_fir_tau-silence-eager-float32", "backend": "eager", "dtype": "float32", "outcome": "holds",
+              "verdict": {"status": "holds", "discrepancy": 0.0, "bound": 0.0, "detail": "", "examples": 3,
+                          "extra": {"tau_sweep": sweep}}}]}]}
+    page = writers.render(doc, "html")
+    assert "<h2>Tau sweeps</h2>" in page
+    for p in sweep:
+        assert f"tau {p['tau']}: row_mass = {p['row_mass']}" in page
+    assert "Discrepancy vs bound" not in page     # an exact cell with bound 0 is counted, never plotted
+
+
+def test_ci_workflow_and_pre_commit_hook_run_the_gate():
+    yaml = pytest.importorskip("yaml", reason="PyYAML not installed: the example files are not parsed")
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    ci = yaml.safe_load((docs / "ci-workflow.yml").read_text())
+    steps = [s.get("run", "") for s in ci["jobs"]["gate"]["steps"]]
+    assert any(s.startswith("tokenlaw gate") for s in steps)
+    on = ci[True] if True in ci else ci["on"]      # YAML 1.1 reads the key `on` as a boolean
+    assert "kernels/**" in on["pull_request"]["paths"] and "operators/**" in on["pull_request"]["paths"]
+    (hook,) = yaml.safe_load((docs / "pre-commit-hooks.yaml").read_text())
+    assert hook["entry"] == "tokenlaw gate" and hook["pass_filenames"] is False
+    assert re.search(hook["files"], "kernels/oattention_fwd.py") and re.search(hook["files"], "operators/x.py")
+    assert not re.search(hook["files"], "docs/workflow.md")
