@@ -1,10 +1,13 @@
-"""Run one cell with Hypothesis: search for a violation, shrink it, or report the law held.
+"""Run one cell with Hypothesis: search for a violation, shrink it, store it for replay.
 
 Claims and expected violations share one body: ``hypothesis.find`` searches
 the operator's domain for an example the contract judges violated.  Finding
 one (shrunk to a minimal example) reproduces an expected violation or
-exposes an unexpected one; exhausting the example budget means the law held
-on every example tried.
+exposes an unexpected one, and is stored as a replay artifact
+(:mod:`tokenlaw.fuzz.replay`) whose id the verdict carries; exhausting the
+example budget means the law held on every example tried.  Either way the
+verdict records how many examples ran and the largest discrepancy seen
+relative to its bound.
 """
 from __future__ import annotations
 
@@ -18,50 +21,92 @@ from hypothesis.errors import NoSuchExample
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import dtype_name
 
+from . import replay as R
 from .strategies import cases
 
-PROFILES = {"smoke": 10, "quick": 25, "default": 100, "deep": 1000}
+# Examples per cell per dtype.  quick is the CI profile (the benchmark in
+# docs/fuzz.md), deep is for long runs.
+PROFILES = {"smoke": 10, "quick": 100, "default": 300, "deep": 2000}
+
+# Per-contract bounds on the drawn domain, each for a stated reason:
+# * gradcheck: two forward passes per input entry (small shapes), and finite
+#   differences at eps = 1e-6 only approximate the Jacobian where the function
+#   is smooth on that scale (no huge scores, no fully masked rows whose
+#   softmax is 0/0, no near-null rows at the kink of |h|^2 / (tau + |h|^2));
+# * formula_equivalence: the reference is the *unstabilised* formula, whose
+#   exp(s) overflows float64 past s = 709: magnitudes stay where it is finite.
+STRATEGY_BOUNDS = {
+    "gradcheck": dict(n_max=3, batch_max=1, long_lengths=(), widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
+                      mask_kinds=("random", "causal", "padding"), near_null=False, wide_params=False),
+    "null_gradient": dict(long_lengths=()),
+    "formula_equivalence": dict(scales=(1.0,), bias_scales=(1.0,)),
+    # * softmax_reduction: the limit eps_den -> 0 is uniform only while eps_den << sum_j exp(s_ij);
+    #   past s = -709 the exact OAttention output is ~0 while SDPA's is not.
+    "softmax_reduction": dict(scales=(1.0, 4.0), bias_scales=(1.0, 4.0)),
+    # * differential: the bound is first-order in the unit roundoff; subnormal intermediates
+    #   (near-null rows, eps_den / tau drawn below float16's normal range) lose precision no
+    #   probe in another format sees, so they are left to the metamorphic contracts, which
+    #   bound each side by its own measured error.
+    "differential": dict(near_null=False, wide_params=False),
+}
 
 
-def _judge_safely(contract, case) -> V.Verdict:
+def judge_safely(contract, case) -> V.Verdict:
+    """The contract's verdict; an operator that crashes on a valid input violates the law."""
     try:
         return contract(case)
-    except Exception as err:   # an operator that crashes on a valid input violates the law
+    except Exception as err:
         return V.violated(float("nan"), 0.0, f"raised {type(err).__name__}: {err}")
 
 
-def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0,
-             backend: str = "eager") -> V.Verdict:
-    """Judge ``contract`` for ``op`` in ``dtype`` on up to ``examples`` drawn cases run on ``backend``."""
-    start = time.perf_counter()
+def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0, backend: str = "eager",
+             database=None, replay_dir=R.DEFAULT_DIR, mutant: str | None = None) -> V.Verdict:
+    """Judge ``contract`` for ``op`` in ``dtype`` on up to ``examples`` drawn cases.
+
+    seed:       orders the search when no database is given (runs are then deterministic);
+    database:   a Hypothesis ExampleDatabase (see :mod:`tokenlaw.fuzz.database`) or None;
+    replay_dir: where a violation's artifact is written (None: not stored);
+    mutant:     the name of the active mutant, recorded in the artifact.
+    """
+    reason = contract.skip(op, dtype_name(dtype), backend) if contract.skip else None
+    if reason:
+        return V.Verdict(V.NOT_RUNNABLE, detail=reason, dtype=dtype_name(dtype))
     if backend != "eager":
         from tokenlaw.kernels.capabilities import not_runnable
 
         why = not_runnable(dtype)
         if why:
             return V.Verdict(V.NOT_RUNNABLE, detail=why, dtype=dtype_name(dtype), tier="kernel")
+    start = time.perf_counter()
     seen = {"n": 0, "best": None}
 
     def is_violation(case) -> bool:
-        v = _judge_safely(contract, case)
+        v = judge_safely(contract, case)
         seen["n"] += 1
         if not v.violated and (seen["best"] is None or v.ratio > seen["best"].ratio):
             seen["best"] = v
         return v.violated
 
-    cfg = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-                   suppress_health_check=list(HealthCheck),
-                   phases=(Phase.generate, Phase.shrink))
-    strategy = cases(op, dtype, backend=backend)
+    phases = (Phase.generate, Phase.shrink) if database is None else (Phase.reuse, Phase.generate, Phase.shrink)
+    cfg = settings(max_examples=examples, deadline=None, database=database, derandomize=False,
+                   suppress_health_check=list(HealthCheck), phases=phases)
+    strategy = cases(op, dtype, backend=backend, **STRATEGY_BOUNDS.get(contract.name, {}))
+    key = f"tokenlaw:{op.name}-{contract.name}-{backend}-{dtype_name(dtype)}".encode()
     try:
-        found = find(strategy, is_violation, settings=cfg, random=random.Random(seed))
+        # Hypothesis neither reads nor writes its database under an explicit seed, so a
+        # run with a database is ordered by Hypothesis (and replays stored failures first).
+        rnd = {} if database is not None else {"random": random.Random(seed)}
+        found = find(strategy, is_violation, settings=cfg, database_key=key, **rnd)
     except NoSuchExample:
         best = seen["best"] or V.holds()
         return V.Verdict(V.HOLDS, best.discrepancy, best.bound, best.detail, examples=seen["n"],
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=best.extra)
-    v = _judge_safely(contract, found)
+    v = judge_safely(contract, found)
     v.counterexample = found.describe()
     v.examples = seen["n"]
     v.seconds = time.perf_counter() - start
     v.dtype = dtype_name(dtype)
+    if replay_dir is not None and v.violated:
+        v.replay = R.store(found, contract.name, v, replay_dir, mutant=mutant)
     return v
+

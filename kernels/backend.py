@@ -22,7 +22,7 @@ from .capabilities import KERNEL_DTYPES, interpreting
 # Declared contracts judged through Case.run, hence on the kernel.
 RUN_CONTRACTS = frozenset({"null_receiver", "null_source_insertion", "empty_support", "mask_respect",
                            "permutation_equivariance", "causality", "softmax_reduction", "formula_equivalence",
-                           "zero_transcendental"})
+                           "zero_transcendental", "differential"})
 # Row-normaliser laws judged on the weights the kernel applies (kernel_laws.kernel_weights).
 WEIGHT_CONTRACTS = frozenset({"score_shift_invariance", "tau_covariance", "simplex", "sub_simplex"})
 # Declared contracts with a kernel-level form, for operators with these parameters.
@@ -80,6 +80,8 @@ def plan_rows(registry, *, operators=None, contracts=None, dtypes=None, backend=
         declared = [(n, op.declared(n), (op.claims if op.declared(n) == "claims" else op.violates)[n])
                     for n in list(op.claims) + list(op.violates)]
         extra = {**KERNEL_CLAIMS, **PER_KERNEL.get(op.kernel, {})}
+        declared += [(n, "claims", f"universal contract: {c.law}") for n, c in CONTRACTS.items()
+                     if c.universal and op.declared(n) is None]
         declared += [(n, "claims", why) for n, why in extra.items()]
         for name, decl, why in declared:
             if contracts and name not in contracts:

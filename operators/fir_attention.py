@@ -93,6 +93,7 @@ def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
          weights=_pn_tau_weights, kernel="pn_fir_tau_fwd",
          claims={"causality": _CAUSAL, "tau_covariance": "W depends on S - tau only",
                  "sub_simplex": "gate g < 1 times a distribution (or 0)",
+                 "gate_below_one": "g = m / (1 + m) <= 1/2 for peaks m <= 1",
                  "silence": "no positive S - tau: peak m = 0, gate 0, row 0",
                  "zero_transcendental": "x^10 by multiplication, gate m/(1+m) by division",
                  "gradcheck": "piecewise smooth; random points avoid the kinks"},

@@ -31,6 +31,10 @@ def ostd_params(gen, d_model, dtype=torch.float64):
         "gradcheck": "smooth for eps > 0",
         "null_gradient": "a null token enters only through p_j = rho(0), whose derivative is 0",
     },
+    violates={
+        "differential": "computed in the input dtype: for a single (or constant) token h - mu is rounding noise "
+                        "that 1/sqrt(var + eps) amplifies, so fp16/bf16 return O(0.1) where float64 returns 0",
+    },
 )
 def ostandardize(xp, x, *, tau, eps=1e-5):
     """Presence-weighted standardisation of x (B, N, D) over its tokens, per feature."""

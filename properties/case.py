@@ -6,6 +6,14 @@ operator, the dtype under test, float64 tokens ``x`` (with null rows at
 the random choices a contract may use (a position, a permutation, a shift).
 It is built deterministically from a handful of small integers and floats,
 so Hypothesis shrinks it to a small counterexample and a seed replays it.
+
+Edge cases are fields too, each with a benign default (so a case that does
+not need one shrinks to it): near-null rows (``near_null`` at magnitude
+``tiny``, chosen so that |h|^2 underflows in the dtype under test), huge
+projection biases (``bias_scale``: a null token then has a huge key),
+``mask_kind`` (random / causal / padding / empty_row), overrides of the
+presence ``tau`` and ``eps_den``, an explicit ``heads`` count and a memory
+``layout`` (contiguous / transposed / strided: same values, other strides).
 """
 from __future__ import annotations
 
@@ -53,6 +61,14 @@ class Case:
     mask_density: float = 1.0
     scale: float = 1.0
     backend: str = "eager"  # "eager": op.fn with the torch namespace; else tokenlaw.kernels.implementation(op, backend)
+    near_null: tuple = ()   # rows scaled down to magnitude ``tiny`` (not exactly null)
+    tiny: float = 0.0
+    bias_scale: float = 1.0  # multiplies every projection bias bq, bk, bv (huge keys for null tokens)
+    mask_kind: str = "random"  # random | causal | padding | empty_row (row pos % n sees nothing)
+    tau: float | None = None      # overrides the drawn tau (presence tau, or pn_fir_tau's threshold)
+    eps_den: float | None = None  # overrides the drawn eps_den
+    heads: int | None = None      # overrides the drawn head count (must divide d)
+    layout: str = "contiguous"    # contiguous | transposed | strided: how x is laid out in memory
     _cache: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     # -- drawn tensors (float64) --------------------------------------------
@@ -62,7 +78,9 @@ class Case:
     @property
     def params(self) -> dict:
         if "params" not in self._cache:
-            self._cache["params"] = self.op.domain.params(self.generator(1), self.d, torch.float64)
+            p = self.op.domain.params(self.generator(1), self.d, torch.float64)
+            self._cache["params"] = _override(p, bias_scale=self.bias_scale, heads=self.heads,
+                                              tau=self.tau, eps_den=self.eps_den)
         return self._cache["params"]
 
     @property
@@ -70,7 +88,11 @@ class Case:
         """Tokens with no null row (every entry drawn)."""
         if "x" not in self._cache:
             g = self.generator(2)
-            self._cache["x"] = torch.randn(self.batch, self.n, self.d, generator=g, dtype=torch.float64) * self.scale
+            x = torch.randn(self.batch, self.n, self.d, generator=g, dtype=torch.float64) * self.scale
+            for i in self.near_null:
+                row = x[:, i]
+                x[:, i] = row / row.norm(dim=-1, keepdim=True) * self.tiny   # |h| = tiny exactly-ish
+            self._cache["x"] = x
         return self._cache["x"]
 
     @property
@@ -87,11 +109,23 @@ class Case:
         if self.op.domain.mask == "none":
             return None
         if "mask" not in self._cache:
-            g = self.generator(3)
-            m = (torch.rand(self.batch, self.n, self.n, generator=g, dtype=torch.float64) < self.mask_density).double()
-            m[:, torch.arange(self.n), torch.arange(self.n)] = 1.0
-            self._cache["mask"] = m
+            self._cache["mask"] = self._draw_mask()
         return self._cache["mask"]
+
+    def _draw_mask(self) -> torch.Tensor:
+        b, n, g = self.batch, self.n, self.generator(3)
+        eye = torch.arange(n)
+        if self.mask_kind == "causal":
+            return torch.tril(torch.ones(n, n, dtype=torch.float64)).expand(b, n, n).contiguous()
+        if self.mask_kind == "padding":
+            # keys j >= length_b are padding, invisible to every query of batch b
+            length = torch.randint(1, n + 1, (b, 1, 1), generator=g)
+            return (torch.arange(n)[None, None, :] < length).double().expand(b, n, n).contiguous()
+        m = (torch.rand(b, n, n, generator=g, dtype=torch.float64) < self.mask_density).double()
+        m[:, eye, eye] = 1.0
+        if self.mask_kind == "empty_row":
+            m[:, self.pos % n] = 0.0      # a fully masked row: its output must be 0, not NaN
+        return m
 
     def permutation(self, n=None) -> torch.Tensor:
         n = self.n if n is None else n
@@ -108,8 +142,10 @@ class Case:
         kwargs: dict[str, Any] = dict(params)
         if self.op.domain.mask != "none":
             kwargs["mask"] = None if mask is None else mask.to(dtype)
+        if kwargs.get("mask") is not None:
+            kwargs["mask"] = lay_out(kwargs["mask"], self.layout)
         with torch.no_grad():
-            return self.call(x.to(dtype), **kwargs)
+            return self.call(lay_out(x.to(dtype), self.layout), **kwargs)
 
     def call(self, x, **kwargs):
         """The operator on the case's backend, on already-cast inputs."""
@@ -123,7 +159,8 @@ class Case:
         dtype = self.dtype if dtype is None else dtype
         kwargs = dict(cast(self.params, dtype))
         with torch.no_grad():
-            return self.op.layers(TORCH, x.to(dtype), None if mask is None else mask.to(dtype), **kwargs)
+            return self.op.layers(TORCH, lay_out(x.to(dtype), self.layout),
+                                  None if mask is None else lay_out(mask.to(dtype), self.layout), **kwargs)
 
     def weight_params(self, dtype=None) -> dict:
         """The subset of parameters the operator's row normaliser takes (e.g. tau)."""
@@ -132,13 +169,76 @@ class Case:
         names = inspect.signature(self.op.weights).parameters
         return {k: v for k, v in cast(self.params, dtype or self.dtype).items() if k in names and k not in ("xp", "s", "mask")}
 
+    def fields(self) -> dict:
+        """The drawn choices as JSON-able values: ``Case.from_fields(op, fields)`` rebuilds this case."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name in ("op", "_cache"):
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = dtype_name(v) if f.name == "dtype" else list(v) if isinstance(v, tuple) else v
+        return out
+
+    @classmethod
+    def from_fields(cls, op: OperatorSpec, fields: dict) -> "Case":
+        kw = dict(fields)
+        kw["dtype"] = DTYPES[kw["dtype"]]
+        for name in ("null", "near_null"):
+            if name in kw:
+                kw[name] = tuple(kw[name])
+        return cls(op=op, **kw)
+
     def describe(self) -> dict:
         """A JSON-able summary: the drawn choices plus the (small) float64 tensors."""
-        d = dict(operator=self.op.name, dtype=dtype_name(self.dtype), seed=self.seed, batch=self.batch,
-                 n=self.n, d=self.d, null=list(self.null), pos=self.pos, perm_seed=self.perm_seed,
-                 shift=self.shift, mask_density=self.mask_density, scale=self.scale)
+        d = dict(operator=self.op.name, **self.fields())
         if self.batch * self.n * self.d <= 64:
             d["x"] = self.x.tolist()
             if self.mask is not None:
                 d["mask"] = self.mask.tolist()
         return d
+
+
+LAYOUTS = ("contiguous", "transposed", "strided")
+MASK_KINDS = ("random", "causal", "padding", "empty_row")
+
+
+def lay_out(t: torch.Tensor, layout: str) -> torch.Tensor:
+    """The same values as ``t`` in another memory layout (non-contiguous for all but "contiguous").
+
+    "transposed": stored with the last two axes swapped (column-major rows);
+    "strided": every other element of a buffer twice as wide.
+    """
+    if layout == "contiguous" or t.ndim < 2:
+        return t
+    if layout == "transposed":
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    if layout == "strided":
+        buf = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
+        buf[..., ::2] = t
+        return buf[..., ::2]
+    raise ValueError(f"layout: expected one of {LAYOUTS}, got {layout!r}")
+
+
+_BIASES = ("bq", "bk", "bv")
+
+
+def _override(params, *, bias_scale, heads, tau, eps_den):
+    """Apply a case's overrides at every nesting level (hosts keep per-block dicts)."""
+    if isinstance(params, list):
+        return [_override(p, bias_scale=bias_scale, heads=heads, tau=tau, eps_den=eps_den) for p in params]
+    if not isinstance(params, dict):
+        return params
+    out = {}
+    for k, v in params.items():
+        if k in _BIASES and bias_scale != 1.0:
+            v = v * bias_scale
+        elif k == "heads" and heads is not None:
+            v = heads
+        elif k == "tau" and tau is not None:
+            v = tau
+        elif k == "eps_den" and eps_den is not None:
+            v = eps_den
+        else:
+            v = _override(v, bias_scale=bias_scale, heads=heads, tau=tau, eps_den=eps_den)
+        out[k] = v
+    return out

@@ -24,6 +24,8 @@ class Contract:
     requires: frozenset
     dtypes: tuple = ALL_DTYPES
     needs: frozenset = frozenset()   # OperatorSpec attributes that must be set: weights, layers, reference
+    universal: bool = False          # claimed by every operator that does not declare it otherwise
+    skip: Callable | None = None     # skip(op, dtype_name, backend) -> reason the cell cannot run, or None
 
     @property
     def law(self) -> str:
@@ -33,12 +35,17 @@ class Contract:
         return self.fn(case)
 
 
-def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=()):
-    """Mark ``law(case) -> Verdict`` as a contract named after the function."""
+def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal=False, skip=None):
+    """Mark ``law(case) -> Verdict`` as a contract named after the function.
+
+    ``universal`` contracts (e.g. the differential check) are planned for
+    every operator without being listed in its claims; ``skip`` names the
+    cells where the law cannot be judged (reported as not runnable).
+    """
 
     def mark(fn):
         setattr(fn, MARK, dict(exact=exact, requires=frozenset(requires), dtypes=tuple(dtypes),
-                               needs=frozenset(needs)))
+                               needs=frozenset(needs), universal=universal, skip=skip))
         return fn
 
     return mark
@@ -50,6 +57,7 @@ MODULES = (
     "tokenlaw.properties.score_laws",
     "tokenlaw.properties.filter_laws",
     "tokenlaw.properties.static_laws",
+    "tokenlaw.properties.differential_laws",
     "tokenlaw.kernels.kernel_laws",
 )
 

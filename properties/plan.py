@@ -77,14 +77,16 @@ def plan(registry, *, operators=None, contracts=None, dtypes=None, backend="eage
     for op in registry:
         if operators and op.name not in operators:
             continue
-        for name in list(op.claims) + list(op.violates):
+        universal = [n for n, c in CONTRACTS.items() if c.universal and op.declared(n) is None]
+        for name in list(op.claims) + list(op.violates) + universal:
             if contracts and name not in contracts:
                 continue
             c = CONTRACTS[name]
             cells = [Cell(op.name, name, backend, dt) for dt in c.dtypes
                      if dt in op.domain.dtypes and (not dtypes or dt in dtypes)]
-            declared = op.declared(name)
-            rows.append(Row(op.name, name, declared, (op.claims if declared == "claims" else op.violates)[name], cells))
+            declared = op.declared(name) or "claims"
+            reason = {**op.claims, **op.violates}.get(name) or f"universal contract: {c.law}"
+            rows.append(Row(op.name, name, declared, reason, cells))
     return rows
 
 

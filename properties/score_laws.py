@@ -58,6 +58,13 @@ def tau_covariance(case):
                     f"shift c = {c:.3g} of scores and tau")
 
 
+def max_negative(w) -> float:
+    """Largest -w_ij (0 when none is negative); NaN if any weight is NaN."""
+    if w.numel() == 0:
+        return 0.0
+    return float((-w.double()).clamp(min=0).max())
+
+
 def _row_mass(case, s, dt):
     return weights(case, s, dt).double().sum(-1)
 
@@ -66,10 +73,14 @@ def _row_mass(case, s, dt):
 def simplex(case):
     """W >= 0 and every row sums to 1."""
     s = scores(case)
-    w = weights(case, s)
-    negative = V.judge(float((-w.double()).clamp(min=0).max()), 0.0, "most negative weight")
-    ones = relation(case, lambda dt: _row_mass(case, s, dt), lambda dt: torch.ones(case.batch, case.n, dtype=torch.float64),
-                    "row mass vs 1")
+    # A row with no visible key has no distribution to sum to 1 (softmax makes it 0/0):
+    # the law is about rows that see something.
+    m = visibility(case)
+    seen = slice(None) if m is None else (m.sum(-1) > 0)
+    w = weights(case, s)[seen]
+    negative = V.judge(max_negative(w), 0.0, "most negative weight")
+    ones = relation(case, lambda dt: _row_mass(case, s, dt)[seen],
+                    lambda dt: torch.ones(case.batch, case.n, dtype=torch.float64)[seen], "row mass vs 1")
     return worst(negative, ones)
 
 
@@ -99,3 +110,22 @@ def silence(case):
     v = case.random_like((case.batch, case.n, case.d), salt=23).to(w.dtype)
     return worst(exact_zero(w, "weights of rows with no positive S - tau"),
                  exact_zero(torch.matmul(w, v), "outputs of those rows"))
+
+
+@contract(exact=True, **_SCORE)
+def gate_below_one(case):
+    """Rows whose largest rectified score m_t = max_j (S_tj - tau)+ is at most 1 have mass strictly below 1."""
+    # A gate g with g < 1 for every finite m stays well below 1 at m <= 1 in
+    # every dtype (SPEC's m / (1 + m) gives at most 1/2), so strictness is
+    # judged exactly here; a gate that saturates at moderate peaks fails.
+    tau = _tau(case)
+    s = tau + scores(case).abs().clamp(max=1.0) * torch.sign(scores(case))   # rectified peaks in [0, 1]
+    w = weights(case, s).double()
+    m = visibility(case)
+    mass = w.sum(-1)
+    visible = torch.ones_like(mass, dtype=torch.bool) if m is None else m.sum(-1) > 0
+    top = float(mass[visible].max()) if bool(visible.any()) else 0.0
+    if top != top:
+        return V.violated(float("nan"), 1.0, "a row mass is NaN at peaks <= 1")
+    return V.Verdict(V.VIOLATED if top >= 1.0 else V.HOLDS, top, 1.0,
+                     f"largest row mass {top:.6g} at peaks <= 1 (must stay strictly below 1)")

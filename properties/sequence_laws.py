@@ -1,6 +1,8 @@
 """Sequence contracts: masks, permutations, causality, limits and reference formulas (SPEC 3)."""
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from tokenlaw.operators.sdpa import sdpa
@@ -22,6 +24,7 @@ def mask_respect(case):
     m = case.mask.clone()
     m[:, (j + 1) % case.n, j] = 0.0                  # at least one receiver that cannot see j
     hidden = m[:, :, j] == 0                          # (B, N) receivers blind to j
+    hidden[:, j] = False                              # j's own output reads h_j through its query
     x2 = case.x.clone()
     x2[:, j] = case.random_like(x2[:, j].shape, salt=5, scale=10.0)
     return relation(case, lambda dt: case.run(x2, m, dtype=dt)[hidden],
@@ -52,16 +55,22 @@ def causality(case):
 @contract(exact=False, requires={"presence", "masked"}, dtypes=("float64", "float32"))
 def softmax_reduction(case):
     """All tokens active, tau -> 0, eps_den -> 0: the operator reduces to SDPA."""
-    x = case.x_dense
+    # "all tokens active": near-null rows (|h|^2 far below tau) are not in this law's domain
+    x = dataclasses.replace(case, near_null=(), _cache={}).x_dense
     tau, eps_den = 1e-30, 1e-300
     attn = {k: v for k, v in case.params.items() if k in ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "heads")}
 
+    mask = case.mask
+    if mask is not None:                 # every row sees itself: SDPA of an empty row is 0/0, not a limit
+        mask = mask.clone()
+        mask[:, torch.arange(case.n), torch.arange(case.n)] = 1.0
+
     def limit(dt):
-        return case.run(x, case.mask, dtype=dt, tau=tau, eps_den=eps_den)
+        return case.run(x, mask, dtype=dt, tau=tau, eps_den=eps_den)
 
     def reference(dt):
         with torch.no_grad():
-            return sdpa(TORCH, x.to(dt), None if case.mask is None else case.mask.to(dt), **cast(attn, dt))
+            return sdpa(TORCH, x.to(dt), None if mask is None else mask.to(dt), **cast(attn, dt))
 
     # The limit is not reached exactly: |p_j - 1| <= tau / min |h_j|^2 and eps_den
     # perturbs each denominator by at most eps_den / (its smallest term); both

@@ -30,6 +30,33 @@ probe).  The bound is
 exceeds the rounding error the computation is predicted to make.
 
 Exact contracts do not use this module: they compare bit-for-bit.
+
+**Differential checks** (:func:`differential`) compare the implementation in
+``D`` with the float64 reference on the same float64 inputs (each run rounds
+them to its own dtype).  Here the triangle bound above would contain the
+very discrepancy under test, so the bound is a prediction of D's error from
+the float32 run's measured error on the same inputs, scaled by the ratio of
+unit roundoffs (rounding error, of the inputs and of every intermediate, is
+first-order linear in ``u``), plus a few ULPs of the value and an absolute
+floor at D's smallest normal number (results that underflow):
+
+    bound = K * max_P (u_D/u_P) * err_P + K * u_D * |a_64| + K * tiny_D,
+    err_P = max(|a_P - a_64|, r_P * |a_64|, max_anywhere |a_P - a_64|)
+
+over the probes P: float32, and for a half-precision D also the other
+half format (float16 for bfloat16 and vice versa), whose error is much
+closer to D's than float32's: extrapolating 3 bits is steadier than 13,
+and a float32 run on a small tensor can be exact by luck.
+The last term makes the estimate normwise: an entry that cancels (small
+output from large intermediates) rounded intermediates as large as any
+other entry's, and its own float32 error may be small by luck.  If the
+probes are *exactly* right everywhere the estimate is 0 and D must be
+exact too (to K ULPs): a D that returns rounding noise where float32 and
+float64 agree exactly is reported.
+
+The float32 run is always the eager float32 evaluation of the operator, so
+for a kernel backend every dtype is checked; for the eager backend the
+float32 cell would compare the probe with itself, and is not run.
 """
 from __future__ import annotations
 
@@ -90,6 +117,38 @@ def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Com
         raise ValueError(f"compare: shapes differ {tuple(aD.shape)} vs {tuple(bD.shape)}")
     with torch.no_grad():
         bound = predicted_error(a, dtype) + predicted_error(b, dtype) + allowance
+        return _worst(aD, bD, bound)
+
+
+def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch.dtype) -> Comparison:
+    """Compare the implementation in ``dtype`` (aD) with the float64 reference (a64).
+
+    probes: {probe dtype: the eager operator's output in that dtype}; each
+    probe's normwise error, scaled by u_D / u_probe, predicts D's error and
+    the largest prediction is the bound.
+    """
+    aD, a64 = aD.double(), a64.double()
+    if aD.shape != a64.shape:
+        raise ValueError(f"differential: shapes differ {tuple(aD.shape)} vs {tuple(a64.shape)}")
+    uD = UNIT_ROUNDOFF[dtype]
+    with torch.no_grad():
+        predicted = torch.zeros_like(a64)
+        for pdt, ap in probes.items():
+            ap = ap.double()
+            err = (ap - a64).abs()
+            finite = torch.isfinite(err)
+            # normwise: every entry's error is estimated at least as the largest probe error
+            # anywhere in the tensor (an entry that cancels rounded intermediates as large as the others)
+            worst = float(err[finite].max()) if bool(finite.any()) else 0.0
+            err = torch.maximum(_probe_error(ap, a64), torch.full_like(a64, worst))
+            predicted = torch.maximum(predicted, (uD / UNIT_ROUNDOFF[pdt]) * err)
+        bound = K * predicted + K * uD * a64.abs() + K * torch.finfo(dtype).tiny
+        return _worst(aD, a64, bound)
+
+
+def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor) -> Comparison:
+    """The worst elementwise ratio |aD - bD| / bound, with the NaN and infinity rules of ``compare``."""
+    with torch.no_grad():
         diff = (aD - bD).abs()
         both_nan = torch.isnan(aD) & torch.isnan(bD)
         same_inf = torch.isinf(aD) & (aD == bD)

@@ -18,6 +18,7 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # Modules that add subcommands: each has ``register(subparsers)`` which adds
 # its parser and sets ``func`` (a thin call into its tier).
 EXTENSIONS: tuple[str, ...] = (
+    "tokenlaw.fuzz.commands",
     "tokenlaw.reports.gate",
     "tokenlaw.reports.scaffold",
     "tokenlaw.reports.closure_cmd",
@@ -79,13 +80,20 @@ def cmd_check(args) -> int:
     validate_dtypes(args.dtype)
     examples = args.examples or PROFILES[args.profile]
     rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype, backend=args.backend)
+    from tokenlaw.fuzz.campaign import parse_shard, shard
+
+    shard_i, shard_n = parse_shard(args.shard)
+    rows = shard(rows, shard_i, shard_n)
     start = time.perf_counter()
-    run_rows(reg, rows, examples=examples, seed=args.seed, progress=not args.json)
+    run_rows(reg, rows, examples=examples, seed=args.seed, progress=not args.json, workers=args.workers,
+             database=args.database, replay_dir=args.replays)
     from tokenlaw.reports.provenance import snapshot
 
     meta = dict(tier="fuzz" if args.backend == "eager" else "kernel", backend=args.backend, profile=args.profile,
                 examples=examples, seed=args.seed,
-                torch=torch.__version__, seconds=time.perf_counter() - start, **snapshot(reg),
+                torch=torch.__version__, seconds=time.perf_counter() - start, workers=args.workers,
+                shard=f"{shard_i}/{shard_n}", database=str(args.database), replays=str(args.replays),
+                **snapshot(reg),
                 scope={"operators": args.operator, "contracts": args.contract, "dtypes": args.dtype,
                        "operator_modules": getattr(args, "operators_module", None)})
     stem = "conformance" if args.backend == "eager" else f"conformance-{args.backend}"
@@ -120,7 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
-    sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"])
+    sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"],
+                    help="examples per cell per dtype: smoke 10, quick 100 (CI), default 300, deep 2000")
+    sp.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    sp.add_argument("--shard", metavar="I/N", help="run only shard I of N (rows I, I+N, ...); join with 'report merge'")
+    sp.add_argument("--database", default=".hypothesis/tokenlaw",
+                    help="Hypothesis example database: a directory (default .hypothesis/tokenlaw), 'none', "
+                         "or redis://host:port/db (shared by machines)")
+    sp.add_argument("--replays", default="reports/replays",
+                    help="where violations are stored for 'tokenlaw replay ID' (default reports/replays)")
     sp.add_argument("--examples", type=int, help="examples per cell per dtype (overrides the profile)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--backend", default="eager", choices=["eager", "triton"],

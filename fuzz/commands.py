@@ -1,0 +1,106 @@
+"""Subcommands of the fuzz tier: ``replay``, ``report merge`` and ``mutate`` (thin calls, no logic).
+
+Exit codes follow ``tokenlaw``'s: 0 success (replay reproduced; merged
+report passes; every mutant killed), 1 a failure (replay differs; a row
+fails; a mutant survived), 2 bad arguments.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tokenlaw.operators.errors import InvalidArgument
+
+EXIT_OK, EXIT_FAIL = 0, 1
+
+
+def register(sub):
+    sp = sub.add_parser("replay", help="re-run a stored counterexample by id and compare it bit-for-bit")
+    sp.add_argument("id", help="replay id (as printed in reports) or the path of its JSON artifact")
+    sp.add_argument("--replays", default=None, help="artifact directory (default $TOKENLAW_REPLAYS or reports/replays)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=cmd_replay)
+
+    sp = sub.add_parser("report", help="work with written reports")
+    rsub = sp.add_subparsers(dest="report_command", required=True)
+    mp = rsub.add_parser("merge", help="join shard reports (conformance.json files) into one report")
+    mp.add_argument("reports", nargs="+", help="the shards' JSON reports")
+    mp.add_argument("--out", required=True, help="directory for the merged conformance.{md,json}")
+    mp.set_defaults(func=cmd_merge)
+
+    sp = sub.add_parser("mutate", help="run the suite against the catalogue of seeded bugs")
+    sp.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
+    sp.add_argument("--backend", default=None, choices=["eager", "triton"],
+                    help="only mutants of this backend (default: eager ones, and kernel ones when importable)")
+    sp.add_argument("--examples", type=int, default=30, help="examples per cell per dtype (default 30)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--workers", type=int, default=1)
+    sp.add_argument("--replays", default=None, help="store the killing counterexamples here (default: not stored)")
+    sp.add_argument("--out", default="reports", help="writes mutation.{md,json} here (default ./reports)")
+    sp.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    sp.set_defaults(func=cmd_mutate)
+
+
+def cmd_replay(args) -> int:
+    from .replay import replay, replay_dir
+
+    res = replay(args.id, replay_dir(args.replays))
+    art, v = res.artifact, res.verdict
+    if args.json:
+        print(json.dumps({"id": art.id, "reproduced": res.reproduced, "same_verdict": res.same_verdict,
+                          "same_inputs": res.same_inputs, "stored": art.verdict, "now": v.to_json()}, indent=1))
+    else:
+        print(f"{art.id}: {art.operator} / {art.contract} / {art.dtype} / {art.backend}"
+              + (f" / mutant {art.mutant}" if art.mutant else ""))
+        print(f"  stored : {art.verdict['status']}  discrepancy {float.fromhex(art.verdict['discrepancy']):.17g}"
+              f"  bound {float.fromhex(art.verdict['bound']):.17g}")
+        print(f"  now    : {v.status}  discrepancy {v.discrepancy:.17g}  bound {v.bound:.17g}")
+        print(f"  {v.detail}")
+        print("  reproduced bit-for-bit" if res.reproduced else
+              f"  NOT reproduced (same verdict: {res.same_verdict}, same inputs: {res.same_inputs})")
+    return EXIT_OK if res.reproduced else EXIT_FAIL
+
+
+def cmd_merge(args) -> int:
+    from tokenlaw.reports import writers
+
+    from .merge import merge
+
+    rows, meta = merge([Path(p) for p in args.reports])
+    md, js = writers.write(rows, meta, Path(args.out))
+    failing = [r for r in rows if r.failing]
+    print(f"merged {len(args.reports)} reports: {len(rows)} rows, {len(failing)} failing; wrote {md} and {js}")
+    for r in failing:
+        print(f"  {r.outcome}: {r.id}")
+    return EXIT_FAIL if failing else EXIT_OK
+
+
+def cmd_mutate(args) -> int:
+    from tokenlaw.operators.registry import default_registry
+
+    from .mutants import catalogue
+    from .mutation import run_mutants
+    from .mutation_report import write
+
+    mutants = catalogue(include_kernels=True, backend=args.backend)
+    if args.mutant:
+        known = {m.name for m in mutants}
+        for name in args.mutant:
+            if name not in known:
+                raise InvalidArgument(f"--mutant: unknown mutant {name!r}; known: {sorted(known)}")
+        mutants = tuple(m for m in mutants if m.name in args.mutant)
+    if args.list:
+        for m in mutants:
+            print(f"{m.name:<36} [{m.backend}] {', '.join(m.operators)}: {m.description}")
+        return EXIT_OK
+    if not mutants:
+        raise InvalidArgument(f"--backend {args.backend}: no mutants of that backend are available")
+    results, baseline = run_mutants(default_registry(), mutants, examples=args.examples, seed=args.seed,
+                                    workers=args.workers, replay_dir=args.replays, stream=sys.stderr)
+    md, js = write(results, baseline, Path(args.out), meta=dict(examples=args.examples, seed=args.seed))
+    killed = sum(r.killed for r in results)
+    print(f"\n{killed}/{len(results)} mutants killed; wrote {md} and {js}")
+    for r in results:
+        print(f"  {'killed  ' if r.killed else 'SURVIVED'} {r.name:<36} {', '.join(r.killers) or '-'}")
+    return EXIT_OK if killed == len(results) else EXIT_FAIL

@@ -1,0 +1,47 @@
+"""The Hypothesis example database of a campaign: a local directory, or Redis shared by machines.
+
+``open_database(spec)``:
+
+* ``None`` / ``"none"``      -> no database (every run starts from its seed only);
+* ``"redis://host:port/db"`` -> Hypothesis' ``RedisExampleDatabase`` on that server,
+  so shards on several machines share (and replay) each other's failing examples;
+* anything else              -> a ``DirectoryBasedExampleDatabase`` in that folder.
+
+Examples are keyed per cell (``tokenlaw:<operator>-<contract>-<backend>-<dtype>``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tokenlaw.operators.errors import InvalidArgument
+
+DEFAULT_DIR = Path(".hypothesis") / "tokenlaw"
+KEY_PREFIX = b"tokenlaw-example:"
+
+
+def open_database(spec=DEFAULT_DIR):
+    """The ExampleDatabase named by ``spec`` (see the module docstring)."""
+    if spec is None or str(spec).lower() == "none":
+        return None
+    text = str(spec)
+    if text.startswith(("redis://", "rediss://", "unix://")):
+        return _redis(text)
+    if "://" in text:
+        raise InvalidArgument(f"--database: expected a directory, 'none' or a redis:// URL, got {text!r}")
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    return DirectoryBasedExampleDatabase(text)
+
+
+def _redis(url: str):
+    try:
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+    except ImportError as err:       # pragma: no cover - redis is a declared dependency
+        raise InvalidArgument(f"--database {url}: the redis client is not installed ({err})") from None
+    client = redis.Redis.from_url(url)
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as err:
+        raise InvalidArgument(f"--database: cannot reach the Redis server at {url} ({err})") from None
+    return RedisExampleDatabase(client, key_prefix=KEY_PREFIX)

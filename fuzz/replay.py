@@ -1,0 +1,137 @@
+"""Replay artifacts: every shrunk violation stored as JSON, re-run bit-for-bit by id.
+
+An artifact holds what rebuilds the failing example -- the operator,
+contract, dtype, backend, the Case's drawn fields (its seed among them) and,
+when a mutation run found it, the mutant's name -- plus the evidence to
+compare against: the verdict's status, detail and the exact bits of its
+discrepancy and bound (``float.hex``), and the float64 input tokens and mask
+(also as hex, so the regenerated inputs can be checked bit-for-bit too).
+
+The id is a digest of that content, so the same failure found twice gets
+the same id, and ``tokenlaw replay <id>`` reproduces it:
+
+    $ tokenlaw replay oattention-differential-float16-3f2a9c1e
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.case import Case
+
+DEFAULT_DIR = Path("reports") / "replays"
+SCHEMA = 1
+MAX_STORED_ENTRIES = 1 << 14     # above this the inputs are regenerated from the seed only
+
+
+def _hex(t: torch.Tensor | None):
+    if t is None or t.numel() > MAX_STORED_ENTRIES:
+        return None
+    return {"shape": list(t.shape), "hex": [float(v).hex() for v in t.double().reshape(-1).tolist()]}
+
+
+def _float_hex(v: float) -> str:
+    return float(v).hex()
+
+
+def evidence(v: V.Verdict) -> dict:
+    """The parts of a verdict a replay must reproduce exactly."""
+    return {"status": v.status, "discrepancy": _float_hex(v.discrepancy), "bound": _float_hex(v.bound),
+            "detail": v.detail}
+
+
+@dataclasses.dataclass
+class Artifact:
+    id: str
+    operator: str
+    contract: str
+    dtype: str
+    backend: str
+    case: dict
+    verdict: dict
+    mutant: str | None = None
+    x: dict | None = None
+    mask: dict | None = None
+    versions: dict = dataclasses.field(default_factory=dict)
+
+
+def _digest(payload: dict) -> str:
+    text = json.dumps(payload, sort_keys=True, default=str).encode()
+    return hashlib.sha256(text).hexdigest()[:10]
+
+
+def store(case: Case, contract_name: str, verdict: V.Verdict, directory=DEFAULT_DIR, *, mutant: str | None = None) -> str:
+    """Write the artifact for ``verdict`` on ``case``; returns its id."""
+    from tokenlaw.reports.writers import atomic_write   # the one atomic writer
+
+    body = dict(operator=case.op.name, contract=contract_name, dtype=case.fields()["dtype"], backend=case.backend,
+                case=case.fields(), verdict=evidence(verdict), mutant=mutant,
+                x=_hex(case.x), mask=_hex(case.mask))
+    rid = f"{case.op.name}-{contract_name}-{body['dtype']}-{_digest(body)}"
+    art = Artifact(id=rid, versions={"torch": torch.__version__}, **body)
+    path = Path(directory) / f"{rid}.json"
+    atomic_write(path, json.dumps(dataclasses.asdict(art), indent=1) + "\n")
+    return rid
+
+
+def load(rid: str, directory=DEFAULT_DIR) -> Artifact:
+    """Read an artifact by id (or by a path to its JSON file)."""
+    path = Path(rid) if str(rid).endswith(".json") else Path(directory) / f"{rid}.json"
+    if not path.is_file():
+        raise InvalidArgument(f"id: no replay artifact {str(path)!r}")
+    return Artifact(**json.loads(path.read_text()))
+
+
+@dataclasses.dataclass
+class Replayed:
+    artifact: Artifact
+    verdict: V.Verdict
+    same_verdict: bool      # status, detail, discrepancy and bound bit-for-bit
+    same_inputs: bool       # the regenerated float64 tokens and mask equal the stored ones bit-for-bit
+
+    @property
+    def reproduced(self) -> bool:
+        return self.same_verdict and self.same_inputs
+
+
+def replay(rid: str, directory=DEFAULT_DIR, *, registry=None) -> Replayed:
+    """Rebuild the stored case, judge its contract again and compare the evidence."""
+    from tokenlaw.operators.registry import default_registry
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    from .engine import judge_safely
+
+    art = load(rid, directory)
+    registry = default_registry() if registry is None else registry
+    op = registry[art.operator]
+    if art.contract not in CONTRACTS:
+        raise InvalidArgument(f"contract: {art.contract!r} (from {rid}) is not in the catalogue")
+    case = Case.from_fields(op, art.case)
+    with _mutant(art.mutant):
+        v = judge_safely(CONTRACTS[art.contract], case)
+    same_inputs = _hex(case.x) == art.x and _hex(case.mask) == art.mask
+    return Replayed(art, v, evidence(v) == art.verdict, same_inputs)
+
+
+def _mutant(name):
+    if not name:
+        return contextlib.nullcontext()
+    from .mutants import catalogue
+
+    by_name = {m.name: m for m in catalogue(include_kernels=True)}
+    if name not in by_name:
+        raise InvalidArgument(f"mutant: {name!r} (stored in the artifact) is not in the mutant catalogue")
+    return by_name[name].patch()
+
+
+def replay_dir(value=None) -> Path:
+    """The replay directory: ``value``, else $TOKENLAW_REPLAYS, else ./reports/replays."""
+    return Path(value or os.environ.get("TOKENLAW_REPLAYS") or DEFAULT_DIR)

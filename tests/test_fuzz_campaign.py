@@ -1,0 +1,73 @@
+"""Campaign control: profiles, shards, worker processes and merging shard reports."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
+from tokenlaw.fuzz.engine import PROFILES
+from tokenlaw.fuzz.merge import merge
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.plan import plan
+from tokenlaw.reports.cli import main
+
+REG = default_registry()
+SMALL = dict(operators=["sdpa", "presence"], dtypes=["float32", "bfloat16"])
+
+
+def test_profiles_grow_and_quick_has_at_least_100_examples():
+    assert PROFILES["quick"] >= 100
+    assert PROFILES["quick"] < PROFILES["default"] < PROFILES["deep"]
+
+
+def test_shards_partition_the_rows():
+    rows = plan(REG)
+    parts = [shard(rows, i, 3) for i in (1, 2, 3)]
+    ids = [r.id for p in parts for r in p]
+    assert sorted(ids) == sorted(r.id for r in rows) and len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("bad", ["0/2", "3/2", "x", "1/0", "1-2"])
+def test_bad_shard_is_rejected(bad):
+    with pytest.raises(InvalidArgument, match="--shard"):
+        parse_shard(bad)
+
+
+def test_workers_give_the_same_outcomes_as_one_process():
+    one = run_rows(REG, plan(REG, **SMALL), examples=15, seed=2, workers=1, replay_dir=None, progress=False)
+    two = run_rows(REG, plan(REG, **SMALL), examples=15, seed=2, workers=2, replay_dir=None, progress=False)
+    assert [(r.id, r.outcome) for r in one] == [(r.id, r.outcome) for r in two]
+    assert [[c.verdict.examples for c in r.cells] for r in one] == [[c.verdict.examples for c in r.cells] for r in two]
+    with pytest.raises(InvalidArgument, match="workers"):
+        run_rows(REG, [], workers=0)
+
+
+def test_shard_reports_merge_into_the_full_report(tmp_path, capsys):
+    common = ["--operator", "sdpa", "--operator", "presence", "--dtype", "float32", "--examples", "10",
+              "--database", "none", "--replays", str(tmp_path / "replays")]
+    for i in (1, 2):
+        assert main(["check", *common, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}")]) == 0
+    assert main(["check", *common, "--out", str(tmp_path / "full")]) == 0
+    code = main(["report", "merge", str(tmp_path / "s1" / "conformance.json"), str(tmp_path / "s2" / "conformance.json"),
+                 "--out", str(tmp_path / "merged")])
+    assert code == 0
+    merged = json.loads((tmp_path / "merged" / "conformance.json").read_text())
+    full = json.loads((tmp_path / "full" / "conformance.json").read_text())
+    assert sorted(r["id"] for r in merged["rows"]) == sorted(r["id"] for r in full["rows"])
+    assert {r["id"]: r["outcome"] for r in merged["rows"]} == {r["id"]: r["outcome"] for r in full["rows"]}
+    assert "replay" in (tmp_path / "merged" / "conformance.md").read_text()   # violations link their replay ids
+
+
+def test_merge_rejects_conflicting_rows(tmp_path):
+    a = {"rows": [{"id": "x-y", "operator": "x", "contract": "null_receiver", "declared": "claims", "reason": "r",
+                   "outcome": "holds", "cells": []}]}
+    b = json.loads(json.dumps(a))
+    b["rows"][0]["reason"] = "other"
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    with pytest.raises(InvalidArgument, match="differs"):
+        merge([tmp_path / "a.json", tmp_path / "b.json"])
+    with pytest.raises(InvalidArgument, match="cannot read"):
+        merge([tmp_path / "missing.json"])
