@@ -1,1 +1,23 @@
-"""Triton kernels (forward passes) registered as torch custom ops."""
+"""Triton kernels (forward passes) registered as torch custom ops ``torch.ops.tokenlaw.*``.
+
+* ``oattention_fwd`` -- presence-weighted online softmax (``oattention_fwd.py``);
+* ``sm_fir_fwd``     -- softmax over in-register FIR keys (``sm_fir_fwd.py``);
+* ``pn_fir_tau_fwd`` -- calibrated power normalisation, no exp/log (``pn_fir_tau_fwd.py``).
+
+Without a GPU set ``TRITON_INTERPRET=1`` (before the first import of a
+kernel: Triton decides interpreter vs compiler when it decorates the
+kernel) to run them on Triton's CPU interpreter.  The layer functions are
+imported lazily, so the contract catalogue can load ``kernel_laws`` without
+importing Triton.
+"""
+_LAZY = {"implementation", "oattention_layer", "fir_attention_layer"}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from . import layers
+
+        return getattr(layers, name)
+    raise AttributeError(f"module 'tokenlaw.kernels' has no attribute {name!r}")

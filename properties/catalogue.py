@@ -58,6 +58,7 @@ MODULES = (
     "tokenlaw.properties.filter_laws",
     "tokenlaw.properties.static_laws",
     "tokenlaw.properties.differential_laws",
+    "tokenlaw.kernels.kernel_laws",
 )
 
 

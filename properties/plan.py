@@ -65,7 +65,14 @@ class Row:
 
 
 def plan(registry, *, operators=None, contracts=None, dtypes=None, backend="eager") -> list[Row]:
-    """Every declared (operator, contract) row, filtered; one cell per applicable dtype."""
+    """Every declared (operator, contract) row, filtered; one cell per applicable dtype.
+
+    A kernel backend (``backend != "eager"``) plans its own rows: see ``tokenlaw.kernels.backend``.
+    """
+    if backend != "eager":
+        from tokenlaw.kernels.backend import plan_rows
+
+        return plan_rows(registry, operators=operators, contracts=contracts, dtypes=dtypes, backend=backend)
     rows = []
     for op in registry:
         if operators and op.name not in operators:

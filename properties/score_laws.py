@@ -29,6 +29,10 @@ def weights(case, s, dtype=None, **override):
     dtype = case.dtype if dtype is None else dtype
     m = visibility(case)
     params = {**case.weight_params(dtype), **override}
+    if case.backend != "eager":   # the weights the kernel applies (tokenlaw.kernels.kernel_laws)
+        from tokenlaw.kernels.kernel_laws import kernel_weights
+
+        return kernel_weights(case, s, dtype, **params)
     with torch.no_grad():
         return case.op.weights(TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
 
@@ -95,6 +99,10 @@ def sub_simplex(case):
 @contract(exact=True, **_SCORE)
 def silence(case):
     """All S'_tj = S_tj - tau <= 0 implies row mass 0 and output exactly 0."""
+    if case.backend != "eager":   # the kernel takes no scores: silence it through tau
+        from tokenlaw.kernels.kernel_laws import kernel_silence
+
+        return kernel_silence(case)
     tau = _tau(case)
     s = tau - scores(case).abs()
     s[..., 0] = tau                                   # the boundary S' = 0 is silent too

@@ -24,6 +24,7 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.reports.closure_cmd",
     "tokenlaw.reports.reproduce",
     "tokenlaw.symbolic.cli",
+    "tokenlaw.kernels.bench",
 )
 
 
@@ -79,7 +80,7 @@ def cmd_check(args) -> int:
             raise InvalidArgument(f"--contract: unknown contract {name!r}; known: {sorted(CONTRACTS)}")
     validate_dtypes(args.dtype)
     examples = args.examples or PROFILES[args.profile]
-    rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype)
+    rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype, backend=args.backend)
     from tokenlaw.fuzz.campaign import parse_shard, shard
 
     shard_i, shard_n = parse_shard(args.shard)
@@ -89,13 +90,15 @@ def cmd_check(args) -> int:
              database=args.database, replay_dir=args.replays)
     from tokenlaw.reports.provenance import snapshot
 
-    meta = dict(tier="fuzz", backend="eager", profile=args.profile, examples=examples, seed=args.seed,
+    meta = dict(tier="fuzz" if args.backend == "eager" else "kernel", backend=args.backend, profile=args.profile,
+                examples=examples, seed=args.seed,
                 torch=torch.__version__, seconds=time.perf_counter() - start, workers=args.workers,
                 shard=f"{shard_i}/{shard_n}", database=str(args.database), replays=str(args.replays),
                 **snapshot(reg),
                 scope={"operators": args.operator, "contracts": args.contract, "dtypes": args.dtype,
                        "operator_modules": getattr(args, "operators_module", None)})
-    paths = writers.write_all(rows, meta, Path(args.out))
+    stem = "conformance" if args.backend == "eager" else f"conformance-{args.backend}"
+    paths = writers.write_all(rows, meta, Path(args.out), stem=stem)
     md, js = paths["md"], paths["json"]
     failing = [r for r in rows if r.failing]
     if args.json:
@@ -106,6 +109,8 @@ def cmd_check(args) -> int:
         print(f"\n{len(rows)} rows, {len(failing)} failing; wrote {', '.join(str(p) for p in paths.values())}")
         for r in failing:
             print(f"  {r.outcome}: {r.id}")
+        for c in writers.not_runnable_cells(rows):
+            print(f"  not runnable here: {c.id}: {c.verdict.detail}")
     return EXIT_FAIL if failing else EXIT_OK
 
 
@@ -136,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="where violations are stored for 'tokenlaw replay ID' (default reports/replays)")
     sp.add_argument("--examples", type=int, help="examples per cell per dtype (overrides the profile)")
     sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--backend", default="eager", choices=["eager", "triton"],
+                    help="eager PyTorch, or the Triton kernels (TRITON_INTERPRET=1 without a GPU)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func=cmd_check)

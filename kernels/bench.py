@@ -1,0 +1,205 @@
+"""``tokenlaw bench``: throughput and peak memory of the kernels vs the eager reference and torch SDPA.
+
+Needs a CUDA GPU.  Without one the command says so and exits 3: no number
+is ever estimated or invented.  ``--smoke`` runs the same harness on tiny
+shapes on Triton's CPU interpreter to test the harness itself; its output
+is labelled SMOKE everywhere and is not a benchmark.
+
+Measured per (kernel, N, head dim), bf16, batch 1, 8 heads, forward only:
+tokens/s (batch * N / median time) and the peak memory allocated during the
+call beyond its inputs; plus a 6-layer multi-head stack at N = 1024
+(d_model = heads * head dim).  The growth exponent of peak memory in N
+(a log-log fit over the measured points) is reported, never assumed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from pathlib import Path
+
+EXIT_CANNOT_RUN = 3
+KERNELS = ("oattention", "sm_fir", "pn_fir_tau")
+FULL = dict(ns=(512, 1024, 4096, 16384), head_dims=(64, 128), dtype="bfloat16", heads=8, stack_n=1024, layers=6)
+SMOKE = dict(ns=(16, 32), head_dims=(16,), dtype="float32", heads=2, stack_n=16, layers=2)
+
+
+def register(subparsers):
+    sp = subparsers.add_parser("bench", help="kernel tokens/s and peak memory vs eager and torch SDPA (needs a GPU)")
+    sp.add_argument("--smoke", action="store_true",
+                    help="tiny shapes on the CPU interpreter, to test the harness (NOT a benchmark)")
+    sp.add_argument("--out", default="reports", help="directory for bench.json / bench-smoke.json")
+    sp.add_argument("--skip-eager-above", type=int, default=16384,
+                    help="skip the O(N^2)-memory eager reference above this N")
+    sp.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args) -> int:
+    import torch
+
+    if args.smoke:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        from .capabilities import interpreting
+
+        if not interpreting():
+            print("tokenlaw bench --smoke: TRITON_INTERPRET must be 1 before the kernels are imported")
+            return EXIT_CANNOT_RUN
+        cfg, device = SMOKE, "cpu"
+    else:
+        if not torch.cuda.is_available():
+            print("tokenlaw bench: no CUDA GPU is available on this machine, so there is nothing to measure "
+                  "and no number is reported. Run it on a GPU machine (or `tokenlaw bench --smoke` to test "
+                  "the harness on the CPU interpreter; its output is not a benchmark).")
+            return EXIT_CANNOT_RUN
+        cfg, device = FULL, "cuda"
+    results = run(cfg, device, smoke=args.smoke, skip_eager_above=args.skip_eager_above)
+    path = Path(args.out) / ("bench-smoke.json" if args.smoke else "bench.json")
+    from tokenlaw.reports.writers import atomic_write
+
+    atomic_write(path, json.dumps(results, indent=1) + "\n")
+    print(table(results))
+    print(f"\nwrote {path}")
+    return 0
+
+
+# -- the measured functions ------------------------------------------------------
+def _inputs(kernel, b, h, n, dh, dtype, device):
+    import torch
+
+    g = torch.Generator(device=device).manual_seed(0)
+    q, k, v = (torch.randn(b, h, n, dh, generator=g, device=device).to(dtype) for _ in range(3))
+    p = torch.rand(b, n, generator=g, device=device)
+    return q, k, v, p
+
+
+def _callables(kernel, q, k, v, p):
+    import torch
+    import torch.nn.functional as F
+
+    from . import ops
+
+    causal = kernel != "oattention"
+    if kernel == "oattention":
+        fused = lambda: ops.oattention_fwd(q, k, v, p, None, 1e-6, False)              # noqa: E731
+        eager = lambda: ops.oattention_reference(q, k, v, p, None, 1e-6, False)         # noqa: E731
+    elif kernel == "sm_fir":
+        fused = lambda: ops.sm_fir_fwd(q, k, v)                                          # noqa: E731
+        eager = lambda: ops.sm_fir_reference(q, k, v)                                    # noqa: E731
+    else:
+        tau = torch.tensor(0.0, device=q.device)
+        fused = lambda: ops.pn_fir_tau_fwd(q, k, v, tau)                                 # noqa: E731
+        eager = lambda: ops.pn_fir_tau_reference(q, k, v, tau)                           # noqa: E731
+    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)            # noqa: E731
+    return {"triton": fused, "eager": eager, "torch_sdpa": sdpa}
+
+
+def _measure(fn, device, smoke):
+    """(median seconds, peak bytes allocated beyond what was live before the call or None on CPU)."""
+    import torch
+
+    if smoke:
+        fn()
+        times = []
+        for _ in range(2):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return sorted(times)[len(times) // 2], None
+    import triton.testing
+
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    with torch.no_grad():
+        fn()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    with torch.no_grad():
+        ms = triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median")
+    return ms / 1e3, peak
+
+
+def _stack(kernel, layers, n, heads, dh, dtype, device, backend):
+    import torch
+
+    from tokenlaw.operators.modules import FIRAttention, OAttention
+
+    torch.manual_seed(0)
+    d = heads * dh
+    make = (lambda: OAttention(d, heads, backend=backend)) if kernel == "oattention" else \
+        (lambda: FIRAttention(d, heads, variant=kernel, backend=backend))
+    blocks = torch.nn.ModuleList(make() for _ in range(layers)).to(device=device, dtype=dtype)
+    x = torch.randn(1, n, d, device=device, dtype=dtype)
+
+    def forward():
+        h = x
+        for blk in blocks:
+            h = h + blk(h)
+        return h
+
+    return forward
+
+
+def run(cfg, device, *, smoke, skip_eager_above):
+    import torch
+
+    dtype = getattr(torch, cfg["dtype"])
+    rows = []
+    for kernel in KERNELS:
+        for dh in cfg["head_dims"]:
+            for n in cfg["ns"]:
+                q, k, v, p = _inputs(kernel, 1, cfg["heads"], n, dh, dtype, device)
+                for impl, fn in _callables(kernel, q, k, v, p).items():
+                    if impl == "eager" and n > skip_eager_above:
+                        continue
+                    try:
+                        secs, peak = _measure(fn, device, smoke)
+                        rows.append(dict(kernel=kernel, impl=impl, n=n, head_dim=dh, seconds=secs,
+                                         tokens_per_s=n / secs, peak_bytes=peak))
+                    except torch.cuda.OutOfMemoryError as err:  # recorded, not hidden
+                        rows.append(dict(kernel=kernel, impl=impl, n=n, head_dim=dh, error=f"OOM: {err}"[:200]))
+    stack = []
+    for kernel in KERNELS:
+        for backend in ("triton", "eager"):
+            fwd = _stack(kernel, cfg["layers"], cfg["stack_n"], cfg["heads"], cfg["head_dims"][0], dtype, device,
+                         backend)
+            secs, peak = _measure(fwd, device, smoke)
+            stack.append(dict(kernel=kernel, impl=backend, layers=cfg["layers"], n=cfg["stack_n"],
+                              seconds=secs, tokens_per_s=cfg["stack_n"] / secs, peak_bytes=peak))
+    return dict(smoke=smoke, label="SMOKE TEST on the CPU interpreter: NOT a benchmark" if smoke else "GPU benchmark",
+                device=torch.cuda.get_device_name() if device == "cuda" else f"CPU interpreter ({platform.machine()}, {os.cpu_count()} cores)",
+                torch=torch.__version__, config=cfg, rows=rows, stack=stack, memory_growth=growth(rows))
+
+
+def growth(rows) -> list:
+    """Least-squares exponent e in peak_bytes ~ N^e per (kernel, impl, head dim); None where memory was not measured."""
+    out = []
+    keys = sorted({(r["kernel"], r["impl"], r["head_dim"]) for r in rows if r.get("peak_bytes")})
+    for key in keys:
+        pts = [(math.log(r["n"]), math.log(r["peak_bytes"])) for r in rows
+               if (r["kernel"], r["impl"], r["head_dim"]) == key and r.get("peak_bytes")]
+        if len(pts) < 2:
+            continue
+        mx = sum(x for x, _ in pts) / len(pts)
+        my = sum(y for _, y in pts) / len(pts)
+        e = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+        out.append(dict(kernel=key[0], impl=key[1], head_dim=key[2], exponent=e, points=len(pts)))
+    return out
+
+
+def table(results) -> str:
+    lines = [f"# tokenlaw bench - {results['label']} - {results['device']}", "",
+             "| kernel | impl | N | head dim | tokens/s | peak MB |", "|---|---|---|---|---|---|"]
+    for r in results["rows"] + [dict(s, head_dim=f"stack x{s['layers']}") for s in results["stack"]]:
+        if "error" in r:
+            lines.append(f"| {r['kernel']} | {r['impl']} | {r['n']} | {r['head_dim']} | {r['error']} | |")
+            continue
+        mb = "n/a (CPU)" if r["peak_bytes"] is None else f"{r['peak_bytes'] / 2**20:.1f}"
+        lines.append(f"| {r['kernel']} | {r['impl']} | {r['n']} | {r['head_dim']} | {r['tokens_per_s']:.4g} | {mb} |")
+    if results["memory_growth"]:
+        lines += ["", "peak memory ~ N^e:"] + [f"  {g['kernel']}/{g['impl']}/dh{g['head_dim']}: e = {g['exponent']:.2f}"
+                                             for g in results["memory_growth"]]
+    return "\n".join(lines)

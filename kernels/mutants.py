@@ -1,0 +1,110 @@
+"""Kernel mutants: deliberate kernel bugs the suite must catch (``tokenlaw mutate`` picks them up).
+
+A mutant never touches the real kernels.  Its ``patch()`` is a context
+manager that, while active, makes the wrapper launch a *mutated copy*:
+
+* a source mutant copies the kernel's module source, replaces one exact
+  snippet (it must occur exactly once, so a refactor that removes it fails
+  loudly instead of silently testing nothing), writes the copy to a
+  temporary file, imports it as a sibling module and points the wrapper's
+  kernel name at the mutated kernel;
+* a launch mutant changes a constant the wrapper passes to the kernel
+  (e.g. the FIR halo width).
+
+Each mutant lists the operators it affects; ``tests/test_kernels_mutants.py``
+shows every one is killed by some contract on the interpreter backend.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import itertools
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+from unittest import mock
+
+_counter = itertools.count()
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelMutant:
+    name: str
+    operators: tuple
+    description: str
+    patch: Callable[[], contextlib.AbstractContextManager]
+    backend: str = "triton"
+
+
+@contextlib.contextmanager
+def _source_mutant(module_name: str, kernel_name: str, old: str, new: str):
+    module = importlib.import_module(f"tokenlaw.kernels.{module_name}")
+    source = Path(module.__file__).read_text()
+    if source.count(old) != 1:
+        raise RuntimeError(f"mutant snippet occurs {source.count(old)} times in {module.__file__}: {old!r}")
+    with tempfile.TemporaryDirectory(prefix="tokenlaw-mutant-") as tmp:
+        name = f"tokenlaw.kernels._mutant_{module_name}_{next(_counter)}"
+        path = Path(tmp) / f"{name.rsplit('.', 1)[1]}.py"
+        path.write_text(source.replace(old, new))   # kept on disk while active: Triton reads the source
+        spec = importlib.util.spec_from_file_location(name, path)
+        mutated = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mutated
+        try:
+            spec.loader.exec_module(mutated)
+            with mock.patch.object(module, kernel_name, getattr(mutated, kernel_name)):
+                yield
+        finally:
+            sys.modules.pop(name, None)
+
+
+def _source(module_name, kernel_name, old, new):
+    return lambda: _source_mutant(module_name, kernel_name, old, new)
+
+
+@contextlib.contextmanager
+def _halo_short_by_one():
+    from . import fir_launch
+
+    with mock.patch.object(fir_launch, "HALO", fir_launch.N_TAPS - 2):
+        yield
+
+
+KERNEL_MUTANTS = [
+    KernelMutant(
+        "running_max_over_nulls", ("oattention",),
+        "the running maximum is taken over every in-range key, null and masked ones included, "
+        "so a null token's huge key underflows the active tokens' weights",
+        _source("oattention_fwd", "oattention_fwd_kernel",
+                "tl.max(tl.where(active, s, float(\"-inf\")), axis=1)",
+                "tl.max(tl.where(row_ok[:, None] & col_ok[None, :], s, float(\"-inf\")), axis=1)")),
+    KernelMutant(
+        "eps_den_not_rescaled", ("oattention",),
+        "eps_den is added to the max-shifted denominator without the exp(-M) factor",
+        _source("oattention_fwd", "oattention_fwd_kernel",
+                "den = eps_den * tl.exp(-m_fin) + l_i", "den = eps_den + l_i")),
+    KernelMutant(
+        "receiver_gate_missing", ("oattention",),
+        "the output is not multiplied by the receiver's presence p_i",
+        _source("oattention_fwd", "oattention_fwd_kernel",
+                "out = p_rcv[:, None] * (acc / den[:, None])", "out = acc / den[:, None]")),
+    KernelMutant(
+        "fir_halo_off_by_one", ("sm_fir", "pn_fir_tau"),
+        "the wrapper launches the FIR kernels with a 5-row halo: the 7th tap of a key tile's first row "
+        "misses the row 6 tokens back in the previous tile",
+        _halo_short_by_one),
+    KernelMutant(
+        "gate_missing", ("pn_fir_tau",),
+        "the peak silence gate g = m / (1 + m) is dropped (a live row's mass becomes 1)",
+        _source("pn_fir_tau_fwd", "pn_fir_tau_fwd_kernel",
+                "out = gate[:, None] * (acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None])",
+                "out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]")),
+    KernelMutant(
+        "tile_skip_drops_live_tile", ("pn_fir_tau",),
+        "a key tile is skipped unless it raises the tile's running peak, dropping live tiles "
+        "that carry mass below the peak",
+        _source("pn_fir_tau_fwd", "pn_fir_tau_fwd_kernel",
+                "live = tl.max(tl.max(r, axis=1), axis=0) > 0.0",
+                "live = tl.max(tl.max(r, axis=1), axis=0) > tl.max(m_i, axis=0)")),
+]

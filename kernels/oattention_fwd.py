@@ -1,0 +1,135 @@
+"""Fused OAttention forward: presence-weighted online softmax (SPEC 1).
+
+    out_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij))
+
+One program owns BLOCK_M receivers of one (batch, head) and streams the key
+tiles once, flash-attention style.  Three details keep it equal to the
+formula and a null token inert:
+
+* the running maximum M_i is taken over *active* sources only
+  (m_ij p_j > 0): a null token's key, however large, never enters it, so it
+  cannot underflow the active tokens' weights;
+* the weights are exp(s - M) times the mass m_ij p_j, and inactive entries
+  are set to 0 before exp sees them, so there is no 0 * inf;
+* eps_den is rescaled like the sums: den = eps_den * exp(-M) + l.  A row with
+  no active source keeps M = 0 and gets num = 0, den = eps_den: exactly 0.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from . import validate
+from .capabilities import tiles
+
+
+@triton.jit
+def oattention_fwd_kernel(
+    # pointers
+    Q, K, V, P, MASK, OUT,
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale, eps_den,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_pb, stride_pn,
+    stride_mb, stride_mi, stride_mj,
+    stride_ob, stride_oh, stride_on, stride_od,
+    # meta-parameters
+    HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a receiver tile of one (batch, head) ------------
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    row_ok = offs_m < n_ctx
+    d_ok = offs_d < head_dim
+
+    # -- load the query tile and the receivers' presence -------------------
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+    p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+
+    # -- running max over active sources, running sums, fp32 accumulator ----
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+
+    hi = n_ctx
+    if IS_CAUSAL:
+        hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < n_ctx
+        k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                    mask=col_ok[:, None] & d_ok[None, :], other=0.0)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=col_ok[:, None] & d_ok[None, :], other=0.0)
+        p_src = tl.load(P + b * stride_pb + offs_n * stride_pn, mask=col_ok, other=0.0)
+
+        # mass_ij = m_ij p_j: zero for padding, masked and null sources
+        mass = tl.where(row_ok[:, None] & col_ok[None, :], p_src[None, :], 0.0)
+        if HAS_MASK:
+            vis = tl.load(MASK + b * stride_mb + offs_m[:, None] * stride_mi + offs_n[None, :] * stride_mj,
+                          mask=row_ok[:, None] & col_ok[None, :], other=0)
+            mass = tl.where(vis != 0, mass, 0.0)
+        if IS_CAUSAL:
+            mass = tl.where(offs_n[None, :] <= offs_m[:, None], mass, 0.0)
+        active = mass > 0.0
+
+        # scores; the running max only ever sees active sources
+        s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
+        m_new = tl.maximum(m_i, tl.max(tl.where(active, s, float("-inf")), axis=1))
+        m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)     # rows with no active source yet
+        alpha = tl.exp(m_i - m_ref)                                # exp(-inf) = 0 on the first live tile
+        e = tl.where(active, tl.exp(tl.where(active, s - m_ref[:, None], 0.0)), 0.0) * mass
+
+        # rescale the running sums to the new maximum and accumulate
+        l_i = l_i * alpha + tl.sum(e, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(e.to(v.dtype), v, input_precision="ieee")
+        m_i = m_new
+
+    # -- epilogue: eps_den rescaled with the running max, receiver gate -----
+    m_fin = tl.where(m_i == float("-inf"), 0.0, m_i)
+    den = eps_den * tl.exp(-m_fin) + l_i
+    den = tl.where(den > 0.0, den, 1.0)
+    out = p_rcv[:, None] * (acc / den[:, None])
+    tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+             out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
+
+
+def oattention_fwd(q, k, v, p, mask=None, *, eps_den, causal=False):
+    """OAttention core on projected heads q, k, v (B, H, N, dh) with presence p (B, N).
+
+    ``mask``: None or 0/1 (N, N) / (1|B, N, N) visibility (1 = may attend);
+    ``causal`` adds j <= i.  p gates both the sources and the receivers.
+    Returns (B, H, N, dh) in q's dtype.
+
+    >>> # doctest: +SKIP
+    >>> out = oattention_fwd(q, k, v, p, eps_den=1e-6)
+    """
+    b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v)
+    p = validate.token_vector(p, "p", b, n, q).float()
+    mask = validate.visibility(mask, "mask", b, n, q)
+    eps_den = validate.scalar(eps_den, "eps_den", positive=True)
+    out = torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device)
+    t = tiles(n, dh)
+    m_arg = mask if mask is not None else out          # unused pointer when HAS_MASK is False
+    m_strides = (mask.stride(0) if mask.shape[0] > 1 else 0, mask.stride(1), mask.stride(2)) if mask is not None else (0, 0, 0)
+    grid = (triton.cdiv(n, t["BLOCK_M"]), b * h)
+    oattention_fwd_kernel[grid](
+        q, k, v, p, m_arg, out,
+        h, n, dh, dh ** -0.5, eps_den,
+        *q.stride(), *k.stride(), *v.stride(),
+        *p.stride(), *m_strides, *out.stride(),
+        HAS_MASK=mask is not None, IS_CAUSAL=bool(causal), **t,
+    )
+    return out

@@ -1,0 +1,89 @@
+"""Fused pn_fir_tau forward: calibrated power normalisation over FIR keys, no exp or log (SPEC 2).
+
+    r_tj = max(S_tj - tau, 0) (j <= t),  m_t = max_j r_tj,
+    o_t  = g(m_t) * sum_j r_tj^10 v_j / sum_j r_tj^10,   g(m) = m / (1 + m)
+
+Online power normalisation: the sums are kept relative to the running peak
+m (u = (r / m)^10 <= 1, so nothing overflows).  When a tile raises the peak
+from m_old to m_new the sums are rescaled by (m_old / m_new)^10 -- the
+power analogue of flash attention's exp(m_old - m_new), computed by four
+multiplications.  A key tile in which no score exceeds tau contributes
+nothing and is skipped (no value load, no second dot).  A row that never
+sees a positive score keeps m = 0, gate 0 and output exactly 0 (silence).
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from . import fir_launch, validate
+from .tiles import fir_key_tile, power10
+
+
+@triton.jit
+def pn_fir_tau_fwd_kernel(
+    # pointers
+    Q, K, V, TAPS, OUT,
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale, tau,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,
+    # meta-parameters
+    N_TAPS: tl.constexpr, HALO: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a query tile of one (batch, head) ---------------
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    row_ok = offs_m < n_ctx
+    d_ok = offs_d < head_dim
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+
+    # -- running peak and peak-relative sums, fp32 ---------------------------
+    m_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+
+    hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < n_ctx
+        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                         BLOCK_N, BLOCK_D, N_TAPS, HALO)
+        visible = row_ok[:, None] & col_ok[None, :] & (offs_n[None, :] <= offs_m[:, None])
+        s = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision="ieee") * sm_scale
+        r = tl.where(visible, tl.maximum(s - tau, 0.0), 0.0)
+
+        # -- skip a silent tile: no score above tau anywhere in it -----------
+        live = tl.max(tl.max(r, axis=1), axis=0) > 0.0
+        if live:
+            m_new = tl.maximum(m_i, tl.max(r, axis=1))
+            safe = tl.where(m_new > 0.0, m_new, 1.0)
+            scale = power10(m_i / safe)               # (m_old / m_new)^10; 0 while the row was silent
+            u = power10(r / safe[:, None])            # (r / m_new)^10 in [0, 1]
+            v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                        mask=col_ok[:, None] & d_ok[None, :], other=0.0)
+            l_i = l_i * scale + tl.sum(u, axis=1)
+            acc = acc * scale[:, None] + tl.dot(u.to(v.dtype), v, input_precision="ieee")
+            m_i = m_new
+
+    # -- epilogue: normalise, peak silence gate g = m / (1 + m) ---------------
+    gate = m_i / (1.0 + m_i)
+    out = gate[:, None] * (acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None])
+    tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+             out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
+
+
+def pn_fir_tau_fwd(q, k, v, tau):
+    """pn_fir_tau over FIR keys for q, k, v (B, H, N, dh) and threshold ``tau``; returns (B, H, N, dh)."""
+    return fir_launch.launch(pn_fir_tau_fwd_kernel, q, k, v, validate.scalar(tau, "tau"))

@@ -1,0 +1,79 @@
+"""Fused sm_fir forward: causal softmax attention over FIR-smoothed keys (SPEC 2).
+
+    S_tj = <q_t, k~_j> / sqrt(dh),  k~_j = sum_{t=0..6} w_t k_{j-t},  o_t = softmax_j<=t(S_t) v
+
+The smoothed keys are never materialised: each key tile is rebuilt in
+registers from its own rows plus a 6-row halo (``tiles.fir_key_tile``), then
+a standard online softmax runs over the causal key tiles.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from . import fir_launch
+from .tiles import fir_key_tile
+
+
+@triton.jit
+def sm_fir_fwd_kernel(
+    # pointers
+    Q, K, V, TAPS, OUT,
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,
+    # meta-parameters
+    N_TAPS: tl.constexpr, HALO: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a query tile of one (batch, head) ---------------
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    row_ok = offs_m < n_ctx
+    d_ok = offs_d < head_dim
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+
+    # -- online softmax state, fp32 ------------------------------------------
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+
+    # -- causal key tiles: FIR keys in registers, scores, rescale, accumulate
+    hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        col_ok = offs_n < n_ctx
+        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                         BLOCK_N, BLOCK_D, N_TAPS, HALO)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=col_ok[:, None] & d_ok[None, :], other=0.0)
+        visible = col_ok[None, :] & (offs_n[None, :] <= offs_m[:, None])
+        s = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision="ieee") * sm_scale
+        m_new = tl.maximum(m_i, tl.max(tl.where(visible, s, float("-inf")), axis=1))
+        m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)     # padding rows see nothing
+        alpha = tl.exp(m_i - m_ref)
+        e = tl.where(visible, tl.exp(tl.where(visible, s - m_ref[:, None], 0.0)), 0.0)
+        l_i = l_i * alpha + tl.sum(e, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(e.to(v.dtype), v, input_precision="ieee")
+        m_i = m_new
+
+    # -- epilogue: normalise (every real row sees its own key), masked store -
+    out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
+    tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+             out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
+
+
+def sm_fir_fwd(q, k, v):
+    """Causal softmax attention over FIR keys for q, k, v (B, H, N, dh); returns (B, H, N, dh)."""
+    return fir_launch.launch(sm_fir_fwd_kernel, q, k, v)

@@ -1,0 +1,34 @@
+"""Tile helpers shared by the kernels (``@triton.jit`` device functions)."""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                 BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, N_TAPS: tl.constexpr, HALO: tl.constexpr):
+    """Causal FIR of the key rows ``offs_n``: k~_j = sum_t w_t k_{j-t}, in fp32.
+
+    Reads the tile's rows plus the HALO = N_TAPS - 1 rows before ``start_n``
+    (zero before the first token); the smoothed keys exist only in registers.
+    """
+    # The read window of this tile is [start_n - HALO, start_n + BLOCK_N), clipped at token 0.
+    lo = tl.maximum(start_n - HALO, 0)
+    rows = K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
+    d_ok = offs_d[None, :] < head_dim
+    acc = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    for t in tl.static_range(N_TAPS):
+        src = offs_n - t
+        k = tl.load(rows - t * stride_kn, mask=((src >= lo) & (src < n_ctx))[:, None] & d_ok, other=0.0)
+        acc += tl.load(TAPS + t) * k.to(tl.float32)
+    return acc
+
+
+@triton.jit
+def power10(x):
+    """x**10 as x2 = x*x, x4 = x2*x2, x8 = x4*x4, x8*x2: multiplications only."""
+    x2 = x * x
+    x4 = x2 * x2
+    x8 = x4 * x4
+    return x8 * x2

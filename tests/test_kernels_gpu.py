@@ -1,0 +1,36 @@
+"""Compiled kernels on a CUDA GPU, bf16 included (the interpreter cannot judge bf16).
+
+Skipped, with the reason, on machines without a GPU or when TRITON_INTERPRET is set.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
+    not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"),
+    reason="needs a CUDA GPU and compiled (not interpreted) Triton")]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", ["oattention_fwd", "sm_fir_fwd", "pn_fir_tau_fwd"])
+@pytest.mark.parametrize("n,dh", [(1, 16), (100, 64), (333, 128)])
+def test_compiled_kernel_is_no_worse_than_eager_in_the_same_dtype(name, dtype, n, dh):
+    from tokenlaw.kernels import ops
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(2, 4, n, dh, generator=g, device="cuda").to(dtype) for _ in range(3))
+    p = torch.rand(2, n, generator=g, device="cuda")
+    p[:, ::7] = 0.0
+    ref_fn = getattr(ops, name.replace("_fwd", "_reference"))
+    extra = {"oattention_fwd": (p, None, 1e-3, False), "sm_fir_fwd": (), "pn_fir_tau_fwd": (torch.tensor(0.0, device="cuda"),)}[name]
+    out = getattr(ops, name)(q, k, v, *extra).double()
+    ref = ref_fn(q.double(), k.double(), v.double(), *[e.double() if torch.is_tensor(e) else e for e in extra])
+    same = ref_fn(q, k, v, *[e.to(dtype) if torch.is_tensor(e) else e for e in extra]).double()
+    u = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}[dtype]
+    assert (out - ref).abs().max() <= 8 * max(float((same - ref).abs().max()), u * float(ref.abs().max()))
+    if name == "oattention_fwd":
+        z = out[:, :, ::7]
+        assert torch.equal(z, torch.zeros_like(z))
