@@ -25,11 +25,8 @@ _KERNEL_DTYPES = ("float32", "float16", "bfloat16")
 
 
 def _eager(case, x, mask, dtype, **overrides):
-    kwargs = dict(cast({**case.params, **overrides}, dtype))
-    if case.op.domain.mask != "none":
-        kwargs["mask"] = None if mask is None else mask.to(dtype)
     with torch.no_grad():
-        return case.op.fn(TORCH, x.to(dtype), **kwargs)
+        return case.op.fn(TORCH, x.to(dtype), **case.arguments(mask, dtype, **overrides))
 
 
 def agreement(case, kernel_out, reference, what) -> V.Verdict:

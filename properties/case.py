@@ -135,13 +135,18 @@ class Case:
         return torch.randn(*shape, generator=self.generator(salt), dtype=torch.float64) * scale
 
     # -- running ---------------------------------------------------------------
+    def arguments(self, mask=None, dtype=None, **overrides) -> dict[str, Any]:
+        """The operator's keyword arguments in ``dtype``: its parameters, plus the mask if it takes one."""
+        dtype = self.dtype if dtype is None else dtype
+        kwargs: dict[str, Any] = dict(cast({**self.params, **overrides}, dtype))
+        if self.op.domain.mask != "none":
+            kwargs["mask"] = None if mask is None else mask.to(dtype)
+        return kwargs
+
     def run(self, x, mask=None, dtype=None, **overrides) -> torch.Tensor:
         """Run the operator on float64 inputs cast to ``dtype`` (default: the case's)."""
         dtype = self.dtype if dtype is None else dtype
-        params = cast({**self.params, **overrides}, dtype)
-        kwargs: dict[str, Any] = dict(params)
-        if self.op.domain.mask != "none":
-            kwargs["mask"] = None if mask is None else mask.to(dtype)
+        kwargs = self.arguments(mask, dtype, **overrides)
         if kwargs.get("mask") is not None:
             kwargs["mask"] = lay_out(kwargs["mask"], self.layout)
         with torch.no_grad():

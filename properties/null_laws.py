@@ -7,7 +7,6 @@ from tokenlaw.operators.xp import TORCH
 
 from . import transforms as T
 from . import verdict as V
-from .case import cast
 from .catalogue import contract
 from .judging import exact_zero, max_abs, relation, worst
 from .tolerance import PROBE
@@ -76,11 +75,7 @@ def null_gradient(case):
     """A null token's carrier receives exactly zero gradient."""
     nulls = null_positions(case)
     x = with_nulls(case, nulls).to(case.dtype).requires_grad_(True)
-    params = cast(case.params, case.dtype)
-    kwargs = dict(params)
-    if case.op.domain.mask != "none":
-        kwargs["mask"] = None if case.mask is None else case.mask.to(case.dtype)
-    out = case.op.fn(TORCH, x, **kwargs)
+    out = case.op.fn(TORCH, x, **case.arguments(case.mask))
     weights = case.random_like(out.shape, salt=11).to(case.dtype)
     (grad,) = torch.autograd.grad((out * weights).sum(), x)
     return exact_zero(grad[:, list(nulls)], f"gradient at null tokens {list(nulls)}")

@@ -84,11 +84,7 @@ def softmax_reduction(case):
 def formula_equivalence(case):
     """The stabilised implementation equals the declared direct formula (e.g. SPEC's OAttention with eps_den)."""
     def direct(dt):
-        params = cast(case.params, dt)
-        kwargs = dict(params)
-        if case.op.domain.mask != "none":
-            kwargs["mask"] = None if case.mask is None else case.mask.to(dt)
         with torch.no_grad():
-            return case.op.reference(TORCH, case.x.to(dt), **kwargs)
+            return case.op.reference(TORCH, case.x.to(dt), **case.arguments(case.mask, dt))
 
     return relation(case, lambda dt: case.run(case.x, case.mask, dtype=dt), direct, "implementation vs direct formula")

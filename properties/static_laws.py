@@ -6,15 +6,7 @@ import torch
 from tokenlaw.operators.xp import TORCH, Recording
 
 from . import verdict as V
-from .case import cast
 from .catalogue import contract
-
-
-def _kwargs(case, dtype):
-    kwargs = dict(cast(case.params, dtype))
-    if case.op.domain.mask != "none":
-        kwargs["mask"] = None if case.mask is None else case.mask.to(dtype)
-    return kwargs
 
 
 @contract(exact=True, dtypes=("float64",))
@@ -26,7 +18,7 @@ def zero_transcendental(case):
         return kernel_transcendentals(case)
     rec = Recording(TORCH)
     with torch.no_grad():
-        case.op.fn(rec, case.x, **_kwargs(case, torch.float64))
+        case.op.fn(rec, case.x, **case.arguments(case.mask, torch.float64))
     calls = rec.transcendental_calls
     n = sum(calls.values())
     return V.judge(n, 0, f"transcendental calls traced: {dict(calls) or 'none'}; all primitives: {dict(rec.calls)}")
@@ -36,7 +28,7 @@ def zero_transcendental(case):
 def gradcheck(case):
     """Analytic float64 gradients match finite differences (torch.autograd.gradcheck)."""
     x = case.x.clone().requires_grad_(True)
-    kwargs = _kwargs(case, torch.float64)
+    kwargs = case.arguments(case.mask, torch.float64)
 
     def f(inp):
         return case.op.fn(TORCH, inp, **kwargs)
