@@ -77,13 +77,13 @@ KERNEL_MUTANTS = [
         "the running maximum is taken over every in-range key, null and masked ones included, "
         "so a null token's huge key underflows the active tokens' weights",
         _source("oattention_fwd", "oattention_fwd_kernel",
-                "tl.max(tl.where(active, s, float(\"-inf\")), axis=1)",
+                "tl.max(tl.where(active, a, float(\"-inf\")), axis=1)",
                 "tl.max(tl.where(row_ok[:, None] & col_ok[None, :], s, float(\"-inf\")), axis=1)")),
     KernelMutant(
         "eps_den_not_rescaled", ("oattention",),
         "eps_den is added to the max-shifted denominator without the exp(-M) factor",
         _source("oattention_fwd", "oattention_fwd_kernel",
-                "den = eps_den * tl.exp(-m_fin) + l_i", "den = eps_den + l_i")),
+                "den = tl.exp(log_eps - m_i) + l_i", "den = tl.exp(log_eps) + l_i")),
     KernelMutant(
         "receiver_gate_missing", ("oattention",),
         "the output is not multiplied by the receiver's presence p_i",

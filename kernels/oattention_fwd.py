@@ -3,18 +3,24 @@
     out_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij))
 
 One program owns BLOCK_M receivers of one (batch, head) and streams the key
-tiles once, flash-attention style.  Three details keep it equal to the
-formula and a null token inert:
+tiles once, flash-attention style, in log space like the eager operator
+(``operators/oattention.py``): p_j exp(s_ij) = exp(s_ij + log p_j).
 
-* the running maximum M_i is taken over *active* sources only
-  (m_ij p_j > 0): a null token's key, however large, never enters it, so it
-  cannot underflow the active tokens' weights;
-* the weights are exp(s - M) times the mass m_ij p_j, and inactive entries
-  are set to 0 before exp sees them, so there is no 0 * inf;
-* eps_den is rescaled like the sums: den = eps_den * exp(-M) + l.  A row with
-  no active source keeps M = 0 and gets num = 0, den = eps_den: exactly 0.
+* the running maximum M_i is taken over the *active* exponents
+  a_ij = s_ij + log(m_ij p_j) (m_ij p_j > 0) and starts at log(eps_den): a
+  null token's key, however large, never enters it, so it cannot underflow
+  the active tokens' weights, and a near-null (subnormal) presence cannot
+  make the denominator subnormal;
+* inactive entries are replaced before log/exp see them and zeroed after,
+  so there is no log 0 and no 0 * inf;
+* eps_den is rescaled like the sums: den = exp(log(eps_den) - M) + l.  The
+  term that set M contributes exactly 1, so den >= 1: it never overflows or
+  underflows.  A row with no active source keeps M = log(eps_den) and gets
+  num = 0, den = 1: exactly 0.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import triton
@@ -29,7 +35,7 @@ def oattention_fwd_kernel(
     # pointers
     Q, K, V, P, MASK, OUT,
     # sizes and scalars
-    H, n_ctx, head_dim, sm_scale, eps_den,
+    H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
     stride_qb, stride_qh, stride_qn, stride_qd,
     stride_kb, stride_kh, stride_kn, stride_kd,
@@ -58,8 +64,8 @@ def oattention_fwd_kernel(
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
 
-    # -- running max over active sources, running sums, fp32 accumulator ----
-    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    # -- running max (from log eps_den) over active exponents, running sums --
+    m_i = tl.full((BLOCK_M,), 0.0, dtype=tl.float32) + log_eps
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
 
@@ -85,12 +91,12 @@ def oattention_fwd_kernel(
             mass = tl.where(offs_n[None, :] <= offs_m[:, None], mass, 0.0)
         active = mass > 0.0
 
-        # scores; the running max only ever sees active sources
+        # exponents a = s + log mass; the running max only ever sees active ones
         s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
-        m_new = tl.maximum(m_i, tl.max(tl.where(active, s, float("-inf")), axis=1))
-        m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)     # rows with no active source yet
-        alpha = tl.exp(m_i - m_ref)                                # exp(-inf) = 0 on the first live tile
-        e = tl.where(active, tl.exp(tl.where(active, s - m_ref[:, None], 0.0)), 0.0) * mass
+        a = s + tl.log(tl.where(active, mass, 1.0))
+        m_new = tl.maximum(m_i, tl.max(tl.where(active, a, float("-inf")), axis=1))
+        alpha = tl.exp(m_i - m_new)                                # <= 1, finite: both start at log eps_den
+        e = tl.where(active, tl.exp(tl.where(active, a - m_new[:, None], 0.0)), 0.0)
 
         # rescale the running sums to the new maximum and accumulate
         l_i = l_i * alpha + tl.sum(e, axis=1)
@@ -98,9 +104,7 @@ def oattention_fwd_kernel(
         m_i = m_new
 
     # -- epilogue: eps_den rescaled with the running max, receiver gate -----
-    m_fin = tl.where(m_i == float("-inf"), 0.0, m_i)
-    den = eps_den * tl.exp(-m_fin) + l_i
-    den = tl.where(den > 0.0, den, 1.0)
+    den = tl.exp(log_eps - m_i) + l_i          # = eps_den exp(-M) + l >= 1
     out = p_rcv[:, None] * (acc / den[:, None])
     tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
              out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
@@ -127,7 +131,7 @@ def oattention_fwd(q, k, v, p, mask=None, *, eps_den, causal=False):
     grid = (triton.cdiv(n, t["BLOCK_M"]), b * h)
     oattention_fwd_kernel[grid](
         q, k, v, p, m_arg, out,
-        h, n, dh, dh ** -0.5, eps_den,
+        h, n, dh, dh ** -0.5, math.log(eps_den),
         *q.stride(), *k.stride(), *v.stride(),
         *p.stride(), *m_strides, *out.stride(),
         HAS_MASK=mask is not None, IS_CAUSAL=bool(causal), **t,

@@ -33,7 +33,7 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     # denominator is never subnormal (whose 1/den^2 would overflow in the
     # backward and send inf * rho'(0) = NaN to null tokens), and inactive
     # entries are cut from the gradient by the wheres.
-    a = s + xp.log(mass + xp.where(active, xp.zeros_like(mass), xp.ones_like(mass)))   # log 1 = 0 where inactive
+    a = s + xp.log(xp.where(active, mass, xp.ones_like(mass)))    # log 1 = 0 where inactive: never log 0
     floor = xp.min(a, axis=-1, keepdims=True)
     top = xp.max(xp.where(active, a, floor), axis=-1, keepdims=True)
     top = xp.maximum(top, xp.log(xp.full_like(top, 1.0) * eps_den))

@@ -41,6 +41,7 @@ DEFAULT_TIMEOUT = 5.0
 MARGIN = z3.Q(1, 100)
 ATTEMPTS = 3
 CELL_BUDGET = 6        # a cell (all its queries) stops after this many per-proof timeouts
+FIRST_SHARE = 0.04     # of the timeout, for the whole conjunction before the split
 MARGIN_SEARCH = 8      # how many claims, in order, to try for the earliest robust failure
 SOLVER = f"z3 {z3.get_version_string()}"
 
@@ -139,7 +140,15 @@ def relevant(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
     pool = q.background + (q.assumed if assume_obligations else [])
     if rewrite:
         pool = [(z3.substitute(c, *rewrite), keys) for c, keys in pool]
-    items = [(c, frozenset(k.decl().name() for k in keys), fresh_symbols(c, memo)) for c, keys in pool]
+    seen = q.ns.__dict__.setdefault("_item_memo", {})    # (id, key ids) -> (item, key names, mentions)
+
+    def item(c, keys):
+        k = (c.get_id(), tuple(x.get_id() for x in keys))
+        if k not in seen:
+            seen[k] = (c, frozenset(x.decl().name() for x in keys), fresh_symbols(c, memo), keys)
+        return seen[k][:3]
+
+    items = [item(c, keys) for c, keys in pool]
     live = set(fresh_symbols(goal, memo))
     chosen, pending = [], list(range(len(items)))
     changed = True
@@ -160,25 +169,51 @@ def relevant(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
 
 # Portfolio: nlsat decides most of our real-arithmetic queries; the smt core
 # (congruence closure and case splits first) wins where a claim is true by
-# structure, e.g. a gate that folds to 0.
-PORTFOLIO = (("qfnra-nlsat", 0.5), ("smt", 0.5))
+# structure, e.g. a gate that folds to 0, or an obligation deep in a host.
+# Most queries are decided in milliseconds by one of the two and time out in
+# the other, so each first gets a short slice, then the long ones follow.
+PORTFOLIO = (("qfnra-nlsat", 0.02), ("smt", 0.02), ("qfnra-nlsat", 0.48), ("smt", 0.48))
 
 
-def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=False, rewrite=()):
+def _formulas(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
+    """The query as a list of formulas: the goal's relevant background, then the goal."""
+    # simplify after any rewrite: canonical forms let equal sub-terms coincide
+    memo = q.ns.__dict__.setdefault("_simplified", {})     # id -> (term, simplified): keeps ids alive
+
+    def simplified(c):
+        if c.get_id() not in memo:
+            memo[c.get_id()] = (c, z3.simplify(c))
+        return memo[c.get_id()][1]
+
+    return [simplified(c) for c in relevant(q, goal, assume_obligations, rewrite)] + [z3.simplify(goal)]
+
+
+def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=False, rewrite=(), formulas=None):
     s = z3.Tactic(tactic).solver()
     s.set("timeout", max(1, int(timeout * 1000)))
-    # simplify after any rewrite: canonical forms let equal sub-terms coincide
-    s.add(*(z3.simplify(c) for c in relevant(q, goal, assume_obligations, rewrite)))
-    s.add(z3.simplify(goal))
+    s.add(*(formulas if formulas is not None else _formulas(q, goal, assume_obligations, rewrite)))
     return s
+
+
+# Proved queries, keyed by the exact set of formulas (z3 hash-conses terms, so equal
+# ids are equal formulas; the formulas are held so their ids are never recycled).  The
+# same formulas are unsat wherever they come from: an obligation that does not depend on
+# the enumerated mask is proved once, not once per mask.
+_PROVED: dict = {}
 
 
 def _check(q: Query, timeout: float, goal, assume_obligations=False, rewrite=()):
     """(result, solver, reason): the first portfolio member that decides, else unknown."""
+    formulas = _formulas(q, goal, assume_obligations, rewrite)
+    key = frozenset(f.get_id() for f in formulas)
+    if key in _PROVED:
+        return z3.unsat, None, _PROVED[key][1] + " (same query proved before)"
     reasons = []
     for tactic, share in PORTFOLIO:
-        s = _solver(q, timeout * share, goal, tactic, assume_obligations, rewrite)
+        s = _solver(q, timeout * share, goal, tactic, formulas=formulas)
         r = s.check()
+        if r == z3.unsat:
+            _PROVED[key] = (formulas, tactic)
         if r != z3.unknown:
             return r, s, tactic
         reasons.append(f"{tactic}: {s.reason_unknown()}")
@@ -188,13 +223,13 @@ def _check(q: Query, timeout: float, goal, assume_obligations=False, rewrite=())
 def _decide(q: Query, timeout: float, deadline: float = float("inf")):
     """(result, model, how) for "some claim or obligation fails".
 
-    First the whole conjunction with a quarter of the budget; if z3 cannot
+    First the whole conjunction with a slice of the budget; if z3 cannot
     decide it, split: each obligation O_k on its own, then each claim C
     assuming the obligations its cone of influence mentions (valid(O) and
     valid(O -> C) give valid(O and C)), each with the full budget.
     """
     all_ok = z3.And([c for c, _ in q.claims + q.obligations])
-    result, s, how = _check(q, timeout * 0.25, z3.Not(all_ok))
+    result, s, how = _check(q, timeout * FIRST_SHARE, z3.Not(all_ok))
     if result != z3.unknown:
         return result, (s.model() if result == z3.sat else None), how
     seen, proved_eq = set(), set()

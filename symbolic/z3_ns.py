@@ -26,7 +26,11 @@ exp (``Exp``)
         instantiated for occurring a, b, c whose sum is syntactically c)
     E5  t > 0  ->  Exp(z) = Exp(z - Log(t)) * t   (only with ``exp_product``; E4 with
         exp(log t) = t, for occurring Exp(z) whose argument has the summand Log(t))
-    and exp(If(c, a, b)) = If(c, exp(a), exp(b)), exp(0) = 1 are applied as rewrites.
+        The summand may also be guarded, If(c, Log(t), 0) (log of a where()): then
+        c and t > 0 -> Exp(z) = Exp(z - If(c, Log(t), 0)) * t, and
+        not c -> Exp(z) = Exp(z - If(c, Log(t), 0)).
+    and f(If(c, a, b)) = If(c, f(a), f(b)), exp(0) = 1 and log(1) = 0 are applied as
+    rewrites (identities: no axiom needed).
 erf / tanh (``Erf``, ``Tanh``)
     -1 < f(a) < 1;  a = 0 -> f(a) = 0;  a < b -> f(a) < f(b);  a = -b -> f(a) = -f(b)
 log (``Log``)
@@ -42,10 +46,32 @@ from __future__ import annotations
 import fractions
 import itertools
 
+import numpy as np
 import z3
 
 from .objarray import ObjectNamespace
 
+
+
+def canonical(t):
+    """t simplified with sums and products in a canonical argument order (AC-normal form).
+
+    Used only to *decide* (memo keys, folding): two terms with the same canonical
+    form are equal for every assignment, so sharing one fresh symbol between them
+    is sound, and F(pi x) traced after F(x) reuses F(x)'s quotients and
+    applications wherever the code only reorders a sum.
+    """
+    return z3.simplify(t, sort_sums=True)
+
+
+def guarded_log(u, lt):
+    """For u = If(c, lt, 0) return c, for u = If(c, 0, lt) return Not(c), else None."""
+    c, a, b = u.children()
+    if a.eq(lt) and is_zero(b):
+        return c
+    if b.eq(lt) and is_zero(a):
+        return z3.Not(c)
+    return None
 
 
 def is_zero(t) -> bool:
@@ -97,7 +123,7 @@ class Z3Namespace(ObjectNamespace):
     # original terms, so a later proof can rewrite a sub-term it has shown equal
     # to another (prover: closure's sub-layer cut) and find it verbatim.
     def _apply(self, kind, t):
-        st = z3.simplify(t)
+        st = canonical(t)
         if z3.is_app_of(st, z3.Z3_OP_ITE):       # f(If(c, a, b)) = If(c, f(a), f(b))
             c, a, b = st.children()
             return z3.If(c, self._apply(kind, a), self._apply(kind, b))
@@ -105,6 +131,8 @@ class Z3Namespace(ObjectNamespace):
             return z3.RealVal(1)
         if is_zero(st) and kind in ("erf", "tanh"):
             return z3.RealVal(0)
+        if kind == "log" and z3.is_rational_value(st) and st.as_fraction() == 1:
+            return z3.RealVal(0)                  # log 1 = 0
         key = self._key(st)
         if key not in self._apps[kind]:
             # Ackermann's reduction: a fresh real per application plus the congruence
@@ -129,7 +157,7 @@ class Z3Namespace(ObjectNamespace):
 
     # -- algebraic ---------------------------------------------------------------
     def s_sqrt(self, t):
-        key = self._key(z3.simplify(t))
+        key = self._key(canonical(t))
         if key not in self._sqrt:
             r = self.fresh("sqrt")
             self.definitions.append((z3.Implies(t >= 0, z3.And(r >= 0, r * r == t)), (r,)))
@@ -139,7 +167,7 @@ class Z3Namespace(ObjectNamespace):
         return self._sqrt[key]
 
     def s_div(self, a, b):
-        sa, sb = z3.simplify(a), z3.simplify(b)
+        sa, sb = canonical(a), canonical(b)
         if is_zero(sa):
             self.obligations.append((b != 0, "denominator != 0", ()))
             return z3.RealVal(0)                  # 0 / b = 0 once the obligation b != 0 holds
@@ -158,11 +186,37 @@ class Z3Namespace(ObjectNamespace):
     def s_abs(self, t):
         return z3.If(t >= 0, t, -t)
 
+    # max and min are commutative and associative, so their arguments are put in a
+    # canonical order (by the AC-normal form's AST id) before the If is built: the
+    # same set of terms, in whatever order the code reduces them, gives one term.
+    def _ordered(self, items):
+        return sorted(items, key=lambda t: self._key(canonical(t)))
+
     def s_max(self, a, b):
+        a, b = self._ordered([a, b])
         return self.s_where(a >= b, a, b)
 
     def s_min(self, a, b):
+        a, b = self._ordered([a, b])
         return self.s_where(a <= b, a, b)
+
+    def _extreme(self, pair, x, axis, keepdims):
+        x = self._arr(x)
+        moved = np.moveaxis(x, axis, -1)
+        out = np.empty(moved.shape[:-1], dtype=object)
+        for idx in np.ndindex(*out.shape):
+            items = self._ordered([self._term(t) for t in moved[idx]])
+            acc = items[0]
+            for item in items[1:]:
+                acc = pair(acc, item)
+            out[idx] = acc
+        return np.expand_dims(out, axis) if keepdims else out
+
+    def max(self, x, axis, keepdims=False):
+        return self._extreme(self.s_max, x, axis, keepdims)
+
+    def min(self, x, axis, keepdims=False):
+        return self._extreme(self.s_min, x, axis, keepdims)
 
     def s_where(self, c, a, b):
         sc = z3.simplify(c)
@@ -207,11 +261,16 @@ class Z3Namespace(ObjectNamespace):
             # Exp(z - Log(t)) becomes an occurring application, so E1-E4 and congruence apply.
             for t, lt in list(self._apps["log"].values()):
                 for z, ez in list(self._apps["exp"].values()):
-                    zs = z3.simplify(z)
-                    if not any(c.eq(lt) for c in (zs.children() if z3.is_add(zs) else [zs])):
-                        continue
-                    ed = self._apply("exp", z3.simplify(zs - lt))
-                    out.append((z3.Implies(t > 0, ez == ed * t), (ez, lt)))
+                    zs = canonical(z)
+                    for u in (zs.children() if z3.is_add(zs) else [zs]):
+                        if u.eq(lt):
+                            ed = self._apply("exp", canonical(zs - lt))
+                            out.append((z3.Implies(t > 0, ez == ed * t), (ez, lt)))
+                        elif z3.is_app_of(u, z3.Z3_OP_ITE) and guarded_log(u, lt) is not None:
+                            c = guarded_log(u, lt)          # u = Log(t) when c, else 0
+                            ed = self._apply("exp", canonical(zs - u))
+                            out.append((z3.And(z3.Implies(z3.And(c, t > 0), ez == ed * t),
+                                               z3.Implies(z3.Not(c), ez == ed)), (ez, lt)))
         exp = list(self._apps["exp"].values())
         for a, ea in exp:
             out += [(ea > 0, (ea,)), (z3.Implies(a == 0, ea == 1), (ea,))]                # E1, E2
@@ -221,7 +280,7 @@ class Z3Namespace(ObjectNamespace):
         if self.exp_product:
             for (a, ea), (b, eb) in itertools.combinations_with_replacement(exp, 2):
                 for c, ec in exp:
-                    if is_zero(z3.simplify(a + b - c)):
+                    if is_zero(canonical(a + b - c)):
                         out.append((ea * eb == ec, (ea, eb, ec)))                      # E4
         for kind in ("erf", "tanh"):
             apps = list(self._apps[kind].values())
