@@ -76,6 +76,6 @@ def test_search_finds_a_kill(mutant, registry):
         rows = [r for r in plan_rows(registry, operators=[op]) if r.declared == "claims" and r.cells]
         with mutant.patch():
             killed = [r.contract for r in rows
-                      if run_cell(registry[op], CONTRACTS[r.contract], torch.float32, examples=15,
+                      if run_cell(registry[op], CONTRACTS[r.contract], torch.float32, examples=30,
                                   backend="triton").violated]
         assert killed, f"{mutant.name} survived every claim of {op}"
