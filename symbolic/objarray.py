@@ -109,15 +109,22 @@ class ObjectNamespace:
         return self._map(self.s_and, a, b)
 
     # -- reductions ------------------------------------------------------------
-    def _reduce(self, pair, x, axis, keepdims):
+    def _ordered(self, items):
+        """The order a commutative, associative reduction (max, min) folds its terms in:
+        the code's own order here; a backend may choose a canonical one."""
+        return items
+
+    def _reduce(self, pair, x, axis, keepdims, any_order=False):
         x = self._arr(x)
         moved = np.moveaxis(x, axis, -1)
         out = np.empty(moved.shape[:-1], dtype=object)
         for idx in np.ndindex(*out.shape):
-            items = list(moved[idx])
-            acc = self._term(items[0])
+            items = [self._term(t) for t in moved[idx]]
+            if any_order:
+                items = self._ordered(items)
+            acc = items[0]
             for item in items[1:]:
-                acc = pair(acc, self._term(item))
+                acc = pair(acc, item)
             out[idx] = acc
         if keepdims:
             out = np.expand_dims(out, axis)
@@ -131,10 +138,10 @@ class ObjectNamespace:
         return self.sum(x, axis, keepdims) * self.rational(1, count)
 
     def max(self, x, axis, keepdims=False):
-        return self._reduce(self.s_max, x, axis, keepdims)
+        return self._reduce(self.s_max, x, axis, keepdims, any_order=True)
 
     def min(self, x, axis, keepdims=False):
-        return self._reduce(self.s_min, x, axis, keepdims)
+        return self._reduce(self.s_min, x, axis, keepdims, any_order=True)
 
     # -- structure -------------------------------------------------------------
     def matmul(self, a, b):

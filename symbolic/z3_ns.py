@@ -46,7 +46,6 @@ from __future__ import annotations
 import fractions
 import itertools
 
-import numpy as np
 import z3
 
 from .objarray import ObjectNamespace
@@ -64,8 +63,13 @@ def canonical(t):
     return z3.simplify(t, sort_sums=True)
 
 
-def guarded_log(u, lt):
-    """For u = If(c, lt, 0) return c, for u = If(c, 0, lt) return Not(c), else None."""
+def log_summand(u, lt):
+    """The condition under which summand u equals the log term lt (and is 0 otherwise):
+    True for u = lt, c for u = If(c, lt, 0), Not(c) for u = If(c, 0, lt); else None."""
+    if u.eq(lt):
+        return z3.BoolVal(True)
+    if not z3.is_app_of(u, z3.Z3_OP_ITE):
+        return None
     c, a, b = u.children()
     if a.eq(lt) and is_zero(b):
         return c
@@ -200,24 +204,6 @@ class Z3Namespace(ObjectNamespace):
         a, b = self._ordered([a, b])
         return self.s_where(a <= b, a, b)
 
-    def _extreme(self, pair, x, axis, keepdims):
-        x = self._arr(x)
-        moved = np.moveaxis(x, axis, -1)
-        out = np.empty(moved.shape[:-1], dtype=object)
-        for idx in np.ndindex(*out.shape):
-            items = self._ordered([self._term(t) for t in moved[idx]])
-            acc = items[0]
-            for item in items[1:]:
-                acc = pair(acc, item)
-            out[idx] = acc
-        return np.expand_dims(out, axis) if keepdims else out
-
-    def max(self, x, axis, keepdims=False):
-        return self._extreme(self.s_max, x, axis, keepdims)
-
-    def min(self, x, axis, keepdims=False):
-        return self._extreme(self.s_min, x, axis, keepdims)
-
     def s_where(self, c, a, b):
         sc = z3.simplify(c)
         if z3.is_true(sc):
@@ -263,14 +249,14 @@ class Z3Namespace(ObjectNamespace):
                 for z, ez in list(self._apps["exp"].values()):
                     zs = canonical(z)
                     for u in (zs.children() if z3.is_add(zs) else [zs]):
-                        if u.eq(lt):
-                            ed = self._apply("exp", canonical(zs - lt))
-                            out.append((z3.Implies(t > 0, ez == ed * t), (ez, lt)))
-                        elif z3.is_app_of(u, z3.Z3_OP_ITE) and guarded_log(u, lt) is not None:
-                            c = guarded_log(u, lt)          # u = Log(t) when c, else 0
-                            ed = self._apply("exp", canonical(zs - u))
-                            out.append((z3.And(z3.Implies(z3.And(c, t > 0), ez == ed * t),
-                                               z3.Implies(z3.Not(c), ez == ed)), (ez, lt)))
+                        c = log_summand(u, lt)               # u = Log(t) when c, else 0
+                        if c is None:
+                            continue
+                        ed = self._apply("exp", canonical(zs - u))
+                        axiom = z3.Implies(t > 0, ez == ed * t)
+                        if not z3.is_true(c):
+                            axiom = z3.And(z3.Implies(z3.And(c, t > 0), ez == ed * t), z3.Implies(z3.Not(c), ez == ed))
+                        out.append((axiom, (ez, lt)))
         exp = list(self._apps["exp"].values())
         for a, ea in exp:
             out += [(ea > 0, (ea,)), (z3.Implies(a == 0, ea == 1), (ea,))]                # E1, E2
