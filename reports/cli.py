@@ -125,6 +125,8 @@ def cmd_check(args) -> int:
     check_names(reg, args.operator, args.contract)
     validate_dtypes(args.dtype)
     arguments.writable_dir(args.out, "--out")
+    if args.replays is None:
+        args.replays = str(Path(args.out) / "replays")
     examples = args.examples or PROFILES[args.profile]
     rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype, backend=args.backend)
     from tokenlaw.fuzz.campaign import parse_shard, shard
@@ -183,8 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="Hypothesis example database: 'none' (default: a run is fixed by its seed, so reports "
                          "and the gate are deterministic), a directory (e.g. .hypothesis/tokenlaw), "
                          "or redis://host:port/db (shared by machines)")
-    sp.add_argument("--replays", default="reports/replays",
-                    help="where violations are stored for 'tokenlaw replay ID' (default reports/replays)")
+    sp.add_argument("--replays", default=None,
+                    help="where violations are stored for 'tokenlaw replay ID' (default: OUT/replays)")
     sp.add_argument("--examples", type=positive_int, help="examples per cell per dtype, >= 1 (overrides the profile)")
     sp.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                     help="progress lines on stderr (auto: unless --json)")
