@@ -206,7 +206,10 @@ def main(argv=None) -> int:
     # closure mymod:factory) without installing it.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:          # --help (0) or a one-line usage error (2)
+        return done.code
     try:
         return args.func(args)
     except InvalidArgument as err:

@@ -25,21 +25,18 @@ def register(subparsers):
 
 def cmd_prove(args) -> int:
     from tokenlaw.operators.errors import InvalidArgument
-    from tokenlaw.properties.catalogue import CONTRACTS
     from tokenlaw.properties.plan import plan
-    from tokenlaw.reports.cli import EXIT_FAIL, EXIT_OK, _registry
+    from tokenlaw.operators.arguments import writable_dir
+    from tokenlaw.reports.cli import EXIT_FAIL, EXIT_OK, _registry, check_names
 
     from . import report
     from .prover import SOLVER, prove_rows
 
     reg = _registry(args)
-    for name in args.operator or ():
-        reg[name]
-    for name in args.contract or ():
-        if name not in CONTRACTS:
-            raise InvalidArgument(f"--contract: unknown contract {name!r}; known: {sorted(CONTRACTS)}")
+    check_names(reg, args.operator, args.contract)
     if not args.timeout > 0:
         raise InvalidArgument(f"--timeout: must be > 0 seconds, got {args.timeout}")
+    writable_dir(args.out, "--out")
     planned = plan(reg, operators=args.operator, contracts=args.contract, dtypes=["float64"])
     start = time.perf_counter()
 
