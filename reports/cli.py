@@ -118,6 +118,7 @@ def cmd_check(args) -> int:
 
     from tokenlaw.fuzz.campaign import run_rows
     from tokenlaw.fuzz.engine import PROFILES
+    from tokenlaw.properties import verdict as V
     from tokenlaw.properties.plan import plan, validate_dtypes
     from tokenlaw.reports import writers
 
@@ -142,7 +143,9 @@ def cmd_check(args) -> int:
     meta = dict(tier="fuzz" if args.backend == "eager" else "kernel", backend=args.backend, profile=args.profile,
                 examples=examples, seed=args.seed,
                 torch=torch.__version__, seconds=time.perf_counter() - start, workers=args.workers,
-                shard=f"{shard_i}/{shard_n}", database=str(args.database), replays=str(args.replays),
+                shard=f"{shard_i}/{shard_n}", database=str(args.database),
+                # relative to the report when under it, so the document does not depend on where --out is
+                replays=_relative(args.replays, args.out),
                 **snapshot(reg),
                 scope={"operators": args.operator, "contracts": args.contract, "dtypes": args.dtype,
                        "operator_modules": getattr(args, "operators_module", None)})
@@ -152,7 +155,7 @@ def cmd_check(args) -> int:
     failing = [r for r in rows if r.failing]
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "junit": str(paths["xml"]),
-                          "html": str(paths["html"]), "rows": len(rows),
+                          "html": str(paths["html"]), "timings": str(paths["timings"]), "rows": len(rows),
                           "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))
     else:
         print(f"\n{len(rows)} rows, {len(failing)} failing; wrote {', '.join(str(p) for p in paths.values())}")
@@ -160,7 +163,15 @@ def cmd_check(args) -> int:
             print(f"  {r.outcome}: {r.id}")
         for c in writers.not_runnable_cells(rows):
             print(f"  not runnable here: {c.id}: {c.verdict.detail}")
+        designed = sum(1 for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.BY_DESIGN)
+        if designed:
+            print(f"  {designed} cells not applicable by design (each reason listed once in the report)")
     return EXIT_FAIL if failing else EXIT_OK
+
+
+def _relative(path, base) -> str:
+    p, b = Path(path).resolve(), Path(base).resolve()
+    return str(p.relative_to(b)) if p.is_relative_to(b) else str(path)
 
 
 def build_parser() -> argparse.ArgumentParser:
