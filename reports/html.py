@@ -96,18 +96,20 @@ def _cell_class(row, cell) -> str:
     return CLASS.get(out, "unk")
 
 
+SPAN = 10    # decades either side of the median a discrepancy chart shows
+
+
 def _clamp_range(values) -> tuple:
-    """(lo, hi) decades holding the bulk of ``values`` (5th..95th percentile, one decade of margin).
+    """(lo, hi) decades: the values' own range, at most SPAN decades either side of their median.
 
     A single bound near 1e-38 would otherwise stretch the axis over 30 decades and squash every other
     point into a corner; points outside are drawn on the edge (and counted in the caption).
     """
     logs = sorted(math.log10(v) for v in values if v > 0)
     if not logs:
-        return None
-    lo = logs[int(0.05 * (len(logs) - 1))]
-    hi = logs[int(math.ceil(0.95 * (len(logs) - 1)))]
-    return math.floor(lo) - 1, math.ceil(hi) + 1
+        return 0, 1
+    mid = logs[len(logs) // 2]
+    return math.floor(max(logs[0], mid - SPAN)), math.ceil(min(logs[-1], mid + SPAN))
 
 
 def discrepancy_charts(doc: dict) -> list[str]:
@@ -261,7 +263,7 @@ def _rows_table(rows) -> str:
         out.append(f'<tr data-op="{escape(r["operator"])}" data-contract="{escape(r["contract"])}" '
                    f'data-cls="{cls}"><td><code>{escape(r["id"])}</code></td><td>{escape(str(r["declared"]))}</td>'
                    f'<td class="{cls}">{escape(r["outcome"])}</td><td>{escape("; ".join(parts))}</td>'
-                   f'<td>{escape(first_counterexample(r))}</td></tr>')
+                   f'<td>{inline_markdown(first_counterexample(r))}</td></tr>')
     out.append("</table>")
     return "".join(out)
 
@@ -285,7 +287,7 @@ def _failing(byid, failing) -> str:
         r = byid[rid]
         ce = first_counterexample(r)
         items.append(f"<li><code>{escape(rid)}</code>: <b>{escape(r['outcome'])}</b> &mdash; {escape(r['reason'])}"
-                     + (f'<br>counterexample: <span class="ce">{escape(ce)}</span>' if ce else "") + "</li>")
+                     + (f'<br>counterexample: <span class="ce">{inline_markdown(ce)}</span>' if ce else "") + "</li>")
     return f'<h2>Failing rows</h2><ul id="failing">{"".join(items)}</ul>'
 
 

@@ -184,7 +184,7 @@ def first_counterexample(row: dict) -> str:
         v = c["verdict"]
         if v and v["status"] in (V.VIOLATED, V.REFUTED):
             ce = f"{c['dtype']}: {example(v.get('counterexample'))}; {v.get('detail', '')}"
-            return ce + (f" (replay `{v['replay']}`)" if v.get("replay") else "")
+            return ce + (f" (replay: `tokenlaw replay {v['replay']}`)" if v.get("replay") else "")
     return ""
 
 

@@ -145,3 +145,28 @@ def test_ci_workflow_and_pre_commit_hook_run_the_gate():
     assert hook["entry"] == "tokenlaw gate" and hook["pass_filenames"] is False
     assert re.search(hook["files"], "kernels/oattention_fwd.py") and re.search(hook["files"], "operators/x.py")
     assert not re.search(hook["files"], "docs/workflow.md")
+
+
+def _cell(cid, dtype, outcome, status, disc, bound):
+    return {"id": cid, "backend": "eager", "dtype": dtype, "outcome": outcome,
+            "verdict": {"status": status, "discrepancy": disc, "bound": bound, "detail": "", "examples": 3}}
+
+
+def test_plot_classes_follow_the_row_and_a_tiny_bound_does_not_squash_the_rest():
+    """A bf16 cell that did not reproduce an expected violation another dtype reproduced is not 'failing';
+    a bound near 1e-38 is drawn on the axis edge instead of stretching the axis over 30 decades."""
+    rows = [{"id": "a-law", "operator": "a", "contract": "law", "law": "L", "exact": False, "declared": "violates",
+             "reason": "r", "outcome": "expected violation reproduced",
+             "cells": [_cell("a-law-eager-float32", "float32", "expected violation reproduced", "violated", 1.0, 1e-6),
+                       _cell("a-law-eager-bfloat16", "bfloat16", "expected violation NOT reproduced", "holds",
+                             1e-3, 1e-2)]}]
+    rows.append({"id": "b-law", "operator": "b", "contract": "law", "law": "L", "exact": False, "declared": "claims",
+                 "reason": "r", "outcome": "holds",
+                 "cells": [_cell(f"b-law-eager-bfloat16-{i}", "bfloat16", "holds", "holds", 10.0 ** -(3 + i / 4),
+                                 10.0 ** -(2 + i / 4)) for i in range(8)]
+                 + [_cell("b-law-eager-bfloat16-tiny", "bfloat16", "holds", "holds", 1e-39, 1e-38)]})
+    page = writers.render({"meta": {}, "rows": rows}, "html")
+    assert "failing row (" not in page and "expected violation not reproduced in this dtype (row passes) (1)" in page
+    ticks = [int(e) for e in re.findall(r">1e(-?\d+)</text>", page.split("bfloat16: discrepancy vs bound")[-1].split("</svg>")[0])]
+    assert min(ticks) > -20, ticks                       # the axis is not stretched down to 1e-38
+    assert "values outside" in page and "drawn on the axis edge" in page
