@@ -40,6 +40,7 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.reports.reproduce",
     "tokenlaw.symbolic.cli",
     "tokenlaw.kernels.bench",
+    "tokenlaw.reports.docs_cmd",
 )
 
 

@@ -169,7 +169,10 @@ HOW_TO_READ = (
     "listed), `not applicable by design` (the contract itself excludes the cell, e.g. the eager float32 "
     "differential cell whose float32 run is the error probe; counted apart, listed once). Exact contracts compare bit-for-bit; the "
     "others use the derived bound of `tokenlaw.properties.tolerance` (each side's own error against "
-    "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds).")
+    "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds). "
+    "The operators' formulas, the contracts' laws and the tolerance model are printed by "
+    "`tokenlaw docs mathematics` and `tokenlaw docs laws`; a stored counterexample replays with "
+    "`tokenlaw replay ID`.")
 
 
 def run_line(meta: dict) -> str:
