@@ -26,6 +26,8 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
+from .progress import Progress
+
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_CANNOT_RUN, EXIT_INTERNAL = 0, 1, 2, 3, 70
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 70 internal error (a tokenlaw bug)")
@@ -137,8 +139,10 @@ def cmd_check(args) -> int:
     rows = shard(rows, shard_i, shard_n)
     start = time.perf_counter()
     progress = args.progress == "on" or (args.progress == "auto" and not args.json)
+    stream = Progress()
     run_rows(reg, rows, examples=examples, seed=args.seed, progress=progress, workers=args.workers,
-             database=args.database, replay_dir=args.replays)
+             database=args.database, replay_dir=args.replays, stream=stream)
+    stream.close_line()
     from tokenlaw.reports.provenance import snapshot
 
     meta = dict(tier="fuzz" if args.backend == "eager" else "kernel", backend=args.backend, profile=args.profile,

@@ -170,3 +170,30 @@ def test_plot_classes_follow_the_row_and_a_tiny_bound_does_not_squash_the_rest()
     ticks = [int(e) for e in re.findall(r">1e(-?\d+)</text>", page.split("bfloat16: discrepancy vs bound")[-1].split("</svg>")[0])]
     assert min(ticks) > -20, ticks                       # the axis is not stretched down to 1e-38
     assert "values outside" in page and "drawn on the axis edge" in page
+
+
+def test_progress_lines_carry_an_eta_live_on_a_terminal_plain_in_logs():
+    import io
+
+    from tokenlaw.reports.progress import Progress
+
+    class Clock:
+        t = 0.0
+
+        def __call__(self):
+            return self.t
+
+    clock, log = Clock(), io.StringIO()
+    p = Progress(log, live=False, clock=clock)
+    clock.t = 10.0
+    p.write("[   1/4]   10.0s  a-law  holds\n")
+    clock.t = 20.0
+    p.write("[   2/4]   20.0s  b-law  holds\n")
+    assert log.getvalue().splitlines() == ["[   1/4] ETA 30s   10.0s  a-law  holds",
+                                           "[   2/4] ETA 20s   20.0s  b-law  holds"]
+    tty = io.StringIO()
+    live = Progress(tty, live=True, clock=clock)
+    live.write("[   1/2] x\n")
+    live.write("[   2/2] y\n")
+    live.close_line()
+    assert tty.getvalue().count("\r") == 2 and tty.getvalue().count("\n") == 1      # one line, updated in place
