@@ -103,6 +103,8 @@ def cmd_merge(args) -> int:
 def cmd_mutate(args) -> int:
     from tokenlaw.operators.registry import default_registry
 
+    from tokenlaw.reports.progress import Progress
+
     from .mutants import catalogue
     from .mutation import run_mutants
     from .mutation_report import write
@@ -132,7 +134,8 @@ def cmd_mutate(args) -> int:
               "`TRITON_INTERPRET=1 tokenlaw mutate --backend triton`", file=sys.stderr)
     arguments.writable_dir(args.out, "--out")
     results, baseline = run_mutants(default_registry(), mutants, examples=args.examples, seed=args.seed,
-                                    workers=args.workers, replay_dir=args.replays, stream=sys.stderr)
+                                    workers=args.workers, replay_dir=args.replays,
+                                    stream=Progress(units=(len(mutants), "  ")))
     md, js = write(results, baseline, Path(args.out), meta=dict(examples=args.examples, seed=args.seed))
     killed = sum(r.killed for r in results)
     if args.json:

@@ -27,10 +27,13 @@ def eta(done: int, total: int, elapsed: float) -> str:
 class Progress:
     """A write-only stream: ``[done/total] ...`` lines get an ETA; a terminal sees one live line."""
 
-    def __init__(self, stream=None, *, live=None, clock=time.perf_counter):
+    def __init__(self, stream=None, *, live=None, clock=time.perf_counter, units=None):
+        """``units=(total, prefix)``: number lines starting with ``prefix`` as steps ``[i/total]`` themselves
+        (for a tier that writes one indented line per unit, e.g. the mutation runner)."""
         self.stream = sys.stderr if stream is None else stream
         self.live = self.stream.isatty() if live is None else live
         self.clock, self.start, self._open = clock, clock(), False
+        self.units, self.done = units, 0
 
     def write(self, text: str) -> int:
         for line in text.splitlines():
@@ -38,6 +41,9 @@ class Progress:
         return len(text)
 
     def _line(self, line: str):
+        if self.units and line.startswith(self.units[1]) and not _STEP.match(line):
+            self.done += 1
+            line = f"[{self.done:4d}/{self.units[0]}] {line.strip()}"
         m = _STEP.match(line)
         if m:
             line = f"{line[:m.end()]} {eta(int(m.group(1)), int(m.group(2)), self.clock() - self.start)}{line[m.end():]}"

@@ -202,3 +202,29 @@ def test_every_commands_json_is_documented():
                     "tokenlaw mutate --json", "tokenlaw gate --json", "tokenlaw new", "tokenlaw closure",
                     "tokenlaw reproduce", "tokenlaw prove --json", "tokenlaw bench --json", "tokenlaw docs"):
         assert command in schema, command
+
+
+def test_plain_mutate_without_gpu_runs_what_it_can_and_says_what_it_left_out(here, capsys, monkeypatch):
+    import torch
+
+    from tokenlaw.fuzz import mutation, mutation_report
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    ran = []
+
+    def run_mutants(registry, mutants, **kw):      # record what would run; the runs themselves are tested elsewhere
+        ran.extend(mutants)
+        return [], set()
+
+    monkeypatch.setattr(mutation, "run_mutants", run_mutants)
+    monkeypatch.setattr(mutation_report, "write", lambda *a, **k: (Path("m.md"), Path("m.json")))
+    rc, out, err = run(capsys, "mutate", "--json")
+    assert rc == 0, err
+    assert ran and all(m.backend == "eager" for m in ran)
+    left = json.loads(out)["left_out"]
+    from tokenlaw.fuzz.mutants import catalogue
+    kernel = [m.name for m in catalogue(include_kernels=True) if m.backend != "eager"]
+    assert left == kernel
+    if kernel:
+        assert "TRITON_INTERPRET=1 tokenlaw mutate --backend triton" in err
