@@ -15,7 +15,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 
-from . import ops
+from . import ops, validate
 from .capabilities import interpreting
 
 FIR_KERNELS = {"sm_fir": "sm_fir_fwd", "pn_fir_tau": "pn_fir_tau_fwd"}
@@ -29,6 +29,7 @@ def oattention_layer(x, attn_mask=None, *, carrier=None, tau, eps_den, wq, bq, w
     >>> oattention_layer(x, None, tau=1.0, eps_den=1e-6, **projection_params)
     """
     arguments.tokens(x)
+    validate.layer_input(x)
     arguments.weight(wo, (x.shape[-1], x.shape[-1]), "wo", like=x)     # before the launch, not after it
     mask = arguments.mask(attn_mask, x, "attn_mask")
     arguments.positive(tau, "tau")
@@ -49,6 +50,7 @@ def fir_attention_layer(x, variant, *, tau=None, wq, bq, wk, bk, wv, bv, wo, hea
     if variant not in FIR_KERNELS:
         raise InvalidArgument(f"variant: {variant!r} has no Triton kernel; kernels exist for {sorted(FIR_KERNELS)}")
     arguments.tokens(x)
+    validate.layer_input(x)
     arguments.weight(wo, (x.shape[-1], x.shape[-1]), "wo", like=x)     # before the launch, not after it
     q, k, v = projections.project_qkv(TORCH, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
     if variant == "sm_fir":

@@ -49,6 +49,17 @@ def heads_tensors(**named) -> tuple:
     return shape
 
 
+def layer_input(x, name="x"):
+    """The layer entry points' own checks on the user's tensor, so no error names an internal q or p."""
+    if x.dtype not in KERNEL_DTYPES:
+        raise InvalidArgument(f"{name}: kernels take {[str(d) for d in KERNEL_DTYPES]}, got {x.dtype} "
+                              "(float64 runs on the eager operator)")
+    if x.dtype == torch.bfloat16 and interpreting():
+        raise InvalidArgument(f"{name}: bfloat16 is refused under TRITON_INTERPRET=1: {BF16_INTERPRETER_BUG}")
+    device_ok(x, name)
+    return x
+
+
 def device_ok(t, name):
     """A GPU tensor when compiled; any device under the interpreter (which runs on the host)."""
     if not interpreting() and t.device.type != "cuda":

@@ -122,3 +122,13 @@ def test_custom_op_rejects_fractional_mask_that_its_backward_would_multiply(inte
     q = k = v = torch.randn(1, 1, 4, 8)
     with pytest.raises(InvalidArgument, match=r"^mask: entries must be 0 or 1"):
         ops.oattention_fwd(q, k, v, torch.ones(1, 4), torch.full((4, 4), 0.1), 1e-3, False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_layer_errors_name_the_users_tensor_not_an_internal_one(interpreter, dtype):
+    """A dtype the kernels cannot take is refused naming x, never the internal q / p."""
+    op = REGISTRY["oattention"]
+    kwargs = valid_call(op)
+    kwargs = {k: v.to(dtype) if torch.is_tensor(v) and v.is_floating_point() else v for k, v in kwargs.items()}
+    with pytest.raises(InvalidArgument, match=r"^x: "):
+        layers.oattention_layer(kwargs.pop("x"), kwargs.pop("mask"), **kwargs)
