@@ -53,13 +53,16 @@ def cmd_replay(args) -> int:
 
     directory = replay_dir(args.replays)
     try:
-        load(args.id, directory)
+        art = load(args.id, directory)
     except InvalidArgument:
         raise
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:   # json.JSONDecodeError is a ValueError
         raise InvalidArgument(f"id: {args.id!r} in {str(directory)!r} is not a readable replay artifact "
                               f"({type(err).__name__}: {str(err).splitlines()[0][:120]})") from None
     registry = _registry(args)     # --operators: artifacts of operators declared outside tokenlaw
+    if art.operator not in registry:
+        raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
+                              "pass the module that declares it: tokenlaw --operators MODULE replay ID")
     try:
         res = replay(args.id, directory, registry=registry)
     except (KeyError, TypeError, AttributeError) as err:

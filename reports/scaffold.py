@@ -20,6 +20,7 @@ import keyword
 import re
 from pathlib import Path
 
+from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
 EXIT_OK = 0
@@ -230,7 +231,7 @@ def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, fo
     if name in registry:
         raise InvalidArgument(f"name: operator {name!r} already exists ({registry[name].source})")
     if like and like not in registry:
-        raise InvalidArgument(f"--like: no operator {like!r}; known: {sorted(registry.names())}")
+        raise arguments.closest(like, registry.names(), "--like")
     like_spec = registry[like] if like else None
     if like_spec is not None:
         traits = sorted(like_spec.traits)

@@ -91,6 +91,14 @@ def _corrupt_artifact(path: Path) -> str:
     return "oattention-null_receiver-float32-0123456789"
 
 
+def _external_artifact(path: Path) -> str:
+    """A well-formed artifact of an operator only a user's module declares."""
+    body = {"id": "myop_leaky-zero_absorption-float64-0123456789", "operator": "myop_leaky",
+            "contract": "zero_absorption", "dtype": "float64", "backend": "eager", "case": {}, "verdict": {}}
+    (path / f"{body['id']}.json").write_text(json.dumps(body))
+    return body["id"]
+
+
 def _wrong_baseline(path: Path) -> str:
     (path / "baseline.json").write_text(json.dumps({"schema": 2, "meta": {}, "rows": [{"id": 3}]}))
     return str(path / "baseline.json")
@@ -115,6 +123,8 @@ CASES = [
     ("replay-corrupted", lambda p: ["replay", _corrupt_artifact(p), "--replays", str(p / "replays")], 2,
      "not a readable replay artifact"),
     ("replay-missing", lambda p: ["replay", "nope-1234", "--replays", str(p)], 2, "no replay artifact"),
+    ("replay-external-without-operators", lambda p: ["replay", _external_artifact(p), "--replays", str(p)], 2,
+     "tokenlaw --operators MODULE replay ID"),
     ("gate-wrong-baseline", lambda p: ["gate", "--baseline", _wrong_baseline(p), "--current", _wrong_baseline(p)], 2,
      "rows[0].id should be a string"),
     ("gate-known-failure-typo", lambda p: ["gate", "--baseline", _known_typo(p)[0], "--current", _known_typo(p)[0],
