@@ -20,7 +20,7 @@ from xml.sax.saxutils import escape
 from tokenlaw.properties import verdict as V
 
 from .svgplot import PALETTE, Series, chart
-from .writers import HOW_TO_READ, by_design, first_counterexample, headline, ratio, run_line, summary
+from .writers import HOW_TO_READ, by_design, by_reason, first_counterexample, headline, ratio, run_line, summary
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
          V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.OUT_BY_DESIGN: "na",
@@ -306,10 +306,10 @@ def html(doc: dict) -> str:
              f"<p>{inline_markdown(run_line(meta))}</p>"]
     if summ["failing"]:
         parts.append(_failing(byid, summ["failing"]))
-    blocked = [c for r in rows for c in r["cells"] if c.get("verdict") and c["verdict"]["status"] == V.NOT_RUNNABLE]
+    blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
-        items = "".join(f"<li><code>{escape(c['id'])}</code>: {escape(c['verdict'].get('detail', ''))}</li>"
-                        for c in blocked)
+        items = "".join(f"<li>{escape(reason)} <details><summary>{len(ids)} cells</summary>"
+                        f"<code>{escape(', '.join(ids))}</code></details></li>" for reason, ids in blocked.items())
         parts.append(f'<h2>Cells not runnable here</h2><ul id="not-runnable">{items}</ul>')
     designed = by_design(rows)
     if designed:

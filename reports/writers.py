@@ -87,14 +87,19 @@ def _status(cell: dict) -> str | None:
     return (cell.get("verdict") or {}).get("status")
 
 
-def by_design(rows: list[dict]) -> dict:
-    """{reason: [cell ids]} of the cells not applicable by design, each reason once."""
+def by_reason(rows: list[dict], status: str) -> dict:
+    """{reason: [cell ids]} of the cells with ``status`` (not runnable / by design), each reason once."""
     out: dict[str, list] = {}
     for r in rows:
         for c in r["cells"]:
-            if _status(c) == V.BY_DESIGN:
+            if _status(c) == status:
                 out.setdefault(c["verdict"].get("detail", ""), []).append(c["id"])
     return out
+
+
+def by_design(rows: list[dict]) -> dict:
+    """{reason: [cell ids]} of the cells not applicable by design."""
+    return by_reason(rows, V.BY_DESIGN)
 
 
 def headline(summ: dict) -> str:
@@ -207,10 +212,10 @@ def markdown(doc: dict) -> str:
             ce = first_counterexample(r)
             lines.append(f"- `{rid}`: {r['outcome']} - {r['reason']}" + (f"; counterexample {ce}" if ce else ""))
         lines.append("")
-    blocked = [(c, c["verdict"]) for r in rows for c in r["cells"] if _status(c) == V.NOT_RUNNABLE]
+    blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
         lines += ["## Cells not runnable here", ""]
-        lines += [f"- `{c['id']}`: {v.get('detail', '')}" for c, v in blocked]
+        lines += [f"- {reason} ({len(ids)} cells): " + ", ".join(f"`{i}`" for i in ids) for reason, ids in blocked.items()]
         lines.append("")
     designed = by_design(rows)
     if designed:
