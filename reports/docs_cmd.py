@@ -15,6 +15,8 @@ from pathlib import Path
 
 from tokenlaw.operators import arguments
 
+from .cli import _registry
+
 EXIT_OK = 0
 GENERATED = "laws"
 
@@ -51,8 +53,6 @@ def laws(registry) -> str:
 
 
 def cmd_docs(args) -> int:
-    from .cli import _registry
-
     pages = topics()
     if args.topic is None:
         names = [*pages, GENERATED]
