@@ -7,9 +7,11 @@ fails; a mutant survived), 2 bad arguments.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
+from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
 EXIT_OK, EXIT_FAIL = 0, 1
@@ -27,6 +29,7 @@ def register(sub):
     mp = rsub.add_parser("merge", help="join shard reports (conformance.json files) into one report")
     mp.add_argument("reports", nargs="+", help="the shards' JSON reports")
     mp.add_argument("--out", required=True, help="directory for the merged conformance.{md,json}")
+    mp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     mp.set_defaults(func=cmd_merge)
 
     sp = sub.add_parser("mutate", help="run the suite against the catalogue of seeded bugs")
@@ -39,13 +42,32 @@ def register(sub):
     sp.add_argument("--replays", default=None, help="store the killing counterexamples here (default: not stored)")
     sp.add_argument("--out", default="reports", help="writes mutation.{md,json} here (default ./reports)")
     sp.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func=cmd_mutate)
 
 
 def cmd_replay(args) -> int:
-    from .replay import replay, replay_dir
+    from tokenlaw.reports.cli import _registry
 
-    res = replay(args.id, replay_dir(args.replays))
+    from .replay import load, replay, replay_dir
+
+    directory = replay_dir(args.replays)
+    try:
+        art = load(args.id, directory)
+    except InvalidArgument:
+        raise
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:   # json.JSONDecodeError is a ValueError
+        raise InvalidArgument(f"id: {args.id!r} in {str(directory)!r} is not a readable replay artifact "
+                              f"({type(err).__name__}: {str(err).splitlines()[0][:120]})") from None
+    registry = _registry(args)     # --operators: artifacts of operators declared outside tokenlaw
+    if art.operator not in registry:
+        raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
+                              "pass the module that declares it: tokenlaw --operators MODULE replay ID")
+    try:
+        res = replay(args.id, directory, registry=registry)
+    except (KeyError, TypeError, AttributeError) as err:
+        raise InvalidArgument(f"id: the artifact {args.id!r} does not describe a case this tokenlaw can rebuild "
+                              f"({type(err).__name__}: {err}); was it written by another version?") from None
     art, v = res.artifact, res.verdict
     if args.json:
         print(json.dumps({"id": art.id, "reproduced": res.reproduced, "same_verdict": res.same_verdict,
@@ -67,9 +89,14 @@ def cmd_merge(args) -> int:
 
     from .merge import merge
 
+    arguments.writable_dir(args.out, "--out")
     rows, meta = merge([Path(p) for p in args.reports])
     md, js = writers.write(rows, meta, Path(args.out))
     failing = [r for r in rows if r.failing]
+    if args.json:
+        print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows),
+                          "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))
+        return EXIT_FAIL if failing else EXIT_OK
     print(f"merged {len(args.reports)} reports: {len(rows)} rows, {len(failing)} failing; wrote {md} and {js}")
     for r in failing:
         print(f"  {r.outcome}: {r.id}")
@@ -78,6 +105,8 @@ def cmd_merge(args) -> int:
 
 def cmd_mutate(args) -> int:
     from tokenlaw.operators.registry import default_registry
+
+    from tokenlaw.reports.progress import Progress
 
     from .mutants import catalogue
     from .mutation import run_mutants
@@ -88,19 +117,43 @@ def cmd_mutate(args) -> int:
         known = {m.name for m in mutants}
         for name in args.mutant:
             if name not in known:
-                raise InvalidArgument(f"--mutant: unknown mutant {name!r}; known: {sorted(known)}")
+                raise arguments.closest(name, known, "--mutant")
         mutants = tuple(m for m in mutants if m.name in args.mutant)
+    left_out = []
+    if args.backend is None and not args.mutant and not args.list:
+        # Plain `tokenlaw mutate`: run what this machine can run, say what it leaves out.
+        runnable = tuple(m for m in mutants if m.backend == "eager" or _kernels_runnable())
+        left_out = [m for m in mutants if m not in runnable]
+        mutants = runnable
     if args.list:
         for m in mutants:
             print(f"{m.name:<36} [{m.backend}] {', '.join(m.operators)}: {m.description}")
         return EXIT_OK
     if not mutants:
         raise InvalidArgument(f"--backend {args.backend}: no mutants of that backend are available")
+    if left_out:
+        print(f"tokenlaw mutate: left out {len(left_out)} kernel mutant(s) ({', '.join(m.name for m in left_out)}): "
+              "no GPU and TRITON_INTERPRET is not set; run them with "
+              "`TRITON_INTERPRET=1 tokenlaw mutate --backend triton`", file=sys.stderr)
+    arguments.writable_dir(args.out, "--out")
     results, baseline = run_mutants(default_registry(), mutants, examples=args.examples, seed=args.seed,
-                                    workers=args.workers, replay_dir=args.replays, stream=sys.stderr)
+                                    workers=args.workers, replay_dir=args.replays,
+                                    stream=Progress(units=(len(mutants), "  ")))
     md, js = write(results, baseline, Path(args.out), meta=dict(examples=args.examples, seed=args.seed))
     killed = sum(r.killed for r in results)
+    if args.json:
+        print(json.dumps({"report": str(js), "markdown": str(md), "mutants": len(results), "killed": killed,
+                          "survived": [r.name for r in results if not r.killed],
+                          "left_out": [m.name for m in left_out]}, indent=1))
+        return EXIT_OK if killed == len(results) else EXIT_FAIL
     print(f"\n{killed}/{len(results)} mutants killed; wrote {md} and {js}")
     for r in results:
         print(f"  {'killed  ' if r.killed else 'SURVIVED'} {r.name:<36} {', '.join(r.killers) or '-'}")
     return EXIT_OK if killed == len(results) else EXIT_FAIL
+
+
+def _kernels_runnable() -> bool:
+    """Kernel mutants need the kernels to run: a GPU, or TRITON_INTERPRET=1 set before they were imported."""
+    import torch   # deferred: `tokenlaw list` and `--help` need no torch
+
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or torch.cuda.is_available()

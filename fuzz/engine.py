@@ -70,7 +70,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     """
     reason = contract.skip(op, dtype_name(dtype), backend) if contract.skip else None
     if reason:
-        return V.Verdict(V.NOT_RUNNABLE, detail=reason, dtype=dtype_name(dtype))
+        return V.Verdict(V.BY_DESIGN, detail=reason, dtype=dtype_name(dtype))
     if backend != "eager":
         from tokenlaw.kernels.capabilities import not_runnable
 

@@ -33,6 +33,7 @@ def register(subparsers):
     sp.add_argument("--out", default="reports", help="directory for bench.json / bench-smoke.json")
     sp.add_argument("--skip-eager-above", type=int, default=16384,
                     help="skip the O(N^2)-memory eager reference above this N")
+    sp.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     sp.set_defaults(func=cmd_bench)
 
 
@@ -49,9 +50,10 @@ def cmd_bench(args) -> int:
         cfg, device = SMOKE, "cpu"
     else:
         if not torch.cuda.is_available():
-            print("tokenlaw bench: no CUDA GPU is available on this machine, so there is nothing to measure "
-                  "and no number is reported. Run it on a GPU machine (or `tokenlaw bench --smoke` to test "
-                  "the harness on the CPU interpreter; its output is not a benchmark).")
+            why = ("no CUDA GPU is available on this machine, so there is nothing to measure and no number is "
+                   "reported. Run it on a GPU machine (or `tokenlaw bench --smoke` to test the harness on the CPU "
+                   "interpreter; its output is not a benchmark).")
+            print(json.dumps({"result": "CANNOT_RUN", "reason": why}) if args.json else f"tokenlaw bench: {why}")
             return EXIT_CANNOT_RUN
         cfg, device = FULL, "cuda"
     results = run(cfg, device, smoke=args.smoke, skip_eager_above=args.skip_eager_above)
@@ -59,6 +61,9 @@ def cmd_bench(args) -> int:
     from tokenlaw.reports.writers import atomic_write
 
     atomic_write(path, json.dumps(results, indent=1) + "\n")
+    if args.json:
+        print(json.dumps({"result": "MEASURED", "report": str(path), "rows": results}, indent=1))
+        return 0
     print(table(results))
     print(f"\nwrote {path}")
     return 0

@@ -15,7 +15,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 
-from . import ops
+from . import ops, validate
 from .capabilities import interpreting
 
 FIR_KERNELS = {"sm_fir": "sm_fir_fwd", "pn_fir_tau": "pn_fir_tau_fwd"}
@@ -29,14 +29,13 @@ def oattention_layer(x, attn_mask=None, *, carrier=None, tau, eps_den, wq, bq, w
     >>> oattention_layer(x, None, tau=1.0, eps_den=1e-6, **projection_params)
     """
     arguments.tokens(x)
+    validate.layer_input(x)
+    arguments.weight(wo, (x.shape[-1], x.shape[-1]), "wo", like=x)     # before the launch, not after it
     mask = arguments.mask(attn_mask, x, "attn_mask")
     arguments.positive(tau, "tau")
     arguments.positive(eps_den, "eps_den")
     if carrier is not None:
-        arguments.tokens(carrier, "carrier")
-        if tuple(carrier.shape[:2]) != tuple(x.shape[:2]):
-            raise InvalidArgument(f"carrier: expected (batch, tokens) = {tuple(x.shape[:2])}, "
-                                  f"got {tuple(carrier.shape[:2])}")
+        arguments.tokens(carrier, "carrier", like=x)
     p = presence(TORCH, x if carrier is None else carrier, tau=tau)[..., 0]          # (B, N)
     q, k, v = projections.project_qkv(TORCH, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
     o = ops.oattention_fwd(q, k, v, p, mask, float(eps_den), False)
@@ -51,6 +50,8 @@ def fir_attention_layer(x, variant, *, tau=None, wq, bq, wk, bk, wv, bv, wo, hea
     if variant not in FIR_KERNELS:
         raise InvalidArgument(f"variant: {variant!r} has no Triton kernel; kernels exist for {sorted(FIR_KERNELS)}")
     arguments.tokens(x)
+    validate.layer_input(x)
+    arguments.weight(wo, (x.shape[-1], x.shape[-1]), "wo", like=x)     # before the launch, not after it
     q, k, v = projections.project_qkv(TORCH, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
     if variant == "sm_fir":
         if tau is not None:

@@ -165,7 +165,19 @@ def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps
         raise InvalidArgument(f"eps_den: {comp.name} uses OAttention and needs eps_den > 0")
     if comp.inject is not None and inject is None:
         raise InvalidArgument(f"inject: {comp.name} injects its input and needs inject=dict(w=, b=)")
-    ctx = dict(tau=tau, eps_den=eps_den, mask=mask)
+    # Everything the user passed is checked here, once, with its path (blocks[0].attn.wq);
+    # the components then run on the model's own hidden states (arguments.composed).
+    arguments.tree(blocks, "blocks", x)
+    arguments.tree(inject, "inject", x)
+    for name, value in (("tau", tau), ("eps_den", eps_den)):
+        if value is not None:
+            arguments.positive(value, name)
+    mask = arguments.mask(mask, x)
+    with arguments.composed():
+        return _run_layers(comp, xp, x, blocks, inject, dict(tau=tau, eps_den=eps_den, mask=mask), trace)
+
+
+def _run_layers(comp, xp, x, blocks, inject, ctx, trace):
     seen = trace or (lambda name, value: None)
     states, h = [], x
     if comp.standardize is not None:
@@ -173,20 +185,25 @@ def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps
         seen("standardize", h)
         states.append(h)
     if comp.inject is not None:
-        h = INJECT[comp.inject](xp, h, inject, ctx)
+        with arguments.within("inject"):
+            h = INJECT[comp.inject](xp, h, inject, ctx)
         seen("inject", h)
         states.append(h)
     for i, b in enumerate(blocks):
-        u = NORM[comp.norm](xp, h, h, b["norm1"], ctx)
+        with arguments.within(f"blocks[{i}].norm1"):
+            u = NORM[comp.norm](xp, h, h, b["norm1"], ctx)
         seen(f"block{i}.norm1", u)
-        a = ATTENTION[comp.attention](xp, u, h, b["attn"], ctx)
+        with arguments.within(f"blocks[{i}].attn"):
+            a = ATTENTION[comp.attention](xp, u, h, b["attn"], ctx)
         seen(f"block{i}.attn", a)
         h = h + a
         seen(f"block{i}.residual1", h)
         states.append(h)
-        u = NORM[comp.norm](xp, h, h, b["norm2"], ctx)
+        with arguments.within(f"blocks[{i}].norm2"):
+            u = NORM[comp.norm](xp, h, h, b["norm2"], ctx)
         seen(f"block{i}.norm2", u)
-        f = FFN[comp.ffn](xp, u, h, b["ffn"], ctx)
+        with arguments.within(f"blocks[{i}].ffn"):
+            f = FFN[comp.ffn](xp, u, h, b["ffn"], ctx)
         seen(f"block{i}.ffn", f)
         h = h + f
         seen(f"block{i}.residual2", h)

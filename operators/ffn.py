@@ -18,10 +18,10 @@ def gelu(xp, x):
 def ffn(xp, x, *, w1, b1, w2, b2):
     """FFN(h) = gelu(h W1 + b1) W2 + b2 (biases included: FFN(0) != 0)."""
     d = x.shape[-1]
-    arguments.weight(w1, (d, w1.shape[-1]), "w1")
-    arguments.weight(b1, (w1.shape[-1],), "b1")
-    arguments.weight(w2, (w1.shape[-1], d), "w2")
-    arguments.weight(b2, (d,), "b2")
+    arguments.weight(w1, (d, w1.shape[-1]), "w1", like=x)
+    arguments.weight(b1, (w1.shape[-1],), "b1", like=x)
+    arguments.weight(w2, (w1.shape[-1], d), "w2", like=x)
+    arguments.weight(b2, (d,), "b2", like=x)
     return xp.matmul(gelu(xp, xp.matmul(x, w1) + b1), w2) + b2
 
 

@@ -177,6 +177,8 @@ class Host(nn.Module):
         self.blocks = nn.ModuleList(Block(d_model, heads, kind=kind, **block_kwargs) for _ in range(depth))
 
     def forward(self, x, attn_mask=None):
-        for block in self.blocks:
-            x = block(x, attn_mask)
+        arguments.tokens(x)
+        with arguments.composed():     # hidden states between blocks are the model's own values
+            for block in self.blocks:
+                x = block(x, attn_mask)
         return x

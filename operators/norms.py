@@ -14,8 +14,8 @@ from .registry import Domain, declare
 
 def layer_norm(xp, x, *, gamma, beta, eps=1e-5):
     d = x.shape[-1]
-    arguments.weight(gamma, (d,), "gamma")
-    arguments.weight(beta, (d,), "beta")
+    arguments.weight(gamma, (d,), "gamma", like=x)
+    arguments.weight(beta, (d,), "beta", like=x)
     arguments.positive(eps, "eps")
     mu = xp.mean(x, axis=-1, keepdims=True)
     c = x - mu
@@ -25,8 +25,8 @@ def layer_norm(xp, x, *, gamma, beta, eps=1e-5):
 
 def rms_norm(xp, x, *, gamma, beta, eps=1e-5):
     d = x.shape[-1]
-    arguments.weight(gamma, (d,), "gamma")
-    arguments.weight(beta, (d,), "beta")
+    arguments.weight(gamma, (d,), "gamma", like=x)
+    arguments.weight(beta, (d,), "beta", like=x)
     arguments.positive(eps, "eps")
     ms = xp.mean(x * x, axis=-1, keepdims=True)
     return xp.div(x, xp.sqrt(ms + eps)) * gamma + beta

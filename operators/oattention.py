@@ -62,9 +62,16 @@ def oattention_direct(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv,
     return projections.output(xp, o, wo)
 
 
+def oattention_errors(kw):
+    """Bad calls beyond the generated ones: heads that do not divide the width, a carrier of other tokens."""
+    yield arguments.ErrorInput("heads-3", lambda k: {**k, "heads": 3}, "heads")
+    yield arguments.ErrorInput("carrier-tokens", lambda k: {**k, "carrier": k["x"][:, :-1]}, "carrier")
+
+
 @declare(
     name="oattention",
     domain=Domain(params=oattention_params, mask="random"),
+    errors=oattention_errors,
     traits={"token_mixing", "masked", "presence"},
     kernel="oattention_fwd",
     reference=oattention_direct,
@@ -90,10 +97,7 @@ def oattention(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, he
     arguments.positive(tau, "tau")
     arguments.positive(eps_den, "eps_den")
     if carrier is not None:
-        arguments.tokens(carrier, "carrier")
-        if tuple(carrier.shape[:2]) != tuple(x.shape[:2]):
-            raise arguments.InvalidArgument(
-                f"carrier: expected (batch, tokens) = {tuple(x.shape[:2])}, got {tuple(carrier.shape[:2])}")
+        arguments.tokens(carrier, "carrier", like=x)
     p = presence(xp, x if carrier is None else carrier, tau=tau)        # (B, N, 1)
     q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
     p_src = xp.swapaxes(p, -1, -2)[:, None]                              # (B, 1, 1, N)

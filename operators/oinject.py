@@ -22,8 +22,8 @@ def oinject_params(gen, d_model, dtype=torch.float64):
 
 
 def linear(xp, x, *, w, b):
-    arguments.weight(w, (x.shape[-1], w.shape[-1]), "w")
-    arguments.weight(b, (w.shape[-1],), "b")
+    arguments.weight(w, (x.shape[-1], w.shape[-1]), "w", like=x)
+    arguments.weight(b, (w.shape[-1],), "b", like=x)
     return xp.matmul(x, w) + b
 
 

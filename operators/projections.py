@@ -29,9 +29,9 @@ def project_qkv(xp, x, *, wq, bq, wk, bk, wv, bv, heads):
     """Per-head queries, keys and values, each (B, heads, N, dh)."""
     d = x.shape[-1]
     for name, w in (("wq", wq), ("wk", wk), ("wv", wv)):
-        arguments.weight(w, (d, d), name)
+        arguments.weight(w, (d, d), name, like=x)
     for name, b in (("bq", bq), ("bk", bk), ("bv", bv)):
-        arguments.weight(b, (d,), name)
+        arguments.weight(b, (d,), name, like=x)
     arguments.heads(heads, d)
     q = split_heads(xp, xp.matmul(x, wq) + bq, heads)
     k = split_heads(xp, xp.matmul(x, wk) + bk, heads)
@@ -45,7 +45,7 @@ def scores(xp, q, k):
 
 
 def output(xp, o, wo):
-    arguments.weight(wo, (o.shape[-1] * o.shape[1], o.shape[-1] * o.shape[1]), "wo")
+    arguments.weight(wo, (o.shape[-1] * o.shape[1], o.shape[-1] * o.shape[1]), "wo", like=o)
     return xp.matmul(merge_heads(xp, o), wo)
 
 

@@ -84,6 +84,7 @@ class OperatorSpec:
     layers: Callable[..., Any] | None = None
     kernel: str | None = None
     reference: Callable[..., Any] | None = None
+    errors: Callable[..., Any] | None = None
     doc: str = ""
     source: str = "<unknown>"
 
@@ -103,13 +104,16 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             claims: Mapping[str, str] | None = None,
             violates: Mapping[str, str] | None = None,
             weights: Callable | None = None, layers: Callable | None = None,
-            kernel: str | None = None, reference: Callable | None = None):
+            kernel: str | None = None, reference: Callable | None = None,
+            errors: Callable | None = None):
     """Mark ``fn(xp, x, **params)`` as an operator; nothing is validated yet.
 
     ``claims`` and ``violates`` map contract names to a one-line reason.
     ``weights(xp, S, mask=None, **params)`` exposes the row normaliser of a
     score-normalising attention; ``layers(xp, x, **params)`` returns the
-    per-layer hidden states of a host.
+    per-layer hidden states of a host.  ``errors(kwargs)`` yields the bad
+    calls the operator must reject (:class:`~tokenlaw.operators.arguments.ErrorInput`)
+    beyond the generated ones (:func:`~tokenlaw.operators.arguments.error_inputs`).
     """
 
     def mark(fn):
@@ -117,7 +121,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             name=name, domain=domain, traits=frozenset(traits),
             claims=dict(claims or {}), violates=dict(violates or {}),
             weights=weights, layers=layers, kernel=kernel, reference=reference,
-            doc=inspect.getdoc(fn) or ""))
+            errors=errors, doc=inspect.getdoc(fn) or ""))
         return fn
 
     return mark

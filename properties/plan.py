@@ -44,6 +44,9 @@ class Row:
         verdicts = [c.verdict for c in self.cells if c.verdict is not None]
         if self.declared is None or not verdicts:
             return V.NOT_APPLICABLE
+        if all(v.status == V.BY_DESIGN for v in verdicts):
+            return V.OUT_BY_DESIGN
+        verdicts = [v for v in verdicts if v.status != V.BY_DESIGN]    # by design: not part of the judgement
         if self.declared == "claims":
             outs = [V.outcome("claims", v) for v in verdicts]
             for bad in (V.BAD_UNEXPECTED, V.OUT_UNKNOWN):

@@ -15,7 +15,10 @@ from typing import Any
 HOLDS, PROVED = "holds", "proved"
 VIOLATED, REFUTED = "violated", "refuted"
 UNKNOWN, NOT_RUNNABLE = "unknown", "not_runnable"
-STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE)
+# Not applicable by design: the contract says why this cell is never judged (e.g. the eager float32
+# differential cell, whose float32 run *is* the error probe).  Unlike NOT_RUNNABLE, no machine would run it.
+BY_DESIGN = "not_applicable"
+STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE, BY_DESIGN)
 
 # Outcomes of a cell: the observation judged against the declaration.
 OK_HOLDS = "holds"
@@ -25,6 +28,7 @@ BAD_UNEXPECTED = "UNEXPECTED violation"
 BAD_NOT_REPRODUCED = "expected violation NOT reproduced"
 OUT_UNKNOWN = "unknown"
 OUT_NOT_RUNNABLE = "not runnable here"
+OUT_BY_DESIGN = "not applicable by design"
 NOT_APPLICABLE = "not applicable"
 FAILING = frozenset({BAD_UNEXPECTED, BAD_NOT_REPRODUCED})
 
@@ -98,6 +102,8 @@ def outcome(declared: str | None, verdict: Verdict | None) -> str:
         return OUT_UNKNOWN
     if verdict.status == NOT_RUNNABLE:
         return OUT_NOT_RUNNABLE
+    if verdict.status == BY_DESIGN:
+        return OUT_BY_DESIGN
     if declared == "claims":
         if verdict.violated:
             return BAD_UNEXPECTED

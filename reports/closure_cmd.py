@@ -11,6 +11,7 @@ import importlib
 import json
 from pathlib import Path
 
+from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
 EXIT_OK, EXIT_BREAKS = 0, 1
@@ -29,6 +30,18 @@ def load_factory(target: str):
     if not callable(factory):
         raise InvalidArgument(f"target: {module_name} has no callable {attr!r}")
     return factory
+
+
+def _finite_inputs(example):
+    """NaN / inf in the factory's inputs is bad input, not a closure break of the model."""
+    import torch   # deferred: `tokenlaw --help` needs no torch
+
+    if torch.is_tensor(example.x) and example.x.is_floating_point():
+        arguments.finite(example.x, "target: the factory's x")
+    for key, value in example.kwargs.items():
+        # an additive mask's -inf is its meaning, not bad input
+        if key not in example.masks and torch.is_tensor(value) and value.is_floating_point():
+            arguments.finite(value, f"target: the factory's {key}")
 
 
 def _shape(text):
@@ -70,7 +83,16 @@ def format_report(report) -> str:
 def cmd_closure(args) -> int:
     from tokenlaw.properties.closure_analyser import analyse, as_example
 
-    example = as_example(load_factory(args.target)(), shape=_shape(args.shape), seed=args.seed)
+    factory, shape = load_factory(args.target), _shape(args.shape)
+    if args.out:
+        arguments.writable_dir(args.out, "--out")
+    try:
+        built = factory()
+    except Exception as err:  # noqa: BLE001 (the user's code: its failure is bad input, not ours)
+        raise InvalidArgument(f"target: {args.target}() raised {type(err).__name__}: "
+                              f"{str(err).splitlines()[0] if str(err) else ''}") from None
+    example = as_example(built, shape=shape, seed=args.seed)
+    _finite_inputs(example)
     report = analyse(example, args.positions, trials=args.trials, seed=args.seed)
     if args.out:
         out = Path(args.out)

@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
 from . import known_failures, provenance, regressions, writers
@@ -58,10 +59,41 @@ def _load(path, what) -> dict:
         raise InvalidArgument(f"{what}: {str(path)!r} is not JSON: {err}") from None
     if not isinstance(doc, dict) or "rows" not in doc or "meta" not in doc:
         raise InvalidArgument(f"{what}: {str(path)!r} is not a tokenlaw report (no rows/meta)")
+    _structure(doc, what, path)
     if doc.get("schema", 1) > writers.SCHEMA_VERSION:
         raise InvalidArgument(f"{what}: schema {doc['schema']} is newer than this tokenlaw "
                               f"({writers.SCHEMA_VERSION})")
     return doc
+
+
+def _structure(doc: dict, what: str, path) -> None:
+    """Valid JSON of the wrong shape is refused here, naming the first bad field, not deep inside the comparison."""
+    def bad(field, expected):
+        raise InvalidArgument(f"{what}: {str(path)!r} is not a tokenlaw report: {field} should be {expected}")
+
+    if not isinstance(doc["meta"], dict):
+        bad("meta", "an object")
+    if not isinstance(doc["rows"], list):
+        bad("rows", "a list")
+    if not isinstance(doc.get("schema", 1), int):
+        bad("schema", "an int")
+    for i, row in enumerate(doc["rows"]):
+        if not isinstance(row, dict):
+            bad(f"rows[{i}]", "an object")
+        for key in ("id", "operator", "contract"):
+            if not isinstance(row.get(key), str):
+                bad(f"rows[{i}].{key}", "a string")
+        if not isinstance(row.get("cells"), list):
+            bad(f"rows[{i}].cells", "a list")
+        for j, cell in enumerate(row["cells"]):
+            if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+                bad(f"rows[{i}].cells[{j}]", "an object with a string id")
+            v = cell.get("verdict")
+            if v is not None and not (isinstance(v, dict) and isinstance(v.get("status"), str)):
+                bad(f"rows[{i}].cells[{j}].verdict", "null or an object with a string status")
+    runs = doc["meta"].get("runs")
+    if runs is not None and not (isinstance(runs, list) and all(isinstance(r, dict) for r in runs)):
+        bad("meta.runs", "a list of objects")
 
 
 def _run_checks(args, base: dict | None) -> dict:
@@ -77,7 +109,8 @@ def _run_check(args, meta: dict) -> dict:
     argv = []
     for m in getattr(args, "operators_module", None) or scope.get("operator_modules") or ():
         argv += ["--operators", m]
-    argv += ["check", "--out", args.out, "--json", "--profile", meta.get("profile", "smoke"),
+    argv += ["check", "--out", args.out, "--json", "--progress", "off" if args.json else "on",
+             "--profile", meta.get("profile", "smoke"),
              "--seed", str(meta.get("seed", 0))]
     if meta.get("examples"):
         argv += ["--examples", str(meta["examples"])]
@@ -101,6 +134,14 @@ def _run_check(args, meta: dict) -> dict:
     return _load(report, "--current")
 
 
+def _entries_match(entries, docs, path) -> None:
+    """A known-failures entry that matches no row or cell is a typo, not a silent no-op."""
+    ids = {r["id"] for d in docs for r in d["rows"]} | {c["id"] for d in docs for r in d["rows"] for c in r["cells"]}
+    for e in entries:
+        if not any(e.matches(i) for i in ids):
+            raise arguments.closest(e.id, ids, f"{path}:{e.line}")
+
+
 def _today(args) -> dt.date:
     if args.today:
         try:
@@ -120,6 +161,7 @@ def cmd_gate(args) -> int:
         cur = regressions.merge([_load(path, "--current") for path in args.current])
     else:
         cur = _run_checks(args, base)
+    _entries_match(entries, [d for d in (base, cur) if d], args.known_failures)
     disk = provenance.kernel_sources() if args.current else None
     empty = {"meta": {"runs": cur["meta"]["runs"]}, "rows": []}
     cmp = regressions.compare(base or empty, cur, bound_growth=args.bound_growth, disk_kernels=disk)

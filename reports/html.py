@@ -14,40 +14,67 @@ CI artefacts or offline.  The plots are drawn from the verdicts:
 from __future__ import annotations
 
 import math
+import re
 from xml.sax.saxutils import escape
 
 from tokenlaw.properties import verdict as V
 
 from .svgplot import PALETTE, Series, chart
-from .writers import HOW_TO_READ, first_counterexample, ratio, run_line, summary
+from .writers import HOW_TO_READ, by_design, by_reason, first_counterexample, headline, ratio, run_line, summary
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
-         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.NOT_APPLICABLE: "na"}
-COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "unk": "#868e96", "na": "#ced4da"}
+         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.OUT_BY_DESIGN: "na",
+         V.NOT_APPLICABLE: "na"}
+COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "miss": "#9c36b5", "unk": "#868e96", "na": "#ced4da"}
 DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
+# The matrix shows one short mark per row (the full outcome is in the cell's tooltip and the legend).
+MARK = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "viol.", V.BAD_UNEXPECTED: "FAIL",
+        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r", V.OUT_BY_DESIGN: "n/a"}
 
 CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#212529;max-width:1400px}
-h1{margin:0 0 4px}h2{margin-top:28px;border-bottom:1px solid #dee2e6}
-.verdict{font-size:20px;font-weight:bold;padding:6px 12px;display:inline-block;border-radius:4px;color:#fff}
+body{font:14px/1.45 system-ui,sans-serif;margin:16px 24px;color:#212529;max-width:1400px}
+h1{margin:0 0 4px;font-size:22px}h2{margin-top:24px;border-bottom:1px solid #dee2e6;font-size:17px}
+.verdict{font-size:20px;font-weight:bold;padding:4px 12px;display:inline-block;border-radius:4px;color:#fff}
 .PASS{background:#2b8a3e}.FAIL{background:#c92a2a}
-table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #dee2e6;padding:3px 6px;vertical-align:top}
-th{background:#f1f3f5;position:sticky;top:0}
+table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #dee2e6;padding:2px 5px;vertical-align:top}
+th{background:#f1f3f5;position:sticky;top:0;z-index:1}
+#matrix th.c{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;padding:4px 2px;font-weight:normal}
+#matrix td{text-align:center;white-space:nowrap;min-width:28px}#matrix th.op{text-align:left;position:sticky;left:0}
+.wrap{max-height:80vh;overflow:auto;border:1px solid #dee2e6}
 td.ok{background:#d3f9d8}td.exp{background:#ffe8cc}td.bad{background:#ffc9c9;font-weight:bold}
 td.unk{background:#e9ecef}td.na{color:#adb5bd}
+#failing li{margin-bottom:6px}.ce{font-family:ui-monospace,monospace;font-size:12px;background:#fff5f5;padding:1px 4px}
+.filters{position:sticky;top:0;background:#fff;padding:6px 0;z-index:2;border-bottom:1px solid #dee2e6}
+.filters select{margin-right:10px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.charts figure{margin:0}
 figcaption{font-size:12px;color:#495057;max-width:420px}code{font-size:12px}
+details{margin:8px 0}summary{cursor:pointer;color:#495057}
 """
 
 # Records load-time errors in the DOM (data-errors) and marks the page rendered with the
-# number of charts that have a non-empty box, so a headless browser can check both.
+# number of charts that have a non-empty box, so a headless browser can check both.  The
+# filters hide rows of the matrix and the rows table by status, operator and contract.
 SCRIPT = """
 window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message))});
+function tlFilter(){var st=document.getElementById('f-status').value,op=document.getElementById('f-op').value,
+ct=document.getElementById('f-contract').value;
+document.querySelectorAll('#rows tr[data-op]').forEach(function(tr){var ok=(!st||tr.dataset.cls===st)&&
+(!op||tr.dataset.op===op)&&(!ct||tr.dataset.contract===ct);tr.style.display=ok?'':'none'});
+document.querySelectorAll('#matrix tr[data-op]').forEach(function(tr){tr.style.display=(!op||tr.dataset.op===op)?'':'none'});
+document.querySelectorAll('#matrix [data-contract]').forEach(function(td){td.style.display=(!ct||td.dataset.contract===ct)?'':'none'});}
 window.addEventListener('load',function(){var n=0;document.querySelectorAll('svg.chart').forEach(function(s){
 var b=s.getBBox();if(b.width>0&&b.height>0)n++});document.body.setAttribute('data-charts-drawn',String(n));
+['f-status','f-op','f-contract'].forEach(function(id){var e=document.getElementById(id);if(e)e.addEventListener('change',tlFilter)});
 document.body.setAttribute('data-errors',String(window.__errors.length));
 document.body.setAttribute('data-rendered','ok')});
 """
+
+
+def inline_markdown(text: str) -> str:
+    """The few inline Markdown marks of the shared prose (``**bold**``, ```code```) as HTML, the rest escaped."""
+    out = escape(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
 
 
 def _num(x) -> float:
@@ -60,18 +87,45 @@ def _cell_tip(row, cell) -> str:
             f"bound {_num(v['bound']):.3g}, ratio {ratio(v):.3g}")
 
 
+def _cell_class(row, cell) -> str:
+    """The plot class of a cell.  'failing' only when its *row* fails: a dtype that did not reproduce an
+    expected violation which another dtype reproduced is 'not reproduced in this dtype', not a failure."""
+    out = cell.get("outcome", row["outcome"])
+    if out == V.BAD_NOT_REPRODUCED and row["outcome"] not in V.FAILING:
+        return "miss"
+    return CLASS.get(out, "unk")
+
+
+SPAN = 10    # decades either side of the median a discrepancy chart shows
+
+
+def _clamp_range(values) -> tuple:
+    """(lo, hi) decades: the values' own range, at most SPAN decades either side of their median.
+
+    A single bound near 1e-38 would otherwise stretch the axis over 30 decades and squash every other
+    point into a corner; points outside are drawn on the edge (and counted in the caption).
+    """
+    logs = sorted(math.log10(v) for v in values if v > 0)
+    if not logs:
+        return 0, 1
+    mid = logs[len(logs) // 2]
+    return math.floor(max(logs[0], mid - SPAN)), math.ceil(min(logs[-1], mid + SPAN))
+
+
 def discrepancy_charts(doc: dict) -> list[str]:
     """One log-log chart per dtype: each tolerance cell's worst discrepancy against its bound."""
     figs = []
     dtypes = sorted({c["dtype"] for r in doc["rows"] for c in r["cells"]},
                     key=lambda d: DTYPE_ORDER.index(d) if d in DTYPE_ORDER else 99)
+    names = {"ok": "holds", "exp": "violated (expected)", "bad": "failing row",
+             "miss": "expected violation not reproduced in this dtype (row passes)", "unk": "other", "na": "n/a"}
     for dt in dtypes:
         groups: dict[str, list] = {}
         zero_bound = skipped_nan = 0
         for r in doc["rows"]:
             for c in r["cells"]:
                 v = c["verdict"]
-                if c["dtype"] != dt or v is None or v["status"] in (V.UNKNOWN, V.NOT_RUNNABLE):
+                if c["dtype"] != dt or v is None or v["status"] in (V.UNKNOWN, V.NOT_RUNNABLE, V.BY_DESIGN):
                     continue
                 d, b = _num(v["discrepancy"]), _num(v["bound"])
                 if r["exact"] or b <= 0:
@@ -80,45 +134,73 @@ def discrepancy_charts(doc: dict) -> list[str]:
                 if not (math.isfinite(d) and math.isfinite(b)):
                     skipped_nan += 1
                     continue
-                groups.setdefault(CLASS[c.get("outcome", r["outcome"])], []).append((b, d, _cell_tip(r, c)))
-        names = {"ok": "holds", "exp": "violated (expected)", "bad": "failing", "unk": "other", "na": "n/a"}
-        series = [Series(names[k], pts, color=COLOR[k]) for k, pts in sorted(groups.items())]
-        n = sum(len(s.points) for s in series)
-        if not n:
+                groups.setdefault(_cell_class(r, c), []).append((b, d, _cell_tip(r, c)))
+        pts = [p for g in groups.values() for p in g]
+        if not pts:
             continue
+        lo, hi = _clamp_range([p[0] for p in pts] + [p[1] for p in pts if p[1] > 0])
+        edge = 0
+
+        def fit(v):
+            nonlocal edge
+            if v <= 0:
+                return v
+            c = min(max(v, 10.0 ** lo), 10.0 ** hi)
+            edge += c != v
+            return c
+
+        series = [Series(names[k], [(fit(b), fit(d), tip) for b, d, tip in g], color=COLOR[k])
+                  for k, g in sorted(groups.items())]
         svg = chart(series, xlabel="bound (derived tolerance)", ylabel="worst discrepancy",
                     title=f"{dt}: discrepancy vs bound", logx=True, logy=True, diagonal=True)
-        cap = (f"{n} tolerance cells in {dt}; below the dashed line the law holds within its bound. "
+        cap = (f"{len(pts)} tolerance cells in {dt}; below the dashed line the law holds within its bound. "
                f"Not plotted: {zero_bound} cells with bound 0 (exact contracts, and tolerance cells whose "
                f"worst example matched bit-for-bit)"
-               + (f", {skipped_nan} with a non-finite discrepancy" if skipped_nan else "") + ".")
+               + (f", {skipped_nan} with a non-finite discrepancy" if skipped_nan else "") + "."
+               + (f" {edge} values outside 1e{lo}..1e{hi} are drawn on the axis edge (hover for the value)."
+                  if edge else "")
+               + (" 'Expected violation not reproduced in this dtype': another dtype of the same row "
+                  "reproduced it, so the row passes." if "miss" in groups else ""))
         figs.append(f"<figure>{svg}<figcaption>{escape(cap)}</figcaption></figure>")
     return figs
 
 
 def closure_charts(doc: dict) -> list[str]:
-    """Per host: the old tokens' shift and the null token's norm at every layer, per dtype."""
+    """Per host: the old tokens' shift and the null token's norm at every layer, float64 (the reference).
+
+    The other dtypes' curves would sit on top of it (the closure laws are exact): their largest
+    values are given in the caption instead of as six more overlapping series.
+    """
     figs = []
     for r in doc["rows"]:
-        series = []
-        for i, c in enumerate(r["cells"]):
+        per_dtype = {}
+        for c in r["cells"]:
             layers = ((c["verdict"] or {}).get("extra") or {}).get("layers")
-            if not isinstance(layers, list) or not layers or not isinstance(layers[0], dict):
-                continue
-            xs = [int(p.get("layer", j)) for j, p in enumerate(layers)]
-            color = PALETTE[i % len(PALETTE)]     # one colour per dtype: solid shift, dashed null norm
-            for key, dashed, hollow in (("old_shift", False, False), ("null_norm", True, True)):
-                if all(key in p for p in layers):
-                    series.append(Series(f"{c['dtype']} {key}",
-                                         [(x, _num(p[key]), f"{c['id']} layer {x}: {key} = {_num(p[key]):.3g}")
-                                          for x, p in zip(xs, layers)], color=color, line=True, dashed=dashed,
-                                         hollow=hollow))
-        if series:
-            svg = chart(series, xlabel="layer", ylabel="L-inf (0 on its own lane)", logy=True,
-                        title=f"{r['operator']}: closure per layer")
-            figs.append(f"<figure>{svg}<figcaption>{escape(r['id'])}: {escape(r['outcome'])}. Solid: shift of "
-                        f"the old tokens after inserting a null token; dashed: the null token's own norm (must "
-                        f"stay 0).</figcaption></figure>")
+            if isinstance(layers, list) and layers and isinstance(layers[0], dict):
+                per_dtype[c["dtype"]] = (c, layers)
+        if not per_dtype:
+            continue
+        shown = next((d for d in DTYPE_ORDER if d in per_dtype), next(iter(per_dtype)))
+        c, layers = per_dtype[shown]
+        xs = [int(p.get("layer", j)) for j, p in enumerate(layers)]
+        series = []
+        for key, dashed, hollow, color in (("old_shift", False, False, PALETTE[0]), ("null_norm", True, True, PALETTE[1])):
+            if all(key in p for p in layers):
+                series.append(Series(f"{key} ({shown})",
+                                     [(x, _num(p[key]), f"{c['id']} layer {x}: {key} = {_num(p[key]):.3g}")
+                                      for x, p in zip(xs, layers)], color=color, line=True, dashed=dashed,
+                                     hollow=hollow))
+        if not series:
+            continue
+        others = "; ".join(
+            f"{d}: max old shift {max(_num(p.get('old_shift', 0)) for p in ls):.3g}, "
+            f"max null norm {max(_num(p.get('null_norm', 0)) for p in ls):.3g}"
+            for d, (_, ls) in per_dtype.items() if d != shown)
+        svg = chart(series, xlabel="layer", ylabel="L-inf (0 on its own lane)", logy=True,
+                    title=f"{r['operator']}: closure per layer ({shown})")
+        figs.append(f"<figure>{svg}<figcaption>{escape(r['id'])}: {escape(r['outcome'])}. Solid: shift of "
+                    f"the old tokens after inserting a null token; dashed: the null token's own norm (must "
+                    f"stay 0)." + (f" Other dtypes: {escape(others)}." if others else "") + "</figcaption></figure>")
     return figs
 
 
@@ -143,63 +225,104 @@ def _matrix(rows) -> str:
     ops = list(dict.fromkeys(r["operator"] for r in rows))
     names = list(dict.fromkeys(r["contract"] for r in rows))
     by = {(r["operator"], r["contract"]): r for r in rows}
-    head = "".join(f"<th>{escape(n)}</th>" for n in names)
+    head = "".join(f'<th class="c" data-contract="{escape(n)}">{escape(n)}</th>' for n in names)
     body = []
     for op in ops:
         tds = []
         for n in names:
             r = by.get((op, n))
             if r is None:
-                tds.append('<td class="na">-</td>')
+                tds.append(f'<td class="na" data-contract="{escape(n)}"></td>')
             else:
-                tds.append(f'<td class="{CLASS[r["outcome"]]}" title="{escape(r["reason"])}">'
-                           f'{escape(r["declared"] or "")}: {escape(r["outcome"])}</td>')
-        body.append(f"<tr><th>{escape(op)}</th>{''.join(tds)}</tr>")
-    return f'<table id="matrix"><tr><th>operator</th>{head}</tr>{"".join(body)}</table>'
+                tip = f"{r['id']}: {r['declared']}: {r['outcome']} ({r['reason']})"
+                tds.append(f'<td class="{CLASS[r["outcome"]]}" data-contract="{escape(n)}" title="{escape(tip)}">'
+                           f'{escape(MARK.get(r["outcome"], "?"))}</td>')
+        body.append(f'<tr data-op="{escape(op)}"><th class="op">{escape(op)}</th>{"".join(tds)}</tr>')
+    legend = ", ".join(f"{m} = {o}" for o, m in MARK.items())
+    return (f'<p class="legend">Matrix marks: {escape(legend)}; empty = not declared. Hover a cell for its '
+            f'declaration and reason.</p><div class="wrap"><table id="matrix"><tr><th class="op">operator</th>'
+            f'{head}</tr>{"".join(body)}</table></div>')
+
+
+def _order(rows) -> list:
+    """Failing rows first, then unknown / not runnable, then the rest in registry order."""
+    rank = {"bad": 0, "unk": 1}
+    return sorted(rows, key=lambda r: rank.get(CLASS[r["outcome"]], 2))
 
 
 def _rows_table(rows) -> str:
     out = ['<table id="rows"><tr><th>row</th><th>declared</th><th>outcome</th>'
            '<th>cells: examples, worst disc/bound</th><th>minimal counterexample</th></tr>']
-    for r in rows:
+    for r in _order(rows):
         parts = []
         for c in r["cells"]:
             v = c["verdict"]
-            if v is not None:
+            if v is not None and v["status"] != V.BY_DESIGN:
                 parts.append(f"{c['dtype']}: {v['status']}, {v['examples']} ex, {ratio(v):.2e}")
-        out.append(f'<tr><td><code>{escape(r["id"])}</code></td><td>{escape(str(r["declared"]))}</td>'
-                   f'<td class="{CLASS[r["outcome"]]}">{escape(r["outcome"])}</td><td>{escape("; ".join(parts))}</td>'
-                   f'<td>{escape(first_counterexample(r))}</td></tr>')
+        cls = CLASS[r["outcome"]]
+        out.append(f'<tr data-op="{escape(r["operator"])}" data-contract="{escape(r["contract"])}" '
+                   f'data-cls="{cls}"><td><code>{escape(r["id"])}</code></td><td>{escape(str(r["declared"]))}</td>'
+                   f'<td class="{cls}">{escape(r["outcome"])}</td><td>{escape("; ".join(parts))}</td>'
+                   f'<td>{inline_markdown(first_counterexample(r))}</td></tr>')
     out.append("</table>")
     return "".join(out)
 
 
+def _filters(rows) -> str:
+    def select(ident, label, values):
+        opts = "".join(f'<option value="{escape(v)}">{escape(t)}</option>' for v, t in values)
+        return f'<label>{label} <select id="{ident}"><option value="">all</option>{opts}</select></label>'
+
+    statuses = [("bad", "failing"), ("exp", "expected violation reproduced"), ("ok", "holds / proved"),
+                ("unk", "unknown / not runnable"), ("na", "not applicable by design")]
+    ops = [(o, o) for o in dict.fromkeys(r["operator"] for r in rows)]
+    names = [(n, n) for n in dict.fromkeys(r["contract"] for r in rows)]
+    return ('<div class="filters">' + select("f-status", "status", statuses) + select("f-op", "operator", ops)
+            + select("f-contract", "contract", names) + "</div>")
+
+
+def _failing(byid, failing) -> str:
+    items = []
+    for rid in failing:
+        r = byid[rid]
+        ce = first_counterexample(r)
+        items.append(f"<li><code>{escape(rid)}</code>: <b>{escape(r['outcome'])}</b> &mdash; {escape(r['reason'])}"
+                     + (f'<br>counterexample: <span class="ce">{inline_markdown(ce)}</span>' if ce else "") + "</li>")
+    return f'<h2>Failing rows</h2><ul id="failing">{"".join(items)}</ul>'
+
+
 def html(doc: dict) -> str:
-    """The whole page as one string."""
+    """The whole page as one string: the verdict and failing rows on the first screen, then the rest."""
     rows, meta = doc["rows"], doc["meta"]
     summ = doc.get("summary") or summary(rows)
     byid = {r["id"]: r for r in rows}
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width">',
              "<title>tokenlaw conformance report</title>", f"<style>{CSS}</style>",
              f"<script>{SCRIPT}</script></head><body>",
              "<h1>tokenlaw conformance report</h1>",
-             f'<p><span class="verdict {summ["result"]}">{summ["result"]}</span> '
-             f'{summ["rows"]} declared rows, {summ["cells"]} cells: '
-             + escape(", ".join(f"{n} {k}" for k, n in summ["outcomes"].items())) + "</p>",
-             f"<p>{escape(run_line(meta))}</p>"]
+             f'<p id="headline"><span class="verdict {summ["result"]}">{summ["result"]}</span> '
+             f'{escape(headline(summ))}</p>',
+             f"<p>{inline_markdown(run_line(meta))}</p>"]
     if summ["failing"]:
-        items = "".join(f"<li><code>{escape(rid)}</code>: {escape(byid[rid]['outcome'])} &mdash; "
-                        f"{escape(first_counterexample(byid[rid]))}</li>" for rid in summ["failing"])
-        parts.append(f'<h2>Failing rows</h2><ul id="failing">{items}</ul>')
-    blocked = [c for r in rows for c in r["cells"] if c.get("verdict") and c["verdict"]["status"] == V.NOT_RUNNABLE]
+        parts.append(_failing(byid, summ["failing"]))
+    blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
-        items = "".join(f"<li><code>{escape(c['id'])}</code>: {escape(c['verdict'].get('detail', ''))}</li>"
-                        for c in blocked)
+        items = "".join(f"<li>{escape(reason)} <details><summary>{len(ids)} cells</summary>"
+                        f"<code>{escape(', '.join(ids))}</code></details></li>" for reason, ids in blocked.items())
         parts.append(f'<h2>Cells not runnable here</h2><ul id="not-runnable">{items}</ul>')
-    parts += ["<h2>Matrix</h2>", _matrix(rows), f"<p>{escape(HOW_TO_READ)}</p>"]
+    designed = by_design(rows)
+    if designed:
+        n = sum(len(ids) for ids in designed.values())
+        items = "".join(f"<li>{escape(reason)} ({len(ids)}): {escape(', '.join(ids))}</li>"
+                        for reason, ids in designed.items())
+        parts.append(f'<details id="by-design"><summary>{n} cells not applicable by design (not counted '
+                     f'above; {len(designed)} reasons)</summary><ul>{items}</ul></details>')
+    parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
+              f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>']
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
         if figs:
             parts.append(f'<h2>{title}</h2><div class="charts">{"".join(figs)}</div>')
-    parts += ["<h2>Rows</h2>", _rows_table(rows), "</body></html>", ""]
+    parts += ["<h2>Rows (failing first)</h2>", _rows_table(rows), "</body></html>", ""]
     return "\n".join(parts)

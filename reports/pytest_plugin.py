@@ -30,6 +30,9 @@ def pytest_addoption(parser):
     group.addoption("--tokenlaw-examples", type=int, default=10, metavar="N",
                     help="examples per cell per dtype (default 10, the smoke profile)")
     group.addoption("--tokenlaw-seed", type=int, default=0, metavar="SEED", help="fuzz seed (default 0)")
+    group.addoption("--tokenlaw-replays", default=None, metavar="DIR",
+                    help="store violations here for `tokenlaw replay ID --replays DIR` "
+                         "(default: the pytest cache, .pytest_cache/d/tokenlaw-replays)")
     group.addoption("--tokenlaw-dtype", action="append", default=None, metavar="DTYPE",
                     help="only this dtype (repeatable)")
 
@@ -92,12 +95,12 @@ class ContractRow(pytest.Item):
         seed = self.config.getoption("tokenlaw_seed")
         for cell in self.row.cells:
             cell.verdict = run_cell(self.spec, CONTRACTS[self.row.contract], DTYPES[cell.dtype],
-                                    examples=examples, seed=seed)
+                                    examples=examples, seed=seed, replay_dir=self.replay_dir)
         outcome = self.row.outcome
         self.user_properties.append(("outcome", outcome))
         if outcome in V.FAILING:
             raise RowFailed(self._explain(outcome))
-        if outcome in (V.OUT_UNKNOWN, V.OUT_NOT_RUNNABLE, V.NOT_APPLICABLE):
+        if outcome in (V.OUT_UNKNOWN, V.OUT_NOT_RUNNABLE, V.OUT_BY_DESIGN, V.NOT_APPLICABLE):
             details = "; ".join(f"{c.dtype}: {c.verdict.detail}" for c in self.row.cells if c.verdict)
             pytest.skip(f"{self.row.id}: {outcome} ({details})")
 
@@ -113,8 +116,16 @@ class ContractRow(pytest.Item):
                 lines.append(f"      counterexample: {example(v.counterexample)}")
                 lines.append(f"      {v.detail}")
                 if v.replay:
-                    lines.append(f"      replay: {v.replay}")
+                    lines.append(f"      replay: tokenlaw replay {v.replay} --replays {self.replay_dir}")
         return "\n".join(lines)
+
+    @property
+    def replay_dir(self):
+        chosen = self.config.getoption("tokenlaw_replays")
+        if chosen:
+            return chosen
+        cache = getattr(self.config, "cache", None)
+        return str(cache.mkdir("tokenlaw-replays")) if cache is not None else None
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, RowFailed):

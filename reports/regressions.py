@@ -56,7 +56,7 @@ from .writers import ratio
 BOUND_GROWTH = 2.0
 RATIO_ALERT = 0.5
 
-RANK = {V.OK_PROVED: 0, V.OK_HOLDS: 1, V.OK_EXPECTED: 1, V.OUT_UNKNOWN: 2, V.OUT_NOT_RUNNABLE: 3,
+RANK = {V.OK_PROVED: 0, V.OK_HOLDS: 1, V.OK_EXPECTED: 1, V.OUT_UNKNOWN: 2, V.OUT_NOT_RUNNABLE: 3, V.OUT_BY_DESIGN: 3,
         V.NOT_APPLICABLE: 3, V.BAD_NOT_REPRODUCED: 4, V.BAD_UNEXPECTED: 5}
 
 
@@ -288,7 +288,10 @@ def _kernels(out, base, cur, disk):
         if not rerun:
             out.regressions.append(Change(
                 "kernel-not-rerun", name, _short(bsrc.get(hit[0])), _short(csrc.get(hit[0])),
-                f"{', '.join(hit)} changed but no cell of {sorted(ops)} ran on a kernel backend"))
+                f"{', '.join(hit)} changed but no cell of {sorted(ops)} ran on a kernel backend; run "
+                f"`TRITON_INTERPRET=1 tokenlaw check --backend triton --out reports` (no GPU) or the same without "
+                f"TRITON_INTERPRET on a GPU, then `tokenlaw gate --current reports/conformance.json "
+                f"reports/conformance-triton.json`"))
     if not kernels:
         out.notes.append(Change("kernels", ", ".join(changed), "", "", "changed; no operator declares a kernel"))
 

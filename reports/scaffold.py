@@ -20,6 +20,7 @@ import keyword
 import re
 from pathlib import Path
 
+from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
 EXIT_OK = 0
@@ -36,7 +37,8 @@ def register(sub):
     sp.add_argument("--like", metavar="OP", help="copy traits, domain, parameters and claims of this operator")
     sp.add_argument("--traits", help="comma-separated traits (default: token_local; ignored with --like)")
     sp.add_argument("--claims", help="comma-separated contracts to claim (default: from --like or the traits)")
-    sp.add_argument("--dir", help="folder to write into (default: tokenlaw's operators/ folder)")
+    sp.add_argument("--dir", help="folder to write into (default: tokenlaw's operators/ folder in a checkout; "
+                                  "the current project when tokenlaw is installed)")
     sp.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     sp.set_defaults(func=cmd_new)
 
@@ -45,10 +47,30 @@ def _split(text):
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
 def default_dir() -> Path:
+    """tokenlaw's own operators/ folder in a source checkout; else the current project (never site-packages).
+
+    Installed from a wheel, the package folder belongs to pip (a file written
+    there is outside any project and survives ``pip uninstall``): the
+    scaffold goes into the current directory when it is a project (it has
+    pyproject.toml, setup.py, setup.cfg or .git), and is refused otherwise.
+    """
+    import sysconfig
+
     import tokenlaw.operators as ops
 
-    return Path(list(ops.__path__)[0])
+    own = Path(list(ops.__path__)[0]).resolve()
+    installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
+    if not any(own.is_relative_to(site) for site in installed):
+        return own
+    cwd = Path.cwd()
+    if any((cwd / m).exists() for m in PROJECT_MARKERS):
+        return cwd
+    raise InvalidArgument(f"--dir: tokenlaw is installed in {own.parent.parent}, which is not yours to write; "
+                          f"run `tokenlaw new` inside your project (a folder with pyproject.toml) or pass --dir DIR")
 
 
 def applicable(traits, contracts=None) -> list[str]:
@@ -209,7 +231,7 @@ def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, fo
     if name in registry:
         raise InvalidArgument(f"name: operator {name!r} already exists ({registry[name].source})")
     if like and like not in registry:
-        raise InvalidArgument(f"--like: no operator {like!r}; known: {sorted(registry.names())}")
+        raise arguments.closest(like, registry.names(), "--like")
     like_spec = registry[like] if like else None
     if like_spec is not None:
         traits = sorted(like_spec.traits)
@@ -254,7 +276,9 @@ def cmd_new(args) -> int:
     claims = _split(args.claims) if args.claims is not None else None
     path = scaffold(args.name, like=args.like, traits=_split(args.traits) or None, claims=claims,
                     folder=args.dir)
-    inside = path.parent.resolve() == default_dir().resolve()
+    import tokenlaw.operators as ops
+
+    inside = path.parent.resolve() == Path(list(ops.__path__)[0]).resolve()
     run = f"tokenlaw check --operator {args.name}" if inside else \
         f"tokenlaw --operators {_module_name(path)} check --operator {args.name}"
     nxt = [f"write the body of {args.name}() in {path}", "edit the claims' reasons (and violates)", run]

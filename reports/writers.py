@@ -3,17 +3,21 @@
 The JSON document (:func:`to_json`, schema in ``docs/report-schema.md``) is
 the single source: every other format renders from it, so a saved report
 can be re-rendered and two reports can be compared field by field.  Output
-is deterministic for the same rows: timings live only in the fields listed
-under ``VOLATILE`` and :func:`stable` removes them for comparison.
+is deterministic for the same seed: timings (the fields listed under
+``VOLATILE``) are written to a separate ``<stem>.timings.json`` and every
+other file is byte-identical between two runs of the same code, seed,
+profile and scope.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
 from pathlib import Path
 
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS
 
 # Additive fields keep the version; a removed or renamed field bumps it.
@@ -62,14 +66,46 @@ def to_json(rows, meta: dict) -> dict:
 
 
 def summary(rows: list[dict]) -> dict:
-    """Counts of row outcomes, the failing row ids and the overall PASS/FAIL."""
+    """Counts of row outcomes, the failing row ids and the overall PASS/FAIL.
+
+    Rows and cells *not applicable by design* are counted apart (``by_design``) and kept out
+    of ``outcomes``, ``rows`` and ``cells``: they are not results.
+    """
     counts: dict[str, int] = {}
-    for r in rows:
+    judged = [r for r in rows if r["outcome"] != V.OUT_BY_DESIGN]
+    for r in judged:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     failing = [r["id"] for r in rows if r["outcome"] in V.FAILING]
-    return {"result": "FAIL" if failing else "PASS", "rows": len(rows),
-            "cells": sum(len(r["cells"]) for r in rows),
-            "outcomes": dict(sorted(counts.items())), "failing": failing}
+    by_design = [c for r in rows for c in r["cells"] if _status(c) == V.BY_DESIGN]
+    return {"result": "FAIL" if failing else "PASS", "rows": len(judged),
+            "cells": sum(len(r["cells"]) for r in rows) - len(by_design),
+            "outcomes": dict(sorted(counts.items())), "failing": failing,
+            "by_design": {"rows": len(rows) - len(judged), "cells": len(by_design)}}
+
+
+def _status(cell: dict) -> str | None:
+    return (cell.get("verdict") or {}).get("status")
+
+
+def by_reason(rows: list[dict], status: str) -> dict:
+    """{reason: [cell ids]} of the cells with ``status`` (not runnable / by design), each reason once."""
+    out: dict[str, list] = {}
+    for r in rows:
+        for c in r["cells"]:
+            if _status(c) == status:
+                out.setdefault(c["verdict"].get("detail", ""), []).append(c["id"])
+    return out
+
+
+def by_design(rows: list[dict]) -> dict:
+    """{reason: [cell ids]} of the cells not applicable by design."""
+    return by_reason(rows, V.BY_DESIGN)
+
+
+def headline(summ: dict) -> str:
+    """'156 rows, 452 cells: 38 expected violation reproduced, 115 holds' (by-design cells apart)."""
+    return (f"{summ['rows']} declared (operator, contract) rows, {summ['cells']} cells judged; "
+            + ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items()))
 
 
 def stable(doc: dict) -> dict:
@@ -102,24 +138,46 @@ def _num(x) -> float:
     return float(x) if isinstance(x, (int, float)) else float(str(x))   # "nan" / "inf" strings
 
 
+ALWAYS_SHOWN = ("n", "batch", "d", "seed")
+FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Case)
+                  if not f.name.startswith("_") and f.default is not dataclasses.MISSING}
+
+
+def _differs(value, default) -> bool:
+    if isinstance(default, tuple):
+        return list(value or ()) != list(default)
+    return value != default
+
+
 def example(ce: dict | None) -> str:
-    """The drawn choices of a counterexample as 'n=2, null=[0], seed=3'."""
+    """The drawn choices of a counterexample: its sizes and seed, then every field that differs from its default.
+
+    'n=2, batch=1, d=4, seed=3, null=[0], bias_scale=10000.0, mask_kind=padding, tau=0.5': the
+    fields that decided the failure are never left out.
+    """
     ce = ce or {}
-    keys = ("n", "batch", "d", "null", "pos", "seed", "shift", "mask_density", "perm_seed")
-    return ", ".join(f"{k}={ce[k]}" for k in keys if k in ce)
+    keys = [k for k in ALWAYS_SHOWN if k in ce]
+    keys += [k for k, d in FIELD_DEFAULTS.items() if k in ce and k not in ALWAYS_SHOWN and _differs(ce[k], d)]
+    return ", ".join(f"{k}={ce[k]}" for k in keys)
 
 
 SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (expected)",
          V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
-         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.NOT_APPLICABLE: "-"}
+         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.OUT_BY_DESIGN: "n/a",
+         V.NOT_APPLICABLE: "-"}
 
 HOW_TO_READ = (
     "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
     "or **violates** (the suite must reproduce the violation). Outcomes: `holds` / `proved`, "
     "`expected violation reproduced`, `UNEXPECTED violation`, `expected violation NOT reproduced`, "
-    "`unknown` (never counted as proved), `not runnable here`. Exact contracts compare bit-for-bit; the "
+    "`unknown` (never counted as proved), `not runnable here` (this machine cannot run it: the reason is "
+    "listed), `not applicable by design` (the contract itself excludes the cell, e.g. the eager float32 "
+    "differential cell whose float32 run is the error probe; counted apart, listed once). Exact contracts compare bit-for-bit; the "
     "others use the derived bound of `tokenlaw.properties.tolerance` (each side's own error against "
-    "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds).")
+    "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds). "
+    "The operators' formulas, the contracts' laws and the tolerance model are printed by "
+    "`tokenlaw docs mathematics` and `tokenlaw docs laws`; a stored counterexample replays with "
+    "`tokenlaw replay ID`.")
 
 
 def run_line(meta: dict) -> str:
@@ -134,7 +192,7 @@ def first_counterexample(row: dict) -> str:
         v = c["verdict"]
         if v and v["status"] in (V.VIOLATED, V.REFUTED):
             ce = f"{c['dtype']}: {example(v.get('counterexample'))}; {v.get('detail', '')}"
-            return ce + (f" (replay `{v['replay']}`)" if v.get("replay") else "")
+            return ce + (f" (replay: `tokenlaw replay {v['replay']}`)" if v.get("replay") else "")
     return ""
 
 
@@ -144,15 +202,8 @@ def markdown(doc: dict) -> str:
     ops = list(dict.fromkeys(r["operator"] for r in rows))
     names = list(dict.fromkeys(r["contract"] for r in rows))
     lines = ["# tokenlaw conformance report", ""]
-    lines.append(f"**{summ['result']}** - {summ['rows']} declared (operator, contract) rows, {summ['cells']} cells; "
-                 + ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items()) + ".")
+    lines.append(f"**{summ['result']}** - {headline(summ)}.")
     lines += ["", run_line(meta), ""]
-    blocked = [(c, c["verdict"]) for r in rows for c in r["cells"]
-               if c.get("verdict") and c["verdict"]["status"] == V.NOT_RUNNABLE]
-    if blocked:
-        lines += ["## Cells not runnable here", ""]
-        lines += [f"- `{c['id']}`: {v.get('detail', '')}" for c, v in blocked]
-        lines.append("")
     byid = {r["id"]: r for r in rows}
     if summ["failing"]:
         lines += ["## Failing rows", ""]
@@ -161,6 +212,18 @@ def markdown(doc: dict) -> str:
             ce = first_counterexample(r)
             lines.append(f"- `{rid}`: {r['outcome']} - {r['reason']}" + (f"; counterexample {ce}" if ce else ""))
         lines.append("")
+    blocked = by_reason(rows, V.NOT_RUNNABLE)
+    if blocked:
+        lines += ["## Cells not runnable here", ""]
+        lines += [f"- {reason} ({len(ids)} cells): " + ", ".join(f"`{i}`" for i in ids) for reason, ids in blocked.items()]
+        lines.append("")
+    designed = by_design(rows)
+    if designed:
+        n = sum(len(ids) for ids in designed.values())
+        lines += ["<details><summary>" + f"{n} cells not applicable by design (not counted above)" + "</summary>", ""]
+        for reason, ids in designed.items():
+            lines.append(f"- {reason}: " + ", ".join(f"`{i}`" for i in ids))
+        lines += ["", "</details>", ""]
     lines += ["## How to read this", "", HOW_TO_READ, ""]
     lines += ["## Matrix", "", "| operator | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     by = {(r["operator"], r["contract"]): r for r in rows}
@@ -219,13 +282,29 @@ def not_runnable_cells(rows) -> list:
     return [c for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.NOT_RUNNABLE]
 
 
+def timings(doc: dict) -> dict:
+    """The VOLATILE fields of a document: the run's seconds and each cell's."""
+    meta = doc.get("meta", {})
+    return {"schema": SCHEMA_VERSION, "seconds": meta.get("seconds"),
+            "runs": [r.get("seconds") for r in meta.get("runs", ())],
+            "cells": {c["id"]: c["verdict"].get("seconds") for r in doc.get("rows", ()) for c in r["cells"]
+                      if c.get("verdict") and "seconds" in c["verdict"]}}
+
+
 def write_doc(doc: dict, out_dir: Path, stem: str = "conformance", formats=FORMATS) -> dict:
-    """Write the document in every format to ``out_dir/stem.<fmt>``; returns {fmt: path}."""
+    """Write the document in every format to ``out_dir/stem.<fmt>``; returns {fmt: path}.
+
+    Every format is written from the timing-free document (:func:`stable`), so the files are
+    byte-identical for a seed; the timings go to ``stem.timings.json`` alone.
+    """
     out_dir = Path(out_dir)
     paths = {}
+    det = stable(doc)
     for fmt in formats:
         paths[fmt] = out_dir / f"{stem}.{fmt}"
-        atomic_write(paths[fmt], render(doc, fmt))
+        atomic_write(paths[fmt], render(det, fmt))
+    paths["timings"] = out_dir / f"{stem}.timings.json"
+    atomic_write(paths["timings"], json.dumps(timings(doc), indent=1) + "\n")
     return paths
 
 

@@ -10,6 +10,7 @@ counterexample does not replay on the eager code; 2 for bad arguments.
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 
@@ -25,29 +26,31 @@ def register(subparsers):
 
 def cmd_prove(args) -> int:
     from tokenlaw.operators.errors import InvalidArgument
-    from tokenlaw.properties.catalogue import CONTRACTS
     from tokenlaw.properties.plan import plan
-    from tokenlaw.reports.cli import EXIT_FAIL, EXIT_OK, _registry
+    from tokenlaw.operators.arguments import writable_dir
+    from tokenlaw.reports.cli import EXIT_FAIL, EXIT_OK, _registry, check_names
+    from tokenlaw.reports.progress import Progress
 
     from . import report
     from .prover import SOLVER, prove_rows
 
     reg = _registry(args)
-    for name in args.operator or ():
-        reg[name]
-    for name in args.contract or ():
-        if name not in CONTRACTS:
-            raise InvalidArgument(f"--contract: unknown contract {name!r}; known: {sorted(CONTRACTS)}")
+    check_names(reg, args.operator, args.contract)
     if not args.timeout > 0:
         raise InvalidArgument(f"--timeout: must be > 0 seconds, got {args.timeout}")
+    writable_dir(args.out, "--out")
     planned = plan(reg, operators=args.operator, contracts=args.contract, dtypes=["float64"])
     start = time.perf_counter()
 
+    stream, done = Progress(sys.stdout), [0]
+
     def progress(row, v):
+        done[0] += 1
         if not args.json:
-            print(f"  {row.id:<44} {v.status:<12} {v.seconds:6.2f}s", flush=True)
+            stream.write(f"[{done[0]:4d}/{len(planned)}] {row.id:<44} {v.status:<12} {v.seconds:6.2f}s\n")
 
     results = prove_rows(reg, planned, timeout=args.timeout, progress=progress)
+    stream.close_line()
     rows = report.rows_from(results, planned)
     meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=args.timeout,
                 seconds=time.perf_counter() - start, note=report.HEADER)

@@ -17,7 +17,7 @@ from tokenlaw.reports.writers import atomic_write, to_json
 from .prover import is_mismatch
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
-          "operators' own code traced to z3 terms (see docs/symbolic.md for the axioms).")
+          "operators' own code traced to z3 terms (the axioms: `tokenlaw docs symbolic`).")
 
 
 class ProofRow(Row):

@@ -96,3 +96,38 @@ def test_modules_validate_up_front():
         Host(8, 2, depth=0)
     with pytest.raises(InvalidArgument, match="kind"):
         Host(8, 2, kind="nope")
+
+
+@pytest.mark.parametrize("make, call, arg", [
+    (lambda: OAttention(8, 2), lambda m: m(torch.full((1, 3, 8), float("nan"))), "x"),
+    (lambda: OAttention(8, 2), lambda m: m(torch.randn(1, 3, 8, dtype=torch.float64)), "wq"),
+    (lambda: OAttention(8, 2), lambda m: m(torch.randn(1, 3, 8), torch.full((3, 3), 0.1)), "mask"),
+    (lambda: OAttention(8, 2), lambda m: m(torch.randn(1, 3, 8), carrier=torch.randn(1, 2, 8)), "carrier"),
+    (lambda: OAttention(8, 2, tau=torch.ones(1, 1, 1, 1)), None, "tau"),
+    (lambda: OAttention(8, 2, tau=True), None, "tau"),
+    (lambda: OAttention(8, 2, tau="1"), None, "tau"),
+    (lambda: FIRAttention(8, 2, tau=[0.1]), None, "tau"),
+    (lambda: Host(8, 2, depth=1), lambda m: m(torch.full((1, 3, 8), float("inf"))), "x"),
+    (lambda: Host(8, 2, depth=1), lambda m: m(torch.randn(1, 3, 8).to("meta")), "x"),
+])
+def test_modules_reject_bad_input_naming_it(make, call, arg):
+    with pytest.raises(InvalidArgument, match=rf"^{arg}: "):
+        module = make()
+        call(module)
+
+
+def test_host_hidden_states_may_overflow_without_being_called_bad_input():
+    """Inside a host the hidden states are the model's own: a float16 overflow there is a result, not an error."""
+    host = Host(8, 2, depth=2).half()
+    with torch.no_grad():
+        for p in host.parameters():
+            p.mul_(300.0)
+    out = host(torch.randn(1, 3, 8).half() * 200)
+    assert not torch.isfinite(out).all()      # the model overflowed; no InvalidArgument was raised for it
+
+
+def test_int_masks_of_every_width_are_accepted_alike(p):
+    x = x3()
+    ref = oattention(TORCH, x, torch.tril(torch.ones(3, 3, dtype=torch.bool)), **p)
+    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float32):
+        assert torch.equal(oattention(TORCH, x, torch.tril(torch.ones(3, 3, dtype=dtype)), **p), ref), dtype

@@ -35,6 +35,13 @@ def test_wheel_contains_nothing_outside_tokenlaw(wheel):
     assert "tokenlaw/__init__.py" not in names      # a namespace: never shadows another top-level package
 
 
+def test_wheel_ships_the_docs(wheel):
+    """The mathematics and the schemas a report points at are in the wheel (`tokenlaw docs TOPIC`)."""
+    names = zipfile.ZipFile(wheel).namelist()
+    for page in ("mathematics", "report-schema", "workflow", "fuzz", "symbolic", "kernels", "closure"):
+        assert f"tokenlaw/docs/{page}.md" in names, page
+
+
 def test_console_script_runs_from_outside_the_repo(tmp_path):
     out = subprocess.run([sys.executable, "-m", "tokenlaw.reports.cli", "--help"], cwd=tmp_path,
                          capture_output=True, text=True)

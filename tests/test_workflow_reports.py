@@ -31,12 +31,15 @@ def runs(tmp_path_factory):
 
 
 def test_same_seed_same_reports(runs):
+    """Every report file is byte-identical for a seed; the timings live in conformance.timings.json alone."""
     a, b = runs
-    for ext in ("md", "html"):       # no timings in these at all
-        assert (a / f"conformance.{ext}").read_text() == (b / f"conformance.{ext}").read_text(), ext
-    ja, jb = (json.loads((d / "conformance.json").read_text()) for d in runs)
-    assert writers.stable(ja) == writers.stable(jb)     # only the VOLATILE timing fields may differ
-    assert writers.render(writers.stable(ja), "xml") == writers.render(writers.stable(jb), "xml")
+    for ext in ("json", "md", "xml", "html"):
+        assert (a / f"conformance.{ext}").read_bytes() == (b / f"conformance.{ext}").read_bytes(), ext
+    doc = json.loads((a / "conformance.json").read_text())
+    assert doc == writers.stable(doc)                   # no VOLATILE field left in the document
+    timings = json.loads((a / "conformance.timings.json").read_text())
+    cells = [c["id"] for r in doc["rows"] for c in r["cells"]]
+    assert timings["seconds"] > 0 and sorted(timings["cells"]) == sorted(cells)
 
 
 def test_every_format_is_a_view_of_the_json(runs):
@@ -84,8 +87,10 @@ def test_plots_are_drawn_from_the_verdicts(runs):
         v = cells[cid][1]["verdict"]
         assert f"discrepancy {v['discrepancy']:.3g}" in tip and f"bound {v['bound']:.3g}" in tip
     assert "otransformer: closure per layer" in page
-    layers = cells["otransformer-closure-eager-float32"][1]["verdict"]["extra"]["layers"]
-    assert sum(f"otransformer-closure-eager-float32 layer {p['layer']}: old_shift" in page for p in layers) == len(layers)
+    layers = cells["otransformer-closure-eager-float64"][1]["verdict"]["extra"]["layers"]
+    assert sum(f"otransformer-closure-eager-float64 layer {p['layer']}: old_shift" in page for p in layers) == len(layers)
+    # one dtype drawn (two series), the others summarised, not eight series on top of each other
+    assert "otransformer-closure-eager-float32 layer" not in page and "Other dtypes: float32: max old shift" in page
 
 
 def _chromium():
@@ -140,3 +145,55 @@ def test_ci_workflow_and_pre_commit_hook_run_the_gate():
     assert hook["entry"] == "tokenlaw gate" and hook["pass_filenames"] is False
     assert re.search(hook["files"], "kernels/oattention_fwd.py") and re.search(hook["files"], "operators/x.py")
     assert not re.search(hook["files"], "docs/workflow.md")
+
+
+def _cell(cid, dtype, outcome, status, disc, bound):
+    return {"id": cid, "backend": "eager", "dtype": dtype, "outcome": outcome,
+            "verdict": {"status": status, "discrepancy": disc, "bound": bound, "detail": "", "examples": 3}}
+
+
+def test_plot_classes_follow_the_row_and_a_tiny_bound_does_not_squash_the_rest():
+    """A bf16 cell that did not reproduce an expected violation another dtype reproduced is not 'failing';
+    a bound near 1e-38 is drawn on the axis edge instead of stretching the axis over 30 decades."""
+    rows = [{"id": "a-law", "operator": "a", "contract": "law", "law": "L", "exact": False, "declared": "violates",
+             "reason": "r", "outcome": "expected violation reproduced",
+             "cells": [_cell("a-law-eager-float32", "float32", "expected violation reproduced", "violated", 1.0, 1e-6),
+                       _cell("a-law-eager-bfloat16", "bfloat16", "expected violation NOT reproduced", "holds",
+                             1e-3, 1e-2)]}]
+    rows.append({"id": "b-law", "operator": "b", "contract": "law", "law": "L", "exact": False, "declared": "claims",
+                 "reason": "r", "outcome": "holds",
+                 "cells": [_cell(f"b-law-eager-bfloat16-{i}", "bfloat16", "holds", "holds", 10.0 ** -(3 + i / 4),
+                                 10.0 ** -(2 + i / 4)) for i in range(8)]
+                 + [_cell("b-law-eager-bfloat16-tiny", "bfloat16", "holds", "holds", 1e-39, 1e-38)]})
+    page = writers.render({"meta": {}, "rows": rows}, "html")
+    assert "failing row (" not in page and "expected violation not reproduced in this dtype (row passes) (1)" in page
+    ticks = [int(e) for e in re.findall(r">1e(-?\d+)</text>", page.split("bfloat16: discrepancy vs bound")[-1].split("</svg>")[0])]
+    assert min(ticks) > -20, ticks                       # the axis is not stretched down to 1e-38
+    assert "values outside" in page and "drawn on the axis edge" in page
+
+
+def test_progress_lines_carry_an_eta_live_on_a_terminal_plain_in_logs():
+    import io
+
+    from tokenlaw.reports.progress import Progress
+
+    class Clock:
+        t = 0.0
+
+        def __call__(self):
+            return self.t
+
+    clock, log = Clock(), io.StringIO()
+    p = Progress(log, live=False, clock=clock)
+    clock.t = 10.0
+    p.write("[   1/4]   10.0s  a-law  holds\n")
+    clock.t = 20.0
+    p.write("[   2/4]   20.0s  b-law  holds\n")
+    assert log.getvalue().splitlines() == ["[   1/4] ETA 30s   10.0s  a-law  holds",
+                                           "[   2/4] ETA 20s   20.0s  b-law  holds"]
+    tty = io.StringIO()
+    live = Progress(tty, live=True, clock=clock)
+    live.write("[   1/2] x\n")
+    live.write("[   2/2] y\n")
+    live.close_line()
+    assert tty.getvalue().count("\r") == 2 and tty.getvalue().count("\n") == 1      # one line, updated in place

@@ -6,10 +6,13 @@ Exit code 0 when the run completed and its acceptance checks hold, 1 otherwise.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import time
 from pathlib import Path
 
+from tokenlaw.operators.arguments import writable_dir
 from tokenlaw.operators.errors import InvalidArgument
 
 EXIT_OK, EXIT_FAIL = 0, 1
@@ -26,6 +29,7 @@ def cmd_ablation(args) -> int:
 
     from . import ablation
 
+    writable_dir(args.out, "--out")
     _positive_int(args.width, "--width")
     _positive_int(args.seeds, "--seeds")
     for w in args.sweep_widths:
@@ -39,18 +43,30 @@ def cmd_ablation(args) -> int:
     out = Path(args.out)
     atomic_write(out / "ablation.md", md)
     atomic_write(out / "ablation.json", json.dumps(result, indent=1))
-    print(md)
-    print(f"wrote {out / 'ablation.md'} and {out / 'ablation.json'} ({result['seconds']:.1f} s)")
     rows = {(r["variant"], r["gain"]): r for r in result["rows"]}
     ok = all(rows[("otransformer", g)]["exact_zero"] for g in cfg.gains) and \
         all(rows[("oa_only", g)]["old_shift_max"] > 1e-3 for g in cfg.gains)
+    if args.json:
+        print(json.dumps({"result": "PASS" if ok else "FAIL", "markdown": str(out / "ablation.md"),
+                          "report": str(out / "ablation.json")}, indent=1))
+    else:
+        print(md)
+        print(f"wrote {out / 'ablation.md'} and {out / 'ablation.json'} ({result['seconds']:.1f} s)")
     return EXIT_OK if ok else EXIT_FAIL
 
 
 def cmd_retrofit(args) -> int:
     from . import retrofit
 
-    return retrofit.main(args)
+    writable_dir(args.out, "--out")
+    if not args.json:
+        return retrofit.main(args)
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = retrofit.main(args)
+    out = Path(args.out)
+    print(json.dumps({"result": "PASS" if code == EXIT_OK else "FAIL", "markdown": str(out / "retrofit.md"),
+                      "report": str(out / "retrofit.json")}, indent=1))
+    return code
 
 
 def register(subparsers):
@@ -64,6 +80,7 @@ def register(subparsers):
     a.add_argument("--sweep-widths", type=int, nargs="+", default=[16, 64, 256],
                    help="widths of the OA-only width x gain sweep")
     a.add_argument("--out", default="reports")
+    a.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     a.set_defaults(func=cmd_ablation)
 
     r = sub.add_parser("retrofit", help="train a small in-context tabular regressor, swap in O components, report RMSE")
@@ -71,4 +88,5 @@ def register(subparsers):
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--quick", action="store_true", help="tiny run for tests (not the reported numbers)")
     r.add_argument("--retrain", action="store_true", help="ignore cached weights in <out>/retrofit_model.pt")
+    r.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     r.set_defaults(func=cmd_retrofit)

@@ -1,0 +1,1 @@
+"""tokenlaw's documentation, shipped in the wheel as package data: ``tokenlaw docs [TOPIC]`` prints it."""

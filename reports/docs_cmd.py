@@ -1,0 +1,79 @@
+"""``tokenlaw docs [TOPIC]``: the documentation that ships in the wheel, and the laws of the installed registry.
+
+Topics are the Markdown files of the ``tokenlaw.docs`` package (``mathematics``,
+``fuzz``, ``symbolic``, ``kernels``, ``closure``, ``workflow``, ``report-schema``)
+plus ``laws``, generated from the contract catalogue and the operators this
+installation collects (so it covers your own ``--operators`` too).  Every
+pointer in a report names one of these topics, so it resolves for someone who
+only installed the wheel.
+"""
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from tokenlaw.operators import arguments
+
+from .cli import _registry
+
+EXIT_OK = 0
+GENERATED = "laws"
+
+
+def _folder():
+    """The shipped docs (``tokenlaw.docs``), or the checkout's docs/ folder when running from a source tree."""
+    try:
+        return resources.files("tokenlaw.docs")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "docs"
+
+
+def topics() -> dict:
+    """{topic: text} of every shipped Markdown page."""
+    folder = _folder()
+    return {p.name[:-3]: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir(), key=lambda p: p.name)
+            if p.name.endswith(".md")}
+
+
+def laws(registry) -> str:
+    """Every contract's law, then who claims it and who is expected to violate it, with their reasons."""
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    lines = ["# Contracts and the operators that declare them", "",
+             "Generated from the installed contract catalogue and operator registry.", ""]
+    for name, c in CONTRACTS.items():
+        lines += [f"## {name} ({'exact, bit for bit' if c.exact else 'derived tolerance'})", "", c.law, ""]
+        for op in registry:
+            for kind, table in (("claims", op.claims), ("violates", op.violates)):
+                if name in table:
+                    lines.append(f"- {op.name} {kind} it: {table[name]}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def cmd_docs(args) -> int:
+    pages = topics()
+    if args.topic is None:
+        names = [*pages, GENERATED]
+        if args.json:
+            print(json.dumps({"topics": names}, indent=1))
+        else:
+            print("tokenlaw docs TOPIC, where TOPIC is one of:\n" + "\n".join(f"  {n}" for n in names))
+        return EXIT_OK
+    if args.topic == GENERATED:
+        text = laws(_registry(args))
+    elif args.topic in pages:
+        text = pages[args.topic]
+    else:
+        raise arguments.closest(args.topic, [*pages, GENERATED], "topic")
+    print(json.dumps({"topic": args.topic, "text": text}, indent=1) if args.json else text)
+    return EXIT_OK
+
+
+def register(subparsers):
+    sp = subparsers.add_parser("docs", help="print the shipped documentation (mathematics, laws, workflow ...)",
+                               description=__doc__.split("\n\n")[0])
+    sp.add_argument("topic", nargs="?", help="a topic; without one, list them")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+    sp.set_defaults(func=cmd_docs)
