@@ -145,18 +145,7 @@ def host_params(gen, d_model, dtype=torch.float64, *, depth=2, inject=False, bia
     return out
 
 
-def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps_den=None, inject=None,
-                   trace=None) -> list:
-    """The hidden state after every sub-layer of ``comp`` (standardize, inject, then 2 per block).
-
-    ``len(blocks)`` blocks run, whatever ``comp.depth`` says, so a single block can be checked alone.
-    """
-    arguments.tokens(x)
-    # Any number of blocks runs (the symbolic tier proves closure one block at a time);
-    # comp.depth is the depth the registry declares and host_params draws.
-    if not isinstance(blocks, (list, tuple)) or not blocks:
-        raise InvalidArgument(f"blocks: expected a non-empty list of block parameter dicts for {comp.name}, "
-                              f"got {blocks!r:.80}")
+def _context(comp: Composition, tau, eps_den, inject, mask) -> dict:
     gated = comp.attention == "oattention" or comp.norm.startswith("onorm") or comp.ffn == "offn" \
         or comp.inject == "oinject" or comp.standardize == "ostandardize"
     if gated and tau is None:
@@ -165,8 +154,47 @@ def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps
         raise InvalidArgument(f"eps_den: {comp.name} uses OAttention and needs eps_den > 0")
     if comp.inject is not None and inject is None:
         raise InvalidArgument(f"inject: {comp.name} injects its input and needs inject=dict(w=, b=)")
-    ctx = dict(tau=tau, eps_den=eps_den, mask=mask)
+    return dict(tau=tau, eps_den=eps_den, mask=mask)
+
+
+def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps_den=None, inject=None,
+                   trace=None) -> list:
+    """The hidden state after every sub-layer of ``comp`` (standardize, inject, then 2 per block).
+
+    ``len(blocks)`` blocks run, whatever ``comp.depth`` says.  The same states are
+    ``prefix_layers`` followed by ``block_layers`` of each block, fed the previous state.
+    """
+    arguments.tokens(x)
+    # comp.depth is the depth the registry declares and host_params draws.
+    if not isinstance(blocks, (list, tuple)) or not blocks:
+        raise InvalidArgument(f"blocks: expected a non-empty list of block parameter dicts for {comp.name}, "
+                              f"got {blocks!r:.80}")
+    ctx = _context(comp, tau, eps_den, inject, mask)
     seen = trace or (lambda name, value: None)
+    states = _prefix(comp, xp, x, inject, ctx, seen)
+    h = states[-1] if states else x
+    for i, b in enumerate(blocks):
+        states += _block(comp, xp, h, b, ctx, seen, i)
+        h = states[-1]
+    return states
+
+
+def prefix_layers(comp: Composition, xp, x, mask=None, *, tau=None, eps_den=None, inject=None, **_blocks) -> list:
+    """The states after the host's prefix (standardize, inject) alone: [] for a host without one.
+
+    The symbolic tier proves the prefix and each block separately (closure by induction)."""
+    arguments.tokens(x)
+    return _prefix(comp, xp, x, inject, _context(comp, tau, eps_den, inject, mask), lambda name, value: None)
+
+
+def block_layers(comp: Composition, xp, h, mask=None, *, block, tau=None, eps_den=None, inject=None,
+                 **_blocks) -> list:
+    """The two sub-layer states of one block applied to *any* state h (not only a prefix output)."""
+    arguments.tokens(h)
+    return _block(comp, xp, h, block, _context(comp, tau, eps_den, inject, mask), lambda name, value: None, 0)
+
+
+def _prefix(comp, xp, x, inject, ctx, seen) -> list:
     states, h = [], x
     if comp.standardize is not None:
         h = STANDARDIZE[comp.standardize](xp, h, ctx)
@@ -176,19 +204,23 @@ def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps
         h = INJECT[comp.inject](xp, h, inject, ctx)
         seen("inject", h)
         states.append(h)
-    for i, b in enumerate(blocks):
-        u = NORM[comp.norm](xp, h, h, b["norm1"], ctx)
-        seen(f"block{i}.norm1", u)
-        a = ATTENTION[comp.attention](xp, u, h, b["attn"], ctx)
-        seen(f"block{i}.attn", a)
-        h = h + a
-        seen(f"block{i}.residual1", h)
-        states.append(h)
-        u = NORM[comp.norm](xp, h, h, b["norm2"], ctx)
-        seen(f"block{i}.norm2", u)
-        f = FFN[comp.ffn](xp, u, h, b["ffn"], ctx)
-        seen(f"block{i}.ffn", f)
-        h = h + f
-        seen(f"block{i}.residual2", h)
-        states.append(h)
+    return states
+
+
+def _block(comp, xp, h, b, ctx, seen, i) -> list:
+    states = []
+    u = NORM[comp.norm](xp, h, h, b["norm1"], ctx)
+    seen(f"block{i}.norm1", u)
+    a = ATTENTION[comp.attention](xp, u, h, b["attn"], ctx)
+    seen(f"block{i}.attn", a)
+    h = h + a
+    seen(f"block{i}.residual1", h)
+    states.append(h)
+    u = NORM[comp.norm](xp, h, h, b["norm2"], ctx)
+    seen(f"block{i}.norm2", u)
+    f = FFN[comp.ffn](xp, u, h, b["ffn"], ctx)
+    seen(f"block{i}.ffn", f)
+    h = h + f
+    seen(f"block{i}.residual2", h)
+    states.append(h)
     return states

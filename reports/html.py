@@ -22,7 +22,8 @@ from .svgplot import PALETTE, Series, chart
 from .writers import HOW_TO_READ, first_counterexample, ratio, run_line, summary
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
-         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.NOT_APPLICABLE: "na"}
+         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.NOT_APPLICABLE: "na",
+         V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk"}
 COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "unk": "#868e96", "na": "#ced4da"}
 DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
 

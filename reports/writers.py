@@ -111,13 +111,19 @@ def example(ce: dict | None) -> str:
 
 SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (expected)",
          V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
-         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.NOT_APPLICABLE: "-"}
+         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.NOT_APPLICABLE: "-",
+         V.OK_SAMPLED: "holds (sampled weights)", V.OUT_VACUOUS: "vacuous", V.OUT_NOT_TRACEABLE: "not traceable"}
 
 HOW_TO_READ = (
     "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
     "or **violates** (the suite must reproduce the violation). Outcomes: `holds` / `proved`, "
     "`expected violation reproduced`, `UNEXPECTED violation`, `expected violation NOT reproduced`, "
-    "`unknown` (never counted as proved), `not runnable here`. Exact contracts compare bit-for-bit; the "
+    "`unknown` (never counted as proved), `not runnable here`; from the symbolic tier also "
+    "`holds for sampled weights` (proved only with the weights fixed to one drawn sample: a pass, never "
+    "`proved`), `vacuous` (no enumerated input met the premises: nothing was checked) and `not "
+    "symbolically traceable` (the code does something z3/sympy cannot model soundly; file:line given). "
+    "`proved` means z3 showed the law for every real input and parameter over the declared domain at the "
+    "stated shapes (docs/symbolic.md). Exact contracts compare bit-for-bit; the "
     "others use the derived bound of `tokenlaw.properties.tolerance` (each side's own error against "
     "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds).")
 

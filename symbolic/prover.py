@@ -25,7 +25,10 @@ The proof is about the code that runs: the law calls ``op.fn`` /
 from __future__ import annotations
 
 import dataclasses
+import os
+import sysconfig
 import time
+import traceback
 
 import numpy as np
 import torch
@@ -35,6 +38,7 @@ from tokenlaw.properties import verdict as V
 
 from . import laws as L
 from .replay import concrete_inputs, measure, reproduces
+from .objarray import NotTraceable, traced
 from .z3_ns import Z3Namespace
 
 DEFAULT_TIMEOUT = 5.0
@@ -86,7 +90,7 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
     v = dict(problem.inputs)
     v.update(assignment or {})
     v["params"] = problem.params
-    facts = problem.relation(ns, v)
+    facts = problem.relation(ns, traced(v))     # Terms: an untraceable construct raises NotTraceable
     claims, margins, equalities, rewrites, lemmas, all_facts = [], [], {}, {}, [], []
     for f in facts:
         if f.replay_only or (f.guard is not None and not L.selected(f.guard[0], f.guard[1])):
@@ -313,6 +317,8 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline
     start = time.perf_counter()
     extra = dict(solver=SOLVER, shapes=problem.shapes, statement=problem.statement,
                  premises=sorted({why for _, why in problem.sym.premises}))
+    if problem.argument:
+        extra["argument"] = problem.argument
     base = dict(tier="symbolic", dtype="real", extra=extra)
     queries = unknown = 0
     reason = ""
@@ -329,6 +335,9 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline
             break                      # one undecided query decides the cell: stop spending time
     extra["queries"] = queries
     where = f"at {shapes_text(problem)}" + (f" ({queries} enumerated mask/case queries)" if queries > 1 else "")
+    if queries == 0:
+        return V.Verdict(V.VACUOUS, detail=f"vacuous {where}: no enumerated input (mask, case) satisfies the premises, "
+                         f"so nothing was checked: {problem.statement}", seconds=time.perf_counter() - start, **base)
     if unknown:
         return V.Verdict(V.UNKNOWN, detail=f"z3 undecided ({reason}) on query {queries} {where} "
                          f"(timeout {timeout:g}s each): {problem.statement}", seconds=time.perf_counter() - start, **base)
@@ -412,14 +421,54 @@ def build_problem(op, contract: str, *, n=None, d=None, mode=None):
 MODES = ("symbolic", "concrete")
 
 
+_SYMBOLIC_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIBRARIES = tuple(os.path.abspath(p) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+                                                sysconfig.get_paths()["platlib"]})
+
+
+def untraceable(op, contract, err: BaseException, start: float) -> V.Verdict | None:
+    """The ``not_traceable`` verdict for an exception raised while tracing the operator's code, or
+    None when the exception is the symbolic tier's own (then it propagates: a bug of the tier is loud).
+
+    A :class:`NotTraceable` names the construct and its line.  Any other exception counts
+    when its innermost frame outside the libraries (torch, numpy, stdlib) is not in
+    ``tokenlaw/symbolic``: e.g. ``torch.relu`` called on an object array raises a TypeError
+    inside torch, on the operator's line.
+    """
+    if isinstance(err, NotTraceable):
+        what, where = err.what, err.where
+    else:
+        frames = [f for f in traceback.extract_tb(err.__traceback__)
+                  if not os.path.abspath(f.filename).startswith(_LIBRARIES)]
+        if not frames or os.path.abspath(frames[-1].filename).startswith(_SYMBOLIC_DIR):
+            return None
+        what = f"the code raised {type(err).__name__} on traced values ({str(err)[:160]}); a direct torch.* / " \
+               f"math.* / numpy call cannot be traced: use the xp primitives"
+        where = f"{os.path.abspath(frames[-1].filename)}:{frames[-1].lineno}"
+    return V.Verdict(V.NOT_TRACEABLE, detail=f"not symbolically traceable: {what} at {where}", tier="symbolic",
+                     seconds=time.perf_counter() - start, extra=dict(where=where, construct=what))
+
+
 def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d=None, mode=None) -> V.Verdict:
     """Verdict of the symbolic tier for one (operator, contract) cell.
 
     Parameters are first symbols (the strongest statement); if z3 cannot
     decide that, the weights become concrete rationals (scalars such as tau
-    and eps_den stay symbols) and the verdict says so.
+    and eps_den stay symbols): a proof then only covers that sample, and its
+    status is ``holds_for_sampled_weights``, never ``proved``.  Code the
+    namespaces cannot model soundly gives ``not_traceable`` (file:line).
     """
     start = time.perf_counter()
+    try:
+        return _prove_cell(op, contract, timeout=timeout, n=n, d=d, mode=mode, start=start)
+    except Exception as err:  # noqa: BLE001 -- classified, or re-raised as the tier's own bug
+        verdict = untraceable(op, contract, err, start)
+        if verdict is None:
+            raise
+        return verdict
+
+
+def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
     if contract in NO_SYMBOLIC_FORM:
         return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic form: {NO_SYMBOLIC_FORM[contract]}", tier="symbolic")
     if contract not in L.LAWS:
@@ -429,20 +478,34 @@ def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d
         # implies the output statement by induction; a failure proves nothing about the
         # output, so then the layered whole-host law below decides.
         via = prove_cell(op, "closure", timeout=timeout, mode=mode)
-        if via.status == V.PROVED:
-            via.detail = "proved via block-wise closure (which implies it for the output): " + via.detail
+        if via.status in (V.PROVED, V.NOT_TRACEABLE):
+            via.detail = f"{via.status} via closure (which implies it for the output): " + via.detail
             via.seconds = time.perf_counter() - start
             return via
     verdict = None
     for m in ((mode,) if mode else MODES):
         try:
             problem = build_problem(op, contract, n=n, d=d, mode=m)
+        except NotTraceable:
+            raise
         except Exception as err:  # a law that cannot be stated for this operator is reported, not hidden
+            if untraceable(op, contract, err, start) is not None:
+                raise
             return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract} for {op.name}: {type(err).__name__}: {err}",
                              tier="symbolic", seconds=time.perf_counter() - start)
         verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout)
+        if verdict.status != V.PROVED and problem.fallback is not None and not verdict.extra.get("mismatch"):
+            # e.g. closure: the induction is not proved (a block is not closed on some state, or
+            # undecided); that is no counterexample of the host, so the direct statement decides
+            first = verdict
+            verdict = prove_problem(problem.fallback(), timeout, start + CELL_BUDGET * timeout)
+            verdict.detail += f" (the stronger statement was not proved: {first.status}: {first.detail[:400]})"
         verdict.extra["params"] = "symbols" if m == "symbolic" else \
             "weights: drawn values rounded to rationals /100; scalars (tau, eps_den, taps) symbols"
+        if m == "concrete" and verdict.status == V.PROVED:
+            # one drawn sample of the weights: evidence, not a proof for every weight
+            verdict.status = V.SAMPLED
+            verdict.detail = "holds for sampled weights (NOT proved for all weights): " + verdict.detail
         verdict.detail += f" [parameters: {verdict.extra['params']}]"
         if verdict.status != V.UNKNOWN or verdict.extra.get("mismatch"):
             break
