@@ -28,7 +28,6 @@ trace; the namespace unwraps terms for its scalar rules and wraps results.
 from __future__ import annotations
 
 import fractions
-import numbers
 import os
 import sys
 
@@ -65,7 +64,8 @@ def operator_line(frame=None) -> str:
 
 
 def _number(v) -> bool:
-    return isinstance(v, (numbers.Number, fractions.Fraction, np.number)) and not isinstance(v, (bool, np.bool_))
+    # Python's and numpy's own numbers only (sympy registers its numbers as numbers.Number: those are terms)
+    return isinstance(v, (int, float, fractions.Fraction, np.number)) and not isinstance(v, (bool, np.bool_))
 
 
 def raw(v):
@@ -176,6 +176,15 @@ def wrap(v):
     if isinstance(v, Term) or _number(v) or isinstance(v, (bool, np.bool_)):
         return v
     return Term(v)
+
+
+def untraced(arr):
+    """The backend terms of a traced result (an object array of :class:`Term` -> of raw terms)."""
+    arr = np.asarray(arr, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    for idx in np.ndindex(*arr.shape):
+        out[idx] = raw(arr[idx])
+    return out
 
 
 def traced(tree):
