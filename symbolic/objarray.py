@@ -78,13 +78,33 @@ def _plain(v):
     return v.item() if isinstance(v, np.number) else v
 
 
+class Need:
+    """A side condition attached to a term rather than to a fresh symbol (e.g. ``den != 0`` of a
+    division whose numerator folded to 0): required where that term is selected by a
+    ``where`` branch (``conditions``), or everywhere once the term is used any other way."""
+
+    __slots__ = ("cond", "what", "conditions", "unguarded")
+
+    def __init__(self, cond, what):
+        self.cond, self.what, self.conditions, self.unguarded = cond, what, [], False
+
+
+def _used(*vs):
+    """Terms used other than as a where() branch: their needs become unconditional."""
+    for v in vs:
+        if isinstance(v, Term) and v.needs:
+            for need in v.needs:
+                need.unguarded = True
+
+
 class Term:
     """A traced scalar term.  Allows only the Python operators with a sound model (module docstring)."""
 
-    __slots__ = ("t",)
+    __slots__ = ("t", "needs")
 
-    def __init__(self, t):
+    def __init__(self, t, needs=()):
         self.t = t
+        self.needs = needs
 
     def __repr__(self):
         return f"Term({self.t!r})"
@@ -96,6 +116,7 @@ class Term:
     def _op(self, other, fn):
         if isinstance(other, np.ndarray):
             return NotImplemented            # numpy broadcasts over the array's entries
+        _used(self, other)
         return Term(fn(self.t, _plain(other)))
 
     def __add__(self, o):
@@ -117,6 +138,7 @@ class Term:
         return self._op(o, lambda a, b: b * a)
 
     def __neg__(self):
+        _used(self)
         return Term(-self.t)
 
     def __pos__(self):
@@ -124,6 +146,7 @@ class Term:
 
     def __pow__(self, e):
         if isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_)) and 0 <= int(e) <= 64:
+            _used(self)
             return Term(self.t ** int(e))
         raise NotTraceable(f"Python ** with exponent {e!r} (only a literal integer 0..64 is modelled; "
                            "use repeated multiplication or xp.exp/xp.log)")
@@ -132,6 +155,7 @@ class Term:
         if isinstance(o, np.ndarray):
             return NotImplemented
         if _number(o) and o != 0:
+            _used(self)
             return Term(self.t / _plain(o))  # exact real division by a non-zero constant
         raise NotTraceable("Python / by a traced value (z3's x/0 is an arbitrary total function; use xp.div)")
 
@@ -245,6 +269,7 @@ class ObjectNamespace:
 
     def _term(self, v):
         """The backend term of an entry (unwrapped; numbers as constants)."""
+        _used(v)
         v = raw(v)
         return self.const(v) if isinstance(v, (int, float, bool, np.number, np.bool_)) else v
 
@@ -280,7 +305,18 @@ class ObjectNamespace:
         return self._map(lambda t: self.s_max(t, self.const(0)), x)
 
     def where(self, cond, a, b):
-        return self._map(self.s_where, cond, a, b)
+        # a branch's needs bind only where it is selected (cond for a, not cond for b)
+        arrays = [self._arr(x) for x in (cond, a, b)]
+        shape = np.broadcast_shapes(*(x.shape for x in arrays))
+        c, a, b = (np.broadcast_to(x, shape) for x in arrays)
+        out = np.empty(shape, dtype=object)
+        for idx in np.ndindex(*shape):
+            ci = self._term(c[idx])
+            for branch, sel in ((a[idx], ci), (b[idx], None)):
+                for need in getattr(branch, "needs", ()):
+                    need.conditions.append(ci if sel is not None else self.s_not(ci))
+            out[idx] = wrap(self.s_where(ci, self._term(raw(a[idx])), self._term(raw(b[idx]))))
+        return out
 
     def gt(self, a, b):
         return self._map(self.s_gt, a, b)

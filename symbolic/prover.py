@@ -91,13 +91,14 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
     v.update(assignment or {})
     v["params"] = problem.params
     facts = problem.relation(ns, traced(v))     # Terms: an untraceable construct raises NotTraceable
-    claims, margins, equalities, rewrites, lemmas, all_facts = [], [], {}, {}, [], []
+    claims, margins, equalities, rewrites, lemmas, all_facts, roots = [], [], {}, {}, [], [], []
     for f in facts:
         if f.replay_only or (f.guard is not None and not L.selected(f.guard[0], f.guard[1])):
             continue
         lhs, rhs = np.broadcast_arrays(ns._arr(f.lhs), ns._arr(f.rhs))
         for idx in np.ndindex(*lhs.shape):
             a, b = ns._term(lhs[idx]), ns._term(rhs[idx])
+            roots += [a, b]
             if f.kind == "eq":
                 c, m = a == b, z3.Or(a - b > MARGIN, b - a > MARGIN)
             else:
@@ -115,9 +116,11 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
                                         for x, y in zip(*(t.flat for t in np.broadcast_arrays(ns._arr(src), ns._arr(dst))))]
     premises = problem.sym.premises if premises is None else premises
     background = [(p, ()) for p, _ in premises] + ns.axioms()
-    obligations = [(c, what) for c, what, _ in ns.obligations]
+    # an obligation binds only where its value can reach the law (a where() branch: z3_ns)
+    guarded = ns.guarded_obligations(roots)
+    obligations = [(c, what) for c, what, _ in guarded]
     order = {c.get_id(): i for i, (c, _) in enumerate(all_facts)}
-    assumed = [(c, keys) for c, _, keys in ns.obligations]
+    assumed = [(c, keys) for c, _, keys in guarded]
     return Query(problem, ns, claims, margins, obligations, background, assumed, equalities, rewrites, lemmas, order)
 
 

@@ -22,7 +22,8 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.symbolic.prover import prove_cell
 
 HERE = pathlib.Path(__file__).parent / "canaries"
-MINE = ("prefix_host", "raw_division", "python_branch", "torch_call", "drawn_weights", "vacuous_mask")
+MINE = ("prefix_host", "raw_division", "python_branch", "torch_call", "drawn_weights", "vacuous_mask",
+        "misguarded_division")
 
 
 def _load(stem):
@@ -62,6 +63,7 @@ EXPECTED = {
     ("canary_torch_call", "zero_absorption"): V.NOT_TRACEABLE,
     ("canary_drawn_weights", "zero_absorption"): V.REFUTED,
     ("canary_vacuous_mask", "mask_respect"): V.REFUTED,
+    ("canary_misguarded_division", "empty_support"): V.REFUTED,
 }
 
 
@@ -114,10 +116,18 @@ def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
 # drawn_weights breaks it only for weights the domain never draws).
 FUZZ = [("canary_prefix_host", "closure"), ("canary_prefix_host", "null_source_insertion"),
         ("canary_raw_division", "empty_support"), ("canary_python_branch", "zero_absorption"),
-        ("canary_vacuous_mask", "mask_respect")]
+        ("canary_vacuous_mask", "mask_respect"), ("canary_misguarded_division", "empty_support")]
 
 
 @pytest.mark.parametrize("op,contract", FUZZ, ids=[f"{o}-{c}" for o, c in FUZZ])
 def test_fuzz_tier_does_not_say_holds(op, contract):
     v = run_cell(REGISTRY[op], CONTRACTS[contract], torch.float64, examples=30, seed=0, replay_dir=None)
     assert v.status != V.HOLDS and v.violated, v.detail
+
+
+def test_a_where_guarded_division_is_proved_not_flagged():
+    # The control: the same pooling as the raw-division canary, divided under where(den > 0, ., 0).
+    control = collect(_load("guarded_division"))["control_guarded_division"]
+    for contract in ("empty_support", "null_receiver"):
+        v = prove_cell(control, contract, timeout=5)
+        assert v.status == V.PROVED, v.detail
