@@ -39,6 +39,7 @@ class Fact:
     rewrite: tuple = ()              # ((term array, equal term array), ...) proved by earlier facts
     replay_only: bool = False        # measured on the eager replay only (e.g. the whole host)
     lemma: bool = False              # a stepping stone: proved if possible, never refutes the law
+    step: bool = False               # an induction step: its failure alone is no counterexample of the law
 
 
 def eq(lhs, rhs, what):
@@ -438,7 +439,7 @@ def _host_pieces(op):
     return prefix, block
 
 
-def _commutes(xp, f, h, m, n, at):
+def _commutes(xp, f, h, m, n, at, step=False):
     """Facts: f(ins_k h) = ins_k f(h) at each stage f returns, for every k <= n; each stage may
     restart from the previous stage's proved-equal states (Fact.rewrite, a sound cut)."""
     old = f(h, m)
@@ -450,8 +451,9 @@ def _commutes(xp, f, h, m, n, at):
             cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
                                          (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
             where = f"{at} stage {layer}, null at {k}"
-            facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{where}: the null stays 0", rewrite=cut))
-            facts.append(Fact("eq", a[:, keep], o, f"{where}: old tokens unchanged", rewrite=cut))
+            facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{where}: the null stays 0", rewrite=cut,
+                              step=step))
+            facts.append(Fact("eq", a[:, keep], o, f"{where}: old tokens unchanged", rewrite=cut, step=step))
     return facts
 
 
@@ -469,14 +471,18 @@ def closure(op, n, d, mode):
     inputs.update({f"h{b}": sym.array(f"h{b}", (1, n, d)) for b in range(len(blocks))})
     inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
     shared = [k for k in params if k != "blocks"]
-
     def relation(xp, v):
         p, m = v["params"], v["mask"]
         rest = {k: p[k] for k in shared}
         facts = _commutes(xp, lambda h, mm: prefix(xp, h, mm, **rest), v["x"], m, n, "prefix")
+        # Without a prefix, block 0's input is the host's input x: its facts are facts about the
+        # host itself (a failure there refutes the host); every other block's are induction steps.
+        has_prefix = bool(facts)
         for b, block in enumerate(p["blocks"]):
+            step = has_prefix or b > 0
+            h = v[f"h{b}"] if step else v["x"]
             facts += _commutes(xp, lambda h, mm, block=block: block_fn(xp, h, mm, block=block, **rest),
-                               v[f"h{b}"], m, n, f"block {b} on any state h{b}")
+                               h, m, n, f"block {b} on any state h{b}" if step else f"block {b} on the input x", step)
         return facts
 
     return Problem("closure", op.name, dict(n=n, d=d, inserted=1, blocks=len(blocks), heads=1), sym, inputs, params,

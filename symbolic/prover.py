@@ -82,6 +82,7 @@ class Query:
     rewrites: dict        # claim id -> [(term, equal term)] it may rewrite once proved
     lemmas: list          # (BoolRef, description): tried in order; used if proved, never a refutation
     order: dict           # claim/lemma id -> position in the law's order
+    steps: set = dataclasses.field(default_factory=set)   # claim ids of induction steps (Fact.step)
 
 
 def build_query(problem: L.Problem, assignment: dict | None = None, premises=None) -> Query:
@@ -91,7 +92,7 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
     v.update(assignment or {})
     v["params"] = problem.params
     facts = problem.relation(ns, traced(v))     # Terms: an untraceable construct raises NotTraceable
-    claims, margins, equalities, rewrites, lemmas, all_facts, roots = [], [], {}, {}, [], [], []
+    claims, margins, equalities, rewrites, lemmas, all_facts, roots, steps = [], [], {}, {}, [], [], [], set()
     for f in facts:
         if f.replay_only or (f.guard is not None and not L.selected(f.guard[0], f.guard[1])):
             continue
@@ -109,6 +110,8 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
             else:
                 claims.append((c, f"{f.what} at {idx}"))
                 margins.append(m)
+                if f.step:
+                    steps.add(c.get_id())
             if f.kind == "eq":
                 equalities[c.get_id()] = (a, b)
             if f.rewrite:
@@ -121,7 +124,8 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
     obligations = [(c, what) for c, what, _ in guarded]
     order = {c.get_id(): i for i, (c, _) in enumerate(all_facts)}
     assumed = [(c, keys) for c, _, keys in guarded]
-    return Query(problem, ns, claims, margins, obligations, background, assumed, equalities, rewrites, lemmas, order)
+    return Query(problem, ns, claims, margins, obligations, background, assumed, equalities, rewrites, lemmas, order,
+                 steps)
 
 
 def fresh_symbols(expr, memo: dict) -> frozenset:
@@ -377,6 +381,17 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
         tried.append(disc)
         if reproduces(disc, bound):
             ce = _counterexample(problem, v, failed)
+            host = [w for c, w in q.claims if c.get_id() not in q.steps
+                    and z3.is_false(model.eval(c, model_completion=True))]
+            if q.steps and not host and not any(w.startswith("obligation") for w in failed):
+                # only induction steps fail: a block is not closed on some state, which is
+                # no counterexample of the composed model (the caller then decides directly)
+                base["extra"]["step"] = True
+                return V.Verdict(V.REFUTED, disc, bound,
+                                 f"induction step refuted at {shapes_text(problem)} (not a counterexample of the "
+                                 f"whole): '{failed[0] if failed else '?'}', replayed on the eager code: {what}: "
+                                 f"discrepancy {disc:.3g} > {bound:.3g}", counterexample=ce,
+                                 seconds=time.perf_counter() - start, **base)
             return V.Verdict(V.REFUTED, disc, bound,
                              f"refuted at {shapes_text(problem)}: z3 model violates '{failed[0] if failed else '?'}'; "
                              f"replayed on the eager float64 code: {what}: discrepancy {disc:.3g} > {bound:.3g}",
@@ -497,7 +512,8 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
             return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract} for {op.name}: {type(err).__name__}: {err}",
                              tier="symbolic", seconds=time.perf_counter() - start)
         verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout)
-        if verdict.status != V.PROVED and problem.fallback is not None and not verdict.extra.get("mismatch"):
+        decided = verdict.status == V.PROVED or (verdict.status == V.REFUTED and not verdict.extra.get("step"))
+        if not decided and problem.fallback is not None and not verdict.extra.get("mismatch"):
             # e.g. closure: the induction is not proved (a block is not closed on some state, or
             # undecided); that is no counterexample of the host, so the direct statement decides
             first = verdict
