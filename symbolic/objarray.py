@@ -19,10 +19,10 @@ integer literal, ``/`` by a non-zero Python number -- and raises
 :class:`NotTraceable` (with the file:line of the operator code) on the
 rest: Python ``/`` or ``//`` by a traced value, ``**`` with another exponent,
 comparisons, ``bool()`` / ``if`` / ``float()`` on a traced value (a z3 ``==``
-would be decided *structurally*), ``abs()``, and numpy's or ``math``'s own
-functions applied to traced arrays.  ``torch.*`` on a traced array fails
-inside torch; the prover reports that as not traceable too, at the
-operator's line.  :func:`traced` wraps a law's inputs at the start of a
+would be decided *structurally*), ``abs()``, and ``math``'s functions (they
+need ``float()``).  numpy's ufuncs (``np.exp``) and ``torch.*`` on a traced
+array fail inside the library with a TypeError; the prover reports that as
+not traceable too, at the operator's line (``prover.untraceable``).  :func:`traced` wraps a law's inputs at the start of a
 trace; the namespace unwraps terms for its scalar rules and wraps results.
 """
 from __future__ import annotations
@@ -187,12 +187,6 @@ class Term:
 
     def __abs__(self):
         raise NotTraceable("Python abs() on a traced value (use xp.abs)")
-
-    def __getattr__(self, name):
-        # numpy applies its ufuncs to object arrays by calling a method of that name on each entry
-        if name.startswith("_"):
-            raise AttributeError(name)
-        raise NotTraceable(f"numpy's {name}() (or another library call) on a traced value (use xp.{name})")
 
 
 def wrap(v):

@@ -133,3 +133,47 @@ def test_changing_the_eager_definition_changes_the_trace_and_the_verdict(monkeyp
     v = prove_cell(op, "sub_simplex", timeout=5)
     assert v.status == V.REFUTED, v.detail
     assert v.discrepancy > v.bound          # and it replayed on the patched eager code
+
+
+# -- traceability: what a Term lets through, what it reports (with the operator's line) -------------
+
+import math  # noqa: E402
+
+_X = lambda: traced(objects((1, 2, 1), lambda i: sympy.Symbol(f"t{i[1]}", real=True)))  # noqa: E731
+
+
+@pytest.mark.parametrize("construct,code", [
+    ("Python / by a traced value", lambda x: x[:, :1] / x[:, 1:]),
+    ("Python / by a traced value", lambda x: 1.0 / x),
+    ("Python //", lambda x: x // 2),
+    ("Python ** with exponent 0.5", lambda x: x ** 0.5),
+    ("Python ** with exponent -1", lambda x: x ** -1),
+    ("Python ** with a traced exponent", lambda x: 2.0 ** x),
+    ("comparison", lambda x: x > 0),
+    ("comparison", lambda x: 1 if x[0, 0, 0] == 0 else 0),
+    ("bool()", lambda x: bool(x[0, 0, 0])),
+    ("float() / math.*", lambda x: math.exp(x[0, 0, 0])),
+    ("abs()", lambda x: abs(x)),
+])
+def test_untraceable_constructs_raise_at_the_operator_line(construct, code):
+    with pytest.raises(NotTraceable) as err:
+        code(_X())
+    assert construct.split()[0] in str(err.value)
+    assert err.value.where.startswith(__file__), err.value.where
+
+
+def test_sound_python_operators_trace():
+    x = _X()
+    out = untraced(x * x - x + 2 * x ** 3 + x / 4 - (-x))
+    t0 = sympy.Symbol("t0", real=True)
+    assert sympy.simplify(out[0, 0, 0] - (t0 * t0 - t0 + 2 * t0 ** 3 + t0 / 4 + t0)) == 0
+
+
+@pytest.mark.parametrize("code", [lambda x: np.exp(x), lambda x: torch.relu(x)], ids=["numpy.exp", "torch.relu"])
+def test_library_calls_on_traced_arrays_are_reported_not_traceable(code):
+    from tokenlaw.symbolic.prover import untraceable
+
+    with pytest.raises(TypeError) as err:
+        code(_X())
+    v = untraceable(None, None, err.value, 0.0)
+    assert v is not None and v.status == V.NOT_TRACEABLE and f"{__file__}:" in v.detail, v
