@@ -31,6 +31,7 @@ import time
 import traceback
 
 import numpy as np
+import sympy
 import torch
 import z3
 
@@ -383,7 +384,7 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
             ce = _counterexample(problem, v, failed)
             host = [w for c, w in q.claims if c.get_id() not in q.steps
                     and z3.is_false(model.eval(c, model_completion=True))]
-            if q.steps and not host and not any(w.startswith("obligation") for w in failed):
+            if q.steps and not host:
                 # only induction steps fail: a block is not closed on some state, which is
                 # no counterexample of the composed model (the caller then decides directly)
                 base["extra"]["step"] = True
@@ -439,9 +440,16 @@ def build_problem(op, contract: str, *, n=None, d=None, mode=None):
 MODES = ("symbolic", "concrete")
 
 
-_SYMBOLIC_DIR = os.path.dirname(os.path.abspath(__file__))
-_LIBRARIES = tuple(os.path.abspath(p) for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-                                                sysconfig.get_paths()["platlib"]})
+_SYMBOLIC_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Where a library raises from (its frames are skipped to find the operator's line): the
+# array and solver libraries and the standard library, wherever tokenlaw itself is installed.
+_LIBRARIES = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (np, torch, z3, sympy))
+_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _library(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return path.startswith(_LIBRARIES) or (path.startswith(_STDLIB) and "-packages" + os.sep not in path)
 
 
 def untraceable(op, contract, err: BaseException, start: float) -> V.Verdict | None:
@@ -457,7 +465,7 @@ def untraceable(op, contract, err: BaseException, start: float) -> V.Verdict | N
         what, where = err.what, err.where
     else:
         frames = [f for f in traceback.extract_tb(err.__traceback__)
-                  if not os.path.abspath(f.filename).startswith(_LIBRARIES)]
+                  if not _library(f.filename)]
         if not frames or os.path.abspath(frames[-1].filename).startswith(_SYMBOLIC_DIR):
             return None
         what = f"the code raised {type(err).__name__} on traced values ({str(err)[:160]}); a direct torch.* / " \
@@ -496,7 +504,7 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
         # implies the output statement by induction; a failure proves nothing about the
         # output, so then the layered whole-host law below decides.
         via = prove_cell(op, "closure", timeout=timeout, mode=mode)
-        if via.status in (V.PROVED, V.NOT_TRACEABLE):
+        if via.status in (V.PROVED, V.SAMPLED, V.NOT_TRACEABLE):
             via.detail = f"{via.status} via closure (which implies it for the output): " + via.detail
             via.seconds = time.perf_counter() - start
             return via
@@ -512,10 +520,10 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
             return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract} for {op.name}: {type(err).__name__}: {err}",
                              tier="symbolic", seconds=time.perf_counter() - start)
         verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout)
-        decided = verdict.status == V.PROVED or (verdict.status == V.REFUTED and not verdict.extra.get("step"))
-        if not decided and problem.fallback is not None and not verdict.extra.get("mismatch"):
-            # e.g. closure: the induction is not proved (a block is not closed on some state, or
-            # undecided); that is no counterexample of the host, so the direct statement decides
+        if verdict.extra.get("step") and problem.fallback is not None:
+            # closure: only an induction step is refuted (a block is not closed on some state),
+            # which is no counterexample of the host, so the direct statement decides.  (An
+            # undecided induction goes on to the next mode instead: the direct statement is harder.)
             first = verdict
             verdict = prove_problem(problem.fallback(), timeout, start + CELL_BUDGET * timeout)
             verdict.detail += f" (the stronger statement was not proved: {first.status}: {first.detail[:400]})"
