@@ -104,3 +104,23 @@ def test_cli_prove_writes_the_report(tmp_path, capsys):
     assert cells["permutation_equivariance"]["status"] == "refuted"
     assert "Floating point is out of scope" in (tmp_path / "proofs.md").read_text()
     assert main(["prove", "--contract", "no_such_law"]) == 2
+
+
+def test_host_blocks_are_checked_on_every_state_not_prefix_outputs():
+    # tabular_otransformer: OStandardize at n = 1 maps every input to 0, so blocks run on the
+    # prefix's outputs would only ever see zero states.  Each block must get fresh symbolic states.
+    from z3.z3util import get_vars
+
+    from tokenlaw.symbolic.prover import build_problem, build_query
+
+    problem = build_problem(REGISTRY["tabular_otransformer"], "closure", mode="concrete")
+    assignment, premises = next(problem.sym.assignments())
+    q = build_query(problem, assignment, premises)
+    for b in range(2):
+        block = [c for c, what in q.claims if what.startswith(f"block {b} ")]
+        assert block and all(c.get_id() in q.steps for c in block)      # induction steps, not host facts
+        names = {str(v) for c in block for v in get_vars(c)}
+        assert any(nm.startswith(f"h{b}[") for nm in names), names
+    prefix = [c for c, what in q.claims if what.startswith("prefix")]
+    assert prefix and not any(c.get_id() in q.steps for c in prefix)
+    assert "induction" in problem.argument.lower() or "Induction" in problem.argument
