@@ -426,8 +426,9 @@ CLOSURE_ARGUMENT = (
     "(fresh symbols, not the prefix's outputs) and every mask; "
     "hence by induction on the layers H(ins_k x) = ins_k H(x) at every layer, for every input x "
     "(ins_k: insert a null token at k, the mask grown with row and column k visible). "
-    "Stated at the shapes given (n tokens + 1 inserted, width d); the same parameters in every block "
-    "position are symbols, so one proof per block covers the composed model.")
+    "Stated at the shapes given (n tokens + 1 inserted, width d); each block's parameters are its own "
+    "symbols (or, for a sampled-weights row, its drawn weights), so the per-block proofs cover the composed "
+    "model with those parameters.")
 
 
 def _host_pieces(op):
@@ -460,9 +461,9 @@ def _commutes(xp, f, h, m, n, at, step=False):
 @law("closure")
 def closure(op, n, d, mode):
     """Closure by induction: the prefix and each block commute with null insertion for *every*
-    input / state (CLOSURE_ARGUMENT).  If that is not proved, the direct whole-host statement
-    (:func:`closure_whole_host`) decides: a block that is not closed on states the host never
-    reaches is not a counterexample of the composed model."""
+    input / state (CLOSURE_ARGUMENT).  If only an induction step is refuted (``Fact.step``), the
+    direct whole-host statement (:func:`closure_whole_host`) decides: a block that is not closed on
+    states the host never reaches is not a counterexample of the composed model."""
     prefix, block_fn = _host_pieces(op)
     sym = Symbols()
     params = symbolic_params(op, sym, d, mode=mode)
@@ -471,6 +472,7 @@ def closure(op, n, d, mode):
     inputs.update({f"h{b}": sym.array(f"h{b}", (1, n, d)) for b in range(len(blocks))})
     inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
     shared = [k for k in params if k != "blocks"]
+
     def relation(xp, v):
         p, m = v["params"], v["mask"]
         rest = {k: p[k] for k in shared}

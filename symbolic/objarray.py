@@ -22,8 +22,9 @@ comparisons, ``bool()`` / ``if`` / ``float()`` on a traced value (a z3 ``==``
 would be decided *structurally*), ``abs()``, and ``math``'s functions (they
 need ``float()``).  numpy's ufuncs (``np.exp``) and ``torch.*`` on a traced
 array fail inside the library with a TypeError; the prover reports that as
-not traceable too, at the operator's line (``prover.untraceable``).  :func:`traced` wraps a law's inputs at the start of a
-trace; the namespace unwraps terms for its scalar rules and wraps results.
+not traceable too, at the operator's line (``prover.untraceable``).
+:func:`traced` wraps a law's inputs at the start of a trace; the namespace
+unwraps terms for its scalar rules and wraps results.
 """
 from __future__ import annotations
 
