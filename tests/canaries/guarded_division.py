@@ -12,6 +12,10 @@ from tokenlaw.operators import arguments
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.registry import Domain, declare
 
+# tau > 0 is part of the declared domain where Domain declares parameter domains (issue 11, point 3);
+# until then the prover derives it from arguments.positive below
+DECLARED = {"positive": ("tau",)} if "positive" in Domain.__dataclass_fields__ else {}
+
 REASON = "control (correct): the division is guarded by where(den > 0, ., 0); proved is the right verdict"
 
 
@@ -19,7 +23,7 @@ def params(gen, d_model, dtype=torch.float64):
     return {"tau": float(torch.empty(()).uniform_(0.1, 2.0, generator=gen))}
 
 
-@declare(name="control_guarded_division", domain=Domain(params=params, d_model=(2,), n_max=3),
+@declare(name="control_guarded_division", domain=Domain(params=params, d_model=(2,), n_max=3, **DECLARED),
          traits={"token_mixing"},
          claims={"empty_support": "an all-null input selects the 0 branch",
                  "null_receiver": "p_i = 0 gates the output"})

@@ -12,6 +12,10 @@ from tokenlaw.operators import arguments
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.registry import Domain, declare
 
+# tau > 0 is part of the declared domain where Domain declares parameter domains (issue 11, point 3);
+# until then the prover derives it from arguments.positive below
+DECLARED = {"positive": ("tau",)} if "positive" in Domain.__dataclass_fields__ else {}
+
 REASON = "Python / divides 0 by 0 on an all-null input: eager NaN, z3 total division says 0"
 
 
@@ -19,12 +23,13 @@ def params(gen, d_model, dtype=torch.float64):
     return {"tau": float(torch.empty(()).uniform_(0.1, 2.0, generator=gen))}
 
 
-@declare(name="canary_raw_division", domain=Domain(params=params, d_model=(2,), n_max=3),
+@declare(name="canary_raw_division", domain=Domain(params=params, d_model=(2,), n_max=3, **DECLARED),
          traits={"token_mixing"},
          claims={"empty_support": "(wrong) every source null => 0",
                  "null_receiver": "(wrong) p_i = 0 gates the output"})
 def canary_raw_division(xp, x, *, tau):
     arguments.tokens(x)
+    arguments.positive(tau, "tau")
     p = presence(xp, x, tau=tau)
     num = xp.sum(p * x, axis=1, keepdims=True)
     den = xp.sum(p, axis=1, keepdims=True)
