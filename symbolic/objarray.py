@@ -192,7 +192,7 @@ class Term:
 
 def wrap(v):
     """A backend term as a :class:`Term` (numbers and Terms unchanged)."""
-    if isinstance(v, Term) or _number(v) or isinstance(v, (bool, np.bool_)):
+    if isinstance(v, (Term, np.ndarray)) or _number(v) or isinstance(v, (bool, np.bool_)):
         return v
     return Term(v)
 
@@ -385,6 +385,8 @@ class ObjectNamespace:
         return self.full_like(x, 1)
 
     def asarray(self, value, like=None):
+        if isinstance(value, np.ndarray):
+            return value
         return self._arr(wrap(self._term(value)))
 
 
