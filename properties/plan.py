@@ -52,7 +52,10 @@ class Row:
             runnable = [o for o in outs if o not in V.NOT_RUN]
             if not runnable:
                 return V.OUT_NOT_TRACEABLE if V.OUT_NOT_TRACEABLE in outs else V.OUT_NOT_RUNNABLE
-            return V.OK_PROVED if all(o == V.OK_PROVED for o in runnable) else V.OK_HOLDS
+            for same in (V.OK_PROVED, V.OK_SAMPLED):       # a mix of evidence reads "holds"
+                if all(o == same for o in runnable):
+                    return same
+            return V.OK_HOLDS
         if any(v.violated for v in verdicts):
             return V.OK_EXPECTED
         if all(v.status in (V.NOT_RUNNABLE, V.NOT_TRACEABLE) for v in verdicts):

@@ -124,3 +124,24 @@ def test_host_blocks_are_checked_on_every_state_not_prefix_outputs():
     prefix = [c for c, what in q.claims if what.startswith("prefix")]
     assert prefix and not any(c.get_id() in q.steps for c in prefix)
     assert "induction" in problem.argument.lower() or "Induction" in problem.argument
+
+
+def test_new_statuses_count_and_render_honestly():
+    # sampled weights: a pass, never "proved"; vacuous: undecided; not traceable: not run. Every
+    # report format renders them (no outcome left out of a lookup table).
+    from tokenlaw.properties.plan import Cell, Row
+    from tokenlaw.reports.writers import FORMATS, render, to_json
+
+    def row(op, *statuses):
+        return Row(op, "null_receiver", "claims", "reason",
+                   [Cell(op, "null_receiver", "symbolic", "real", V.Verdict(s, tier="symbolic")) for s in statuses])
+
+    sampled, vacuous, untraceable = row("a", V.SAMPLED), row("b", V.VACUOUS), row("c", V.NOT_TRACEABLE)
+    assert sampled.outcome == V.OK_SAMPLED and not sampled.failing
+    assert row("a2", V.SAMPLED, V.PROVED).outcome == V.OK_HOLDS          # never "proved" as a whole
+    assert vacuous.outcome == V.OUT_VACUOUS and not vacuous.failing
+    assert untraceable.outcome == V.OUT_NOT_TRACEABLE and not untraceable.failing
+    assert V.outcome("violates", V.Verdict(V.SAMPLED)) == V.BAD_NOT_REPRODUCED
+    doc = to_json([sampled, vacuous, untraceable], dict(tier="symbolic"))
+    for fmt in FORMATS:
+        assert render(doc, fmt)
