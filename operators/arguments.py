@@ -60,9 +60,15 @@ def within(path: str):
 
 
 def is_symbolic(value) -> bool:
-    """A numpy object array or a sympy / z3 term: the symbolic tier's values."""
+    """A numpy object array or a sympy / z3 term: the symbolic tier's values.
+
+    A tracing wrapper marks itself with a class attribute ``__tokenlaw_symbolic__ = True``
+    (the symbolic tier's ``Term``), so this layer needs no import of the tier.
+    """
     if isinstance(value, np.ndarray):
         return value.dtype == object
+    if getattr(type(value), "__tokenlaw_symbolic__", False):
+        return True
     return type(value).__module__.split(".")[0] in ("sympy", "z3")
 
 

@@ -145,18 +145,7 @@ def host_params(gen, d_model, dtype=torch.float64, *, depth=2, inject=False, bia
     return out
 
 
-def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps_den=None, inject=None,
-                   trace=None) -> list:
-    """The hidden state after every sub-layer of ``comp`` (standardize, inject, then 2 per block).
-
-    ``len(blocks)`` blocks run, whatever ``comp.depth`` says, so a single block can be checked alone.
-    """
-    arguments.tokens(x)
-    # Any number of blocks runs (the symbolic tier proves closure one block at a time);
-    # comp.depth is the depth the registry declares and host_params draws.
-    if not isinstance(blocks, (list, tuple)) or not blocks:
-        raise InvalidArgument(f"blocks: expected a non-empty list of block parameter dicts for {comp.name}, "
-                              f"got {blocks!r:.80}")
+def _context(comp: Composition, x, tau, eps_den, inject, mask, blocks=None) -> dict:
     gated = comp.attention == "oattention" or comp.norm.startswith("onorm") or comp.ffn == "offn" \
         or comp.inject == "oinject" or comp.standardize == "ostandardize"
     if gated and tau is None:
@@ -167,18 +156,62 @@ def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps
         raise InvalidArgument(f"inject: {comp.name} injects its input and needs inject=dict(w=, b=)")
     # Everything the user passed is checked here, once, with its path (blocks[0].attn.wq);
     # the components then run on the model's own hidden states (arguments.composed).
-    arguments.tree(blocks, "blocks", x)
+    if blocks is not None:
+        arguments.tree(blocks, "blocks", x)
     arguments.tree(inject, "inject", x)
     for name, value in (("tau", tau), ("eps_den", eps_den)):
         if value is not None:
             arguments.positive(value, name)
-    mask = arguments.mask(mask, x)
+    return dict(tau=tau, eps_den=eps_den, mask=arguments.mask(mask, x))
+
+
+def compose_layers(comp: Composition, xp, x, mask=None, *, blocks, tau=None, eps_den=None, inject=None,
+                   trace=None) -> list:
+    """The hidden state after every sub-layer of ``comp`` (standardize, inject, then 2 per block).
+
+    ``len(blocks)`` blocks run, whatever ``comp.depth`` says.  The same states are
+    ``prefix_layers`` followed by ``block_layers`` of each block, fed the previous state.
+    """
+    arguments.tokens(x)
+    # comp.depth is the depth the registry declares and host_params draws.
+    if not isinstance(blocks, (list, tuple)) or not blocks:
+        raise InvalidArgument(f"blocks: expected a non-empty list of block parameter dicts for {comp.name}, "
+                              f"got {blocks!r:.80}")
+    ctx = _context(comp, x, tau, eps_den, inject, mask, blocks)
     with arguments.composed():
-        return _run_layers(comp, xp, x, blocks, inject, dict(tau=tau, eps_den=eps_den, mask=mask), trace)
+        return _run_layers(comp, xp, x, blocks, inject, ctx, trace)
 
 
-def _run_layers(comp, xp, x, blocks, inject, ctx, trace):
+def _run_layers(comp, xp, x, blocks, inject, ctx, trace) -> list:
     seen = trace or (lambda name, value: None)
+    states = _prefix(comp, xp, x, inject, ctx, seen)
+    h = states[-1] if states else x
+    for i, b in enumerate(blocks):
+        states += _block(comp, xp, h, b, ctx, seen, i)
+        h = states[-1]
+    return states
+
+
+def prefix_layers(comp: Composition, xp, x, mask=None, *, tau=None, eps_den=None, inject=None, **_blocks) -> list:
+    """The states after the host's prefix (standardize, inject) alone: [] for a host without one.
+
+    The symbolic tier proves the prefix and each block separately (closure by induction)."""
+    arguments.tokens(x)
+    ctx = _context(comp, x, tau, eps_den, inject, mask)
+    with arguments.composed():
+        return _prefix(comp, xp, x, inject, ctx, lambda name, value: None)
+
+
+def block_layers(comp: Composition, xp, h, mask=None, *, block, tau=None, eps_den=None, inject=None,
+                 **_blocks) -> list:
+    """The two sub-layer states of one block applied to *any* state h (not only a prefix output)."""
+    arguments.tokens(h)
+    ctx = _context(comp, h, tau, eps_den, inject, mask, [block])
+    with arguments.composed():
+        return _block(comp, xp, h, block, ctx, lambda name, value: None, 0)
+
+
+def _prefix(comp, xp, x, inject, ctx, seen) -> list:
     states, h = [], x
     if comp.standardize is not None:
         h = STANDARDIZE[comp.standardize](xp, h, ctx)
@@ -189,23 +222,27 @@ def _run_layers(comp, xp, x, blocks, inject, ctx, trace):
             h = INJECT[comp.inject](xp, h, inject, ctx)
         seen("inject", h)
         states.append(h)
-    for i, b in enumerate(blocks):
-        with arguments.within(f"blocks[{i}].norm1"):
-            u = NORM[comp.norm](xp, h, h, b["norm1"], ctx)
-        seen(f"block{i}.norm1", u)
-        with arguments.within(f"blocks[{i}].attn"):
-            a = ATTENTION[comp.attention](xp, u, h, b["attn"], ctx)
-        seen(f"block{i}.attn", a)
-        h = h + a
-        seen(f"block{i}.residual1", h)
-        states.append(h)
-        with arguments.within(f"blocks[{i}].norm2"):
-            u = NORM[comp.norm](xp, h, h, b["norm2"], ctx)
-        seen(f"block{i}.norm2", u)
-        with arguments.within(f"blocks[{i}].ffn"):
-            f = FFN[comp.ffn](xp, u, h, b["ffn"], ctx)
-        seen(f"block{i}.ffn", f)
-        h = h + f
-        seen(f"block{i}.residual2", h)
-        states.append(h)
+    return states
+
+
+def _block(comp, xp, h, b, ctx, seen, i) -> list:
+    states = []
+    with arguments.within(f"blocks[{i}].norm1"):
+        u = NORM[comp.norm](xp, h, h, b["norm1"], ctx)
+    seen(f"block{i}.norm1", u)
+    with arguments.within(f"blocks[{i}].attn"):
+        a = ATTENTION[comp.attention](xp, u, h, b["attn"], ctx)
+    seen(f"block{i}.attn", a)
+    h = h + a
+    seen(f"block{i}.residual1", h)
+    states.append(h)
+    with arguments.within(f"blocks[{i}].norm2"):
+        u = NORM[comp.norm](xp, h, h, b["norm2"], ctx)
+    seen(f"block{i}.norm2", u)
+    with arguments.within(f"blocks[{i}].ffn"):
+        f = FFN[comp.ffn](xp, u, h, b["ffn"], ctx)
+    seen(f"block{i}.ffn", f)
+    h = h + f
+    seen(f"block{i}.residual2", h)
+    states.append(h)
     return states

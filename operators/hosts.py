@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 
-from .composition import Composition, compose_layers
+from .composition import Composition, block_layers, compose_layers, prefix_layers
 from .composition import host_params as _composition_params
 from .registry import Domain, declare
 
@@ -47,6 +47,9 @@ def _layers_of(comp):
     layers.__name__ = layers.__qualname__ = f"{comp.name}_layers"
     layers.__doc__ = f"Hidden state after every sub-layer of {comp.name}: {comp.describe()}."
     layers.composition = comp
+    # the pieces, separately callable: the symbolic tier proves closure by induction over them
+    layers.prefix = functools.partial(prefix_layers, comp)
+    layers.block = functools.partial(block_layers, comp)
     return layers
 
 

@@ -49,16 +49,19 @@ class Row:
         verdicts = [v for v in verdicts if v.status != V.BY_DESIGN]    # by design: not part of the judgement
         if self.declared == "claims":
             outs = [V.outcome("claims", v) for v in verdicts]
-            for bad in (V.BAD_UNEXPECTED, V.OUT_UNKNOWN):
+            for bad in (V.BAD_UNEXPECTED, V.OUT_UNKNOWN, V.OUT_VACUOUS):
                 if bad in outs:
                     return bad
-            runnable = [o for o in outs if o != V.OUT_NOT_RUNNABLE]
+            runnable = [o for o in outs if o not in V.NOT_RUN]
             if not runnable:
-                return V.OUT_NOT_RUNNABLE
-            return V.OK_PROVED if all(o == V.OK_PROVED for o in runnable) else V.OK_HOLDS
+                return V.OUT_NOT_TRACEABLE if V.OUT_NOT_TRACEABLE in outs else V.OUT_NOT_RUNNABLE
+            for same in (V.OK_PROVED, V.OK_SAMPLED):       # a mix of evidence reads "holds"
+                if all(o == same for o in runnable):
+                    return same
+            return V.OK_HOLDS
         if any(v.violated for v in verdicts):
             return V.OK_EXPECTED
-        if all(v.status == V.NOT_RUNNABLE for v in verdicts):
+        if all(v.status in (V.NOT_RUNNABLE, V.NOT_TRACEABLE) for v in verdicts):
             return V.OUT_NOT_RUNNABLE
         return V.BAD_NOT_REPRODUCED
 

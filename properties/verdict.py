@@ -6,6 +6,18 @@ by a solver, was *violated* / *refuted* (with the evidence), is *unknown*
 (solver timeout or give-up: never counted as proved), or is *not runnable*
 here (with the reason).  The :func:`outcome` of a cell compares that
 observation with the operator's declaration.
+
+Three statuses say exactly how much less than a proof was established:
+
+* ``holds_for_sampled_weights``: the solver proved the law with the weights
+  fixed to one drawn sample (scalars symbolic): evidence like the fuzz tier's
+  ``holds``, a pass for the exit code, never counted as ``proved``;
+* ``vacuous``: no enumerated input (mask, case) satisfied the premises, so
+  nothing was checked: never green, not a failure;
+* ``not_traceable``: the operator's code does something the symbolic
+  namespaces cannot model soundly (Python ``/``, a Python ``if`` on a traced
+  value, a direct ``torch.*`` / ``math.*`` call...); the detail names the
+  file and line.  Not runnable symbolically, not a failure of the suite.
 """
 from __future__ import annotations
 
@@ -18,19 +30,27 @@ UNKNOWN, NOT_RUNNABLE = "unknown", "not_runnable"
 # Not applicable by design: the contract says why this cell is never judged (e.g. the eager float32
 # differential cell, whose float32 run *is* the error probe).  Unlike NOT_RUNNABLE, no machine would run it.
 BY_DESIGN = "not_applicable"
-STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE, BY_DESIGN)
+SAMPLED, VACUOUS, NOT_TRACEABLE = "holds_for_sampled_weights", "vacuous", "not_traceable"
+STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE, BY_DESIGN, SAMPLED, VACUOUS, NOT_TRACEABLE)
 
 # Outcomes of a cell: the observation judged against the declaration.
 OK_HOLDS = "holds"
 OK_PROVED = "proved"
+OK_SAMPLED = "holds for sampled weights"
 OK_EXPECTED = "expected violation reproduced"
 BAD_UNEXPECTED = "UNEXPECTED violation"
 BAD_NOT_REPRODUCED = "expected violation NOT reproduced"
 OUT_UNKNOWN = "unknown"
 OUT_NOT_RUNNABLE = "not runnable here"
 OUT_BY_DESIGN = "not applicable by design"
+OUT_VACUOUS = "vacuous"
+OUT_NOT_TRACEABLE = "not symbolically traceable"
 NOT_APPLICABLE = "not applicable"
 FAILING = frozenset({BAD_UNEXPECTED, BAD_NOT_REPRODUCED})
+# Outcomes that decided nothing either way (reported, never green, never failing).
+UNDECIDED = frozenset({OUT_UNKNOWN, OUT_VACUOUS})
+NOT_RUN = frozenset({OUT_NOT_RUNNABLE, OUT_NOT_TRACEABLE})
+_NOT_RUN_STATUS = {NOT_RUNNABLE: OUT_NOT_RUNNABLE, NOT_TRACEABLE: OUT_NOT_TRACEABLE}
 
 
 @dataclasses.dataclass
@@ -100,12 +120,15 @@ def outcome(declared: str | None, verdict: Verdict | None) -> str:
         return NOT_APPLICABLE
     if verdict.status == UNKNOWN:
         return OUT_UNKNOWN
-    if verdict.status == NOT_RUNNABLE:
-        return OUT_NOT_RUNNABLE
+    if verdict.status == VACUOUS:
+        return OUT_VACUOUS
     if verdict.status == BY_DESIGN:
         return OUT_BY_DESIGN
+    if verdict.status in _NOT_RUN_STATUS:
+        return _NOT_RUN_STATUS[verdict.status]
     if declared == "claims":
         if verdict.violated:
             return BAD_UNEXPECTED
-        return OK_PROVED if verdict.status == PROVED else OK_HOLDS
+        # a sampled-weights proof is evidence like "holds": a pass, never "proved"
+        return {PROVED: OK_PROVED, SAMPLED: OK_SAMPLED}.get(verdict.status, OK_HOLDS)
     return OK_EXPECTED if verdict.violated else BAD_NOT_REPRODUCED

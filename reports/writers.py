@@ -164,7 +164,8 @@ def example(ce: dict | None) -> str:
 SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (expected)",
          V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
          V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.OUT_BY_DESIGN: "n/a",
-         V.NOT_APPLICABLE: "-"}
+         V.NOT_APPLICABLE: "-", V.OK_SAMPLED: "holds (sampled weights)", V.OUT_VACUOUS: "vacuous",
+         V.OUT_NOT_TRACEABLE: "not traceable"}
 
 HOW_TO_READ = (
     "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
@@ -172,7 +173,12 @@ HOW_TO_READ = (
     "`expected violation reproduced`, `UNEXPECTED violation`, `expected violation NOT reproduced`, "
     "`unknown` (never counted as proved), `not runnable here` (this machine cannot run it: the reason is "
     "listed), `not applicable by design` (the contract itself excludes the cell, e.g. the eager float32 "
-    "differential cell whose float32 run is the error probe; counted apart, listed once). Exact contracts compare bit-for-bit; the "
+    "differential cell whose float32 run is the error probe; counted apart, listed once); from the symbolic "
+    "tier also `holds for sampled weights` (proved only with the weights fixed to one drawn sample: a pass, "
+    "never `proved`), `vacuous` (no enumerated input met the premises: nothing was checked) and `not "
+    "symbolically traceable` (the code does something z3/sympy cannot model soundly; file:line given). "
+    "`proved` means z3 showed the law for every real input and parameter over the declared domain at the "
+    "stated shapes (`tokenlaw docs symbolic`). Exact contracts compare bit-for-bit; the "
     "others use the derived bound of `tokenlaw.properties.tolerance` (each side's own error against "
     "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds). "
     "The operators' formulas, the contracts' laws and the tolerance model are printed by "

@@ -3,9 +3,12 @@
     tokenlaw prove [--operator X] [--contract Y] [--timeout S] [--out DIR] [--json]
 
 Writes DIR/proofs.md and DIR/proofs.json.  Exit code 0 when every row matches
-its declaration (unknown and not-runnable rows are reported, not failures),
-1 when a claimed law is refuted, an expected violation is proved away, or a
-counterexample does not replay on the eager code; 2 for bad arguments.
+its declaration: unknown, vacuous, not-traceable and not-runnable rows are
+reported (with the reason, or the file:line of the untraceable code), not
+failures; a row that holds only for sampled weights is a pass but never reads
+"proved".  1 when a claimed law is refuted, an expected violation is proved
+away (or holds for the sampled weights), or a counterexample does not replay on
+the eager code; 2 for bad arguments.
 """
 from __future__ import annotations
 

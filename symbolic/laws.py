@@ -21,6 +21,8 @@ from typing import Callable
 import numpy as np
 import z3
 
+from tokenlaw.operators.errors import InvalidArgument
+
 from . import relations as R
 from .inputs import Symbols, symbolic_params
 
@@ -37,6 +39,7 @@ class Fact:
     rewrite: tuple = ()              # ((term array, equal term array), ...) proved by earlier facts
     replay_only: bool = False        # measured on the eager replay only (e.g. the whole host)
     lemma: bool = False              # a stepping stone: proved if possible, never refutes the law
+    step: bool = False               # an induction step: its failure alone is no counterexample of the law
 
 
 def eq(lhs, rhs, what):
@@ -61,6 +64,8 @@ class Problem:
     statement: str                   # the instantiated law, in words
     exp_product: bool = False        # instantiate axiom E4 (exp(a) exp(b) = exp(a + b))
     replay_params: Callable | None = None   # values -> eager params (default: inputs.concrete)
+    argument: str = ""               # how the proved statement implies the contract (printed in proofs.md)
+    fallback: Callable | None = None # () -> Problem: a direct statement to decide when this one is not proved
 
 
 LAWS: dict = {}
@@ -414,51 +419,91 @@ def silence(op, n, d, mode):
 
 # -- hosts ---------------------------------------------------------------------------------
 
+CLOSURE_ARGUMENT = (
+    "Induction over the host H = B_L o ... o B_1 o P (P: the prefix, standardize / inject, possibly empty). "
+    "(i) P(ins_k x) = ins_k P(x) for every input x, every k, at each prefix stage; "
+    "(ii) for every block B: B(ins_k h) = ins_k B(h) at each of its sub-layers, for EVERY state h "
+    "(fresh symbols, not the prefix's outputs) and every mask; "
+    "hence by induction on the layers H(ins_k x) = ins_k H(x) at every layer, for every input x "
+    "(ins_k: insert a null token at k, the mask grown with row and column k visible). "
+    "Stated at the shapes given (n tokens + 1 inserted, width d); each block's parameters are its own "
+    "symbols (or, for a sampled-weights row, its drawn weights), so the per-block proofs cover the composed "
+    "model with those parameters.")
+
+
+def _host_pieces(op):
+    """The host's prefix and block functions (``op.layers.prefix`` / ``.block``): separately callable."""
+    prefix, block = getattr(op.layers, "prefix", None), getattr(op.layers, "block", None)
+    if prefix is None or block is None:
+        raise InvalidArgument(f"layers: {op.name}'s layers expose no .prefix / .block: closure by induction "
+                              "needs them (see operators/composition.py prefix_layers, block_layers)")
+    return prefix, block
+
+
+def _commutes(xp, f, h, m, n, at, step=False):
+    """Facts: f(ins_k h) = ins_k f(h) at each stage f returns, for every k <= n; each stage may
+    restart from the previous stage's proved-equal states (Fact.rewrite, a sound cut)."""
+    old = f(h, m)
+    facts = []
+    for k in range(n + 1):
+        new = f(R.insert_null(xp, h, k), R.insert_visible(m, k))
+        keep = R.others(n + 1, k)
+        for layer, (a, o) in enumerate(zip(new, old)):
+            cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
+                                         (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
+            where = f"{at} stage {layer}, null at {k}"
+            facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{where}: the null stays 0", rewrite=cut,
+                              step=step))
+            facts.append(Fact("eq", a[:, keep], o, f"{where}: old tokens unchanged", rewrite=cut, step=step))
+    return facts
+
+
 @law("closure")
 def closure(op, n, d, mode):
-    """Block-wise: each block commutes with null insertion for *every* input state h.
-
-    Sound for the whole host by induction: if B(ins_k h) = ins_k B(h) for all h,
-    then B2(B1(ins_k x)) = B2(ins_k B1 x) = ins_k B2(B1 x), layer by layer.
-    """
+    """Closure by induction: the prefix and each block commute with null insertion for *every*
+    input / state (CLOSURE_ARGUMENT).  If only an induction step is refuted (``Fact.step``), the
+    direct whole-host statement (:func:`closure_whole_host`) decides: a block that is not closed on
+    states the host never reaches is not a counterexample of the composed model."""
+    prefix, block_fn = _host_pieces(op)
     sym = Symbols()
     params = symbolic_params(op, sym, d, mode=mode)
     blocks = params["blocks"]
-    inputs = {f"h{b}": sym.array(f"h{b}", (1, n, d)) for b in range(len(blocks))}
+    inputs = {"x": sym.array("x", (1, n, d))}
+    inputs.update({f"h{b}": sym.array(f"h{b}", (1, n, d)) for b in range(len(blocks))})
     inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
-    shared = {k: v for k, v in params.items() if k != "blocks"}
+    shared = [k for k in params if k != "blocks"]
 
     def relation(xp, v):
-        facts = []
-        p = v["params"]
+        p, m = v["params"], v["mask"]
         rest = {k: p[k] for k in shared}
+        facts = _commutes(xp, lambda h, mm: prefix(xp, h, mm, **rest), v["x"], m, n, "prefix")
+        # Without a prefix, block 0's input is the host's input x: its facts are facts about the
+        # host itself (a failure there refutes the host); every other block's are induction steps.
+        has_prefix = bool(facts)
         for b, block in enumerate(p["blocks"]):
-            h, m = v[f"h{b}"], v["mask"]
-            old = op.layers(xp, h, m, blocks=[block], **rest)
-            for k in range(n + 1):
-                new = op.layers(xp, R.insert_null(xp, h, k), R.insert_visible(m, k), blocks=[block], **rest)
-                keep = R.others(n + 1, k)
-                for layer, (a, o) in enumerate(zip(new, old)):
-                    at = f"block {b} sub-layer {layer} (host layer {2 * b + layer}), null at {k}"
-                    # sub-layer L restarts from the states of L - 1, once those are proved equal
-                    cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
-                                                 (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
-                    facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: the null stays 0", rewrite=cut))
-                    facts.append(Fact("eq", a[:, keep], o, f"{at}: old tokens unchanged", rewrite=cut))
-        if getattr(xp, "name", "") == "torch":
-            # The replay also runs the whole host from x = h0 (block 0's input is the host's):
-            # a block-0 counterexample is then a counterexample of the composed model.
-            h, m = v["h0"], v["mask"]
-            old = op.layers(xp, h, m, **p)
-            for k in range(n + 1):
-                new = op.layers(xp, R.insert_null(xp, h, k), R.insert_visible(m, k), **p)
-                for layer, (a, o) in enumerate(zip(new, old)):
-                    at = f"whole {len(p['blocks'])}-block host from x = h0, layer {layer}, null at {k}"
-                    facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: the null stays 0", replay_only=True))
-                    facts.append(Fact("eq", a[:, R.others(n + 1, k)], o, f"{at}: old tokens unchanged",
-                                      replay_only=True))
+            step = has_prefix or b > 0
+            h = v[f"h{b}"] if step else v["x"]
+            facts += _commutes(xp, lambda h, mm, block=block: block_fn(xp, h, mm, block=block, **rest),
+                               h, m, n, f"block {b} on any state h{b}" if step else f"block {b} on the input x", step)
         return facts
 
     return Problem("closure", op.name, dict(n=n, d=d, inserted=1, blocks=len(blocks), heads=1), sym, inputs, params,
-                   relation, "every block B: B(insert_null(h, k)) = insert_null(B(h), k) at each of its sub-layers, "
-                   "for all states h and all k (implies closure of the whole host by induction)")
+                   relation, "prefix P(ins_k x) = ins_k P(x) and every block B(ins_k h) = ins_k B(h) at each "
+                   "sub-layer, for all inputs x, all states h and all k (closure of the host by induction)",
+                   argument=CLOSURE_ARGUMENT, fallback=lambda: closure_whole_host(op, n, d, mode))
+
+
+def closure_whole_host(op, n, d, mode):
+    """The composed model itself: H(ins_k x) = ins_k H(x) at every layer, for symbolic x (no induction)."""
+    sym = Symbols()
+    params = symbolic_params(op, sym, d, mode=mode)
+    inputs = {"x": sym.array("x", (1, n, d)), "mask": sym.bits("mask", (1, n, n), diagonal=True)}
+
+    def relation(xp, v):
+        p = v["params"]
+        return _commutes(xp, lambda h, mm: op.layers(xp, h, mm, **p), v["x"], v["mask"], n, "whole host layer")
+
+    return Problem("closure", op.name, dict(n=n, d=d, inserted=1, blocks=len(params["blocks"]), heads=1), sym,
+                   inputs, params, relation, "the whole host: H(ins_k x) = ins_k H(x) at every layer, for all "
+                   "inputs x and all k (direct, no induction)",
+                   argument="Direct: the composed model's every layer, traced from a symbolic input x.")

@@ -11,12 +11,216 @@ already work element by element on object arrays.
 Scalars (tau, eps_den, a tap) are passed to the operator as 0-d object
 arrays (:func:`scalar`): a bare sympy or z3 term on the left of ``+`` would
 try to swallow the whole array instead of broadcasting.
+
+**Traceability is checked, not assumed.**  Inside a trace every term is a
+:class:`Term`: a thin wrapper that lets through only what the namespaces
+model soundly -- ``+ - *``, unary minus, ``**`` with a small non-negative
+integer literal, ``/`` by a non-zero Python number -- and raises
+:class:`NotTraceable` (with the file:line of the operator code) on the
+rest: Python ``/`` or ``//`` by a traced value, ``**`` with another exponent,
+comparisons, ``bool()`` / ``if`` / ``float()`` on a traced value (a z3 ``==``
+would be decided *structurally*), ``abs()``, and ``math``'s functions (they
+need ``float()``).  numpy's ufuncs (``np.exp``) and ``torch.*`` on a traced
+array fail inside the library with a TypeError; the prover reports that as
+not traceable too, at the operator's line (``prover.untraceable``).
+:func:`traced` wraps a law's inputs at the start of a trace; the namespace
+unwraps terms for its scalar rules and wraps results.
 """
 from __future__ import annotations
+
+import fractions
+import os
+import sys
 
 import numpy as np
 
 from tokenlaw.operators.xp import PRIMITIVES
+
+_HERE = os.path.abspath(__file__)
+_NUMPY = os.path.dirname(np.__file__)
+
+
+class NotTraceable(Exception):
+    """The operator's code does something the symbolic namespaces cannot model soundly.
+
+    ``where`` is the file:line of the operator code that did it (the first frame
+    outside this module and numpy), ``what`` the construct.
+    """
+
+    def __init__(self, what: str, where: str | None = None):
+        self.what = what
+        self.where = where or operator_line()
+        super().__init__(f"not symbolically traceable: {what} at {self.where}")
+
+
+def operator_line(frame=None) -> str:
+    """file:line of the innermost caller outside this module and numpy."""
+    f = frame or sys._getframe(1)
+    while f is not None:
+        name = os.path.abspath(f.f_code.co_filename)
+        if name != _HERE and not name.startswith(_NUMPY):
+            return f"{name}:{f.f_lineno}"
+        f = f.f_back
+    return "?"
+
+
+def _number(v) -> bool:
+    # Python's and numpy's own numbers only (sympy registers its numbers as numbers.Number: those are terms)
+    return isinstance(v, (int, float, fractions.Fraction, np.number)) and not isinstance(v, (bool, np.bool_))
+
+
+def raw(v):
+    """The backend term inside a :class:`Term` (anything else unchanged)."""
+    return v.t if isinstance(v, Term) else v
+
+
+def _plain(v):
+    v = raw(v)
+    return v.item() if isinstance(v, np.number) else v
+
+
+class Need:
+    """A side condition attached to a term rather than to a fresh symbol (e.g. ``den != 0`` of a
+    division whose numerator folded to 0): required where that term is selected by a
+    ``where`` branch (``conditions``), or everywhere once the term is used any other way."""
+
+    __slots__ = ("cond", "what", "conditions", "unguarded")
+
+    def __init__(self, cond, what):
+        self.cond, self.what, self.conditions, self.unguarded = cond, what, [], False
+
+
+def _used(*vs):
+    """Terms used other than as a where() branch: their needs become unconditional."""
+    for v in vs:
+        if isinstance(v, Term) and v.needs:
+            for need in v.needs:
+                need.unguarded = True
+
+
+class Term:
+    """A traced scalar term.  Allows only the Python operators with a sound model (module docstring)."""
+
+    __slots__ = ("t", "needs")
+    __tokenlaw_symbolic__ = True          # operators.arguments.is_symbolic: a traced value, validated by the tier
+
+    def __init__(self, t, needs=()):
+        self.t = t
+        self.needs = needs
+
+    def __repr__(self):
+        return f"Term({self.t!r})"
+
+    def __hash__(self):
+        return hash(self.t)
+
+    # -- sound: ring operations --------------------------------------------------
+    def _op(self, other, fn):
+        if isinstance(other, np.ndarray):
+            return NotImplemented            # numpy broadcasts over the array's entries
+        _used(self, other)
+        return Term(fn(self.t, _plain(other)))
+
+    def __add__(self, o):
+        return self._op(o, lambda a, b: a + b)
+
+    def __radd__(self, o):
+        return self._op(o, lambda a, b: b + a)
+
+    def __sub__(self, o):
+        return self._op(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return self._op(o, lambda a, b: b - a)
+
+    def __mul__(self, o):
+        return self._op(o, lambda a, b: a * b)
+
+    def __rmul__(self, o):
+        return self._op(o, lambda a, b: b * a)
+
+    def __neg__(self):
+        _used(self)
+        return Term(-self.t)
+
+    def __pos__(self):
+        return self
+
+    def __pow__(self, e):
+        if isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_)) and 0 <= int(e) <= 64:
+            _used(self)
+            return Term(self.t ** int(e))
+        raise NotTraceable(f"Python ** with exponent {e!r} (only a literal integer 0..64 is modelled; "
+                           "use repeated multiplication or xp.exp/xp.log)")
+
+    def __truediv__(self, o):
+        if isinstance(o, np.ndarray):
+            return NotImplemented
+        if _number(o) and o != 0:
+            _used(self)
+            return Term(self.t / _plain(o))  # exact real division by a non-zero constant
+        raise NotTraceable("Python / by a traced value (z3's x/0 is an arbitrary total function; use xp.div)")
+
+    # -- not modelled: raise at the operator's line --------------------------------
+    def __rtruediv__(self, o):
+        raise NotTraceable("Python / by a traced value (use xp.div)")
+
+    def __floordiv__(self, o):
+        raise NotTraceable("Python // on a traced value")
+
+    __rfloordiv__ = __mod__ = __rmod__ = __divmod__ = __rdivmod__ = __floordiv__
+
+    def __rpow__(self, o):
+        raise NotTraceable("Python ** with a traced exponent (use xp.exp/xp.log)")
+
+    def _compare(self, o):
+        raise NotTraceable("a Python comparison on a traced value (z3 decides == structurally; use xp.gt/xp.lt/xp.eq "
+                           "and xp.where, never an if)")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _compare
+
+    def __bool__(self):
+        raise NotTraceable("bool() / if / and / or on a traced value (use xp.where)")
+
+    def __float__(self):
+        raise NotTraceable("float() / math.* on a traced value (use the xp primitives)")
+
+    __int__ = __index__ = __complex__ = __round__ = __trunc__ = __floor__ = __ceil__ = __float__
+
+    def __abs__(self):
+        raise NotTraceable("Python abs() on a traced value (use xp.abs)")
+
+
+def wrap(v):
+    """A backend term as a :class:`Term` (numbers and Terms unchanged)."""
+    if isinstance(v, (Term, np.ndarray)) or _number(v) or isinstance(v, (bool, np.bool_)):
+        return v
+    return Term(v)
+
+
+def untraced(arr):
+    """The backend terms of a traced result (an object array of :class:`Term` -> of raw terms)."""
+    arr = np.asarray(arr, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    for idx in np.ndindex(*arr.shape):
+        out[idx] = raw(arr[idx])
+    return out
+
+
+def traced(tree):
+    """Inputs of a trace: every term in these (nested) object arrays becomes a :class:`Term`."""
+    if isinstance(tree, np.ndarray):
+        if tree.dtype != object:
+            return tree
+        out = np.empty(tree.shape, dtype=object)
+        for idx in np.ndindex(*tree.shape):
+            out[idx] = wrap(tree[idx])
+        return out
+    if isinstance(tree, dict):
+        return {k: traced(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(traced(v) for v in tree)
+    return tree
 
 
 def scalar(term) -> np.ndarray:
@@ -48,7 +252,7 @@ class ObjectNamespace:
     def _arr(self, x) -> np.ndarray:
         if isinstance(x, np.ndarray):
             return x
-        return scalar(self.const(x) if isinstance(x, (int, float)) else x)
+        return scalar(wrap(self.const(x) if isinstance(x, (int, float)) else x))
 
     def _map(self, fn, *xs):
         arrays = [self._arr(x) for x in xs]
@@ -56,10 +260,13 @@ class ObjectNamespace:
         arrays = [np.broadcast_to(a, shape) for a in arrays]
         out = np.empty(shape, dtype=object)
         for idx in np.ndindex(*shape):
-            out[idx] = fn(*(self._term(a[idx]) for a in arrays))
+            out[idx] = wrap(fn(*(self._term(a[idx]) for a in arrays)))
         return out
 
     def _term(self, v):
+        """The backend term of an entry (unwrapped; numbers as constants)."""
+        _used(v)
+        v = raw(v)
         return self.const(v) if isinstance(v, (int, float, bool, np.number, np.bool_)) else v
 
     # -- elementwise primitives ---------------------------------------------
@@ -94,7 +301,18 @@ class ObjectNamespace:
         return self._map(lambda t: self.s_max(t, self.const(0)), x)
 
     def where(self, cond, a, b):
-        return self._map(self.s_where, cond, a, b)
+        # a branch's needs bind only where it is selected (cond for a, not cond for b)
+        arrays = [self._arr(x) for x in (cond, a, b)]
+        shape = np.broadcast_shapes(*(x.shape for x in arrays))
+        c, a, b = (np.broadcast_to(x, shape) for x in arrays)
+        out = np.empty(shape, dtype=object)
+        for idx in np.ndindex(*shape):
+            ci = self._term(c[idx])
+            for branch, sel in ((a[idx], ci), (b[idx], None)):
+                for need in getattr(branch, "needs", ()):
+                    need.conditions.append(ci if sel is not None else self.s_not(ci))
+            out[idx] = wrap(self.s_where(ci, self._term(raw(a[idx])), self._term(raw(b[idx]))))
+        return out
 
     def gt(self, a, b):
         return self._map(self.s_gt, a, b)
@@ -125,7 +343,7 @@ class ObjectNamespace:
             acc = items[0]
             for item in items[1:]:
                 acc = pair(acc, item)
-            out[idx] = acc
+            out[idx] = wrap(acc)
         if keepdims:
             out = np.expand_dims(out, axis)
         return out
@@ -158,7 +376,7 @@ class ObjectNamespace:
 
     def full_like(self, x, value):
         out = np.empty(self._arr(x).shape, dtype=object)
-        out.fill(self._term(value))
+        out.fill(wrap(self._term(value)))
         return out
 
     def zeros_like(self, x):
@@ -168,7 +386,9 @@ class ObjectNamespace:
         return self.full_like(x, 1)
 
     def asarray(self, value, like=None):
-        return self._arr(self._term(value))
+        if isinstance(value, np.ndarray):
+            return value
+        return self._arr(wrap(self._term(value)))
 
 
 def check_complete(ns) -> list:

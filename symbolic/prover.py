@@ -25,9 +25,13 @@ The proof is about the code that runs: the law calls ``op.fn`` /
 from __future__ import annotations
 
 import dataclasses
+import os
+import sysconfig
 import time
+import traceback
 
 import numpy as np
+import sympy
 import torch
 import z3
 
@@ -35,6 +39,7 @@ from tokenlaw.properties import verdict as V
 
 from . import laws as L
 from .replay import concrete_inputs, measure, reproduces
+from .objarray import NotTraceable, traced
 from .z3_ns import Z3Namespace
 
 DEFAULT_TIMEOUT = 5.0
@@ -78,6 +83,7 @@ class Query:
     rewrites: dict        # claim id -> [(term, equal term)] it may rewrite once proved
     lemmas: list          # (BoolRef, description): tried in order; used if proved, never a refutation
     order: dict           # claim/lemma id -> position in the law's order
+    steps: set = dataclasses.field(default_factory=set)   # claim ids of induction steps (Fact.step)
 
 
 def build_query(problem: L.Problem, assignment: dict | None = None, premises=None) -> Query:
@@ -86,14 +92,15 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
     v = dict(problem.inputs)
     v.update(assignment or {})
     v["params"] = problem.params
-    facts = problem.relation(ns, v)
-    claims, margins, equalities, rewrites, lemmas, all_facts = [], [], {}, {}, [], []
+    facts = problem.relation(ns, traced(v))     # Terms: an untraceable construct raises NotTraceable
+    claims, margins, equalities, rewrites, lemmas, all_facts, roots, steps = [], [], {}, {}, [], [], [], set()
     for f in facts:
         if f.replay_only or (f.guard is not None and not L.selected(f.guard[0], f.guard[1])):
             continue
         lhs, rhs = np.broadcast_arrays(ns._arr(f.lhs), ns._arr(f.rhs))
         for idx in np.ndindex(*lhs.shape):
             a, b = ns._term(lhs[idx]), ns._term(rhs[idx])
+            roots += [a, b]
             if f.kind == "eq":
                 c, m = a == b, z3.Or(a - b > MARGIN, b - a > MARGIN)
             else:
@@ -104,6 +111,8 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
             else:
                 claims.append((c, f"{f.what} at {idx}"))
                 margins.append(m)
+                if f.step:
+                    steps.add(c.get_id())
             if f.kind == "eq":
                 equalities[c.get_id()] = (a, b)
             if f.rewrite:
@@ -111,10 +120,13 @@ def build_query(problem: L.Problem, assignment: dict | None = None, premises=Non
                                         for x, y in zip(*(t.flat for t in np.broadcast_arrays(ns._arr(src), ns._arr(dst))))]
     premises = problem.sym.premises if premises is None else premises
     background = [(p, ()) for p, _ in premises] + ns.axioms()
-    obligations = [(c, what) for c, what, _ in ns.obligations]
+    # an obligation binds only where its value can reach the law (a where() branch: z3_ns)
+    guarded = ns.guarded_obligations(roots)
+    obligations = [(c, what) for c, what, _ in guarded]
     order = {c.get_id(): i for i, (c, _) in enumerate(all_facts)}
-    assumed = [(c, keys) for c, _, keys in ns.obligations]
-    return Query(problem, ns, claims, margins, obligations, background, assumed, equalities, rewrites, lemmas, order)
+    assumed = [(c, keys) for c, _, keys in guarded]
+    return Query(problem, ns, claims, margins, obligations, background, assumed, equalities, rewrites, lemmas, order,
+                 steps)
 
 
 def fresh_symbols(expr, memo: dict) -> frozenset:
@@ -313,6 +325,8 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline
     start = time.perf_counter()
     extra = dict(solver=SOLVER, shapes=problem.shapes, statement=problem.statement,
                  premises=sorted({why for _, why in problem.sym.premises}))
+    if problem.argument:
+        extra["argument"] = problem.argument
     base = dict(tier="symbolic", dtype="real", extra=extra)
     queries = unknown = 0
     reason = ""
@@ -329,6 +343,9 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline
             break                      # one undecided query decides the cell: stop spending time
     extra["queries"] = queries
     where = f"at {shapes_text(problem)}" + (f" ({queries} enumerated mask/case queries)" if queries > 1 else "")
+    if queries == 0:
+        return V.Verdict(V.VACUOUS, detail=f"vacuous {where}: no enumerated input (mask, case) satisfies the premises, "
+                         f"so nothing was checked: {problem.statement}", seconds=time.perf_counter() - start, **base)
     if unknown:
         return V.Verdict(V.UNKNOWN, detail=f"z3 undecided ({reason}) on query {queries} {where} "
                          f"(timeout {timeout:g}s each): {problem.statement}", seconds=time.perf_counter() - start, **base)
@@ -365,6 +382,17 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
         tried.append(disc)
         if reproduces(disc, bound):
             ce = _counterexample(problem, v, failed)
+            host = [w for c, w in q.claims if c.get_id() not in q.steps
+                    and z3.is_false(model.eval(c, model_completion=True))]
+            if q.steps and not host:
+                # only induction steps fail: a block is not closed on some state, which is
+                # no counterexample of the composed model (the caller then decides directly)
+                base["extra"]["step"] = True
+                return V.Verdict(V.REFUTED, disc, bound,
+                                 f"induction step refuted at {shapes_text(problem)} (not a counterexample of the "
+                                 f"whole): '{failed[0] if failed else '?'}', replayed on the eager code: {what}: "
+                                 f"discrepancy {disc:.3g} > {bound:.3g}", counterexample=ce,
+                                 seconds=time.perf_counter() - start, **base)
             return V.Verdict(V.REFUTED, disc, bound,
                              f"refuted at {shapes_text(problem)}: z3 model violates '{failed[0] if failed else '?'}'; "
                              f"replayed on the eager float64 code: {what}: discrepancy {disc:.3g} > {bound:.3g}",
@@ -412,14 +440,61 @@ def build_problem(op, contract: str, *, n=None, d=None, mode=None):
 MODES = ("symbolic", "concrete")
 
 
+_SYMBOLIC_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Where a library raises from (its frames are skipped to find the operator's line): the
+# array and solver libraries and the standard library, wherever tokenlaw itself is installed.
+_LIBRARIES = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (np, torch, z3, sympy))
+_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _library(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return path.startswith(_LIBRARIES) or (path.startswith(_STDLIB) and "-packages" + os.sep not in path)
+
+
+def untraceable(op, contract, err: BaseException, start: float) -> V.Verdict | None:
+    """The ``not_traceable`` verdict for an exception raised while tracing the operator's code, or
+    None when the exception is the symbolic tier's own (then it propagates: a bug of the tier is loud).
+
+    A :class:`NotTraceable` names the construct and its line.  Any other exception counts
+    when its innermost frame outside the libraries (torch, numpy, stdlib) is not in
+    ``tokenlaw/symbolic``: e.g. ``torch.relu`` called on an object array raises a TypeError
+    inside torch, on the operator's line.
+    """
+    if isinstance(err, NotTraceable):
+        what, where = err.what, err.where
+    else:
+        frames = [f for f in traceback.extract_tb(err.__traceback__)
+                  if not _library(f.filename)]
+        if not frames or os.path.abspath(frames[-1].filename).startswith(_SYMBOLIC_DIR):
+            return None
+        what = f"the code raised {type(err).__name__} on traced values ({str(err)[:160]}); a direct torch.* / " \
+               f"math.* / numpy call cannot be traced: use the xp primitives"
+        where = f"{os.path.abspath(frames[-1].filename)}:{frames[-1].lineno}"
+    return V.Verdict(V.NOT_TRACEABLE, detail=f"not symbolically traceable: {what} at {where}", tier="symbolic",
+                     seconds=time.perf_counter() - start, extra=dict(where=where, construct=what))
+
+
 def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d=None, mode=None) -> V.Verdict:
     """Verdict of the symbolic tier for one (operator, contract) cell.
 
     Parameters are first symbols (the strongest statement); if z3 cannot
     decide that, the weights become concrete rationals (scalars such as tau
-    and eps_den stay symbols) and the verdict says so.
+    and eps_den stay symbols): a proof then only covers that sample, and its
+    status is ``holds_for_sampled_weights``, never ``proved``.  Code the
+    namespaces cannot model soundly gives ``not_traceable`` (file:line).
     """
     start = time.perf_counter()
+    try:
+        return _prove_cell(op, contract, timeout=timeout, n=n, d=d, mode=mode, start=start)
+    except Exception as err:  # noqa: BLE001 -- classified, or re-raised as the tier's own bug
+        verdict = untraceable(op, contract, err, start)
+        if verdict is None:
+            raise
+        return verdict
+
+
+def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
     if contract in NO_SYMBOLIC_FORM:
         return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic form: {NO_SYMBOLIC_FORM[contract]}", tier="symbolic")
     if contract not in L.LAWS:
@@ -429,20 +504,35 @@ def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d
         # implies the output statement by induction; a failure proves nothing about the
         # output, so then the layered whole-host law below decides.
         via = prove_cell(op, "closure", timeout=timeout, mode=mode)
-        if via.status == V.PROVED:
-            via.detail = "proved via block-wise closure (which implies it for the output): " + via.detail
+        if via.status in (V.PROVED, V.SAMPLED, V.NOT_TRACEABLE):
+            via.detail = f"{via.status} via closure (which implies it for the output): " + via.detail
             via.seconds = time.perf_counter() - start
             return via
     verdict = None
     for m in ((mode,) if mode else MODES):
         try:
             problem = build_problem(op, contract, n=n, d=d, mode=m)
+        except NotTraceable:
+            raise
         except Exception as err:  # a law that cannot be stated for this operator is reported, not hidden
+            if untraceable(op, contract, err, start) is not None:
+                raise
             return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract} for {op.name}: {type(err).__name__}: {err}",
                              tier="symbolic", seconds=time.perf_counter() - start)
         verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout)
+        if verdict.extra.get("step") and problem.fallback is not None:
+            # closure: only an induction step is refuted (a block is not closed on some state),
+            # which is no counterexample of the host, so the direct statement decides.  (An
+            # undecided induction goes on to the next mode instead: the direct statement is harder.)
+            first = verdict
+            verdict = prove_problem(problem.fallback(), timeout, start + CELL_BUDGET * timeout)
+            verdict.detail += f" (the stronger statement was not proved: {first.status}: {first.detail[:400]})"
         verdict.extra["params"] = "symbols" if m == "symbolic" else \
             "weights: drawn values rounded to rationals /100; scalars (tau, eps_den, taps) symbols"
+        if m == "concrete" and verdict.status == V.PROVED:
+            # one drawn sample of the weights: evidence, not a proof for every weight
+            verdict.status = V.SAMPLED
+            verdict.detail = "holds for sampled weights (NOT proved for all weights): " + verdict.detail
         verdict.detail += f" [parameters: {verdict.extra['params']}]"
         if verdict.status != V.UNKNOWN or verdict.extra.get("mismatch"):
             break

@@ -19,6 +19,22 @@ from .prover import is_mismatch
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
           "operators' own code traced to z3 terms (the axioms: `tokenlaw docs symbolic`).")
 
+LEGEND = [
+    "`proved`: z3 showed `premises and axioms -> law and every obligation` valid for every real input and "
+    "every parameter as a symbol over its declared domain (the premises listed in the row), at the stated shapes "
+    "(batch 1, one head); masks and case selectors are enumerated, each its own query.",
+    "`holds for sampled weights`: proved only with the weights fixed to one drawn sample (rounded to /100; "
+    "scalars such as tau stay symbols), because the all-symbolic query was undecided. A pass, never `proved`.",
+    "`refuted`: z3 found a counterexample and it replayed on the eager float64 code (the discrepancy is measured).",
+    "`unknown`: z3 undecided within the budget (reason given), or a counterexample that did not replay "
+    "(MISMATCH, a failure). Never counted as proved.",
+    "`vacuous`: no enumerated input satisfied the premises: nothing was checked. Not green, not a failure.",
+    "`not symbolically traceable`: the operator's code does something the namespaces cannot model soundly "
+    "(Python `/` `//` by a traced value, `**` with a non-literal exponent, a Python `if` / comparison / bool() "
+    "on a traced value, a direct torch.* / math.* / numpy call); file:line given. Not a failure of the suite.",
+    "`not runnable here`: the contract has no real-arithmetic statement (gradients, limits, trace properties).",
+]
+
 
 class ProofRow(Row):
     """A row with one symbolic cell: its outcome is ``verdict.outcome`` of that cell
@@ -61,19 +77,40 @@ def to_markdown(rows, meta: dict) -> str:
              f"Solver {meta['solver']}, timeout {meta['timeout']:g} s per query, total {meta['seconds']:.1f} s.", ""]
     if bad:
         lines += ["## Failing rows", ""] + [f"- `{r.id}`: {r.outcome} - {r.cells[0].verdict.detail}" for r in bad] + [""]
-    lines += ["| row | declared | outcome | shapes | params | time | evidence |", "|---|---|---|---|---|---|---|"]
+    lines += ["## Statuses", ""] + [f"- {x}" for x in LEGEND] + [""]
+    lines += _listed(rows, "Unknown and vacuous rows (with the reason)", (V.UNKNOWN, V.VACUOUS))
+    lines += _listed(rows, "Not symbolically traceable (file:line)", (V.NOT_TRACEABLE,))
+    lines += _listed(rows, "Holds for sampled weights only (not proved)", (V.SAMPLED,))
+    arguments = {}
+    for r in rows:
+        v = r.cells[0].verdict
+        if v is not None and v.status in (V.PROVED, V.SAMPLED) and v.extra.get("argument"):
+            arguments.setdefault(v.extra["argument"], []).append(r.id)
+    for argument, ids in arguments.items():
+        lines += ["## How the host rows follow (the composite argument)", "", argument, "",
+                  "Rows proved this way: " + ", ".join(f"`{i}`" for i in ids) + ".", ""]
+    lines += ["## Rows", "",
+              "| row | declared | outcome | shapes | premises | params | time | evidence |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         v = r.cells[0].verdict
         if v is None:
             continue
         shapes = ", ".join(f"{k}={x}" for k, x in v.extra.get("shapes", {}).items())
+        premises = "; ".join(v.extra.get("premises", ())) or ("none" if "shapes" in v.extra else "")
         evidence = v.detail
         if v.status == V.REFUTED:
             evidence += f"; counterexample {_short_ce(v)}"
-        lines.append(f"| `{r.id}` | {r.declared} | {r.outcome} | {shapes} | {v.extra.get('params', '')} | "
-                     f"{v.seconds:.2f}s | {evidence.replace('|', '/')} |")
+        lines.append(f"| `{r.id}` | {r.declared} | {r.outcome} | {shapes} | {premises.replace('|', '/')} | "
+                     f"{v.extra.get('params', '')} | {v.seconds:.2f}s | {evidence.replace('|', '/')} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def _listed(rows, title, statuses) -> list:
+    out = [f"- `{r.id}` ({r.declared}): {r.cells[0].verdict.detail}" for r in rows
+           if r.cells[0].verdict is not None and r.cells[0].verdict.status in statuses]
+    return [f"## {title}", ""] + out + [""] if out else []
 
 
 def write(rows, meta: dict, out_dir) -> tuple:

@@ -67,6 +67,9 @@ class SympyNamespace(ObjectNamespace):
     def s_min(self, a, b):
         return sympy.Min(a, b)
 
+    def s_not(self, c):
+        return sympy.Not(c)
+
     def s_where(self, c, a, b):
         if c is sympy.true:
             return a

@@ -48,7 +48,7 @@ import itertools
 
 import z3
 
-from .objarray import ObjectNamespace
+from .objarray import Need, ObjectNamespace, Term
 
 
 
@@ -93,6 +93,7 @@ class Z3Namespace(ObjectNamespace):
         self.tag = tag
         self.definitions: list = []
         self.obligations: list = []        # (BoolRef, description, keys: the fresh symbol it guards)
+        self.needs: list = []              # Need: obligations attached to a folded term (objarray.Need)
         self._apps = {f: {} for f in ("exp", "erf", "tanh", "log")}
         self._div: dict = {}
         self._sqrt: dict = {}
@@ -173,8 +174,10 @@ class Z3Namespace(ObjectNamespace):
     def s_div(self, a, b):
         sa, sb = canonical(a), canonical(b)
         if is_zero(sa):
-            self.obligations.append((b != 0, "denominator != 0", ()))
-            return z3.RealVal(0)                  # 0 / b = 0 once the obligation b != 0 holds
+            # 0 / b = 0 once b != 0 holds; the obligation travels with the 0 (a where() may guard it)
+            need = Need(b != 0, "denominator != 0")
+            self.needs.append(need)
+            return Term(z3.RealVal(0), (need,))
         if z3.is_rational_value(sb):
             self.obligations.append((sb != 0, "denominator != 0", ()))
             return a if is_zero(sb) else a / sb   # a non-zero numeral: exact; 0: the obligation fails
@@ -203,6 +206,9 @@ class Z3Namespace(ObjectNamespace):
     def s_min(self, a, b):
         a, b = self._ordered([a, b])
         return self.s_where(a <= b, a, b)
+
+    def s_not(self, c):
+        return z3.Not(c)
 
     def s_where(self, c, a, b):
         sc = z3.simplify(c)
@@ -281,6 +287,73 @@ class Z3Namespace(ObjectNamespace):
         for (a, la), (b, lb) in itertools.combinations(logs, 2):
             out += [(z3.And(z3.Implies(z3.And(a > 0, a < b), la < lb), z3.Implies(z3.And(b > 0, b < a), lb < la),
                             z3.Implies(a == b, la == lb)), (la, lb))]
+        return out
+
+    def guarded_obligations(self, roots) -> list:
+        """The obligations, each required only where its value can matter: (BoolRef, description, keys).
+
+        An obligation guards one fresh symbol (a quotient, a root, a log).  If every occurrence
+        of that symbol in the traced terms reachable from ``roots`` (the law's two sides, and
+        through the definitions the symbols they use) is a branch of an ``If`` -- as in the
+        code's ``where(den > 0, div(num, den), 0)`` -- the division's value is selected only
+        under those branches' conditions, so its obligation becomes
+        ``Or(conditions) -> obligation``.  Any other occurrence (an argument of +, *, another
+        definition...) keeps it unconditional, and so does a symbol that no root reaches.
+        Weakening an obligation this way only drops a requirement on values the law never
+        reads, so a proof stays a proof; the eager ``where`` selects the same branch.
+        """
+        def name(t):
+            return t.decl().name()
+
+        args: dict = {}
+        for (a, b), q in self._div_terms:
+            args[name(q)] = (a, b)
+        for t, r in self._sqrt_terms:
+            args[name(r)] = (t,)
+        for apps in self._apps.values():
+            for t, f in apps.values():
+                args[name(f)] = (t,)
+        guarded = {name(keys[0]) for _, _, keys in self.obligations if len(keys) == 1}
+        conds: dict = {}          # symbol name -> [condition] while every occurrence is a branch, None after
+        alive, seen = [], set()
+
+        def occurs(t, cond):
+            if z3.is_const(t) and name(t) in guarded:
+                if cond is None:
+                    conds[name(t)] = None
+                elif conds.get(name(t), []) is not None:
+                    conds.setdefault(name(t), []).append(cond)
+
+        stack = []
+        for r in roots:
+            occurs(r, None)
+            stack.append(r)
+        while stack:
+            e = stack.pop()
+            if e.get_id() in seen:
+                continue
+            seen.add(e.get_id())
+            alive.append(e)                    # keeps the id from being recycled during the walk
+            if z3.is_const(e):
+                for a in args.get(name(e), ()):
+                    occurs(a, None)
+                    stack.append(a)
+                continue
+            ite = z3.is_app_of(e, z3.Z3_OP_ITE)
+            for i, ch in enumerate(e.children()):
+                occurs(ch, None if not ite or i == 0 else e.arg(0) if i == 1 else z3.Not(e.arg(0)))
+                stack.append(ch)
+        out = []
+        for c, what, keys in self.obligations:
+            where = conds.get(name(keys[0])) if len(keys) == 1 else None
+            if where:
+                c, what = z3.Implies(z3.Or(where), c), f"{what} (where its where() branch is selected)"
+            out.append((c, what, keys))
+        for need in self.needs:                # a folded 0 / b: guarded only if every use was a where() branch
+            c = need.cond
+            if need.conditions and not need.unguarded:
+                c = z3.Implies(z3.Or(need.conditions), c)
+            out.append((c, need.what + ("" if c is need.cond else " (where its where() branch is selected)"), ()))
         return out
 
     def exp_terms(self) -> list:

@@ -104,3 +104,44 @@ def test_cli_prove_writes_the_report(tmp_path, capsys):
     assert cells["permutation_equivariance"]["status"] == "refuted"
     assert "Floating point is out of scope" in (tmp_path / "proofs.md").read_text()
     assert main(["prove", "--contract", "no_such_law"]) == 2
+
+
+def test_host_blocks_are_checked_on_every_state_not_prefix_outputs():
+    # tabular_otransformer: OStandardize at n = 1 maps every input to 0, so blocks run on the
+    # prefix's outputs would only ever see zero states.  Each block must get fresh symbolic states.
+    from z3.z3util import get_vars
+
+    from tokenlaw.symbolic.prover import build_problem, build_query
+
+    problem = build_problem(REGISTRY["tabular_otransformer"], "closure", mode="concrete")
+    assignment, premises = next(problem.sym.assignments())
+    q = build_query(problem, assignment, premises)
+    for b in range(2):
+        block = [c for c, what in q.claims if what.startswith(f"block {b} ")]
+        assert block and all(c.get_id() in q.steps for c in block)      # induction steps, not host facts
+        names = {str(v) for c in block for v in get_vars(c)}
+        assert any(nm.startswith(f"h{b}[") for nm in names), names
+    prefix = [c for c, what in q.claims if what.startswith("prefix")]
+    assert prefix and not any(c.get_id() in q.steps for c in prefix)
+    assert "induction" in problem.argument.lower() or "Induction" in problem.argument
+
+
+def test_new_statuses_count_and_render_honestly():
+    # sampled weights: a pass, never "proved"; vacuous: undecided; not traceable: not run. Every
+    # report format renders them (no outcome left out of a lookup table).
+    from tokenlaw.properties.plan import Cell, Row
+    from tokenlaw.reports.writers import FORMATS, render, to_json
+
+    def row(op, *statuses):
+        return Row(op, "null_receiver", "claims", "reason",
+                   [Cell(op, "null_receiver", "symbolic", "real", V.Verdict(s, tier="symbolic")) for s in statuses])
+
+    sampled, vacuous, untraceable = row("a", V.SAMPLED), row("b", V.VACUOUS), row("c", V.NOT_TRACEABLE)
+    assert sampled.outcome == V.OK_SAMPLED and not sampled.failing
+    assert row("a2", V.SAMPLED, V.PROVED).outcome == V.OK_HOLDS          # never "proved" as a whole
+    assert vacuous.outcome == V.OUT_VACUOUS and not vacuous.failing
+    assert untraceable.outcome == V.OUT_NOT_TRACEABLE and not untraceable.failing
+    assert V.outcome("violates", V.Verdict(V.SAMPLED)) == V.BAD_NOT_REPRODUCED
+    doc = to_json([sampled, vacuous, untraceable], dict(tier="symbolic"))
+    for fmt in FORMATS:
+        assert render(doc, fmt)

@@ -19,7 +19,7 @@ from tokenlaw.operators.registry import default_registry
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
 from tokenlaw.symbolic.inputs import draw_params
-from tokenlaw.symbolic.objarray import check_complete, objects, scalar
+from tokenlaw.symbolic.objarray import NotTraceable, check_complete, objects, scalar, traced, untraced
 from tokenlaw.symbolic.prover import prove_cell
 from tokenlaw.symbolic.sympy_ns import SYMPY, evaluate
 from tokenlaw.symbolic.z3_ns import Z3Namespace
@@ -76,6 +76,11 @@ def _param(name):
     return pytest.param(name, marks=pytest.mark.slow) if name in _SLOW else name
 
 
+def _trace(fn, *args, **kwargs):
+    """fn through SYMPY with traced inputs (so an untraceable construct raises), raw terms out."""
+    return untraced(fn(SYMPY, *traced(list(args)), **traced(kwargs)))
+
+
 @pytest.mark.parametrize("name", [_param(op.name) for op in REGISTRY])
 def test_sympy_trace_matches_eager_float64(name):
     op = REGISTRY[name]
@@ -87,26 +92,26 @@ def test_sympy_trace_matches_eager_float64(name):
     if op.domain.mask != "none":
         kwargs["mask"] = eager_kwargs["mask"] = None
     try:
-        traced = op.fn(SYMPY, xs, **kwargs)
+        trace = _trace(op.fn, xs, **kwargs)
     except ValueError as err:
         assert name in _POINTWISE and "not comparable" in str(err), (name, err)
-        traced = None
+        trace = None
     else:
-        assert all(isinstance(e, sympy.Basic) for e in traced.flat)
-        assert any(e.free_symbols for e in traced.flat), "the trace must be symbolic in x"
+        assert all(isinstance(e, sympy.Basic) for e in trace.flat)
+        assert any(e.free_symbols for e in trace.flat), "the trace must be symbolic in x"
     for seed in (0, 1):
         x = torch.randn(1, n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         env = {xs[(0,) + i]: sympy.Rational(float(x[(0,) + i])) for i in np.ndindex(n, d)}
         memo: dict = {}
         try:
-            if traced is None:
+            if trace is None:
                 raise TypeError("no symbolic trace (see _POINTWISE)")
-            exact = np.vectorize(lambda e: float(sympy.N(evaluate(e, env, memo), 30)), otypes=[float])(traced)
+            exact = np.vectorize(lambda e: float(sympy.N(evaluate(e, env, memo), 30)), otypes=[float])(trace)
         except TypeError:
             # sympy rewrote a guarded branch into a condition that compares 0/0 (pn's
             # power normaliser): trace the same code at the exact rational point instead
             point = objects((1, n, d), lambda i: env[xs[i]])
-            exact = np.vectorize(lambda e: float(sympy.N(e, 30)), otypes=[float])(op.fn(SYMPY, point, **kwargs))
+            exact = np.vectorize(lambda e: float(sympy.N(e, 30)), otypes=[float])(_trace(op.fn, point, **kwargs))
         eager = op.fn(TORCH, x, **eager_kwargs).numpy()
         # float64 eager vs the exact value: a few hundred roundings of 2**-53 at most
         assert np.allclose(exact, eager, rtol=1e-9, atol=1e-12), (name, np.abs(exact - eager).max())
@@ -116,15 +121,59 @@ def test_changing_the_eager_definition_changes_the_trace_and_the_verdict(monkeyp
     op = REGISTRY["pn_fir_tau"]
     s = objects((1, 2, 2), lambda i: sympy.Symbol(f"s{i[1]}{i[2]}", real=True))
     tau = scalar(sympy.Symbol("tau", real=True))
-    before = op.weights(SYMPY, s, None, tau=tau)
+    before = _trace(op.weights, s, None, tau=tau)
     assert prove_cell(op, "sub_simplex", timeout=5).status == V.PROVED
 
     # a gate that can exceed 1: only normalisers.silence_gate is edited
     monkeypatch.setattr(normalisers, "silence_gate", lambda xp, peak: xp.div(peak + peak, 1.0 + peak))
-    after = op.weights(SYMPY, s, None, tau=tau)
+    after = _trace(op.weights, s, None, tau=tau)
     point = {sym: sympy.Rational(k + 1, 2) for k, sym in enumerate(s.flat)}
     point[tau[()]] = sympy.Integer(0)
     assert any(evaluate(a, point) != evaluate(b, point) for a, b in zip(before.flat, after.flat))
     v = prove_cell(op, "sub_simplex", timeout=5)
     assert v.status == V.REFUTED, v.detail
     assert v.discrepancy > v.bound          # and it replayed on the patched eager code
+
+
+# -- traceability: what a Term lets through, what it reports (with the operator's line) -------------
+
+import math  # noqa: E402
+
+_X = lambda: traced(objects((1, 2, 1), lambda i: sympy.Symbol(f"t{i[1]}", real=True)))  # noqa: E731
+
+
+@pytest.mark.parametrize("construct,code", [
+    ("Python / by a traced value", lambda x: x[:, :1] / x[:, 1:]),
+    ("Python / by a traced value", lambda x: 1.0 / x),
+    ("Python //", lambda x: x // 2),
+    ("Python ** with exponent 0.5", lambda x: x ** 0.5),
+    ("Python ** with exponent -1", lambda x: x ** -1),
+    ("Python ** with a traced exponent", lambda x: 2.0 ** x),
+    ("comparison", lambda x: x > 0),
+    ("comparison", lambda x: 1 if x[0, 0, 0] == 0 else 0),
+    ("bool()", lambda x: bool(x[0, 0, 0])),
+    ("float() / math.*", lambda x: math.exp(x[0, 0, 0])),
+    ("abs()", lambda x: abs(x)),
+])
+def test_untraceable_constructs_raise_at_the_operator_line(construct, code):
+    with pytest.raises(NotTraceable) as err:
+        code(_X())
+    assert construct.split()[0] in str(err.value)
+    assert err.value.where.startswith(__file__), err.value.where
+
+
+def test_sound_python_operators_trace():
+    x = _X()
+    out = untraced(x * x - x + 2 * x ** 3 + x / 4 - (-x))
+    t0 = sympy.Symbol("t0", real=True)
+    assert sympy.simplify(out[0, 0, 0] - (t0 * t0 - t0 + 2 * t0 ** 3 + t0 / 4 + t0)) == 0
+
+
+@pytest.mark.parametrize("code", [lambda x: np.exp(x), lambda x: torch.relu(x)], ids=["numpy.exp", "torch.relu"])
+def test_library_calls_on_traced_arrays_are_reported_not_traceable(code):
+    from tokenlaw.symbolic.prover import untraceable
+
+    with pytest.raises(TypeError) as err:
+        code(_X())
+    v = untraceable(None, None, err.value, 0.0)
+    assert v is not None and v.status == V.NOT_TRACEABLE and f"{__file__}:" in v.detail, v

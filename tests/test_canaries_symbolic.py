@@ -1,0 +1,133 @@
+"""Canaries of the symbolic tier's soundness classes (issue 11): no tier says "proved" / "holds"
+about code that breaks its law.
+
+Each file of ``tests/canaries`` is a deliberately wrong operator with a one-line ``REASON``.
+They are collected into a *fresh* registry (the default one is never touched).  The symbolic
+tier must give each claimed cell a non-green status (refuted with a replaying counterexample,
+unknown, vacuous, not traceable, or holds-for-sampled-weights -- never "proved"), and the fuzz
+tier must not say "holds" where the eager code breaks the law.
+"""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+import torch
+
+from tokenlaw.fuzz.engine import run_cell
+from tokenlaw.operators.registry import collect
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.symbolic.prover import prove_cell
+
+HERE = pathlib.Path(__file__).parent / "canaries"
+MINE = ("prefix_host", "raw_division", "python_branch", "torch_call", "drawn_weights", "vacuous_mask",
+        "misguarded_division")
+
+
+def _load(stem):
+    spec = importlib.util.spec_from_file_location(f"tokenlaw_canary_{stem}", HERE / f"{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MODULES = {stem: _load(stem) for stem in MINE}
+REGISTRY = collect(*MODULES.values())
+CELLS = [(op.name, c) for op in REGISTRY for c in op.claims if CONTRACTS[c].name not in ("gradcheck",)]
+
+
+def test_every_canary_says_why():
+    for stem, module in MODULES.items():
+        assert isinstance(module.REASON, str) and module.REASON, stem
+    assert sorted(REGISTRY.names()) == sorted(f"canary_{s}" for s in MINE)
+
+
+@pytest.mark.parametrize("op,contract", CELLS, ids=[f"{o}-{c}" for o, c in CELLS])
+def test_symbolic_tier_never_proves_a_canary(op, contract):
+    v = prove_cell(REGISTRY[op], contract, timeout=5)
+    assert v.status != V.PROVED, v.detail
+    assert V.outcome("claims", v) != V.OK_PROVED
+    if v.status == V.REFUTED:                      # a refutation is real: it replays on the eager code
+        assert v.discrepancy != v.discrepancy or v.discrepancy > v.bound, v.detail
+
+
+# What each class must get, exactly (stronger than "not proved").
+EXPECTED = {
+    ("canary_prefix_host", "closure"): V.REFUTED,
+    ("canary_prefix_host", "null_source_insertion"): V.REFUTED,
+    ("canary_raw_division", "empty_support"): V.NOT_TRACEABLE,
+    ("canary_raw_division", "null_receiver"): V.NOT_TRACEABLE,
+    ("canary_python_branch", "zero_absorption"): V.NOT_TRACEABLE,
+    ("canary_torch_call", "zero_absorption"): V.NOT_TRACEABLE,
+    ("canary_drawn_weights", "zero_absorption"): V.REFUTED,
+    ("canary_vacuous_mask", "mask_respect"): V.REFUTED,
+    ("canary_misguarded_division", "empty_support"): V.REFUTED,
+}
+
+
+@pytest.mark.parametrize("cell", sorted(EXPECTED), ids=["-".join(c) for c in sorted(EXPECTED)])
+def test_symbolic_status_of_each_class(cell):
+    v = prove_cell(REGISTRY[cell[0]], cell[1], timeout=5)
+    assert v.status == EXPECTED[cell], v.detail
+    if v.status == V.NOT_TRACEABLE:                # names the operator's own line
+        assert f"canaries/{cell[0].removeprefix('canary_')}.py:" in v.detail, v.detail
+
+
+def test_prefix_host_induction_checks_blocks_on_every_state():
+    # Eagerly the composed host is not closed: [1] ends at 1.0, [1, null] at 0.0.
+    op = REGISTRY["canary_prefix_host"]
+    from tokenlaw.operators.xp import TORCH
+    p = op.domain.params(torch.Generator(), 1)
+    one = op.fn(TORCH, torch.ones(1, 1, 1, dtype=torch.float64), None, **p)
+    two = op.fn(TORCH, torch.tensor([[[1.0], [0.0]]], dtype=torch.float64), None, **p)
+    assert float(one[0, 0, 0]) == 1.0 and float(two[0, 0, 0]) == 0.0
+    v = prove_cell(op, "closure", timeout=5)
+    assert v.status == V.REFUTED and "not proved" in v.detail      # the induction failed first, then the host
+
+
+def test_sampled_weights_are_never_proved():
+    v = prove_cell(REGISTRY["canary_drawn_weights"], "zero_absorption", timeout=5, mode="concrete")
+    assert v.status == V.SAMPLED, v.detail
+    assert V.outcome("claims", v) == V.OK_SAMPLED and V.OK_SAMPLED not in V.FAILING
+
+
+def test_zero_feasible_queries_is_vacuous():
+    v = prove_cell(REGISTRY["canary_vacuous_mask"], "mask_respect", timeout=5, n=1)
+    assert v.status == V.VACUOUS, v.detail
+    assert V.outcome("claims", v) == V.OUT_VACUOUS
+
+
+def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
+    from tokenlaw.properties.plan import plan
+    from tokenlaw.symbolic import report
+    from tokenlaw.symbolic.prover import prove_rows
+
+    rows = plan(REGISTRY, operators=["canary_torch_call", "canary_drawn_weights"], dtypes=["float64"])
+    done = report.rows_from(prove_rows(REGISTRY, rows, timeout=5), rows)
+    md, _ = report.write(done, dict(solver="z3", timeout=5, seconds=0.0), tmp_path)
+    text = md.read_text()
+    assert "not symbolically traceable" in text and "torch_call.py:" in text
+    assert "refuted" in text                       # the other row still ran
+
+
+# The fuzz tier on the canaries whose eager code breaks the law (torch_call is correct eagerly;
+# drawn_weights breaks it only for weights the domain never draws).
+FUZZ = [("canary_prefix_host", "closure"), ("canary_prefix_host", "null_source_insertion"),
+        ("canary_raw_division", "empty_support"), ("canary_python_branch", "zero_absorption"),
+        ("canary_vacuous_mask", "mask_respect"), ("canary_misguarded_division", "empty_support")]
+
+
+@pytest.mark.parametrize("op,contract", FUZZ, ids=[f"{o}-{c}" for o, c in FUZZ])
+def test_fuzz_tier_does_not_say_holds(op, contract):
+    v = run_cell(REGISTRY[op], CONTRACTS[contract], torch.float64, examples=30, seed=0, replay_dir=None)
+    assert v.status != V.HOLDS and v.violated, v.detail
+
+
+def test_a_where_guarded_division_is_proved_not_flagged():
+    # The control: the same pooling as the raw-division canary, divided under where(den > 0, ., 0).
+    control = collect(_load("guarded_division"))["control_guarded_division"]
+    for contract in ("empty_support", "null_receiver"):
+        v = prove_cell(control, contract, timeout=5)
+        assert v.status == V.PROVED, v.detail
