@@ -89,7 +89,7 @@ def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
     return fir_attention(xp, x, normalisers.pn_centred, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads)
 
 
-@declare(name="pn_fir_tau", domain=Domain(params=tau_params), traits=_TRAITS,
+@declare(name="pn_fir_tau", domain=Domain(params=tau_params, reals=("tau",)), traits=_TRAITS,
          weights=_pn_tau_weights, kernel="pn_fir_tau_fwd",
          claims={"causality": _CAUSAL, "tau_covariance": "W depends on S - tau only",
                  "sub_simplex": "gate g < 1 times a distribution (or 0)",

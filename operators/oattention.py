@@ -64,7 +64,7 @@ def oattention_direct(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv,
 
 @declare(
     name="oattention",
-    domain=Domain(params=oattention_params, mask="random"),
+    domain=Domain(params=oattention_params, mask="random", positive=("tau", "eps_den")),
     traits={"token_mixing", "masked", "presence"},
     kernel="oattention_fwd",
     reference=oattention_direct,
