@@ -1,12 +1,18 @@
-"""Row-normaliser contracts on scores S -> weights W (SPEC 2, 3)."""
+"""Row-normaliser contracts on scores S -> weights W (SPEC 2, 3).
+
+Every law judges the weights the operator's own code applies
+(:func:`tokenlaw.properties.applied.applied_weights` reads them off
+``op.fn``'s output), never its declared ``weights=`` function: a body that
+normalises otherwise than it declares fails the law it breaks.
+"""
 from __future__ import annotations
 
 import torch
 
-from tokenlaw.operators.fir_attention import causal_mask
 from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
+from .applied import applied_weights, law_params
 from .catalogue import contract
 from .judging import exact_zero, relation, worst
 
@@ -19,22 +25,26 @@ def scores(case) -> torch.Tensor:
 
 
 def visibility(case):
-    """The operator's own visibility: causal, its random mask, or none."""
+    """Which keys each row may see (SPEC's definition, not the operator's helper):
+    j <= t for a causal operator, its random mask, or none."""
     if "causal" in case.op.traits:
-        return causal_mask(TORCH, case.x, case.n).expand(case.batch, case.n, case.n)
+        tri = torch.tril(torch.ones(case.n, case.n, dtype=torch.float64))
+        return tri.expand(case.batch, case.n, case.n)
     return case.mask
 
 
 def weights(case, s, dtype=None, **override):
+    """W(S) as the case's backend applies it: read off ``op.fn``'s output on the eager backend."""
     dtype = case.dtype if dtype is None else dtype
-    m = visibility(case)
-    params = {**case.weight_params(dtype), **override}
     if case.backend != "eager":   # the weights the kernel applies (tokenlaw.kernels.kernel_laws)
         from tokenlaw.kernels.kernel_laws import kernel_weights
 
-        return kernel_weights(case, s, dtype, **params)
+        return kernel_weights(case, s, dtype, **{**case.weight_params(dtype), **override})
+    params = {**law_params(case.arguments(dtype=dtype)), **override}
+    params.pop("mask", None)
+    m = case.mask
     with torch.no_grad():
-        return case.op.weights(TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
+        return applied_weights(case.op, TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
 
 
 def _tau(case) -> float:

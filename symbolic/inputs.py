@@ -162,8 +162,10 @@ def symbolic_params(op, sym: Symbols, d: int, *, mode: str = "symbolic", seed: i
         return v
 
     params = walk(drawn, ())
+    # The FIR operator's taps are its parameter (symbols on their declared domain); an
+    # attention over FIR keys keeps its fixed taps (its `taps=` exists for the weights probe).
     taps = inspect.signature(op.fn).parameters.get("taps")
-    if taps is not None and "taps" not in params:
+    if taps is not None and "taps" not in params and "filter" in op.traits:
         params["taps"] = symbolic_taps(sym, len(taps.default), prefix)
     return params
 

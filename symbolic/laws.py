@@ -3,7 +3,8 @@
 A builder ``law(op, shapes, mode) -> Problem`` makes the symbols (inputs and
 the operator's parameters, each with its domain premise) and a *relation*
 ``relation(xp, v) -> [Fact]`` that runs the registered operator function
-(``op.fn``, ``op.weights``, ``op.layers``, ``op.reference``) through ``xp``
+(``op.fn``, ``op.layers``, ``op.reference``; the score laws read the
+weights ``op.fn`` applies off its output, never the declared ``op.weights``) through ``xp``
 and says which arrays must be equal (or ordered).  The prover runs the
 relation on z3 terms to build the claim; the replay runs the very same
 relation on float64 tensors read from the model.
@@ -20,6 +21,8 @@ from typing import Callable
 
 import numpy as np
 import z3
+
+from tokenlaw.properties.applied import applied_weights, law_params
 
 from . import relations as R
 from .inputs import Symbols, symbolic_params
@@ -333,14 +336,9 @@ def _scores(op, n, mode):
     return sym, params, inputs
 
 
-def _visibility(op, v, n):
-    if "causal" in op.traits:
-        return R.causal(n, v["s"])
-    return v.get("mask")
-
-
 def _weights(op, xp, s, v, n, **override):
-    return op.weights(xp, s, _visibility(op, v, n), **{**R.weight_params(op, v["params"]), **override})
+    """The weights op.fn applies to s (read off its output: properties.applied), never op.weights."""
+    return applied_weights(op, xp, s, v.get("mask"), **{**law_params(v["params"]), **override})
 
 
 @law("score_shift_invariance")
@@ -361,7 +359,7 @@ def tau_covariance(op, n, d, mode):
     inputs["c"] = sym.real("c")
 
     def relation(xp, v):
-        tau = R.weight_params(op, v["params"])["tau"]
+        tau = v["params"]["tau"]
         return [eq(_weights(op, xp, v["s"] + v["c"], v, n, tau=tau + v["c"]), _weights(op, xp, v["s"], v, n),
                    "W(S + c, tau + c) vs W(S, tau)")]
 
@@ -397,7 +395,7 @@ def sub_simplex(op, n, d, mode):
 def silence(op, n, d, mode):
     sym, params, inputs = _scores(op, n, mode)
     inputs["v"] = sym.array("v", (1, n, 1))
-    tau = R.weight_params(op, params).get("tau")
+    tau = params.get("tau")
     for idx in itertools.product(range(n), range(n)):
         s = inputs["s"][(0,) + idx]
         sym.premise(s <= (0 if tau is None else tau[()]), "S - tau <= 0 everywhere")

@@ -7,8 +7,6 @@ grow a mask -- with the same meaning for both array types.
 """
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import torch
 
@@ -58,12 +56,6 @@ def run(op, xp, x, mask, params):
     if op.domain.mask != "none":
         kwargs["mask"] = mask
     return op.fn(xp, x, **kwargs)
-
-
-def weight_params(op, params) -> dict:
-    """The parameters the operator's row normaliser accepts (e.g. tau)."""
-    names = inspect.signature(op.weights).parameters
-    return {k: v for k, v in params.items() if k in names and k not in ("xp", "s", "mask")}
 
 
 def causal(n, like):

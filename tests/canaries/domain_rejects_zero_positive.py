@@ -12,6 +12,7 @@ import torch
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.registry import Domain, declare
 
+CONTROL = True
 REASON = "control: rejects only tau = 0, declared tau > 0, on which f(0) = relu(-tau) = 0 is true"
 
 
