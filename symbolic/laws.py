@@ -22,6 +22,8 @@ from typing import Callable
 import numpy as np
 import z3
 
+from tokenlaw.properties import null_laws as N
+from tokenlaw.properties import statement as S
 from tokenlaw.properties.applied import applied_weights, law_params
 
 from . import relations as R
@@ -86,6 +88,31 @@ def _setup(op, n, d, mode, *, mask="domain"):
     return sym, params, inputs
 
 
+def runner(op, xp, v) -> S.Runner:
+    """The statement's ``run`` on symbolic inputs: op.fn (and op.reference) with the law's parameters."""
+    def reference(x, mask):
+        kwargs = dict(v["params"])
+        if op.domain.mask != "none":
+            kwargs["mask"] = mask
+        return op.reference(xp, x, **kwargs)
+
+    return S.Runner(lambda x, mask, **overrides: R.run(op, xp, x, mask, {**v["params"], **overrides}), reference)
+
+
+def facts(xp, claims, guard=None) -> list:
+    """A statement's claims as facts to prove: zero / equal as ``=``, at_most as ``<=``.
+
+    ``finite`` claims add nothing here: a traced term is a real wherever the
+    obligations of its divisions (which the prover proves) hold."""
+    out = []
+    for c in claims:
+        if c.kind == "finite":
+            continue
+        lhs, rhs = c.lhs, xp.zeros_like(c.lhs) if c.kind == "zero" else c.rhs
+        out.append(Fact("le" if c.kind == "at_most" else "eq", lhs, rhs, c.what, guard=guard))
+    return out
+
+
 def selected(sel, c) -> bool:
     """Is case c the one the (enumerated) selector picks?  A symbolic selector picks any."""
     if isinstance(sel, np.ndarray) and sel.dtype == object:
@@ -104,9 +131,7 @@ def zero_absorption(op, n, d, mode):
     sym, params, inputs = _setup(op, n, d, mode)
 
     def relation(xp, v):
-        x = R.with_token(v["x"], 0, 0)
-        out = R.run(op, xp, x, _mask(v), v["params"])
-        return [eq(out[:, 0], xp.zeros_like(out[:, 0]), "f(0) at token 0")]
+        return facts(xp, N.nulls_stay_null(xp, runner(op, xp, v), v["x"], _mask(v), (0,)))
 
     return Problem("zero_absorption", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"token 0 of {n} set to 0 => out_0 = 0")
@@ -117,11 +142,8 @@ def null_receiver(op, n, d, mode):
     sym, params, inputs = _setup(op, n, d, mode)
 
     def relation(xp, v):
-        facts = []
-        for i in range(n):
-            out = R.run(op, xp, R.with_token(v["x"], i, 0), _mask(v), v["params"])
-            facts.append(eq(out[:, i], xp.zeros_like(out[:, i]), f"out_{i} with h_{i} = 0"))
-        return facts
+        run = runner(op, xp, v)
+        return [f for i in range(n) for f in facts(xp, N.nulls_stay_null(xp, run, v["x"], _mask(v), (i,)))]
 
     return Problem("null_receiver", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"for every i < {n}: h_i = 0 => out_i = 0")
@@ -135,13 +157,8 @@ def null_source_insertion(op, n, d, mode):
         x, m = v["x"], _mask(v)
         if op.layers is not None:
             return _layered_insertion(op, xp, x, m, v["params"], n)
-        base = R.run(op, xp, x, m, v["params"])
-        facts = []
-        for k in range(n + 1):
-            out = R.run(op, xp, R.insert_null(xp, x, k), R.insert_visible(m, k), v["params"])
-            facts.append(eq(out[:, k], xp.zeros_like(out[:, k]), f"inserted null's own output at {k}"))
-            facts.append(eq(out[:, R.others(n + 1, k)], base, f"old tokens after inserting a null at {k}"))
-        return facts
+        run = runner(op, xp, v)
+        return [f for k in range(n + 1) for f in facts(xp, N.null_insertion(xp, run, x, m, k))]
 
     return Problem("null_source_insertion", op.name, dict(n=n, d=d, inserted=1), sym, inputs, params, relation,
                    f"for every k <= {n}: insert a null at k => its output 0, the {n} others unchanged")
@@ -183,22 +200,15 @@ def empty_support(op, n, d, mode):
                     sym.premise(z3.Implies(selector == c, m[0, i, j] == 0), "row i sees only null sources")
 
     def relation(xp, v):
-        facts = []
+        out = []
+        run = runner(op, xp, v)
         for c, (i, nulls) in enumerate(cases):
             if masked and not selected(v["case"], c):
                 continue
-            x = v["x"]
-            for j in nulls:
-                x = R.with_token(x, j, 0)
-            out = R.run(op, xp, x, _mask(v), v["params"])
-            row = out if i is None else out[:, i]
-            if masked:
-                # one selector picks the case: the others hold vacuously
-                facts.append(Fact("eq", row, xp.zeros_like(row), f"case {c}: row {i} sees only nulls {list(nulls)}",
-                                  guard=(v["case"], c)))
-            else:
-                facts.append(eq(row, xp.zeros_like(row), "every token null"))
-        return facts
+            # one selector picks the case (masked): the others hold vacuously
+            out += facts(xp, N.empty_row(xp, run, v["x"], _mask(v), i, nulls),
+                         guard=(v["case"], c) if masked else None)
+        return out
 
     inputs = dict(inputs)
     if masked:
