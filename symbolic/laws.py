@@ -23,6 +23,7 @@ import numpy as np
 import z3
 
 from tokenlaw.properties import null_laws as N
+from tokenlaw.properties import sequence_laws as Q
 from tokenlaw.properties import statement as S
 from tokenlaw.properties.applied import applied_weights, law_params
 
@@ -229,14 +230,12 @@ def mask_respect(op, n, d, mode):
         sym.premise(z3.Implies(sel == c, inputs["mask"][0, i, j] == 0), "m_ij = 0 for the chosen pair")
 
     def relation(xp, v):
-        facts = []
+        out, run = [], runner(op, xp, v)
         for c, (i, j) in enumerate(pairs):
-            if not selected(v["case"], c):
-                continue
-            a = R.run(op, xp, v["x"], v["mask"], v["params"])[:, i]
-            b = R.run(op, xp, R.with_token(v["x"], j, v["y"]), v["mask"], v["params"])[:, i]
-            facts.append(Fact("eq", b, a, f"out_{i} after replacing h_{j} (m_{i}{j} = 0)", guard=(v["case"], c)))
-        return facts
+            if selected(v["case"], c):
+                out += facts(xp, Q.blind_rows(xp, run, v["x"], v["mask"], j, v["y"], (slice(None), i)),
+                             guard=(v["case"], c))
+        return out
 
     return Problem("mask_respect", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"for every i != j < {n}: m_ij = 0 => out_i unchanged when h_j is replaced by any y")
@@ -247,11 +246,7 @@ def formula_equivalence(op, n, d, mode):
     sym, params, inputs = _setup(op, n, d, mode)
 
     def relation(xp, v):
-        impl = R.run(op, xp, v["x"], _mask(v), v["params"])
-        kwargs = dict(v["params"])
-        if op.domain.mask != "none":
-            kwargs["mask"] = _mask(v)
-        return [eq(impl, op.reference(xp, v["x"], **kwargs), "stabilised implementation vs the direct formula")]
+        return facts(xp, Q.same_as_reference(xp, runner(op, xp, v), v["x"], _mask(v)))
 
     return Problem("formula_equivalence", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    "implementation(x, m) = reference formula(x, m) (eps_den included)", exp_product=True)
@@ -263,10 +258,7 @@ def permutation_equivariance(op, n, d, mode):
     perm = list(range(1, n)) + [0]            # a cyclic shift: with the swap it generates every permutation
 
     def relation(xp, v):
-        x, m = v["x"], _mask(v)
-        mp = None if m is None else m[:, perm][:, :, perm]
-        out = R.run(op, xp, x[:, perm], mp, v["params"])
-        return [eq(out, R.run(op, xp, x, m, v["params"])[:, perm], f"F(pi x) vs pi F(x), pi = {perm}")]
+        return facts(xp, Q.permuted(xp, runner(op, xp, v), v["x"], _mask(v), perm))
 
     return Problem("permutation_equivariance", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"F(pi H) = pi F(H) for the cyclic permutation {perm}")
@@ -280,14 +272,8 @@ def causality(op, n, d, mode):
     inputs["y"] = sym.array("y", (1, n, d))
 
     def relation(xp, v):
-        base = R.run(op, xp, v["x"], _mask(v), v["params"])
-        facts = []
-        for t in range(n - 1):
-            x2 = R.copy(v["x"])
-            x2[:, t + 1:] = v["y"][:, t + 1:]
-            out = R.run(op, xp, x2, _mask(v), v["params"])
-            facts.append(eq(out[:, : t + 1], base[:, : t + 1], f"outputs <= {t} after changing tokens > {t}"))
-        return facts
+        run = runner(op, xp, v)
+        return [f for t in range(n - 1) for f in facts(xp, Q.past_unchanged(xp, run, v["x"], _mask(v), v["y"], t))]
 
     return Problem("causality", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"for every t < {n - 1}: out_<=t unchanged when tokens > t are replaced")
