@@ -23,6 +23,7 @@ import numpy as np
 import z3
 
 from tokenlaw.properties import null_laws as N
+from tokenlaw.properties import score_laws as W
 from tokenlaw.properties import sequence_laws as Q
 from tokenlaw.properties import statement as S
 from tokenlaw.properties.applied import applied_weights, law_params
@@ -337,13 +338,18 @@ def _weights(op, xp, s, v, n, **override):
     return applied_weights(op, xp, s, v.get("mask"), **{**law_params(v["params"]), **override})
 
 
+def _weigher(op, xp, v, n):
+    """The score statements' ``weights(s, **overrides)`` on symbolic scores."""
+    return lambda s, **overrides: _weights(op, xp, s, v, n, **overrides)
+
+
 @law("score_shift_invariance")
 def score_shift_invariance(op, n, d, mode):
     sym, params, inputs = _scores(op, n, mode)
     inputs["c"] = sym.array("c", (1, n, 1))
 
     def relation(xp, v):
-        return [eq(_weights(op, xp, v["s"] + v["c"], v, n), _weights(op, xp, v["s"], v, n), "W(S + c 1) vs W(S)")]
+        return facts(xp, W.shift_invariant(xp, _weigher(op, xp, v, n), v["s"], v["c"]))
 
     return Problem("score_shift_invariance", op.name, dict(n=n), sym, inputs, params, relation,
                    "W(S + c_t 1) = W(S) for any per-row constants c_t")
@@ -355,36 +361,26 @@ def tau_covariance(op, n, d, mode):
     inputs["c"] = sym.real("c")
 
     def relation(xp, v):
-        tau = v["params"]["tau"]
-        return [eq(_weights(op, xp, v["s"] + v["c"], v, n, tau=tau + v["c"]), _weights(op, xp, v["s"], v, n),
-                   "W(S + c, tau + c) vs W(S, tau)")]
+        return facts(xp, W.tau_covariant(xp, _weigher(op, xp, v, n), v["s"], v["c"], v["params"]["tau"]))
 
     return Problem("tau_covariance", op.name, dict(n=n), sym, inputs, params, relation,
                    "W(S + c, tau + c) = W(S, tau) for every real c")
-
-
-def _mass_facts(xp, w, upper: str):
-    mass = xp.sum(w, axis=-1)
-    facts = [le(xp.zeros_like(w), w, "W >= 0")]
-    if upper == "eq":
-        facts.append(eq(mass, xp.ones_like(mass), "row mass = 1"))
-    else:
-        facts.append(le(mass, xp.ones_like(mass), "row mass <= 1"))
-    return facts
 
 
 @law("simplex")
 def simplex(op, n, d, mode):
     sym, params, inputs = _scores(op, n, mode)
     return Problem("simplex", op.name, dict(n=n), sym, inputs, params,
-                   lambda xp, v: _mass_facts(xp, _weights(op, xp, v["s"], v, n), "eq"), "W >= 0 and every row sums to 1")
+                   lambda xp, v: facts(xp, W.distribution(xp, _weigher(op, xp, v, n), v["s"], slice(None), "eq")),
+                   "W >= 0 and every row sums to 1")
 
 
 @law("sub_simplex")
 def sub_simplex(op, n, d, mode):
     sym, params, inputs = _scores(op, n, mode)
     return Problem("sub_simplex", op.name, dict(n=n), sym, inputs, params,
-                   lambda xp, v: _mass_facts(xp, _weights(op, xp, v["s"], v, n), "le"), "W >= 0 and every row sums to <= 1")
+                   lambda xp, v: facts(xp, W.distribution(xp, _weigher(op, xp, v, n), v["s"], slice(None), "le")),
+                   "W >= 0 and every row sums to <= 1")
 
 
 @law("silence")
@@ -397,10 +393,7 @@ def silence(op, n, d, mode):
         sym.premise(s <= (0 if tau is None else tau[()]), "S - tau <= 0 everywhere")
 
     def relation(xp, v):
-        w = _weights(op, xp, v["s"], v, n)
-        o = xp.matmul(w, v["v"])
-        return [eq(w, xp.zeros_like(w), "weights of rows with no positive S - tau"),
-                eq(o, xp.zeros_like(o), "outputs of those rows")]
+        return facts(xp, W.silent(xp, _weigher(op, xp, v, n), v["s"], v["v"]))
 
     return Problem("silence", op.name, dict(n=n), sym, inputs, params, relation,
                    "every S_tj - tau <= 0 => W = 0 and W v = 0 (tau = 0 when the normaliser has none)")
