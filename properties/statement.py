@@ -135,12 +135,13 @@ class Runner:
 # -- the fuzz tier's evaluation -----------------------------------------------------------
 
 def runner(case, dtype) -> Runner:
-    """The case's operator on float64 inputs cast to ``dtype``."""
+    """The case's operator on float64 inputs cast to ``dtype``; its outputs (the values
+    it computed in ``dtype``) as float64, so a statement's own arithmetic adds no rounding."""
     def reference(x, mask):
         with torch.no_grad():
-            return case.op.reference(TORCH, x.to(dtype), **case.arguments(mask, dtype))
+            return case.op.reference(TORCH, x.to(dtype), **case.arguments(mask, dtype)).double()
 
-    return Runner(lambda x, mask, **overrides: case.run(x, mask, dtype=dtype, **overrides), reference)
+    return Runner(lambda x, mask, **overrides: case.run(x, mask, dtype=dtype, **overrides).double(), reference)
 
 
 def judge(case, statement, make_run=runner) -> V.Verdict:

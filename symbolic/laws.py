@@ -9,9 +9,13 @@ and says which arrays must be equal (or ordered).  The prover runs the
 relation on z3 terms to build the claim; the replay runs the very same
 relation on float64 tensors read from the model.
 
-Each law follows its eager contract in ``tokenlaw.properties`` (same
-transformation, same comparison), over *every* position instead of one
-drawn position: e.g. null_receiver proves ``out_i = 0`` for each i.
+The law itself is stated once, in ``tokenlaw.properties`` (e.g.
+``null_laws.null_insertion``), as a relation over ``xp`` that both tiers
+evaluate (:mod:`tokenlaw.properties.statement`); a builder here only makes
+its inputs symbolic and instantiates it for *every* position instead of one
+drawn position (null_receiver proves ``out_i = 0`` for each i) and turns its
+claims into facts.  Still written here alone: ``dc_gain`` and the proof
+strategies of hosts (the layered insertion and ``closure``).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from typing import Callable
 import numpy as np
 import z3
 
+from tokenlaw.properties import filter_laws as F
 from tokenlaw.properties import null_laws as N
 from tokenlaw.properties import score_laws as W
 from tokenlaw.properties import sequence_laws as Q
@@ -287,10 +292,7 @@ def linearity(op, n, d, mode):
     inputs["a"], inputs["b"] = sym.real("a"), sym.real("b")
 
     def relation(xp, v):
-        a, b, x, y = v["a"], v["b"], v["x"], v["y"]
-        lhs = R.run(op, xp, a * x + b * y, None, v["params"])
-        rhs = a * R.run(op, xp, x, None, v["params"]) + b * R.run(op, xp, y, None, v["params"])
-        return [eq(lhs, rhs, "F(a x + b y) vs a F(x) + b F(y)")]
+        return facts(xp, F.superposes(xp, runner(op, xp, v), v["x"], v["y"], v["a"], v["b"]))
 
     return Problem("linearity", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    "F(a x + b y) = a F(x) + b F(y) for all reals a, b")
