@@ -9,7 +9,7 @@ from . import statement as S
 from . import transforms as T
 from . import verdict as V
 from .catalogue import contract
-from .judging import exact_zero, max_abs, relation, worst
+from .judging import exact_zero, max_abs, relation
 from .tolerance import PROBE
 
 

@@ -122,3 +122,27 @@ def test_every_registered_scalar_parameter_has_a_declared_domain(registry):
         tree = op.domain.params(torch.Generator().manual_seed(0), op.domain.d_model[0], torch.float64)
         for path, value in scalar_parameters(tree):
             assert value in op.domain.scalar(path[-1]), (op.name, path)
+
+
+@pytest.mark.parametrize("interval", [
+    Interval(0.0, float("inf"), lo_open=True), Interval(0.0, float("inf")), Interval(),
+    Interval(-1.0, 2.0, hi_open=True), Interval(float("-inf"), 3.0, hi_open=True),
+])
+def test_fuzz_draws_scalar_parameters_from_the_declared_domain(interval):
+    """The fuzz tier's tau / eps_den overrides come from the same declaration as the prover's premises."""
+    from hypothesis import given, settings
+
+    from tokenlaw.fuzz.strategies import within
+
+    seen = []
+
+    @settings(max_examples=60, deadline=None, database=None)
+    @given(within(interval, exponents=(-4, 3), span=8.0))
+    def draw(v):
+        seen.append(v)
+        assert v in interval, (v, interval)
+
+    draw()
+    assert len(set(seen)) > 3
+    if interval == Interval(0.0, float("inf")):
+        assert 0.0 in seen or any(v < 1e-3 for v in seen)      # the closed end is reachable
