@@ -22,8 +22,9 @@ Edges reachable from :func:`cases`:
   to 1e4; 8 in float16 / bfloat16, whose 11 / 8 bits cannot resolve
   scores of 1e6);
 * masks random / causal / padding / with a fully masked row;
-* presence tau over 1e-4..1e3, pn_fir_tau's threshold over -8..8 and
-  eps_den over 1e-12..10;
+* tau and eps_den drawn from the operator's declared domain (``Domain.scalar``):
+  a positive tau over 1e-4..1e3, a real one (pn_fir_tau's threshold) over
+  -8..8, a positive eps_den over 1e-12..10;
 * n from 1, lengths that are not multiples of block sizes (up to 17),
   odd head dims (widths 3, 6 with 1, 2 heads), batch up to ``batch_max``;
 * contiguous, transposed and strided memory layouts.
@@ -74,6 +75,24 @@ def _check_choices(values, allowed, name):
         raise InvalidArgument(f"{name}: expected a non-empty subset of {allowed}, got {values!r}")
 
 
+def within(domain, *, exponents: tuple, span: float):
+    """Values of a scalar parameter drawn from its declared domain (an Interval), or None when
+    the operator has no such parameter.  Half-lines are drawn log-uniformly off their end
+    (``end +- 10**k``, k in ``exponents``, and the end itself when it is closed), bounded
+    intervals uniformly, all reals uniformly over [-span, span]: every draw lies in the domain."""
+    if domain is None:
+        return st.none()
+    lo, hi = domain.lo, domain.hi
+    if math.isfinite(lo) and math.isfinite(hi):
+        return st.floats(lo, hi, exclude_min=domain.lo_open, exclude_max=domain.hi_open)
+    if math.isfinite(lo) or math.isfinite(hi):
+        end, sign = (lo, 1.0) if math.isfinite(lo) else (hi, -1.0)
+        off = st.integers(*exponents).map(lambda k: end + sign * 10.0 ** k)
+        closed = not (domain.lo_open if math.isfinite(lo) else domain.hi_open)
+        return off.filter(lambda v: v in domain) | st.just(end) if closed else off.filter(lambda v: v in domain)
+    return st.floats(-span, span, allow_nan=False, allow_infinity=False)
+
+
 def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=None, bias_scales=None,
           long_lengths=LONG_LENGTHS, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, backend: str = "eager"):
@@ -106,7 +125,7 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
     _check_choices(tuple(layouts), LAYOUTS, "layouts")
     lengths = tuple(n for n in long_lengths if n > n_max)
     masked = op.domain.mask != "none"
-    positive_tau = bool({"presence", "host"} & op.traits)
+    tau_domain, eps_domain = op.domain.scalar("tau"), op.domain.scalar("eps_den")
     tinies = tiny_magnitudes(dtype)
 
     @st.composite
@@ -125,9 +144,8 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
                                        max_size=2, unique=True)))
         tau = eps_den = None
         if wide_params and draw(st.booleans()):
-            tau = (10.0 ** draw(st.integers(-4, 3)) if positive_tau
-                   else draw(st.floats(-8.0, 8.0, allow_nan=False, allow_infinity=False)))
-            eps_den = 10.0 ** draw(st.integers(-12, 1))
+            tau = draw(within(tau_domain, exponents=(-4, 3), span=8.0))
+            eps_den = draw(within(eps_domain, exponents=(-12, 1), span=8.0))
         return Case(
             op=op, dtype=dtype, n=n, null=null,
             batch=draw(st.integers(1, batch_max)),

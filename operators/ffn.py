@@ -63,7 +63,7 @@ def offn(xp, x, *, carrier=None, w1, b1, w2, b2, tau):
 
 @declare(
     name="offn",
-    domain=Domain(params=offn_params),
+    domain=Domain(params=offn_params, positive=("tau",)),
     traits={"token_local", "presence"},
     claims={
         "zero_absorption": "0 + rho(0) FFN(0) = 0 + 0",

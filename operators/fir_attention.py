@@ -60,9 +60,10 @@ def _pn_tau_weights(xp, s, mask=None, *, tau):
                  "simplex": "softmax rows sum to one", "gradcheck": "smooth"},
          violates={"silence": "softmax row mass is always 1", "zero_transcendental": "softmax evaluates exp",
                    "permutation_equivariance": _POSITIONAL})
-def sm_fir(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
+def sm_fir(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
     """Softmax attention over FIR keys."""
-    return fir_attention(xp, x, normalisers.softmax, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads)
+    return fir_attention(xp, x, normalisers.softmax, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads,
+                         taps=taps)
 
 
 @declare(name="pn", domain=Domain(params=fir_params), traits=_TRAITS,
@@ -72,9 +73,10 @@ def sm_fir(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
                  "zero_transcendental": "x^10 by four multiplications"},
          violates={"score_shift_invariance": "rectification at 0: lowering a row clips valid scores (Prop. 1)",
                    "permutation_equivariance": _POSITIONAL})
-def pn_attention(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
+def pn_attention(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
     """Power-normalised attention with tau = 0 over FIR keys."""
-    return fir_attention(xp, x, normalisers.pn, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads)
+    return fir_attention(xp, x, normalisers.pn, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads,
+                         taps=taps)
 
 
 @declare(name="pn_fir_c", domain=Domain(params=fir_params), traits=_TRAITS,
@@ -84,12 +86,13 @@ def pn_attention(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
                  "zero_transcendental": "x^10 by four multiplications"},
          violates={"silence": "after centring some score is >= 0; mass is 1 unless the row is constant",
                    "permutation_equivariance": _POSITIONAL})
-def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
+def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
     """pn over row-mean-centred FIR scores."""
-    return fir_attention(xp, x, normalisers.pn_centred, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads)
+    return fir_attention(xp, x, normalisers.pn_centred, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads,
+                         taps=taps)
 
 
-@declare(name="pn_fir_tau", domain=Domain(params=tau_params), traits=_TRAITS,
+@declare(name="pn_fir_tau", domain=Domain(params=tau_params, reals=("tau",)), traits=_TRAITS,
          weights=_pn_tau_weights, kernel="pn_fir_tau_fwd",
          claims={"causality": _CAUSAL, "tau_covariance": "W depends on S - tau only",
                  "sub_simplex": "gate g < 1 times a distribution (or 0)",
@@ -99,8 +102,8 @@ def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
                  "gradcheck": "piecewise smooth; random points avoid the kinks"},
          violates={"score_shift_invariance": "at fixed tau a shift moves S - tau (absorbed by tau: see tau_covariance)",
                    "permutation_equivariance": _POSITIONAL})
-def pn_fir_tau(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, tau):
+def pn_fir_tau(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, tau, taps=TAPS):
     """pn_fir_tau: calibrated sub-simplex attention over FIR keys with the peak silence gate."""
     arguments.finite_scalar(tau, "tau")
     return fir_attention(xp, x, normalisers.pn_tau, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo,
-                         heads=heads, tau=tau)
+                         heads=heads, tau=tau, taps=taps)

@@ -106,7 +106,8 @@ def _declare(comp, traits, claims, violates):
     layers = standard_layers if comp is STANDARD else oa_only_layers if comp is OA_ONLY else \
         otransformer_layers if comp is OTRANSFORMER else _layers_of(comp)
     params = functools.partial(host_params, depth=comp.depth, inject=comp.inject is not None)
-    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, depth=(comp.depth,))
+    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, depth=(comp.depth,),
+                    positive=("tau", "eps_den"))
     return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
                    claims=claims, violates=violates)(_host_of(comp, layers))
 

@@ -78,7 +78,7 @@ _ONORM_CLAIMS = {
 }
 
 
-@declare(name="onorm_ln", domain=Domain(params=onorm_params), traits={"token_local", "presence"},
+@declare(name="onorm_ln", domain=Domain(params=onorm_params, positive=("tau",)), traits={"token_local", "presence"},
          claims=_ONORM_CLAIMS)
 def onorm_ln(xp, x, *, gamma, beta, tau):
     """ONorm over LayerNorm: rho(h) * LayerNorm(h)."""
@@ -86,7 +86,7 @@ def onorm_ln(xp, x, *, gamma, beta, tau):
     return onorm(xp, x, gamma=gamma, beta=beta, tau=tau, kind="layer")
 
 
-@declare(name="onorm_rms", domain=Domain(params=onorm_params), traits={"token_local", "presence"},
+@declare(name="onorm_rms", domain=Domain(params=onorm_params, positive=("tau",)), traits={"token_local", "presence"},
          claims=_ONORM_CLAIMS)
 def onorm_rms(xp, x, *, gamma, beta, tau):
     """ONorm over RMSNorm: rho(h) * RMSNorm(h)."""

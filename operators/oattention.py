@@ -70,7 +70,7 @@ def oattention_errors(kw):
 
 @declare(
     name="oattention",
-    domain=Domain(params=oattention_params, mask="random"),
+    domain=Domain(params=oattention_params, mask="random", positive=("tau", "eps_den")),
     errors=oattention_errors,
     traits={"token_mixing", "masked", "presence"},
     kernel="oattention_fwd",

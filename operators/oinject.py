@@ -36,7 +36,7 @@ def linear_inject(xp, x, *, w, b):
     return linear(xp, x, w=w, b=b)
 
 
-@declare(name="oinject", domain=Domain(params=oinject_params), traits={"token_local", "presence"},
+@declare(name="oinject", domain=Domain(params=oinject_params, positive=("tau",)), traits={"token_local", "presence"},
          claims={"zero_absorption": "rho(0) (W 0 + b) = 0 * b = 0",
                  "gradcheck": "smooth",
                  "null_gradient": "rho'(0) = 0 and rho(0) = 0"})

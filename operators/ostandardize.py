@@ -38,7 +38,7 @@ def _division_floor(x) -> float:
 
 @declare(
     name="ostandardize",
-    domain=Domain(params=ostd_params),
+    domain=Domain(params=ostd_params, positive=("tau", "eps")),
     traits={"token_mixing", "presence"},
     claims={
         "null_receiver": "out_i carries the factor p_i = 0",

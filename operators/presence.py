@@ -24,7 +24,7 @@ def presence_params(gen, d_model, dtype=torch.float64):
 
 @declare(
     name="presence",
-    domain=Domain(params=presence_params),
+    domain=Domain(params=presence_params, positive=("tau",)),
     traits={"token_local", "presence"},
     claims={
         "zero_absorption": "rho(0) = 0/(tau + 0) = 0",

@@ -22,10 +22,13 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import math
 import pkgutil
 import sys
 import types
 from typing import Any, Callable, Iterable, Mapping
+
+import torch
 
 from .errors import DeclarationError
 
@@ -46,6 +49,51 @@ TRAITS = frozenset({
 
 
 @dataclasses.dataclass(frozen=True)
+class Interval:
+    """A real interval: the declared domain of one scalar parameter.
+
+    ``lo``/``hi`` may be infinite; ``lo_open``/``hi_open`` exclude the end.
+    Both tiers read it: the prover's premise on the parameter's symbol and the
+    fuzz tier's draws come from here and nowhere else.
+    """
+
+    lo: float = -math.inf
+    hi: float = math.inf
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def __post_init__(self):
+        if not (isinstance(self.lo, (int, float)) and isinstance(self.hi, (int, float))) \
+                or self.lo != self.lo or self.hi != self.hi or self.lo > self.hi \
+                or (self.lo == self.hi and (self.lo_open or self.hi_open)):
+            raise DeclarationError(f"Interval: expected lo <= hi (an empty interval is no domain), got {self}")
+
+    def __contains__(self, value) -> bool:
+        v = float(value)
+        above = v > self.lo if self.lo_open else v >= self.lo
+        below = v < self.hi if self.hi_open else v <= self.hi
+        return above and below and math.isfinite(v)
+
+    def text(self, name: str = "x") -> str:
+        """The premise in words: ``tau > 0``, ``0 <= eps <= 1``, ``tau real`` (every real)..."""
+        lo, hi = math.isfinite(self.lo), math.isfinite(self.hi)
+        low = f"{self.lo:g} {'<' if self.lo_open else '<='} "
+        high = f" {'<' if self.hi_open else '<='} {self.hi:g}"
+        if lo and hi:
+            return f"{low}{name}{high}"
+        if lo:
+            return f"{name} {'>' if self.lo_open else '>='} {self.lo:g}"
+        if hi:
+            return f"{name}{high}"
+        return f"{name} real"
+
+
+REALS = Interval()
+POSITIVE = Interval(0.0, math.inf, lo_open=True)
+NONNEGATIVE = Interval(0.0, math.inf)
+
+
+@dataclasses.dataclass(frozen=True)
 class Domain:
     """How to build valid inputs for an operator.
 
@@ -58,6 +106,14 @@ class Domain:
     mask:       "none", "random" or "causal": what masks the operator accepts.
     dtypes:     dtypes the operator supports.
     scale:      typical magnitude of drawn token entries.
+
+    The domain of every real scalar parameter (a float in ``params``, named by
+    its key at any nesting level) is declared here, once:
+    ``positive=("tau", "eps_den")`` (> 0), ``nonnegative=(...)`` (>= 0),
+    ``reals=(...)`` (every real) or ``intervals={"name": Interval(...)}``.
+    The prover's premises and the fuzz tier's draws both come from it;
+    ``collect()`` rejects a name the parameters do not have, a drawn scalar
+    with no declared domain and a drawn value outside its domain.
     """
 
     params: Callable[..., dict] | None = None
@@ -68,6 +124,46 @@ class Domain:
     dtypes: tuple = ("float64", "float32", "float16", "bfloat16")
     scale: float = 1.0
     depth: tuple = ()
+    positive: tuple = ()
+    nonnegative: tuple = ()
+    reals: tuple = ()
+    intervals: Any = ()
+
+    def __post_init__(self):
+        pairs = list(dict(self.intervals).items())
+        for kind, iv in (("positive", POSITIVE), ("nonnegative", NONNEGATIVE), ("reals", REALS)):
+            names = getattr(self, kind)
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise DeclarationError(f"Domain.{kind}: expected a tuple of parameter names, got {names!r}")
+            pairs += [(n, iv) for n in names]
+        seen = [n for n, _ in pairs]
+        twice = sorted({n for n in seen if seen.count(n) > 1})
+        if twice:
+            raise DeclarationError(f"Domain: parameters declared with two domains: {twice}")
+        if not all(isinstance(iv, Interval) for _, iv in pairs):
+            raise DeclarationError(f"Domain.intervals: expected {{name: Interval}}, got {self.intervals!r}")
+        object.__setattr__(self, "intervals", tuple(sorted(dict(self.intervals).items())))
+        object.__setattr__(self, "_scalars", dict(pairs))
+
+    @property
+    def scalars(self) -> dict:
+        """{parameter name: Interval} for every declared scalar parameter."""
+        return dict(self._scalars)
+
+    def scalar(self, name: str) -> Interval | None:
+        """The declared domain of scalar parameter ``name`` (None if the operator has none)."""
+        return self._scalars.get(name)
+
+
+def scalar_parameters(tree, path=()):
+    """[(path, value)] of every real scalar (a Python float) in a parameter tree."""
+    if isinstance(tree, float):
+        return [(path, tree)]
+    if isinstance(tree, dict):
+        return [p for k, v in tree.items() for p in scalar_parameters(v, path + (k,))]
+    if isinstance(tree, (list, tuple)):
+        return [p for i, v in enumerate(tree) for p in scalar_parameters(v, path + (i,))]
+    return []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +270,7 @@ def _validate(opts: dict, source: str, contracts: Mapping[str, Any]) -> Operator
         raise DeclarationError(f"{where}: contracts both claimed and expected violated: {sorted(both)}")
     if not opts["claims"]:
         raise DeclarationError(f"{where}: claims no contract")
+    _validate_scalars(opts["domain"], where)
     for c in list(opts["claims"]) + list(opts["violates"]):
         missing = contracts[c].requires - opts["traits"]
         if missing:
@@ -182,6 +279,30 @@ def _validate(opts: dict, source: str, contracts: Mapping[str, Any]) -> Operator
             if opts.get(attr) is None:
                 raise DeclarationError(f"{where}: contract {c!r} needs {attr}=")
     return OperatorSpec(source=source, **opts)
+
+
+def _validate_scalars(domain: Domain, where: str):
+    """Every drawn real scalar has a declared domain, every declared name is a drawn scalar,
+    and the drawn value lies in its domain (one draw at the first declared width)."""
+    drawn = {}
+    if domain.params is not None:
+        tree = domain.params(torch.Generator().manual_seed(0), domain.d_model[0], torch.float64)
+        for path, value in scalar_parameters(tree):
+            drawn.setdefault(path[-1], []).append(value)
+    unknown = sorted(set(domain.scalars) - set(drawn))
+    if unknown:
+        raise DeclarationError(f"{where}: Domain declares unknown parameter(s) {unknown}; "
+                               f"its scalar parameters are {sorted(drawn)}")
+    missing = sorted(set(drawn) - set(domain.scalars))
+    if missing:
+        raise DeclarationError(f"{where}: scalar parameter(s) {missing} have no declared domain "
+                               f"(Domain(positive=..., nonnegative=..., reals=..., intervals=...))")
+    for name, values in drawn.items():
+        iv = domain.scalar(name)
+        bad = [v for v in values if v not in iv]
+        if bad:
+            raise DeclarationError(f"{where}: Domain.params draws {name} = {bad[0]!r} outside its declared "
+                                   f"domain {iv.text(name)}")
 
 
 def _marked(module: types.ModuleType):

@@ -5,6 +5,7 @@ import inspect
 
 import torch
 
+from . import statement as S
 from .catalogue import contract
 from .judging import relation, worst
 
@@ -41,11 +42,14 @@ def dc_gain(case):
     return worst(*checks)
 
 
+def superposes(xp, run, x, y, a, b):
+    """F(a x + b y) = a F(x) + b F(y) (statement, both tiers: tokenlaw.properties.statement)."""
+    return [S.equal(run(a * x + b * y, None), a * run(x, None) + b * run(y, None), f"a = {a}, b = {b}")]
+
+
 @contract(exact=False, **_FILTER)
 def linearity(case):
     """F(a x + b y) = a F(x) + b F(y)."""
     a, b = case.shift, -0.75
     y = case.random_like(case.x.shape, salt=32)
-    return relation(case, lambda dt: case.run(a * case.x + b * y, dtype=dt),
-                    lambda dt: a * case.run(case.x, dtype=dt).double() + b * case.run(y, dtype=dt).double(),
-                    f"a = {a:.3g}, b = {b}")
+    return S.judge(case, lambda xp, run: superposes(xp, run, case.x, y, a, b))

@@ -5,10 +5,11 @@ import torch
 
 from tokenlaw.operators.xp import TORCH
 
+from . import statement as S
 from . import transforms as T
 from . import verdict as V
 from .catalogue import contract
-from .judging import exact_zero, max_abs, relation, worst
+from .judging import exact_zero, max_abs, relation
 from .tolerance import PROBE
 
 
@@ -24,50 +25,67 @@ def with_nulls(case, nulls) -> torch.Tensor:
     return x
 
 
+# -- statements (both tiers: see tokenlaw.properties.statement) ---------------------------
+
+def nulls_stay_null(xp, run, x, mask, nulls):
+    """Tokens set to 0 have output exactly 0 (zero_absorption, null_receiver)."""
+    out = run(S.with_nulls(x, nulls), mask)
+    return [S.zero(out[:, list(nulls)], f"output at null tokens {list(nulls)}")]
+
+
+def null_insertion(xp, run, x, mask, k):
+    """A null inserted at k has output 0; the old tokens' outputs are unchanged."""
+    out = run(S.insert_null(xp, x, k), S.insert_visible(mask, k))
+    return [S.zero(out[:, k], f"inserted null's own output (at {k})"),
+            S.equal(out[:, S.others(x.shape[1] + 1, k)], run(x, mask), f"old tokens after inserting a null at {k}")]
+
+
+def empty_row(xp, run, x, mask, row, sources):
+    """Row ``row`` (None: every row) whose visible sources are all null has output 0, and nothing is NaN."""
+    out = run(S.with_nulls(x, sources), mask)
+    where = "with every token null" if row is None else f"when row {row} sees only null tokens {list(sources)}"
+    return [S.finite(out, where),
+            S.zero(out if row is None else out[:, row],
+                   "output with every token null" if row is None
+                   else f"row {row} whose visible sources are all null ({list(sources)})")]
+
+
+# -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
+
 @contract(exact=True, requires={"token_local"})
 def zero_absorption(case):
     """f(0) = 0 exactly: a null token stays exactly null."""
     nulls = null_positions(case)
-    out = case.run(with_nulls(case, nulls), case.mask)
-    return exact_zero(out[:, list(nulls)], f"output at null tokens {list(nulls)}")
+    return S.judge(case, lambda xp, run: nulls_stay_null(xp, run, case.x_dense, case.mask, nulls))
 
 
 @contract(exact=True, requires={"token_mixing"})
 def null_receiver(case):
     """h_i = 0 implies out_i = 0 exactly."""
     nulls = null_positions(case)
-    out = case.run(with_nulls(case, nulls), case.mask)
-    return exact_zero(out[:, list(nulls)], f"output at null receivers {list(nulls)}")
+    return S.judge(case, lambda xp, run: nulls_stay_null(xp, run, case.x_dense, case.mask, nulls))
 
 
 @contract(exact=False, requires={"token_mixing"})
 def null_source_insertion(case):
     """Inserting a null token leaves every other output unchanged and its own output exactly 0."""
     k = case.pos % (case.n + 1)
-    x2, m2 = T.insert_null(case.x, k), T.insert_visible(case.mask, k)
-    keep = T.others(case.n + 1, k)
-    own = exact_zero(case.run(x2, m2)[:, k], f"inserted null's own output (at {k})")
-    rest = relation(case, lambda dt: case.run(x2, m2, dtype=dt)[:, keep],
-                    lambda dt: case.run(case.x, case.mask, dtype=dt), f"old tokens after inserting a null at {k}")
-    return worst(own, rest)
+    return S.judge(case, lambda xp, run: null_insertion(xp, run, case.x, case.mask, k))
 
 
 @contract(exact=True, requires={"token_mixing"})
 def empty_support(case):
     """Every source null or masked implies out = 0 exactly, and finite."""
-    nulls = null_positions(case)
     if case.mask is None:
-        out = case.run(torch.zeros_like(case.x), None)
-        return exact_zero(out, "output with every token null")
+        every = tuple(range(case.n))
+        return S.judge(case, lambda xp, run: empty_row(xp, run, case.x, None, None, every))
+    nulls = null_positions(case)
     i = case.pos % case.n
     sources = tuple(j for j in nulls if j != i)        # row i (not null) sees only these nulls
     m = case.mask.clone()
     m[:, i, :] = 0.0
     m[:, i, list(sources)] = 1.0
-    out = case.run(with_nulls(case, sources), m)
-    if not torch.isfinite(out).all():
-        return V.violated(float("nan"), 0.0, f"non-finite output when row {i} sees only null tokens {list(sources)}")
-    return exact_zero(out[:, i], f"row {i} whose visible sources are all null ({list(sources)})")
+    return S.judge(case, lambda xp, run: empty_row(xp, run, case.x_dense, m, i, sources))
 
 
 @contract(exact=True, dtypes=("float64", "float32"))

@@ -1,14 +1,20 @@
-"""Row-normaliser contracts on scores S -> weights W (SPEC 2, 3)."""
+"""Row-normaliser contracts on scores S -> weights W (SPEC 2, 3).
+
+Every law judges the weights the operator's own code applies
+(:func:`tokenlaw.properties.applied.applied_weights` reads them off
+``op.fn``'s output), never its declared ``weights=`` function: a body that
+normalises otherwise than it declares fails the law it breaks.
+"""
 from __future__ import annotations
 
 import torch
 
-from tokenlaw.operators.fir_attention import causal_mask
 from tokenlaw.operators.xp import TORCH
 
+from . import statement as S
 from . import verdict as V
+from .applied import applied_weights, law_params
 from .catalogue import contract
-from .judging import exact_zero, relation, worst
 
 _SCORE = dict(requires={"score_normaliser"}, needs={"weights"})
 
@@ -19,43 +25,83 @@ def scores(case) -> torch.Tensor:
 
 
 def visibility(case):
-    """The operator's own visibility: causal, its random mask, or none."""
+    """Which keys each row may see (SPEC's definition, not the operator's helper):
+    j <= t for a causal operator, its random mask, or none."""
     if "causal" in case.op.traits:
-        return causal_mask(TORCH, case.x, case.n).expand(case.batch, case.n, case.n)
+        tri = torch.tril(torch.ones(case.n, case.n, dtype=torch.float64))
+        return tri.expand(case.batch, case.n, case.n)
     return case.mask
 
 
 def weights(case, s, dtype=None, **override):
+    """W(S) as the case's backend applies it: read off ``op.fn``'s output on the eager backend."""
     dtype = case.dtype if dtype is None else dtype
-    m = visibility(case)
-    params = {**case.weight_params(dtype), **override}
     if case.backend != "eager":   # the weights the kernel applies (tokenlaw.kernels.kernel_laws)
         from tokenlaw.kernels.kernel_laws import kernel_weights
 
-        return kernel_weights(case, s, dtype, **params)
+        return kernel_weights(case, s, dtype, **{**case.weight_params(dtype), **override})
+    params = {**law_params(case.arguments(dtype=dtype)), **override}
+    params.pop("mask", None)
+    m = case.mask
     with torch.no_grad():
-        return case.op.weights(TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
+        return applied_weights(case.op, TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
 
 
 def _tau(case) -> float:
     return float(case.params.get("tau", 0.0))
 
 
+def weigher(case, dtype):
+    """The statement's ``weights(s, **overrides)``: W in ``dtype``, as float64 values."""
+    return lambda s, **overrides: weights(case, s, dtype, **overrides).double()
+
+
+# -- statements (both tiers: see tokenlaw.properties.statement) ---------------------------
+
+def shift_invariant(xp, weights, s, c):
+    """W(S + c 1) = W(S) for per-row constants c."""
+    return [S.equal(weights(s + c), weights(s), "W(S + c 1) vs W(S)")]
+
+
+def tau_covariant(xp, weights, s, c, tau):
+    """W(S + c, tau + c) = W(S, tau)."""
+    return [S.equal(weights(s + c, tau=tau + c), weights(s, tau=tau), "W(S + c, tau + c) vs W(S, tau)")]
+
+
+def distribution(xp, weights, s, rows, upper):
+    """W >= 0 (exactly) and the row masses of ``rows`` equal 1 (upper "eq") or are at most 1 ("le")."""
+    w = weights(s)[rows]
+    mass = xp.sum(w, axis=-1)
+    one = xp.ones_like(mass)
+    return [S.at_most(xp.zeros_like(w), w, "W >= 0 (most negative weight)", exact=True),
+            S.equal(mass, one, "row mass vs 1") if upper == "eq" else S.at_most(mass, one, "row mass above 1")]
+
+
+def silent(xp, weights, s, v):
+    """W(S) = 0 and W v = 0 exactly (for S with no positive S - tau)."""
+    w = weights(s)
+    return [S.zero(w, "weights of rows with no positive S - tau"), S.zero(xp.matmul(w, v), "outputs of those rows")]
+
+
+# -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
+
 @contract(exact=False, **_SCORE)
 def score_shift_invariance(case):
     """W(S + c 1) = W(S) for a constant c added to each row."""
     s = scores(case)
     c = case.shift * case.random_like((case.batch, case.n, 1), salt=22).clamp(-1, 1)
-    return relation(case, lambda dt: weights(case, s + c, dt), lambda dt: weights(case, s, dt),
-                    f"row shifts up to {float(c.abs().max()):.3g}")
+    verdict = S.judge(case, lambda xp, w: shift_invariant(xp, w, s, c), weigher)
+    verdict.detail = f"row shifts up to {float(c.abs().max()):.3g}: " + verdict.detail
+    return verdict
 
 
 @contract(exact=False, **_SCORE)
 def tau_covariance(case):
     """W(S + c, tau + c) = W(S, tau) for every constant c."""
     s, c, tau = scores(case), case.shift, _tau(case)
-    return relation(case, lambda dt: weights(case, s + c, dt, tau=tau + c), lambda dt: weights(case, s, dt, tau=tau),
-                    f"shift c = {c:.3g} of scores and tau")
+    verdict = S.judge(case, lambda xp, w: tau_covariant(xp, w, s, c, tau), weigher)
+    verdict.detail = f"shift c = {c:.3g} of scores and tau: " + verdict.detail
+    return verdict
 
 
 def max_negative(w) -> float:
@@ -65,35 +111,22 @@ def max_negative(w) -> float:
     return float((-w.double()).clamp(min=0).max())
 
 
-def _row_mass(case, s, dt):
-    return weights(case, s, dt).double().sum(-1)
-
-
 @contract(exact=False, **_SCORE)
 def simplex(case):
     """W >= 0 and every row sums to 1."""
-    s = scores(case)
     # A row with no visible key has no distribution to sum to 1 (softmax makes it 0/0):
     # the law is about rows that see something.
     m = visibility(case)
     seen = slice(None) if m is None else (m.sum(-1) > 0)
-    w = weights(case, s)[seen]
-    negative = V.judge(max_negative(w), 0.0, "most negative weight")
-    ones = relation(case, lambda dt: _row_mass(case, s, dt)[seen],
-                    lambda dt: torch.ones(case.batch, case.n, dtype=torch.float64)[seen], "row mass vs 1")
-    return worst(negative, ones)
+    s = scores(case)
+    return S.judge(case, lambda xp, w: distribution(xp, w, s, seen, "eq"), weigher)
 
 
 @contract(exact=False, **_SCORE)
 def sub_simplex(case):
     """W >= 0 and every row sums to at most 1."""
     s = scores(case)
-    w = weights(case, s)
-    negative = V.judge(float((-w.double()).clamp(min=0).max()), 0.0, "most negative weight")
-    # One-sided: compare min(mass, 1) with mass, so only an excess above 1 counts.
-    excess = relation(case, lambda dt: _row_mass(case, s, dt),
-                      lambda dt: _row_mass(case, s, dt).clamp(max=1.0), "row mass above 1")
-    return worst(negative, excess)
+    return S.judge(case, lambda xp, w: distribution(xp, w, s, slice(None), "le"), weigher)
 
 
 @contract(exact=True, **_SCORE)
@@ -106,10 +139,8 @@ def silence(case):
     tau = _tau(case)
     s = tau - scores(case).abs()
     s[..., 0] = tau                                   # the boundary S' = 0 is silent too
-    w = weights(case, s)
-    v = case.random_like((case.batch, case.n, case.d), salt=23).to(w.dtype)
-    return worst(exact_zero(w, "weights of rows with no positive S - tau"),
-                 exact_zero(torch.matmul(w, v), "outputs of those rows"))
+    v = case.random_like((case.batch, case.n, case.d), salt=23)
+    return S.judge(case, lambda xp, w: silent(xp, w, s, v), weigher)
 
 
 @contract(exact=True, **_SCORE)

@@ -8,12 +8,42 @@ import torch
 from tokenlaw.operators.sdpa import sdpa
 from tokenlaw.operators.xp import TORCH
 
-from . import transforms as T
+from . import statement as S
 from . import verdict as V
 from .case import cast
 from .catalogue import contract
 from .judging import relation
 
+
+# -- statements (both tiers: see tokenlaw.properties.statement) ---------------------------
+
+def blind_rows(xp, run, x, mask, j, y, rows):
+    """Receivers ``rows`` (an index into the output) that cannot see token j keep their
+    outputs when h_j is replaced by y."""
+    return [S.equal(run(S.with_token(x, j, y), mask)[rows], run(x, mask)[rows],
+                    f"receivers blind to token {j} after changing it")]
+
+
+def permuted(xp, run, x, mask, perm):
+    """F(pi x) = pi F(x), the mask permuted alike."""
+    mp = None if mask is None else mask[:, perm][:, :, perm]
+    return [S.equal(run(x[:, perm], mp), run(x, mask)[:, perm], f"permutation {list(map(int, perm))}")]
+
+
+def past_unchanged(xp, run, x, mask, y, t):
+    """Outputs <= t are unchanged when the tokens after t are replaced by y's."""
+    x2 = S.copy(x)
+    x2[:, t + 1:] = y[:, t + 1:]
+    return [S.equal(run(x2, mask)[:, : t + 1], run(x, mask)[:, : t + 1],
+                    f"outputs <= {t} after changing tokens > {t}")]
+
+
+def same_as_reference(xp, run, x, mask):
+    """The implementation equals the declared direct formula."""
+    return [S.equal(run(x, mask), run.reference(x, mask), "implementation vs direct formula")]
+
+
+# -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
 
 @contract(exact=False, requires={"masked"})
 def mask_respect(case):
@@ -25,19 +55,15 @@ def mask_respect(case):
     m[:, (j + 1) % case.n, j] = 0.0                  # at least one receiver that cannot see j
     hidden = m[:, :, j] == 0                          # (B, N) receivers blind to j
     hidden[:, j] = False                              # j's own output reads h_j through its query
-    x2 = case.x.clone()
-    x2[:, j] = case.random_like(x2[:, j].shape, salt=5, scale=10.0)
-    return relation(case, lambda dt: case.run(x2, m, dtype=dt)[hidden],
-                    lambda dt: case.run(case.x, m, dtype=dt)[hidden], f"receivers blind to token {j} after changing it")
+    y = case.random_like(case.x[:, j].shape, salt=5, scale=10.0)
+    return S.judge(case, lambda xp, run: blind_rows(xp, run, case.x, m, j, y, hidden))
 
 
 @contract(exact=False, requires={"token_mixing"})
 def permutation_equivariance(case):
     """Without position terms F(pi H) = pi F(H) (masks permuted alike)."""
     perm = case.permutation()
-    xp_, mp = T.permute(case.x, perm), T.permute_mask(case.mask, perm)
-    return relation(case, lambda dt: case.run(xp_, mp, dtype=dt),
-                    lambda dt: T.permute(case.run(case.x, case.mask, dtype=dt), perm), f"permutation {perm.tolist()}")
+    return S.judge(case, lambda xp, run: permuted(xp, run, case.x, case.mask, perm))
 
 
 @contract(exact=False, requires={"causal"})
@@ -46,10 +72,9 @@ def causality(case):
     if case.n < 2:
         return V.holds(0.0, 0.0, "one token: no future")
     t = case.pos % (case.n - 1)
-    x2 = case.x.clone()
-    x2[:, t + 1:] = case.random_like(x2[:, t + 1:].shape, salt=6, scale=5.0)
-    return relation(case, lambda dt: case.run(x2, case.mask, dtype=dt)[:, : t + 1],
-                    lambda dt: case.run(case.x, case.mask, dtype=dt)[:, : t + 1], f"outputs <= {t} after changing tokens > {t}")
+    y = torch.zeros_like(case.x)
+    y[:, t + 1:] = case.random_like(y[:, t + 1:].shape, salt=6, scale=5.0)
+    return S.judge(case, lambda xp, run: past_unchanged(xp, run, case.x, case.mask, y, t))
 
 
 @contract(exact=False, requires={"presence", "masked"}, dtypes=("float64", "float32"))
@@ -83,8 +108,4 @@ def softmax_reduction(case):
 @contract(exact=False, dtypes=("float64", "float32"), needs={"reference"})
 def formula_equivalence(case):
     """The stabilised implementation equals the declared direct formula (e.g. SPEC's OAttention with eps_den)."""
-    def direct(dt):
-        with torch.no_grad():
-            return case.op.reference(TORCH, case.x.to(dt), **case.arguments(case.mask, dt))
-
-    return relation(case, lambda dt: case.run(case.x, case.mask, dtype=dt), direct, "implementation vs direct formula")
+    return S.judge(case, lambda xp, run: same_as_reference(xp, run, case.x, case.mask))

@@ -111,11 +111,19 @@ def _domain_source(like, name) -> str:
     d = like.domain
     fields = [f"params={name}_params"]
     defaults = type(d)()
-    for f in ("kind", "d_model", "n_max", "mask", "dtypes", "scale", "depth"):
+    for f in ("kind", "d_model", "n_max", "mask", "dtypes", "scale", "depth", "positive", "nonnegative", "reals"):
         if getattr(d, f) != getattr(defaults, f):
             value = getattr(d, f)
             fields.append(f"{f}={_q(value) if isinstance(value, str) else repr(value)}")
+    if d.intervals:   # the declared domains of scalar parameters: copied, never guessed
+        fields.append("intervals={" + ", ".join(
+            f"{_q(k)}: Interval({_bound(iv.lo)}, {_bound(iv.hi)}, lo_open={iv.lo_open}, hi_open={iv.hi_open})"
+            for k, iv in d.intervals) + "}")
     return "Domain(" + ", ".join(fields) + ")"
+
+
+def _bound(v: float) -> str:
+    return repr(v) if v == v and abs(v) != float("inf") else ("float('inf')" if v > 0 else "float('-inf')")
 
 
 def _params_source(like, name) -> tuple[str, str]:
@@ -175,7 +183,8 @@ def render(name: str, *, traits, claims: dict, violates: dict, others: list, lik
              '"""',
              "from __future__ import annotations", "", "import torch", "",
              "from tokenlaw.operators import arguments",
-             "from tokenlaw.operators.registry import Domain, declare"]
+             "from tokenlaw.operators.registry import Domain, declare"
+             + (", Interval" if like is not None and like.domain.intervals else "")]
     if extra_import:
         lines.append(extra_import)
     lines += ["", "", params_source, ""]

@@ -8,10 +8,10 @@ eager replay.
 Parameters come from the operator's own ``Domain.params`` (so their shapes
 and nesting are the declared ones) and are made either
 
-* ``symbolic``: every weight, bias and scalar a fresh real.  Scalars get the
-  premise ``> 0`` exactly when the eager code rejects 0 for them (probed by
-  calling the operator: ``tau``, ``eps_den``...), and taps get the FIR's
-  declared domain ``w_k > 0, sum_k w_k = 1``; or
+* ``symbolic``: every weight, bias and scalar a fresh real.  A scalar's
+  premises are its declared domain (``Domain(positive=("tau",), ...)``) and
+  only that, so a model of the premises is an input the operator declares
+  valid; taps get the FIR's declared domain ``w_k > 0, sum_k w_k = 1``; or
 * ``concrete``: the drawn float64 values rounded to rationals with
   denominator 100 (weights only; scalars stay symbolic).
 """
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 
 import numpy as np
 import torch
 import z3
 
-from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.xp import TORCH
+from tokenlaw.operators.errors import DeclarationError
 
 from .objarray import objects, scalar
 
@@ -116,30 +116,6 @@ class Symbols:
         return out
 
 
-def _positive_required(op, params, path, x) -> bool:
-    """Does the eager operator reject 0 for this scalar parameter? (then its domain is > 0)."""
-    probe = _set(params, path, 0.0)
-    kwargs = dict(probe)
-    if op.domain.mask != "none":
-        kwargs["mask"] = None
-    try:
-        op.fn(TORCH, x, **kwargs)
-    except InvalidArgument as err:
-        return str(err).startswith(path[-1])
-    except Exception:
-        return False
-    return False
-
-
-def _set(tree, path, value):
-    if not path:
-        return value
-    head, rest = path[0], path[1:]
-    if isinstance(tree, dict):
-        return {k: (_set(v, rest, value) if k == head else v) for k, v in tree.items()}
-    return type(tree)(_set(v, rest, value) if i == head else v for i, v in enumerate(tree))
-
-
 def draw_params(op, d: int, seed: int = 0) -> dict:
     """The operator's declared parameters at width d (float64), from its Domain."""
     if op.domain.params is None:
@@ -147,11 +123,26 @@ def draw_params(op, d: int, seed: int = 0) -> dict:
     return op.domain.params(torch.Generator().manual_seed(seed), d, torch.float64)
 
 
+def domain_premises(op, key: str, term, name: str) -> list:
+    """[(premise, why)] on the symbol of scalar parameter ``key``: its declared domain, nothing else.
+
+    A scalar the declaration does not cover is a declaration error (``collect()`` rejects
+    it for registered operators), never a guess."""
+    iv = op.domain.scalar(key)
+    if iv is None:
+        raise DeclarationError(f"operator {op.name!r}: scalar parameter {key!r} has no declared domain")
+    why = f"{iv.text(name)} (declared domain of {key})"
+    out = []
+    if math.isfinite(iv.lo):
+        out.append((term > iv.lo if iv.lo_open else term >= iv.lo, why))
+    if math.isfinite(iv.hi):
+        out.append((term < iv.hi if iv.hi_open else term <= iv.hi, why))
+    return out
+
+
 def symbolic_params(op, sym: Symbols, d: int, *, mode: str = "symbolic", seed: int = 0, prefix: str = "") -> dict:
     """The operator's parameters as z3 terms (see the module docstring for the two modes)."""
     drawn = draw_params(op, d, seed)
-    x = torch.randn(1, 2, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-    needs_positive: dict = {}
 
     def walk(v, path):
         name = prefix + ".".join(map(str, path))
@@ -161,11 +152,8 @@ def symbolic_params(op, sym: Symbols, d: int, *, mode: str = "symbolic", seed: i
             return sym.array(name, v.shape)
         if isinstance(v, float):
             s = sym.real(name)
-            key = path[-1]
-            if key not in needs_positive:
-                needs_positive[key] = _positive_required(op, drawn, path, x)
-            if needs_positive[key]:
-                sym.premise(s[()] > 0, f"{name} > 0 (the eager code rejects {key} <= 0)")
+            for cond, why in domain_premises(op, path[-1], s[()], name):
+                sym.premise(cond, why)
             return s
         if isinstance(v, dict):
             return {k: walk(u, path + (k,)) for k, u in v.items()}
@@ -174,8 +162,10 @@ def symbolic_params(op, sym: Symbols, d: int, *, mode: str = "symbolic", seed: i
         return v
 
     params = walk(drawn, ())
+    # The FIR operator's taps are its parameter (symbols on their declared domain); an
+    # attention over FIR keys keeps its fixed taps (its `taps=` exists for the weights probe).
     taps = inspect.signature(op.fn).parameters.get("taps")
-    if taps is not None and "taps" not in params:
+    if taps is not None and "taps" not in params and "filter" in op.traits:
         params["taps"] = symbolic_taps(sym, len(taps.default), prefix)
     return params
 

@@ -3,14 +3,19 @@
 A builder ``law(op, shapes, mode) -> Problem`` makes the symbols (inputs and
 the operator's parameters, each with its domain premise) and a *relation*
 ``relation(xp, v) -> [Fact]`` that runs the registered operator function
-(``op.fn``, ``op.weights``, ``op.layers``, ``op.reference``) through ``xp``
+(``op.fn``, ``op.layers``, ``op.reference``; the score laws read the
+weights ``op.fn`` applies off its output, never the declared ``op.weights``) through ``xp``
 and says which arrays must be equal (or ordered).  The prover runs the
 relation on z3 terms to build the claim; the replay runs the very same
 relation on float64 tensors read from the model.
 
-Each law follows its eager contract in ``tokenlaw.properties`` (same
-transformation, same comparison), over *every* position instead of one
-drawn position: e.g. null_receiver proves ``out_i = 0`` for each i.
+The law itself is stated once, in ``tokenlaw.properties`` (e.g.
+``null_laws.null_insertion``), as a relation over ``xp`` that both tiers
+evaluate (:mod:`tokenlaw.properties.statement`); a builder here only makes
+its inputs symbolic and instantiates it for *every* position instead of one
+drawn position (null_receiver proves ``out_i = 0`` for each i) and turns its
+claims into facts.  Still written here alone: ``dc_gain`` and the proof
+strategies of hosts (the layered insertion and ``closure``).
 """
 from __future__ import annotations
 
@@ -22,6 +27,12 @@ import numpy as np
 import z3
 
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import filter_laws as F
+from tokenlaw.properties import null_laws as N
+from tokenlaw.properties import score_laws as W
+from tokenlaw.properties import sequence_laws as Q
+from tokenlaw.properties import statement as S
+from tokenlaw.properties.applied import applied_weights, law_params
 
 from . import relations as R
 from .inputs import Symbols, symbolic_params
@@ -88,6 +99,31 @@ def _setup(op, n, d, mode, *, mask="domain"):
     return sym, params, inputs
 
 
+def runner(op, xp, v) -> S.Runner:
+    """The statement's ``run`` on symbolic inputs: op.fn (and op.reference) with the law's parameters."""
+    def reference(x, mask):
+        kwargs = dict(v["params"])
+        if op.domain.mask != "none":
+            kwargs["mask"] = mask
+        return op.reference(xp, x, **kwargs)
+
+    return S.Runner(lambda x, mask, **overrides: R.run(op, xp, x, mask, {**v["params"], **overrides}), reference)
+
+
+def facts(xp, claims, guard=None) -> list:
+    """A statement's claims as facts to prove: zero / equal as ``=``, at_most as ``<=``.
+
+    ``finite`` claims add nothing here: a traced term is a real wherever the
+    obligations of its divisions (which the prover proves) hold."""
+    out = []
+    for c in claims:
+        if c.kind == "finite":
+            continue
+        lhs, rhs = c.lhs, xp.zeros_like(c.lhs) if c.kind == "zero" else c.rhs
+        out.append(Fact("le" if c.kind == "at_most" else "eq", lhs, rhs, c.what, guard=guard))
+    return out
+
+
 def selected(sel, c) -> bool:
     """Is case c the one the (enumerated) selector picks?  A symbolic selector picks any."""
     if isinstance(sel, np.ndarray) and sel.dtype == object:
@@ -106,9 +142,7 @@ def zero_absorption(op, n, d, mode):
     sym, params, inputs = _setup(op, n, d, mode)
 
     def relation(xp, v):
-        x = R.with_token(v["x"], 0, 0)
-        out = R.run(op, xp, x, _mask(v), v["params"])
-        return [eq(out[:, 0], xp.zeros_like(out[:, 0]), "f(0) at token 0")]
+        return facts(xp, N.nulls_stay_null(xp, runner(op, xp, v), v["x"], _mask(v), (0,)))
 
     return Problem("zero_absorption", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"token 0 of {n} set to 0 => out_0 = 0")
@@ -119,11 +153,8 @@ def null_receiver(op, n, d, mode):
     sym, params, inputs = _setup(op, n, d, mode)
 
     def relation(xp, v):
-        facts = []
-        for i in range(n):
-            out = R.run(op, xp, R.with_token(v["x"], i, 0), _mask(v), v["params"])
-            facts.append(eq(out[:, i], xp.zeros_like(out[:, i]), f"out_{i} with h_{i} = 0"))
-        return facts
+        run = runner(op, xp, v)
+        return [f for i in range(n) for f in facts(xp, N.nulls_stay_null(xp, run, v["x"], _mask(v), (i,)))]
 
     return Problem("null_receiver", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"for every i < {n}: h_i = 0 => out_i = 0")
@@ -137,13 +168,8 @@ def null_source_insertion(op, n, d, mode):
         x, m = v["x"], _mask(v)
         if op.layers is not None:
             return _layered_insertion(op, xp, x, m, v["params"], n)
-        base = R.run(op, xp, x, m, v["params"])
-        facts = []
-        for k in range(n + 1):
-            out = R.run(op, xp, R.insert_null(xp, x, k), R.insert_visible(m, k), v["params"])
-            facts.append(eq(out[:, k], xp.zeros_like(out[:, k]), f"inserted null's own output at {k}"))
-            facts.append(eq(out[:, R.others(n + 1, k)], base, f"old tokens after inserting a null at {k}"))
-        return facts
+        run = runner(op, xp, v)
+        return [f for k in range(n + 1) for f in facts(xp, N.null_insertion(xp, run, x, m, k))]
 
     return Problem("null_source_insertion", op.name, dict(n=n, d=d, inserted=1), sym, inputs, params, relation,
                    f"for every k <= {n}: insert a null at k => its output 0, the {n} others unchanged")
@@ -185,22 +211,15 @@ def empty_support(op, n, d, mode):
                     sym.premise(z3.Implies(selector == c, m[0, i, j] == 0), "row i sees only null sources")
 
     def relation(xp, v):
-        facts = []
+        out = []
+        run = runner(op, xp, v)
         for c, (i, nulls) in enumerate(cases):
             if masked and not selected(v["case"], c):
                 continue
-            x = v["x"]
-            for j in nulls:
-                x = R.with_token(x, j, 0)
-            out = R.run(op, xp, x, _mask(v), v["params"])
-            row = out if i is None else out[:, i]
-            if masked:
-                # one selector picks the case: the others hold vacuously
-                facts.append(Fact("eq", row, xp.zeros_like(row), f"case {c}: row {i} sees only nulls {list(nulls)}",
-                                  guard=(v["case"], c)))
-            else:
-                facts.append(eq(row, xp.zeros_like(row), "every token null"))
-        return facts
+            # one selector picks the case (masked): the others hold vacuously
+            out += facts(xp, N.empty_row(xp, run, v["x"], _mask(v), i, nulls),
+                         guard=(v["case"], c) if masked else None)
+        return out
 
     inputs = dict(inputs)
     if masked:
@@ -221,14 +240,12 @@ def mask_respect(op, n, d, mode):
         sym.premise(z3.Implies(sel == c, inputs["mask"][0, i, j] == 0), "m_ij = 0 for the chosen pair")
 
     def relation(xp, v):
-        facts = []
+        out, run = [], runner(op, xp, v)
         for c, (i, j) in enumerate(pairs):
-            if not selected(v["case"], c):
-                continue
-            a = R.run(op, xp, v["x"], v["mask"], v["params"])[:, i]
-            b = R.run(op, xp, R.with_token(v["x"], j, v["y"]), v["mask"], v["params"])[:, i]
-            facts.append(Fact("eq", b, a, f"out_{i} after replacing h_{j} (m_{i}{j} = 0)", guard=(v["case"], c)))
-        return facts
+            if selected(v["case"], c):
+                out += facts(xp, Q.blind_rows(xp, run, v["x"], v["mask"], j, v["y"], (slice(None), i)),
+                             guard=(v["case"], c))
+        return out
 
     return Problem("mask_respect", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"for every i != j < {n}: m_ij = 0 => out_i unchanged when h_j is replaced by any y")
@@ -239,11 +256,7 @@ def formula_equivalence(op, n, d, mode):
     sym, params, inputs = _setup(op, n, d, mode)
 
     def relation(xp, v):
-        impl = R.run(op, xp, v["x"], _mask(v), v["params"])
-        kwargs = dict(v["params"])
-        if op.domain.mask != "none":
-            kwargs["mask"] = _mask(v)
-        return [eq(impl, op.reference(xp, v["x"], **kwargs), "stabilised implementation vs the direct formula")]
+        return facts(xp, Q.same_as_reference(xp, runner(op, xp, v), v["x"], _mask(v)))
 
     return Problem("formula_equivalence", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    "implementation(x, m) = reference formula(x, m) (eps_den included)", exp_product=True)
@@ -255,10 +268,7 @@ def permutation_equivariance(op, n, d, mode):
     perm = list(range(1, n)) + [0]            # a cyclic shift: with the swap it generates every permutation
 
     def relation(xp, v):
-        x, m = v["x"], _mask(v)
-        mp = None if m is None else m[:, perm][:, :, perm]
-        out = R.run(op, xp, x[:, perm], mp, v["params"])
-        return [eq(out, R.run(op, xp, x, m, v["params"])[:, perm], f"F(pi x) vs pi F(x), pi = {perm}")]
+        return facts(xp, Q.permuted(xp, runner(op, xp, v), v["x"], _mask(v), perm))
 
     return Problem("permutation_equivariance", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"F(pi H) = pi F(H) for the cyclic permutation {perm}")
@@ -272,14 +282,8 @@ def causality(op, n, d, mode):
     inputs["y"] = sym.array("y", (1, n, d))
 
     def relation(xp, v):
-        base = R.run(op, xp, v["x"], _mask(v), v["params"])
-        facts = []
-        for t in range(n - 1):
-            x2 = R.copy(v["x"])
-            x2[:, t + 1:] = v["y"][:, t + 1:]
-            out = R.run(op, xp, x2, _mask(v), v["params"])
-            facts.append(eq(out[:, : t + 1], base[:, : t + 1], f"outputs <= {t} after changing tokens > {t}"))
-        return facts
+        run = runner(op, xp, v)
+        return [f for t in range(n - 1) for f in facts(xp, Q.past_unchanged(xp, run, v["x"], _mask(v), v["y"], t))]
 
     return Problem("causality", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    f"for every t < {n - 1}: out_<=t unchanged when tokens > t are replaced")
@@ -292,10 +296,7 @@ def linearity(op, n, d, mode):
     inputs["a"], inputs["b"] = sym.real("a"), sym.real("b")
 
     def relation(xp, v):
-        a, b, x, y = v["a"], v["b"], v["x"], v["y"]
-        lhs = R.run(op, xp, a * x + b * y, None, v["params"])
-        rhs = a * R.run(op, xp, x, None, v["params"]) + b * R.run(op, xp, y, None, v["params"])
-        return [eq(lhs, rhs, "F(a x + b y) vs a F(x) + b F(y)")]
+        return facts(xp, F.superposes(xp, runner(op, xp, v), v["x"], v["y"], v["a"], v["b"]))
 
     return Problem("linearity", op.name, dict(n=n, d=d), sym, inputs, params, relation,
                    "F(a x + b y) = a F(x) + b F(y) for all reals a, b")
@@ -338,14 +339,14 @@ def _scores(op, n, mode):
     return sym, params, inputs
 
 
-def _visibility(op, v, n):
-    if "causal" in op.traits:
-        return R.causal(n, v["s"])
-    return v.get("mask")
-
-
 def _weights(op, xp, s, v, n, **override):
-    return op.weights(xp, s, _visibility(op, v, n), **{**R.weight_params(op, v["params"]), **override})
+    """The weights op.fn applies to s (read off its output: properties.applied), never op.weights."""
+    return applied_weights(op, xp, s, v.get("mask"), **{**law_params(v["params"]), **override})
+
+
+def _weigher(op, xp, v, n):
+    """The score statements' ``weights(s, **overrides)`` on symbolic scores."""
+    return lambda s, **overrides: _weights(op, xp, s, v, n, **overrides)
 
 
 @law("score_shift_invariance")
@@ -354,7 +355,7 @@ def score_shift_invariance(op, n, d, mode):
     inputs["c"] = sym.array("c", (1, n, 1))
 
     def relation(xp, v):
-        return [eq(_weights(op, xp, v["s"] + v["c"], v, n), _weights(op, xp, v["s"], v, n), "W(S + c 1) vs W(S)")]
+        return facts(xp, W.shift_invariant(xp, _weigher(op, xp, v, n), v["s"], v["c"]))
 
     return Problem("score_shift_invariance", op.name, dict(n=n), sym, inputs, params, relation,
                    "W(S + c_t 1) = W(S) for any per-row constants c_t")
@@ -366,52 +367,39 @@ def tau_covariance(op, n, d, mode):
     inputs["c"] = sym.real("c")
 
     def relation(xp, v):
-        tau = R.weight_params(op, v["params"])["tau"]
-        return [eq(_weights(op, xp, v["s"] + v["c"], v, n, tau=tau + v["c"]), _weights(op, xp, v["s"], v, n),
-                   "W(S + c, tau + c) vs W(S, tau)")]
+        return facts(xp, W.tau_covariant(xp, _weigher(op, xp, v, n), v["s"], v["c"], v["params"]["tau"]))
 
     return Problem("tau_covariance", op.name, dict(n=n), sym, inputs, params, relation,
                    "W(S + c, tau + c) = W(S, tau) for every real c")
-
-
-def _mass_facts(xp, w, upper: str):
-    mass = xp.sum(w, axis=-1)
-    facts = [le(xp.zeros_like(w), w, "W >= 0")]
-    if upper == "eq":
-        facts.append(eq(mass, xp.ones_like(mass), "row mass = 1"))
-    else:
-        facts.append(le(mass, xp.ones_like(mass), "row mass <= 1"))
-    return facts
 
 
 @law("simplex")
 def simplex(op, n, d, mode):
     sym, params, inputs = _scores(op, n, mode)
     return Problem("simplex", op.name, dict(n=n), sym, inputs, params,
-                   lambda xp, v: _mass_facts(xp, _weights(op, xp, v["s"], v, n), "eq"), "W >= 0 and every row sums to 1")
+                   lambda xp, v: facts(xp, W.distribution(xp, _weigher(op, xp, v, n), v["s"], slice(None), "eq")),
+                   "W >= 0 and every row sums to 1")
 
 
 @law("sub_simplex")
 def sub_simplex(op, n, d, mode):
     sym, params, inputs = _scores(op, n, mode)
     return Problem("sub_simplex", op.name, dict(n=n), sym, inputs, params,
-                   lambda xp, v: _mass_facts(xp, _weights(op, xp, v["s"], v, n), "le"), "W >= 0 and every row sums to <= 1")
+                   lambda xp, v: facts(xp, W.distribution(xp, _weigher(op, xp, v, n), v["s"], slice(None), "le")),
+                   "W >= 0 and every row sums to <= 1")
 
 
 @law("silence")
 def silence(op, n, d, mode):
     sym, params, inputs = _scores(op, n, mode)
     inputs["v"] = sym.array("v", (1, n, 1))
-    tau = R.weight_params(op, params).get("tau")
+    tau = params.get("tau")
     for idx in itertools.product(range(n), range(n)):
         s = inputs["s"][(0,) + idx]
         sym.premise(s <= (0 if tau is None else tau[()]), "S - tau <= 0 everywhere")
 
     def relation(xp, v):
-        w = _weights(op, xp, v["s"], v, n)
-        o = xp.matmul(w, v["v"])
-        return [eq(w, xp.zeros_like(w), "weights of rows with no positive S - tau"),
-                eq(o, xp.zeros_like(o), "outputs of those rows")]
+        return facts(xp, W.silent(xp, _weigher(op, xp, v, n), v["s"], v["v"]))
 
     return Problem("silence", op.name, dict(n=n), sym, inputs, params, relation,
                    "every S_tj - tau <= 0 => W = 0 and W v = 0 (tau = 0 when the normaliser has none)")

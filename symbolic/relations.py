@@ -1,55 +1,19 @@
-"""Array edits the symbolic laws are stated with, for torch tensors and numpy object arrays alike.
+"""Array edits the symbolic laws use, for torch tensors and numpy object arrays alike.
 
-A law's relation is written once and run twice: on z3 object arrays (to
-build the claim) and on float64 tensors (to replay a counterexample).  These
-helpers are the few edits it needs -- zero a token, insert a null token,
-grow a mask -- with the same meaning for both array types.
+The edits themselves (zero a token, insert a null token, grow a mask) live
+with the statements both tiers evaluate (:mod:`tokenlaw.properties.statement`);
+this module re-exports them for the proof strategies that are the symbolic
+tier's own (the layered host insertion, block-wise closure) and adds the
+runner and the causal visibility.
 """
 from __future__ import annotations
-
-import inspect
 
 import numpy as np
 import torch
 
+from tokenlaw.properties.statement import copy, insert_null, insert_visible, others, with_token
 
-def _is_torch(x) -> bool:
-    return torch.is_tensor(x)
-
-
-def copy(x):
-    return x.clone() if _is_torch(x) else x.copy()
-
-
-def with_token(x, i, value):
-    """x with token i (axis 1) replaced by ``value`` (0 or an array of shape (B, D))."""
-    out = copy(x)
-    out[:, i] = value
-    return out
-
-
-def insert_null(xp, x, k):
-    """(h_1..h_{k-1}, 0, h_k..h_n) along axis 1."""
-    return xp.concat([x[:, :k], xp.zeros_like(x[:, :1]), x[:, k:]], axis=1)
-
-
-def insert_visible(mask, k):
-    """Grow a (B, n, n) mask to n + 1 with row and column k visible (as transforms.insert_visible)."""
-    if mask is None:
-        return None
-    b, n, _ = mask.shape
-    keep = [i for i in range(n + 1) if i != k]
-    if _is_torch(mask):
-        out = torch.ones(b, n + 1, n + 1, dtype=mask.dtype)
-    else:
-        out = np.empty((b, n + 1, n + 1), dtype=object)
-        out.fill(1)
-    out[:, np.array(keep)[:, None], np.array(keep)[None, :]] = mask
-    return out
-
-
-def others(n_new, k):
-    return [i for i in range(n_new) if i != k]
+__all__ = ["copy", "with_token", "insert_null", "insert_visible", "others", "run", "causal"]
 
 
 def run(op, xp, x, mask, params):
@@ -60,15 +24,9 @@ def run(op, xp, x, mask, params):
     return op.fn(xp, x, **kwargs)
 
 
-def weight_params(op, params) -> dict:
-    """The parameters the operator's row normaliser accepts (e.g. tau)."""
-    names = inspect.signature(op.weights).parameters
-    return {k: v for k, v in params.items() if k in names and k not in ("xp", "s", "mask")}
-
-
 def causal(n, like):
     """Lower-triangular 0/1 (1, n, n) in ``like``'s array type."""
     tri = np.tril(np.ones((1, n, n)))
-    if _is_torch(like):
+    if torch.is_tensor(like):
         return torch.as_tensor(tri, dtype=torch.float64)
     return tri.astype(object)

@@ -8,7 +8,7 @@ import types
 import pytest
 
 from tokenlaw.operators.errors import DeclarationError
-from tokenlaw.operators.registry import Domain, collect, declare
+from tokenlaw.operators.registry import Domain, Interval, collect, declare
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import plan
 
@@ -71,6 +71,18 @@ def test_scratch_operator_is_picked_up_with_no_other_file_touched():
     (dict(claims={"zero_absorption": ""}), "needs a one-line reason"),
     (dict(claims={"silence": "x"}), "needs traits"),
     (dict(claims={"zero_absorption": "x"}, traits={"token_local", "flying"}), "unknown traits"),
+    # parameter domains (issue 11 point 3): declared once, checked against the drawn parameters
+    (dict(claims={"zero_absorption": "x"}, domain=Domain(params=lambda g, d, dt=None: {"tau": 1.0},
+                                                         positive=("tau", "eps_den"))),
+     "unknown parameter(s) ['eps_den']"),
+    (dict(claims={"zero_absorption": "x"}, domain=Domain(params=lambda g, d, dt=None: {"tau": 1.0})),
+     "['tau'] have no declared domain"),
+    (dict(claims={"zero_absorption": "x"}, domain=Domain(params=lambda g, d, dt=None: {"tau": -1.0},
+                                                         positive=("tau",))),
+     "outside its declared domain tau > 0"),
+    (dict(claims={"zero_absorption": "x"}, domain=Domain(params=lambda g, d, dt=None: {"blocks": [{"eps": 0.0}]},
+                                                         intervals={"eps": Interval(0.0, 1.0, lo_open=True)})),
+     "outside its declared domain 0 < eps <= 1"),
 ])
 def test_bad_declarations_raise_naming_the_file(decl, message):
     kwargs = dict(name="bad", domain=Domain(params=lambda g, d, dt=None: {}), traits={"token_local"})
@@ -91,3 +103,46 @@ def test_bad_declarations_raise_naming_the_file(decl, message):
 def test_unknown_operator_lookup_names_it(registry):
     with pytest.raises(DeclarationError, match="operator='nope'"):
         registry["nope"]
+
+
+def test_domain_itself_rejects_inconsistent_declarations():
+    with pytest.raises(DeclarationError, match="two domains"):
+        Domain(positive=("tau",), reals=("tau",))
+    with pytest.raises(DeclarationError, match="lo <= hi"):
+        Interval(1.0, 0.0)
+    with pytest.raises(DeclarationError, match="tuple of parameter names"):
+        Domain(positive="tau")
+
+
+def test_every_registered_scalar_parameter_has_a_declared_domain(registry):
+    from tokenlaw.operators.registry import scalar_parameters
+    import torch
+
+    for op in registry:
+        tree = op.domain.params(torch.Generator().manual_seed(0), op.domain.d_model[0], torch.float64)
+        for path, value in scalar_parameters(tree):
+            assert value in op.domain.scalar(path[-1]), (op.name, path)
+
+
+@pytest.mark.parametrize("interval", [
+    Interval(0.0, float("inf"), lo_open=True), Interval(0.0, float("inf")), Interval(),
+    Interval(-1.0, 2.0, hi_open=True), Interval(float("-inf"), 3.0, hi_open=True),
+])
+def test_fuzz_draws_scalar_parameters_from_the_declared_domain(interval):
+    """The fuzz tier's tau / eps_den overrides come from the same declaration as the prover's premises."""
+    from hypothesis import given, settings
+
+    from tokenlaw.fuzz.strategies import within
+
+    seen = []
+
+    @settings(max_examples=60, deadline=None, database=None)
+    @given(within(interval, exponents=(-4, 3), span=8.0))
+    def draw(v):
+        seen.append(v)
+        assert v in interval, (v, interval)
+
+    draw()
+    assert len(set(seen)) > 3
+    if interval == Interval(0.0, float("inf")):
+        assert 0.0 in seen or any(v < 1e-3 for v in seen)      # the closed end is reachable

@@ -1,0 +1,85 @@
+"""The row weights an attention operator's own code applies, read off its output.
+
+A score law (simplex, silence, tau-covariance...) is about the weights W(S)
+the operator *runs*, not the ``weights=`` function it declares: a body that
+applies another normaliser than the one it names must fail the law.  So the
+laws judge :func:`applied_weights`, which runs ``op.fn`` on a probe whose
+output *is* the weight matrix:
+
+* width D = the smallest power of 4 with D >= 2n, one head (so the score
+  scale 1/sqrt(D) is a power of two and every step below is exact in every
+  dtype, barring overflow);
+* token i is ``x_i = [s_i ; e_i ; 0]``: a score part and a one-hot part;
+* ``wq`` reads the score part times sqrt(D), ``wk`` maps the one-hot part to
+  the first n coordinates, so ``q_i . k_j / sqrt(D) = s_ij`` exactly;
+* ``wv`` copies the one-hot part (values v_j = e_j, in coordinates n..2n-1),
+  ``wo`` is the identity and every bias is 0, so ``out_i = sum_j W_ij e_j``
+  and ``W = out[..., n:2n]``;
+* an FIR over the keys (``taps=``) gets the unit filter (1,), so keys stay
+  one-hot; the causal / external mask is the operator's own.
+
+Written against ``xp``, so the fuzz tier evaluates it on torch tensors (in
+the dtype under test) and the symbolic tier on z3 terms: both judge the
+code that runs.  An operator whose ``fn`` does not take the standard
+projections (``wq, bq, wk, bk, wv, bv, wo, heads``) cannot be probed and the
+score law says so (InvalidArgument naming the missing parameters).
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from tokenlaw.operators.errors import InvalidArgument
+
+PROJECTIONS = ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "heads")
+PROBE_PARAMS = frozenset(PROJECTIONS + ("taps",))
+
+
+def probe_width(n: int) -> int:
+    """The smallest power of 4 that is >= 2n (so sqrt(D) is a power of 2)."""
+    d = 4
+    while d < 2 * n:
+        d *= 4
+    return d
+
+
+def law_params(params) -> dict:
+    """The operator's parameters a score law keeps (tau...): all but the probe's own."""
+    return {k: v for k, v in params.items() if k not in PROBE_PARAMS}
+
+
+def _probe(n: int):
+    """(wq, wk, wv, wo, D) as integer numpy arrays (0/1, and sqrt(D) in wq)."""
+    d = probe_width(n)
+    root = int(round(d ** 0.5))
+    wq, wk, wv = np.zeros((d, d), dtype=int), np.zeros((d, d), dtype=int), np.zeros((d, d), dtype=int)
+    for i in range(n):
+        wq[i, i] = root           # score part -> q, scaled by sqrt(D)
+        wk[n + i, i] = 1          # one-hot part -> k_j = e_j
+        wv[n + i, n + i] = 1      # one-hot part -> v_j = e_j (coordinates n..2n-1)
+    return wq, wk, wv, np.eye(d, dtype=int), d
+
+
+def applied_weights(op, xp, s, mask=None, **params):
+    """W (B, n, n) that ``op.fn`` applies to scores ``s`` (B, n, n) under ``mask`` and ``params``."""
+    takes = inspect.signature(op.fn).parameters
+    missing = [p for p in PROJECTIONS if p not in takes]
+    if missing:
+        raise InvalidArgument(f"operator {op.name!r}: its weights cannot be read off its output: "
+                              f"fn takes no {missing} (the standard projections)")
+    b, n, _ = s.shape
+    wq, wk, wv, wo, d = _probe(n)
+    onehot = np.zeros((b, n, d - n), dtype=int)
+    onehot[:, np.arange(n), np.arange(n)] = 1
+    x = xp.concat([s, xp.asarray(onehot, s)], axis=-1)
+    zero = np.zeros(d, dtype=int)
+    kwargs = dict(params, wq=xp.asarray(wq, s), bq=xp.asarray(zero, s), wk=xp.asarray(wk, s),
+                  bk=xp.asarray(zero, s), wv=xp.asarray(wv, s), bv=xp.asarray(zero, s),
+                  wo=xp.asarray(wo, s), heads=1)
+    if "taps" in takes:
+        kwargs["taps"] = (1.0,)
+    if op.domain.mask != "none":
+        kwargs["mask"] = mask
+    out = op.fn(xp, x, **kwargs)
+    return out[..., n:2 * n]

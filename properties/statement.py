@@ -1,0 +1,190 @@
+"""One statement per contract, evaluated by both tiers (issue 11 point 6).
+
+A contract's law is written once, as a small function over the array
+namespace ``xp`` that returns :class:`Claim` s::
+
+    def statement(xp, run, x, mask, k) -> [Claim]
+
+``run(x, mask, **overrides)`` runs the operator under test (its output), or
+for score laws ``weights(s, **overrides)`` returns the weights the
+operator's code applies.  The tiers differ only in what they feed it:
+
+* the fuzz tier (:func:`judge`) calls it on float64 torch tensors with a
+  runner that casts to a dtype, once in the dtype under test and, when a
+  claim is tolerance-based, in float64 and the probe precision; ``zero``
+  and exact ``at_most`` claims are judged bit-for-bit in the dtype under
+  test, ``equal`` and inexact ``at_most`` claims with the tolerance model;
+* the symbolic tier (``tokenlaw.symbolic.laws``) calls it on z3 object
+  arrays and proves every claim (``zero``/``equal`` as ``=``, ``at_most``
+  as ``<=``), for every position instead of one drawn position.
+
+The array edits a statement needs (zero a token, insert a null token, grow
+a mask) are here too, with one meaning for torch tensors and numpy object
+arrays.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from tokenlaw.operators.xp import TORCH
+
+from . import verdict as V
+from .judging import exact_zero, worst
+from .tolerance import PROBE, compare
+
+
+@dataclasses.dataclass
+class Claim:
+    """``lhs == 0`` (zero, exact), ``lhs == rhs`` (equal), ``lhs <= rhs`` (at_most) or
+    ``lhs`` finite (finite), elementwise."""
+
+    kind: str
+    lhs: object
+    rhs: object
+    what: str
+    exact: bool = False
+
+
+def zero(t, what: str) -> Claim:
+    """t = 0 exactly (bit-for-bit in every dtype)."""
+    return Claim("zero", t, None, what, exact=True)
+
+
+def finite(t, what: str) -> Claim:
+    """Every entry of t is finite (the symbolic tier proves it through each division's obligation)."""
+    return Claim("finite", t, None, what, exact=True)
+
+
+def equal(a, b, what: str) -> Claim:
+    """a = b (in the reals; within the tolerance model in floating point)."""
+    return Claim("equal", a, b, what)
+
+
+def at_most(a, b, what: str, exact: bool = False) -> Claim:
+    """a <= b (exact: with no rounding allowance in any dtype)."""
+    return Claim("at_most", a, b, what, exact=exact)
+
+
+# -- array edits, for torch tensors and object arrays alike -----------------------------
+
+def is_torch(x) -> bool:
+    return torch.is_tensor(x)
+
+
+def copy(x):
+    return x.clone() if is_torch(x) else x.copy()
+
+
+def with_token(x, i, value):
+    """x with token i (axis 1) replaced by ``value`` (0 or an array of shape (B, D))."""
+    out = copy(x)
+    out[:, i] = value
+    return out
+
+
+def with_nulls(x, nulls):
+    """x with every token in ``nulls`` set to 0."""
+    out = copy(x)
+    for i in nulls:
+        out[:, i] = 0
+    return out
+
+
+def insert_null(xp, x, k):
+    """(h_1..h_{k-1}, 0, h_k..h_n) along axis 1."""
+    return xp.concat([x[:, :k], xp.zeros_like(x[:, :1]), x[:, k:]], axis=1)
+
+
+def insert_visible(mask, k):
+    """Grow a (B, n, n) mask to n + 1 with row and column k visible."""
+    if mask is None:
+        return None
+    b, n, _ = mask.shape
+    keep = [i for i in range(n + 1) if i != k]
+    if is_torch(mask):
+        out = torch.ones(b, n + 1, n + 1, dtype=mask.dtype)
+    else:
+        out = np.empty((b, n + 1, n + 1), dtype=object)
+        out.fill(1)
+    out[:, np.array(keep)[:, None], np.array(keep)[None, :]] = mask
+    return out
+
+
+def others(n_new, k):
+    """Indices of the old tokens after inserting at k."""
+    return [i for i in range(n_new) if i != k]
+
+
+class Runner:
+    """What a statement runs: ``run(x, mask, **overrides)`` is the operator's output and
+    ``run.reference(x, mask)`` its declared direct formula (``op.reference``)."""
+
+    def __init__(self, call, reference=None):
+        self._call, self._reference = call, reference
+
+    def __call__(self, x, mask, **overrides):
+        return self._call(x, mask, **overrides)
+
+    def reference(self, x, mask):
+        return self._reference(x, mask)
+
+
+# -- the fuzz tier's evaluation -----------------------------------------------------------
+
+def runner(case, dtype) -> Runner:
+    """The case's operator on float64 inputs cast to ``dtype``; its outputs (the values
+    it computed in ``dtype``) as float64, so a statement's own arithmetic adds no rounding."""
+    def reference(x, mask):
+        with torch.no_grad():
+            return case.op.reference(TORCH, x.to(dtype), **case.arguments(mask, dtype)).double()
+
+    return Runner(lambda x, mask, **overrides: case.run(x, mask, dtype=dtype, **overrides).double(), reference)
+
+
+def judge(case, statement, make_run=runner) -> V.Verdict:
+    """The fuzz verdict of ``statement(xp, run)`` on a case (see the module docstring).
+
+    ``make_run(case, dtype)`` builds the runner the statement gets; the first
+    violated claim (in the statement's order) decides, else the largest ratio.
+    """
+    claims = {case.dtype: statement(TORCH, make_run(case, case.dtype))}
+    if not claims[case.dtype]:
+        return V.holds(0.0, 0.0, "nothing to compare")
+    if any(not c.exact for c in claims[case.dtype]):
+        for dt in (torch.float64, PROBE[case.dtype]):
+            if dt not in claims:
+                claims[dt] = statement(TORCH, make_run(case, dt))
+    verdicts = []
+    for i, c in enumerate(claims[case.dtype]):
+        if c.kind == "finite":
+            if not bool(torch.isfinite(c.lhs).all()):
+                verdicts.append(V.violated(float("nan"), 0.0, f"non-finite output {c.what}"))
+        elif c.kind == "zero":
+            verdicts.append(exact_zero(c.lhs, c.what))
+        elif c.exact:
+            excess = (torch.as_tensor(c.lhs).double() - torch.as_tensor(c.rhs).double()).clamp(min=0)
+            d = float(excess.max()) if excess.numel() else 0.0
+            if excess.isnan().any():
+                d = float("nan")
+            verdicts.append(V.judge(d, 0.0, f"{c.what}: largest excess {d:.3g} (exact: must be <= 0)"))
+        else:
+            a = {dt: cs[i].lhs for dt, cs in claims.items()}
+            b = {dt: cs[i].rhs if c.kind == "equal" else torch.minimum(cs[i].lhs, _like(cs[i].rhs, cs[i].lhs))
+                 for dt, cs in claims.items()}
+            verdicts.append(_tolerance(a, b, case.dtype, c.what))
+    return worst(*verdicts)
+
+
+def _like(v, ref):
+    return v if is_torch(v) else torch.full_like(ref, float(v))
+
+
+def _tolerance(a, b, dtype, what) -> V.Verdict:
+    c = compare(a, b, dtype)
+    return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
+                     f"{what}: |lhs - rhs| = {c.discrepancy:.3g} vs bound {c.bound:.3g} at {c.index} "
+                     f"(max anywhere {c.max_discrepancy:.3g})",
+                     extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy})
