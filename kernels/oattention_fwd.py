@@ -17,6 +17,11 @@ tiles once, flash-attention style, in log space like the eager operator
   term that set M contributes exactly 1, so den >= 1: it never overflows or
   underflows.  A row with no active source keeps M = log(eps_den) and gets
   num = 0, den = 1: exactly 0.
+
+For the backward (``oattention_bwd.py``) the kernel also stores one fp32
+statistic per row, lse_i = M_i + log(den_i) = log(eps_den + sum_j m_ij p_j
+exp(s_ij)): the backward rebuilds every weight as exp(a_ij - lse_i) tile by
+tile, so nothing N x N is ever stored.
 """
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ from .capabilities import tiles
 @triton.jit
 def oattention_fwd_kernel(
     # pointers
-    Q, K, V, P, MASK, OUT,
+    Q, K, V, P, MASK, OUT, LSE,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
@@ -106,6 +111,7 @@ def oattention_fwd_kernel(
     # -- epilogue: eps_den rescaled with the running max, receiver gate -----
     den = tl.exp(log_eps - m_i) + l_i          # = eps_den exp(-M) + l >= 1
     out = p_rcv[:, None] * (acc / den[:, None])
+    tl.store(LSE + pid_bh * n_ctx + offs_m, m_i + tl.log(den), mask=row_ok)     # the backward's row statistic
     tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
              out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
 
@@ -115,25 +121,27 @@ def oattention_fwd(q, k, v, p, mask=None, *, eps_den, causal=False):
 
     ``mask``: None or 0/1 (N, N) / (1|B, N, N) visibility (1 = may attend);
     ``causal`` adds j <= i.  p gates both the sources and the receivers.
-    Returns (B, H, N, dh) in q's dtype.
+    Returns (out, lse): out (B, H, N, dh) in q's dtype and the fp32 row
+    statistic lse (B, H, N) the backward needs.
 
     >>> # doctest: +SKIP
-    >>> out = oattention_fwd(q, k, v, p, eps_den=1e-6)
+    >>> out, lse = oattention_fwd(q, k, v, p, eps_den=1e-6)
     """
     b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v)
     p = validate.token_vector(p, "p", b, n, q).float()
     mask = validate.visibility(mask, "mask", b, n, q)
     eps_den = validate.scalar(eps_den, "eps_den", positive=True)
     out = torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device)
+    lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     t = tiles(n, dh)
     m_arg = mask if mask is not None else out          # unused pointer when HAS_MASK is False
     m_strides = (mask.stride(0) if mask.shape[0] > 1 else 0, mask.stride(1), mask.stride(2)) if mask is not None else (0, 0, 0)
     grid = (triton.cdiv(n, t["BLOCK_M"]), b * h)
     oattention_fwd_kernel[grid](
-        q, k, v, p, m_arg, out,
+        q, k, v, p, m_arg, out, lse,
         h, n, dh, dh ** -0.5, math.log(eps_den),
         *q.stride(), *k.stride(), *v.stride(),
         *p.stride(), *m_strides, *out.stride(),
         HAS_MASK=mask is not None, IS_CAUSAL=bool(causal), **t,
     )
-    return out
+    return out, lse

@@ -4,10 +4,13 @@
 
 The smoothed keys are never materialised: each key tile is rebuilt in
 registers from its own rows plus a 6-row halo (``tiles.fir_key_tile``), then
-a standard online softmax runs over the causal key tiles.
+a standard online softmax runs over the causal key tiles.  Each row also
+stores lse_t = m_t + log(l_t) (fp32), from which the backward
+(``sm_fir_bwd.py``) rebuilds its weights exp(S_tj - lse_t) tile by tile.
 """
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
@@ -18,7 +21,7 @@ from .tiles import fir_key_tile
 @triton.jit
 def sm_fir_fwd_kernel(
     # pointers
-    Q, K, V, TAPS, OUT,
+    Q, K, V, TAPS, OUT, LSE,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -70,10 +73,11 @@ def sm_fir_fwd_kernel(
 
     # -- epilogue: normalise (every real row sees its own key), masked store -
     out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
+    tl.store(LSE + pid_bh * n_ctx + offs_m, m_i + tl.log(l_i), mask=row_ok)
     tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
              out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
 
 
 def sm_fir_fwd(q, k, v):
-    """Causal softmax attention over FIR keys for q, k, v (B, H, N, dh); returns (B, H, N, dh)."""
-    return fir_launch.launch(sm_fir_fwd_kernel, q, k, v)
+    """Causal softmax attention over FIR keys for q, k, v (B, H, N, dh); returns (out, lse (B, H, N) fp32)."""
+    return fir_launch.launch(sm_fir_fwd_kernel, q, k, v, stats=(torch.float32,))

@@ -1,0 +1,162 @@
+"""Fused sm_fir backward: causal softmax over FIR keys, FlashAttention-2 style (SPEC 2).
+
+The forward (``sm_fir_fwd.py``) leaves the output O and lse_t per row.
+With P_tj = exp(S_tj - lse_t) (j <= t), S = q k~^T / sqrt(dh) and dO the
+incoming gradient:
+
+    delta_t = rowsum(dO_t . O_t),   ds_tj = P_tj (dO_t . v_j - delta_t),
+    dq_t = scale sum_j ds_tj k~_j,  dk~_j = scale sum_t ds_tj q_t,  dv_j = sum_t P_tj dO_t,
+
+and the raw keys' gradient is the FIR's transpose dk = F^T dk~
+(``fir_key_grad.py``: each raw key fed the 7 smoothed keys after it).
+``sm_fir_bwd_dq_kernel`` owns a query tile and streams its causal key tiles;
+``sm_fir_bwd_dkdv_kernel`` owns a key tile and streams the query tiles at or
+after it.  Both rebuild the smoothed key tile in registers
+(``tiles.fir_key_tile``) and the weights with ``softmax_weights``; nothing
+N x N is stored, dk~ is O(N).
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .capabilities import tiles
+from .fir_key_grad import fir_key_grad
+from .fir_launch import HALO, N_TAPS, taps_tensor
+from .tiles import fir_key_tile
+
+
+@triton.jit
+def softmax_weights(q, k, offs_m, offs_n, n_ctx, lse, sm_scale):
+    """P_tj = exp(S_tj - lse_t) on the causal, in-range entries of a tile; 0 elsewhere."""
+    visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
+    s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
+    return tl.where(visible, tl.exp(tl.where(visible, s - lse[:, None], 0.0)), 0.0)
+
+
+@triton.jit
+def sm_fir_bwd_dq_kernel(
+    # pointers
+    Q, K, V, TAPS, DO, LSE, DELTA, DQ,
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,          # dO
+    stride_gb, stride_gh, stride_gn, stride_gd,          # dq
+    # meta-parameters
+    N_TAPS: tl.constexpr, HALO: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a query tile of one (batch, head) ---------------
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    row_ok = offs_m < n_ctx
+    d_ok = offs_d < head_dim
+    tile_ok = row_ok[:, None] & d_ok[None, :]
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=tile_ok, other=0.0)
+    do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                 mask=tile_ok, other=0.0)
+    lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+    delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+
+    # -- causal key tiles: smoothed keys in registers, weights, ds, dq -------
+    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                         BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
+        p = softmax_weights(q, k, offs_m, offs_n, n_ctx, lse, sm_scale)
+        ds = p * (tl.dot(do, tl.trans(v), input_precision="ieee") - delta[:, None])
+        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
+
+    dq = dq * sm_scale
+    tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
+             dq.to(DQ.dtype.element_ty), mask=tile_ok)
+
+
+@triton.jit
+def sm_fir_bwd_dkdv_kernel(
+    # pointers
+    Q, K, V, TAPS, DO, LSE, DELTA, DKS, DV,
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,          # dO
+    stride_gb, stride_gh, stride_gn, stride_gd,          # dk~ (fp32), dv
+    # meta-parameters
+    N_TAPS: tl.constexpr, HALO: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a key tile of one (batch, head) -----------------
+    pid_n = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    col_ok = offs_n < n_ctx
+    d_ok = offs_d < head_dim
+    tile_ok = col_ok[:, None] & d_ok[None, :]
+    Q += b * stride_qb + h * stride_qh
+    DO += b * stride_ob + h * stride_oh
+    q_dtype = Q.dtype.element_ty
+    k = fir_key_tile(K + b * stride_kb + h * stride_kh, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim,
+                     stride_kn, stride_kd, BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q_dtype)
+    v = tl.load(V + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                mask=tile_ok, other=0.0)
+
+    # -- query tiles at or after this key tile (causal) ---------------------
+    dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    for start_m in range((start_n // BLOCK_M) * BLOCK_M, n_ctx, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < n_ctx
+        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                     mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        p = softmax_weights(q, k, offs_m, offs_n, n_ctx, lse, sm_scale)
+        dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision="ieee")
+        ds = p * (tl.dot(do, tl.trans(v), input_precision="ieee") - delta[:, None])
+        dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
+
+    dk = dk * sm_scale
+    out = b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd
+    tl.store(DKS + out, dk, mask=tile_ok)
+    tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=tile_ok)
+
+
+def sm_fir_bwd(do, q, k, v, out, lse):
+    """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; ``out``, ``lse`` from the forward."""
+    b, h, n, dh = q.shape
+    delta = (do.float() * out.float()).sum(-1).contiguous()          # (B, H, N): rowsum(dO . O)
+    dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
+    dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
+    t = tiles(n, dh)
+    common = (h, n, dh, dh ** -0.5, *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
+    meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
+    taps = taps_tensor(q.device)
+    sm_fir_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](q, k, v, taps, do, lse, delta, dq, *common, **meta)
+    sm_fir_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](q, k, v, taps, do, lse, delta, dks, dv,
+                                                                  *common, **meta)
+    return dq, fir_key_grad(dks, k.dtype), dv
