@@ -5,21 +5,39 @@
 * ``determinism``     -- reruns are bit-identical;
 * ``null_key_immunity`` -- a token with a null carrier is inert however large its key.
 
+Gradient laws, judged through whichever backend the case names (eager
+autograd, or the fused backward kernels), so one statement covers both:
+
+* ``gradient_agreement`` -- gradients w.r.t. the tokens, every weight and tau
+  match the float64 eager gradients within the predicted rounding error;
+* ``null_carrier_gradient`` -- a token with a null carrier gets exactly 0
+  gradient in its tokens and its carrier, however large its key;
+* ``masked_gradient`` -- a source gets exactly 0 gradient from the outputs of
+  the receivers it is masked from;
+* ``gradient_causality`` -- out_t has exactly 0 gradient w.r.t. tokens after t;
+* ``silent_gradient`` -- a silent row (no score above tau) has exactly 0
+  gradient w.r.t. every input.
+
 They use the contract catalogue's marker so reports and the CLI treat them
 like every other law; ``kernels/backend.py`` decides which operators claim them.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from tokenlaw.operators import projections
+from tokenlaw.operators.fir import fir
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import cast, dtype_name
 from tokenlaw.properties.catalogue import contract
+from tokenlaw.properties.differential_laws import FIRST_ORDER_LIMIT
 from tokenlaw.properties.judging import exact_zero, worst
 from tokenlaw.properties.tolerance import K, UNIT_ROUNDOFF
+from tokenlaw.properties.tolerance import differential as compare_differential
 
 _KERNEL_DTYPES = ("float32", "float16", "bfloat16")
 
@@ -129,6 +147,157 @@ def null_key_immunity(case):
     rest = agreement(case, out[:, keep], lambda dt: _eager(case, quiet, case.mask, dt, carrier=carrier)[:, keep],
                      f"other tokens when token {k} (null carrier) has a key of scale 1000, vs the same token at x = 0")
     return worst(own, rest)
+
+
+# -- gradient laws -------------------------------------------------------------------
+_OTHER_HALF = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}
+
+
+def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> dict:
+    """d(sum cotangent * out)/d(inputs) through the case's backend, in ``dtype``, as float64 tensors.
+
+    The inputs are the tokens ``x`` (default the case's), every floating
+    parameter tensor and the scalar ``tau`` (presence tau for OAttention,
+    the threshold for pn_fir_tau), each rounded to ``dtype`` from float64 --
+    as every run of the tolerance model rounds the same float64 inputs --
+    plus ``carrier`` when given.  ``cotangent`` (float64, out's shape)
+    defaults to a fixed random tensor.
+    """
+    x = case.x if x is None else x
+    mask = case.mask if mask is None else mask
+    leaves = {"x": x.to(dtype).requires_grad_(True)}
+    kwargs = case.arguments(mask, dtype)
+    for name, value in list(kwargs.items()):
+        if torch.is_tensor(value) and value.is_floating_point() and name != "mask":
+            kwargs[name] = leaves[name] = value.detach().clone().requires_grad_(True)
+        elif name == "tau":
+            kwargs[name] = leaves[name] = torch.tensor(float(value), dtype=dtype, requires_grad=True)
+    if carrier is not None:
+        kwargs["carrier"] = leaves["carrier"] = carrier.to(dtype).requires_grad_(True)
+    with torch.enable_grad():
+        out = case.call(leaves["x"], **kwargs)
+        w = case.random_like(out.shape, salt=11) if cotangent is None else cotangent
+        grads = torch.autograd.grad(out, list(leaves.values()), w.to(out.dtype), allow_unused=True)
+    return {name: (torch.zeros(t.shape, dtype=torch.float64) if g is None else g.detach().double())
+            for (name, t), g in zip(leaves.items(), grads)}
+
+
+def _eager_probe_only(op, dtype, backend):
+    if backend == "eager" and dtype == "float32":
+        return ("eager float32 gradients are the error probe the bound is predicted from; "
+                "the float32 cell is judged for kernel backends")
+    return None
+
+
+@contract(exact=False, dtypes=_KERNEL_DTYPES, skip=_eager_probe_only)
+def gradient_agreement(case):
+    """Gradients in dtype D w.r.t. the tokens, weights and tau match the float64 eager gradients within D's predicted error."""
+    # The tolerance model's differential check, applied to every gradient:
+    # the eager float32 gradient (and, for a half dtype, the other half
+    # format's) on the same float64 inputs measures this input's
+    # conditioning and predicts D's rounding error (tolerance.differential).
+    reference = dataclasses.replace(case, backend="eager", _cache={})
+    got = gradients(case, case.dtype)
+    exact = gradients(reference, torch.float64)
+    probes = {torch.float32: gradients(reference, torch.float32)}
+    if case.dtype in _OTHER_HALF:
+        probes[_OTHER_HALF[case.dtype]] = gradients(reference, _OTHER_HALF[case.dtype])
+    where = f"{case.backend} {dtype_name(case.dtype)} gradients vs float64 eager"
+    verdicts, inconclusive = [], []
+    for name in got:
+        c = compare_differential(got[name], exact[name], {dt: p[name] for dt, p in probes.items()}, case.dtype)
+        if c.predicted_relative > FIRST_ORDER_LIMIT:
+            inconclusive.append(name)      # outside the first-order error model (see differential_laws)
+            continue
+        verdicts.append(V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
+                                  f"{where}: d/d{name} |diff| = {c.discrepancy:.3g} vs predicted bound "
+                                  f"{c.bound:.3g} at {c.index} (max anywhere {c.max_discrepancy:.3g})",
+                                  extra={"ratio": c.ratio}))
+    if not verdicts:
+        return V.holds(0.0, 0.0, f"{where}: inconclusive, predicted relative error > {FIRST_ORDER_LIMIT} for "
+                                 f"{inconclusive}", extra={"ratio": 0.0, "inconclusive": True})
+    return worst(*verdicts)
+
+
+@contract(exact=True, requires={"presence"}, dtypes=_KERNEL_DTYPES)
+def null_carrier_gradient(case):
+    """A token whose carrier is null gets exactly zero gradient in its token and its carrier, however large its key."""
+    k = case.pos % case.n
+    carrier = case.x.clone()
+    carrier[:, k] = 0.0
+    x = case.x.clone()
+    x[:, k] = case.random_like(x[:, k].shape, salt=41, scale=1000.0)
+    g = gradients(case, case.dtype, x=x, carrier=carrier)
+    finite = all(bool(torch.isfinite(t).all()) for t in g.values())
+    if not finite:
+        return V.violated(float("nan"), 0.0, f"non-finite gradient with token {k}'s carrier null")
+    return worst(exact_zero(g["x"][:, k], f"gradient at token {k} (null carrier, key of scale 1000)"),
+                 exact_zero(g["carrier"][:, k], f"gradient at token {k}'s null carrier"))
+
+
+@contract(exact=True, requires={"masked"}, dtypes=_KERNEL_DTYPES)
+def masked_gradient(case):
+    """A source gets exactly zero gradient from the outputs of the receivers it is masked from."""
+    j = case.pos % case.n
+    mask = case.mask.clone()
+    mask[:, :, j] = 0.0                 # j is hidden from every receiver but itself
+    mask[:, j, j] = 1.0
+    w = case.random_like((case.batch, case.n, case.d), salt=11)
+    w[:, j] = 0.0                       # only the outputs of the receivers j is masked from
+    g = gradients(case, case.dtype, mask=mask, cotangent=w)
+    return exact_zero(g["x"][:, j], f"gradient at source {j} from the {case.n - 1} receivers masked from it")
+
+
+@contract(exact=True, requires={"causal"}, dtypes=_KERNEL_DTYPES)
+def gradient_causality(case):
+    """out_t has exactly zero gradient with respect to every token after t."""
+    if case.n < 2:
+        return V.holds(0.0, 0.0, "n = 1: no token after another")
+    s = 1 + case.pos % (case.n - 1)
+    w = case.random_like((case.batch, case.n, case.d), salt=11)
+    w[:, s:] = 0.0                      # the outputs before s only
+    g = gradients(case, case.dtype, cotangent=w)
+    return exact_zero(g["x"][:, s:], f"gradient of out[:{s}] w.r.t. tokens {s}..{case.n - 1}")
+
+
+def _fir_scores(case, dtype):
+    p = cast(case.params, dtype)
+    q, k, _ = projections.project_qkv(TORCH, case.x.to(dtype), wq=p["wq"], bq=p["bq"], wk=p["wk"], bk=p["bk"],
+                                      wv=p["wv"], bv=p["bv"], heads=p["heads"])
+    s = projections.scores(TORCH, q, fir(TORCH, k)).double()
+    n = s.shape[-1]
+    return s.masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf"))
+
+
+@contract(exact=True, requires={"causal"}, dtypes=_KERNEL_DTYPES)
+def silent_gradient(case):
+    """A silent row (no score above tau in any head) has exactly zero gradient with respect to every input."""
+    if "tau" not in case.params:
+        return V.Verdict(V.NOT_RUNNABLE, detail="the operator has no threshold tau to silence a row", tier="kernel")
+    # Each token's peak score over heads and visible keys (float64); tau goes
+    # in the widest gap between two peaks, so the rows below it are silent.
+    s64, sD = _fir_scores(case, torch.float64), _fir_scores(case, case.dtype)
+    peaks = s64.amax(dim=(1, 3))                                  # (B, N)
+    values = peaks.flatten().sort().values
+    if values.numel() < 2:
+        return V.holds(0.0, 0.0, "one row: nothing to silence beside a live row")
+    gaps = values[1:] - values[:-1]
+    i = int(gaps.argmax())
+    tau, margin = float(values[i] + values[i + 1]) / 2, float(gaps[i]) / 2
+    # The premise must hold in D too: the rows' peaks may move by D's score rounding.
+    finite = torch.isfinite(s64)
+    noise = K * (float((sD - s64)[finite].abs().max()) + UNIT_ROUNDOFF[case.dtype] * float(s64[finite].abs().max()))
+    if margin <= noise:
+        return V.holds(0.0, 0.0, f"inconclusive: widest gap between row peaks {2 * margin:.3g} is within the "
+                                 f"{dtype_name(case.dtype)} score rounding {noise:.3g}",
+                       extra={"ratio": 0.0, "inconclusive": True})
+    silent = peaks < tau                                          # (B, N)
+    w = case.random_like((case.batch, case.n, case.d), salt=11) * silent[..., None]
+    shifted = dataclasses.replace(case, tau=tau, _cache={})
+    g = gradients(shifted, case.dtype, cotangent=w)
+    rows = [int(t) for t in silent.nonzero()[:, 1].unique()]
+    return worst(*(exact_zero(t, f"gradient w.r.t. {name} of the silent rows {rows} (tau = {tau:.3g})")
+                   for name, t in g.items()))
 
 
 def kernel_transcendentals(case) -> V.Verdict:

@@ -121,8 +121,8 @@ def oattention_bwd_dq_kernel(
                          HAS_MASK, IS_CAUSAL)
         prob, expo = oattention_weights(q, k, mass, lse, sm_scale)
 
-        # ds = P (dP - delta), dP_ij = p_i dO_i . v_j
-        dp = p_rcv[:, None] * tl.dot(do, tl.trans(v), input_precision="ieee")
+        # ds = P (dP - delta), dP_ij = p_i dO_i . v_j (dy = p dO: the receiver gate)
+        dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]
         ds = prob * (dp - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
         y += tl.dot(prob.to(v.dtype), v, input_precision="ieee")

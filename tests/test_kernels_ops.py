@@ -34,13 +34,13 @@ CASES = [("oattention_fwd", dict(mask=True)), ("oattention_fwd", dict(mask=False
 @pytest.mark.slow  # reason: opcheck's aot_dispatch test traces the op with torch.compile machinery (~5-10 s per op)
 @pytest.mark.parametrize("name,kw", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_opcheck(name, kw):
-    torch.library.opcheck(getattr(ops, name), _args(name, **kw))
+    torch.library.opcheck(ops.OPS[name], _args(name, **kw))
 
 
 @pytest.mark.parametrize("name", ["oattention_fwd", "sm_fir_fwd", "pn_fir_tau_fwd"])
 def test_schema_and_fake_tensor(name):
     # the fast half of opcheck (always run); the full opcheck is marked slow above
-    torch.library.opcheck(getattr(ops, name), _args(name, grad=False),
+    torch.library.opcheck(ops.OPS[name], _args(name, grad=False),
                           test_utils=("test_schema", "test_faketensor"))
 
 
