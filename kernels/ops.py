@@ -147,26 +147,26 @@ sm_fir_fwd_op.register_autograd(_sm_backward, setup_context=_sm_setup)
 
 # -- pn_fir_tau -------------------------------------------------------------------
 @torch.library.custom_op("tokenlaw::pn_fir_tau_fwd", mutates_args=())
-def pn_fir_tau_fwd_op(q: Tensor, k: Tensor, v: Tensor, tau: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def pn_fir_tau_fwd_op(q: Tensor, k: Tensor, v: Tensor, tau: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """pn_fir_tau over FIR keys (B, H, N, dh), tau a 0-d tensor (learnable), and its row statistics
-    (peak, mass, arg); see ``kernels/pn_fir_tau_fwd.py``."""
+    (peak, arg); see ``kernels/pn_fir_tau_fwd.py``."""
     return _pn.pn_fir_tau_fwd(q, k, v, tau)
 
 
 @pn_fir_tau_fwd_op.register_fake
 def _(q, k, v, tau):
-    return _empty_like_heads(q), _row_stat(q), _row_stat(q), _row_stat(q, torch.int32)
+    return _empty_like_heads(q), _row_stat(q), _row_stat(q, torch.int32)
 
 
 @torch.library.custom_op("tokenlaw::pn_fir_tau_bwd", mutates_args=())
-def pn_fir_tau_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, tau: Tensor, out: Tensor, peak: Tensor,
-                      mass: Tensor, arg: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+def pn_fir_tau_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, tau: Tensor, peak: Tensor,
+                      arg: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(dq, dk, dv, dtau) by the fused backward kernels; see ``kernels/pn_fir_tau_bwd.py``."""
-    return _pnb.pn_fir_tau_bwd(do, q, k, v, tau, out, peak, mass, arg)
+    return _pnb.pn_fir_tau_bwd(do, q, k, v, tau, peak, arg)
 
 
 @pn_fir_tau_bwd_op.register_fake
-def _(do, q, k, v, tau, out, peak, mass, arg):
+def _(do, q, k, v, tau, peak, arg):
     return _empty_like_heads(q), _empty_like_heads(k), _empty_like_heads(v), torch.empty_like(tau)
 
 
@@ -182,7 +182,7 @@ def pn_fir_tau_reference(q, k, v, tau):
 
 def _pn_setup(ctx, inputs, output):
     ctx.mark_non_differentiable(*output[1:])
-    ctx.save_for_backward(*inputs, *output)
+    ctx.save_for_backward(*inputs, *output[1:])        # the inputs and row statistics; O is not needed
 
 
 def _pn_backward(ctx, grad, *_grad_stats):

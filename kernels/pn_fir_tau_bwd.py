@@ -1,21 +1,32 @@
 """Fused pn_fir_tau backward over FIR keys, FlashAttention-2 style, no exp or log (SPEC 2).
 
 Per row t, with r_tj = max(S_tj - tau, 0) (j <= t), the forward
-(``pn_fir_tau_fwd.py``) leaves the output O and three row statistics: the
-peak m_t, the peak-relative mass l_t = sum_j (r_tj / m_t)^10 and a_t, the
-first key at the peak.  With rho = r / m, P_tj = rho^10 / l (the power
+(``pn_fir_tau_fwd.py``) leaves two row statistics: the peak m_t and a_t,
+the first key at the peak.  With rho = r / m, l_t = sum_j rho_tj^10 and
+P_tj = rho^10 / l (the power
 normaliser), g = m / (1 + m) (the silence gate), O_t = g_t sum_j P_tj v_j and
 dO the incoming gradient:
 
-    delta_t = rowsum(dO_t . O_t)                     (= g dO . y, y = sum_j P_tj v_j)
     dP_tj   = g_t dO_t . v_j
+    delta_t = sum_j P_tj dP_tj                       (= g dO . y = rowsum(dO . O), y = sum_j P_tj v_j)
     dr_tj   = 10 rho^9 / (m l) (dP_tj - delta_t)     (the normaliser: d r^10 / sum r^10)
             + [j = a_t] delta_t / (m_t (1 + m_t))    (the gate: g'(m) dO . y, through the peak)
     ds_tj   = dr_tj  where S_tj > tau, else 0        (the rectifier)
     dq_t = scale sum_j ds_tj k~_j,  dk~_j = scale sum_t ds_tj q_t,  dv_j = sum_t g_t P_tj dO_t,
     dtau = -sum_tj ds_tj,
 
-and dk = F^T dk~ (``fir_key_grad.py``).  A silent row (m = 0) has O = 0,
+and dk = F^T dk~ (``fir_key_grad.py``).  Unlike softmax, delta is not
+taken from rowsum(dO . O): the normaliser's slope 10 / r amplifies the
+rounding of dP - delta tenfold and more, and in a row with one positive
+score (every first row, every n = 1 sequence) dP - delta is exactly 0 only
+if delta is built from the very dP values it is subtracted from.  So the dQ
+kernel first sweeps its key tiles for delta (writing it for the dK/dV
+kernel, launched after it), then for dq: two more dots per tile in one of
+the two passes, and O is not needed at all.  The same sweep recomputes the
+mass l against the stored peak: the forward's online l carries the
+rounding of every (m_old / m_new)^10 rescale (~10 u each), and a sum of P
+that is not 1 to within u lets a large component common to every dP
+(a large value bias) leak into dP - delta.  A silent row (m = 0) has O = 0,
 delta = 0 and no positive r: every term is exactly 0 (the gate's term is
 guarded, never 0/0).  The peak's derivative goes to the first key at the
 peak, a subgradient; eager autograd of ``amax`` splits it among exact ties,
@@ -44,30 +55,35 @@ def power9(x):
 
 
 @triton.jit
-def pn_tile_grad(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, delta, sm_scale):
-    """(ds, gP) for one tile: ds = dL/dS of the module docstring, gP = g P (the weights dv needs)."""
+def pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale):
+    """(slope, prob, dp, at_peak) of one tile: d P / d r up to delta, P, dP = g dO . v, the peak key."""
     visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
     r = tl.where(visible, tl.maximum(s - tau, 0.0), 0.0)
-    live = peak > 0.0
-    safe_m = tl.where(live, peak, 1.0)
+    safe_m = tl.where(peak > 0.0, peak, 1.0)
     safe_l = tl.where(mass > 0.0, mass, 1.0)
     gate = peak / (1.0 + peak)
     rho = r / safe_m[:, None]
     rho9 = power9(rho)
     prob = rho9 * rho / safe_l[:, None]                           # P = rho^10 / l
-    slope = 10.0 * rho9 / (safe_m * safe_l)[:, None]               # d P / d r = slope (1 - ...) via delta
+    slope = 10.0 * rho9 / (safe_m * safe_l)[:, None]               # 10 r^9 / sum r^10
     dp = gate[:, None] * tl.dot(do, tl.trans(v), input_precision="ieee")
-    d_gate = tl.where(live, delta / (safe_m * (1.0 + peak)), 0.0)  # g'(m) dO . y
     at_peak = (offs_n[None, :] == arg[:, None]) & (r > 0.0)
+    return slope, prob, dp, at_peak
+
+
+@triton.jit
+def pn_score_grad(slope, dp, delta, at_peak, peak):
+    """ds = dL/dS: the normaliser's term plus, at the peak key, the gate's g'(m) dO . y = delta / (m (1 + m))."""
+    d_gate = tl.where(peak > 0.0, delta / (tl.where(peak > 0.0, peak, 1.0) * (1.0 + peak)), 0.0)
     ds = slope * (dp - delta[:, None]) + tl.where(at_peak, d_gate[:, None], 0.0)
-    return ds, gate[:, None] * prob
+    return ds
 
 
 @triton.jit
 def pn_fir_tau_bwd_dq_kernel(
     # pointers
-    Q, K, V, TAPS, DO, PEAK, MASS, ARG, DELTA, DQ, DS_ROW,
+    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, DQ, DS_ROW,           # MASS, DELTA are written here
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, tau,
     # strides
@@ -96,23 +112,40 @@ def pn_fir_tau_bwd_dq_kernel(
                  mask=tile_ok, other=0.0)
     rows = pid_bh * n_ctx + offs_m
     peak = tl.load(PEAK + rows, mask=row_ok, other=0.0)
-    mass = tl.load(MASS + rows, mask=row_ok, other=0.0)
     arg = tl.load(ARG + rows, mask=row_ok, other=-1)
-    delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
-
-    # -- causal key tiles: dq, and each row's sum of ds for tau's gradient ---
-    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
-    ds_row = tl.zeros((BLOCK_M,), dtype=tl.float32)
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+
+    # -- pass 1: the mass l_t = sum_j rho^10 and delta_t = sum_j P_tj dP_tj, from the very
+    #    rho and dP the gradient uses (written for the dK/dV kernel)
+    ones = tl.full((BLOCK_M,), 1.0, dtype=tl.float32)
+    mass = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
                          BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
         v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                     mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
-        ds, gp = pn_tile_grad(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, delta, sm_scale)
+        slope, power, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, ones, arg, sm_scale)
+        mass += tl.sum(power, axis=1)                              # rho^10 (mass 1 in pn_tile)
+        delta += tl.sum(power * dp, axis=1)
+    delta = delta / tl.where(mass > 0.0, mass, 1.0)
+    tl.store(MASS + rows, mass, mask=row_ok)
+    tl.store(DELTA + rows, delta, mask=row_ok)
+
+    # -- pass 2: dq, and each row's sum of ds for tau's gradient -------------
+    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    ds_row = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                         BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
+        slope, prob, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
+        ds = pn_score_grad(slope, dp, delta, at_peak, peak)
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
         ds_row += tl.sum(ds, axis=1)
 
@@ -125,7 +158,7 @@ def pn_fir_tau_bwd_dq_kernel(
 @triton.jit
 def pn_fir_tau_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, TAPS, DO, PEAK, MASS, ARG, DELTA, DKS, DV,
+    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, DKS, DV,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, tau,
     # strides
@@ -171,8 +204,10 @@ def pn_fir_tau_bwd_dkdv_kernel(
         mass = tl.load(MASS + rows, mask=row_ok, other=0.0)
         arg = tl.load(ARG + rows, mask=row_ok, other=-1)
         delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
-        ds, gp = pn_tile_grad(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, delta, sm_scale)
-        dv += tl.dot(tl.trans(gp).to(do.dtype), do, input_precision="ieee")
+        slope, prob, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
+        ds = pn_score_grad(slope, dp, delta, at_peak, peak)
+        gate = peak / (1.0 + peak)
+        dv += tl.dot(tl.trans(gate[:, None] * prob).to(do.dtype), do, input_precision="ieee")
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
 
     dk = dk * sm_scale
@@ -181,10 +216,10 @@ def pn_fir_tau_bwd_dkdv_kernel(
     tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=tile_ok)
 
 
-def pn_fir_tau_bwd(do, q, k, v, tau, out, peak, mass, arg):
-    """Gradients (dq, dk, dv, dtau) of pn_fir_tau for ``do``; ``out`` and the row statistics from the forward."""
+def pn_fir_tau_bwd(do, q, k, v, tau, peak, arg):
+    """Gradients (dq, dk, dv, dtau) of pn_fir_tau for ``do``; ``peak`` and ``arg`` from the forward."""
     b, h, n, dh = q.shape
-    delta = (do.float() * out.float()).sum(-1).contiguous()          # (B, H, N): rowsum(dO . O)
+    mass, delta = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(2))  # dq kernel
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
     ds_row = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
@@ -194,8 +229,8 @@ def pn_fir_tau_bwd(do, q, k, v, tau, out, peak, mass, arg):
     meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
     taps = taps_tensor(q.device)
     pn_fir_tau_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](
-        q, k, v, taps, do, peak, mass, arg, delta, dq, ds_row, *common, **meta)
+        q, k, v, taps, do, peak, arg, mass, delta, dq, ds_row, *common, **meta)
     pn_fir_tau_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](
-        q, k, v, taps, do, peak, mass, arg, delta, dks, dv, *common, **meta)
+        q, k, v, taps, do, peak, arg, mass, delta, dks, dv, *common, **meta)
     dtau = -ds_row.sum()                              # S - tau: every ds enters tau with a minus sign
     return dq, fir_key_grad(dks, k.dtype), dv, dtau.to(tau.dtype).reshape(tau.shape)

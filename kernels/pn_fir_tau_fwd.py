@@ -11,10 +11,10 @@ multiplications.  A key tile in which no score exceeds tau contributes
 nothing and is skipped (no value load, no second dot).  A row that never
 sees a positive score keeps m = 0, gate 0 and output exactly 0 (silence).
 
-For the backward (``pn_fir_tau_bwd.py``) each row stores its peak m, its
-peak-relative mass l = sum_j (r_j / m)^10 and the first key that attains
-the peak (int32, -1 for a silent row): the gate's derivative flows to that
-one score, and every weight is rebuilt from (m, l) tile by tile.
+For the backward (``pn_fir_tau_bwd.py``) each row stores its peak m and the
+first key that attains it (int32, -1 for a silent row): the gate's
+derivative flows to that one score, and every weight is rebuilt from m tile
+by tile (the backward recomputes the mass against m exactly).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from .tiles import fir_key_tile, power10
 @triton.jit
 def pn_fir_tau_fwd_kernel(
     # pointers
-    Q, K, V, TAPS, OUT, PEAK, MASS, ARG,
+    Q, K, V, TAPS, OUT, PEAK, ARG,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, tau,
     # strides
@@ -91,7 +91,6 @@ def pn_fir_tau_fwd_kernel(
     out = gate[:, None] * (acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None])
     rows = pid_bh * n_ctx + offs_m
     tl.store(PEAK + rows, m_i, mask=row_ok)
-    tl.store(MASS + rows, l_i, mask=row_ok)
     tl.store(ARG + rows, arg, mask=row_ok)
     tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
              out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
@@ -100,8 +99,8 @@ def pn_fir_tau_fwd_kernel(
 def pn_fir_tau_fwd(q, k, v, tau):
     """pn_fir_tau over FIR keys for q, k, v (B, H, N, dh) and threshold ``tau``.
 
-    Returns (out, peak, mass, arg): out (B, H, N, dh) and the row statistics
-    (B, H, N) the backward needs (fp32, fp32, int32).
+    Returns (out, peak, arg): out (B, H, N, dh) and the row statistics
+    (B, H, N) the backward needs (fp32 and int32).
     """
     return fir_launch.launch(pn_fir_tau_fwd_kernel, q, k, v, validate.scalar(tau, "tau"),
-                             stats=(torch.float32, torch.float32, torch.int32))
+                             stats=(torch.float32, torch.int32))
