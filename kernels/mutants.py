@@ -115,11 +115,10 @@ KERNEL_MUTANTS = [
     # -- backward mutants ------------------------------------------------------------
     KernelMutant(
         "delta_dropped", ("sm_fir",),
-        "the backward drops the delta = rowsum(dO . O) term: ds = P dP instead of P (dP - delta), "
+        "the backward drops delta = rowsum(dO . O) = sum_j P_tj dP_tj: ds = P dP instead of P (dP - delta), "
         "the softmax Jacobian without its rank-one correction",
         _source("sm_fir_bwd", "sm_fir_bwd",
-                "delta = (do.float() * out.float()).sum(-1).contiguous()",
-                "delta = torch.zeros_like(lse)")),
+                "delta += tl.sum(p * dp, axis=1)", "delta += 0.0 * tl.sum(p * dp, axis=1)")),
     KernelMutant(
         "gate_derivative_dropped", ("pn_fir_tau",),
         "the backward forgets the silence gate's derivative g'(m) dO . y at the peak key "
@@ -143,7 +142,7 @@ KERNEL_MUTANTS = [
                 "expo = tl.exp(s - lse[:, None])")),
     KernelMutant(
         "null_receiver_gradient_leaks", ("oattention",),
-        "the dQ pass forgets the receiver gate in dP (dy = dO instead of p dO): a null receiver's "
+        "the backward forgets the receiver gate in dP (dy = dO instead of p dO): a null receiver's "
         "query gets gradient",
         _source("oattention_bwd", "oattention_bwd",
                 'dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]',

@@ -1,7 +1,6 @@
 """Fused OAttention backward, FlashAttention-2 style: nothing N x N is stored (SPEC 1).
 
-The forward (``oattention_fwd.py``) leaves the output O and one fp32 row
-statistic lse_i = log(eps_den + sum_j m_ij p_j exp(s_ij)).  With
+The forward (``oattention_fwd.py``) leaves one fp32 row statistic lse_i = log(eps_den + sum_j m_ij p_j exp(s_ij)).  With
 y_i = sum_j P_ij v_j the un-gated output (O_i = p_i y_i) and
 
     P_ij = exp(s_ij + log(m_ij p_j) - lse_i)       (active: m_ij p_j > 0; else 0)
@@ -10,7 +9,7 @@ y_i = sum_j P_ij v_j the un-gated output (O_i = p_i y_i) and
 the gradients, for dO the incoming gradient, are
 
     dy_i   = p_i dO_i,                dP_ij = dy_i . v_j,
-    delta_i = dy_i . y_i = dO_i . O_i  (one fp32 per row, computed before the kernels),
+    delta_i = dy_i . y_i = sum_j P_ij dP_ij   (one fp32 per row),
     ds_ij  = P_ij (dP_ij - delta_i),   dq_i = scale sum_j ds_ij k_j,   dk_j = scale sum_i ds_ij q_i,
     dv_j   = sum_i P_ij dy_i,
     dp_j   = sum_i E_ij (dP_ij - delta_i)        (as a source: through its mass)
@@ -23,10 +22,19 @@ before and after ``exp``, so they get exactly zero gradient -- the same
 convention as the eager operator, whose ``where`` cuts them from autograd.
 
 Two kernels, each owning the tile it writes (no atomics: deterministic):
-``oattention_bwd_dq_kernel`` streams key tiles for a query tile (dq, and
-y again for the receiver gate's gradient); ``oattention_bwd_dkdv_kernel``
-streams query tiles for a key tile (dk, dv and the sources' dp).  Both
-rebuild P and E with ``oattention_weights``.
+``oattention_bwd_dq_kernel`` streams the key tiles of a query tile twice --
+first for delta, which it writes for the other kernel, then for dq and y
+(for the receiver gate's gradient); ``oattention_bwd_dkdv_kernel``, launched
+after it, streams query tiles for a key tile (dk, dv and the sources' dp).
+Both rebuild P, E and dP with ``oattention_tile``.
+
+delta is not FlashAttention-2's rowsum(dO . O): it is summed from the very
+dP values it is subtracted from.  Where one source carries a row's weight,
+dP_ij - delta_i is 0 in the reals; built from the same dP it cancels as in
+eager autograd, while rowsum(dO . O) rounds differently and leaves
+u |dO| |v| of noise in a gradient that should vanish (found by the
+gradient_agreement search at n = 1).  The price is two more dots per tile
+in the first sweep; O is not saved.
 """
 from __future__ import annotations
 
@@ -55,20 +63,29 @@ def tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb
 
 
 @triton.jit
-def oattention_weights(q, k, mass, lse, sm_scale):
-    """(P, E) of the module docstring for one tile, rebuilt from the scores and the rows' lse."""
+def oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx, head_dim, sm_scale,
+                    stride_kn, stride_kd, stride_vn, stride_vd, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                    HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
+    """(k, v, P, E, dP) of one (rows, keys) tile, rebuilt from the scores and the rows' lse (module docstring)."""
+    kv_ok = (offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :]
+    k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd, mask=kv_ok, other=0.0)
+    v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd, mask=kv_ok, other=0.0)
+    mass = tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                     HAS_MASK, IS_CAUSAL)
     active = mass > 0.0
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
     a = s + tl.log(tl.where(active, mass, 1.0))
     prob = tl.where(active, tl.exp(tl.where(active, a - lse[:, None], 0.0)), 0.0)
     expo = tl.where(active, tl.exp(tl.where(active, s - lse[:, None], 0.0)), 0.0)
-    return prob, expo
+    # dP_ij = dy_i . v_j with dy = p dO (the receiver gate)
+    dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]
+    return k, v, prob, expo, dp
 
 
 @triton.jit
 def oattention_bwd_dq_kernel(
     # pointers
-    Q, K, V, P, MASK, DO, LSE, DELTA, DQ, DP_RCV,
+    Q, K, V, P, MASK, DO, LSE, DELTA, DQ, DP_RCV,          # DELTA is written here
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -101,28 +118,32 @@ def oattention_bwd_dq_kernel(
                  mask=tile_ok, other=0.0)
     p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
     lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-    delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
-
-    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
-    y = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)       # un-gated output, for the gate's gradient
     hi = n_ctx
     if IS_CAUSAL:
         hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+
+    # -- sweep 1: delta_i = sum_j P_ij dP_ij, from the dP that ds subtracts it from
+    delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        col_ok = offs_n < n_ctx
-        k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                    mask=col_ok[:, None] & d_ok[None, :], other=0.0)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=col_ok[:, None] & d_ok[None, :], other=0.0)
-        mass = tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
-                         HAS_MASK, IS_CAUSAL)
-        prob, expo = oattention_weights(q, k, mass, lse, sm_scale)
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+                                               head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
+                                               stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                                               HAS_MASK, IS_CAUSAL)
+        delta += tl.sum(prob * dp, axis=1)
+    tl.store(DELTA + pid_bh * n_ctx + offs_m, delta, mask=row_ok)
 
-        # ds = P (dP - delta), dP_ij = p_i dO_i . v_j (dy = p dO: the receiver gate)
-        dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]
+    # -- sweep 2: ds = P (dP - delta), dq; and y = sum_j P_ij v_j for the gate -
+    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    y = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+                                               head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
+                                               stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                                               HAS_MASK, IS_CAUSAL)
         ds = prob * (dp - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
         y += tl.dot(prob.to(v.dtype), v, input_precision="ieee")
@@ -162,12 +183,10 @@ def oattention_bwd_dkdv_kernel(
     col_ok = offs_n < n_ctx
     d_ok = offs_d < head_dim
     tile_ok = col_ok[:, None] & d_ok[None, :]
-    k = tl.load(K + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                mask=tile_ok, other=0.0)
-    v = tl.load(V + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                mask=tile_ok, other=0.0)
     Q += b * stride_qb + h * stride_qh
     DO += b * stride_ob + h * stride_oh
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
 
     dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
@@ -186,14 +205,13 @@ def oattention_bwd_dkdv_kernel(
         p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
         lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
         delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        mass = tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
-                         HAS_MASK, IS_CAUSAL)
-        prob, expo = oattention_weights(q, k, mass, lse, sm_scale)
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+                                               head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
+                                               stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                                               HAS_MASK, IS_CAUSAL)
 
         # dv_j += sum_i P_ij p_i dO_i;  ds = P (dP - delta);  dk_j += sum_i ds_ij q_i
-        gated = prob * p_rcv[:, None]
-        dv += tl.dot(tl.trans(gated).to(do.dtype), do, input_precision="ieee")
-        dp = p_rcv[:, None] * tl.dot(do, tl.trans(v), input_precision="ieee")
+        dv += tl.dot(tl.trans(prob * p_rcv[:, None]).to(do.dtype), do, input_precision="ieee")
         ds = prob * (dp - delta[:, None])
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
         # the sources' presence: d P_ij / d p_j = E_ij (P_ij / p_j without dividing by a tiny p_j)
@@ -207,16 +225,16 @@ def oattention_bwd_dkdv_kernel(
     tl.store(DP_SRC + pid_bh * n_ctx + offs_n, dp_src, mask=col_ok)
 
 
-def oattention_bwd(do, q, k, v, p, mask, out, lse, *, causal=False):
+def oattention_bwd(do, q, k, v, p, mask, lse, *, causal=False):
     """Gradients (dq, dk, dv, dp) of OAttention for the incoming gradient ``do`` (B, H, N, dh).
 
-    ``out`` and ``lse`` are what ``oattention_fwd`` returned for the same
-    inputs; ``p`` and ``mask`` are the forward's (mask: None or (1|B, N, N)).
+    ``lse`` is what ``oattention_fwd`` returned for the same inputs; ``p``
+    and ``mask`` are the forward's (mask: None or (1|B, N, N)).
     dq, dk, dv come in q's dtype (fp32 accumulation), dp (B, N) in p's.
     """
     b, h, n, dh = q.shape
     p32 = p.float()
-    delta = (do.float() * out.float()).sum(-1).contiguous()          # (B, H, N): rowsum(dO . O)
+    delta = torch.empty((b, h, n), dtype=torch.float32, device=q.device)     # written by the dq kernel
     dq, dk, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(3))
     dp_rcv = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     dp_src = torch.empty((b, h, n), dtype=torch.float32, device=q.device)

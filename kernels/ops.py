@@ -2,11 +2,12 @@
 
 Each forward op returns its output *and* the per-row statistics its
 backward needs (``(B, H, N)`` each, fp32 or int32, marked not
-differentiable); the Python functions ``oattention_fwd``, ``sm_fir_fwd``
+differentiable), and autograd saves only the inputs and those statistics
+(not even the output); the Python functions ``oattention_fwd``, ``sm_fir_fwd``
 and ``pn_fir_tau_fwd`` return the output alone.  Each backward is a custom
 op of its own (``*_bwd``) running the fused Triton backward kernels
-(``kernels/*_bwd.py``), so autograd saves the inputs, the output and the
-row statistics -- O(N) per head, never an N x N tensor -- and a compiled
+(``kernels/*_bwd.py``): what is saved is O(N) per head, never an N x N
+tensor (a caller's mask is saved by reference), and a compiled
 graph (``torch.compile``, ``opcheck``'s aot test) sees only fake tensors.
 ``OPS`` maps each name to its forward custom op.
 """
@@ -54,14 +55,14 @@ def _(q, k, v, p, mask, eps_den, causal):
 
 @torch.library.custom_op("tokenlaw::oattention_bwd", mutates_args=())
 def oattention_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, p: Tensor, mask: Optional[Tensor],
-                      out: Tensor, lse: Tensor, causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                      lse: Tensor, causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(dq, dk, dv, dp) by the fused backward kernels; see ``kernels/oattention_bwd.py``."""
     mask = None if mask is None else (mask if mask.ndim == 3 else mask[None])
-    return _oab.oattention_bwd(do, q, k, v, p, mask, out, lse, causal=causal)
+    return _oab.oattention_bwd(do, q, k, v, p, mask, lse, causal=causal)
 
 
 @oattention_bwd_op.register_fake
-def _(do, q, k, v, p, mask, out, lse, causal):
+def _(do, q, k, v, p, mask, lse, causal):
     return _empty_like_heads(q), _empty_like_heads(k), _empty_like_heads(v), torch.empty_like(p)
 
 
@@ -86,12 +87,12 @@ def _oa_setup(ctx, inputs, output):
     out, lse = output
     ctx.mark_non_differentiable(lse)
     ctx.causal = causal
-    ctx.save_for_backward(q, k, v, p, mask, out, lse)
+    ctx.save_for_backward(q, k, v, p, mask, lse)        # O is not needed: delta is summed from dP
 
 
 def _oa_backward(ctx, grad, _grad_lse):
-    q, k, v, p, mask, out, lse = ctx.saved_tensors
-    dq, dk, dv, dp = oattention_bwd_op(grad, q, k, v, p, mask, out, lse, ctx.causal)
+    q, k, v, p, mask, lse = ctx.saved_tensors
+    dq, dk, dv, dp = oattention_bwd_op(grad, q, k, v, p, mask, lse, ctx.causal)
     return dq, dk, dv, dp, None, None, None
 
 
@@ -111,14 +112,13 @@ def _(q, k, v):
 
 
 @torch.library.custom_op("tokenlaw::sm_fir_bwd", mutates_args=())
-def sm_fir_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
-                  lse: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def sm_fir_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, lse: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """(dq, dk, dv) by the fused backward kernels; see ``kernels/sm_fir_bwd.py``."""
-    return _smb.sm_fir_bwd(do, q, k, v, out, lse)
+    return _smb.sm_fir_bwd(do, q, k, v, lse)
 
 
 @sm_fir_bwd_op.register_fake
-def _(do, q, k, v, out, lse):
+def _(do, q, k, v, lse):
     return _empty_like_heads(q), _empty_like_heads(k), _empty_like_heads(v)
 
 
@@ -135,7 +135,7 @@ def sm_fir_reference(q, k, v):
 def _sm_setup(ctx, inputs, output):
     out, lse = output
     ctx.mark_non_differentiable(lse)
-    ctx.save_for_backward(*inputs, out, lse)
+    ctx.save_for_backward(*inputs, lse)
 
 
 def _sm_backward(ctx, grad, _grad_lse):
@@ -182,7 +182,7 @@ def pn_fir_tau_reference(q, k, v, tau):
 
 def _pn_setup(ctx, inputs, output):
     ctx.mark_non_differentiable(*output[1:])
-    ctx.save_for_backward(*inputs, *output[1:])        # the inputs and row statistics; O is not needed
+    ctx.save_for_backward(*inputs, *output[1:])        # the inputs and the row statistics
 
 
 def _pn_backward(ctx, grad, *_grad_stats):

@@ -1,19 +1,23 @@
 """Fused sm_fir backward: causal softmax over FIR keys, FlashAttention-2 style (SPEC 2).
 
-The forward (``sm_fir_fwd.py``) leaves the output O and lse_t per row.
+The forward (``sm_fir_fwd.py``) leaves lse_t per row.
 With P_tj = exp(S_tj - lse_t) (j <= t), S = q k~^T / sqrt(dh) and dO the
 incoming gradient:
 
-    delta_t = rowsum(dO_t . O_t),   ds_tj = P_tj (dO_t . v_j - delta_t),
+    dP_tj = dO_t . v_j,  delta_t = sum_j P_tj dP_tj,  ds_tj = P_tj (dP_tj - delta_t),
     dq_t = scale sum_j ds_tj k~_j,  dk~_j = scale sum_t ds_tj q_t,  dv_j = sum_t P_tj dO_t,
 
 and the raw keys' gradient is the FIR's transpose dk = F^T dk~
 (``fir_key_grad.py``: each raw key fed the 7 smoothed keys after it).
-``sm_fir_bwd_dq_kernel`` owns a query tile and streams its causal key tiles;
-``sm_fir_bwd_dkdv_kernel`` owns a key tile and streams the query tiles at or
-after it.  Both rebuild the smoothed key tile in registers
-(``tiles.fir_key_tile``) and the weights with ``softmax_weights``; nothing
-N x N is stored, dk~ is O(N).
+``sm_fir_bwd_dq_kernel`` owns a query tile and streams its causal key tiles
+twice: first for delta (written for the other kernel), then for dq;
+``sm_fir_bwd_dkdv_kernel``, launched after it, owns a key tile and streams
+the query tiles at or after it.  Both rebuild the smoothed key tile in
+registers (``tiles.fir_key_tile``), the weights and dP with
+``sm_fir_tile``; nothing N x N is stored, dk~ is O(N).  delta is summed from
+the very dP it is subtracted from, not taken from rowsum(dO . O): in a row
+whose weight sits on one key (every first row) dP - delta then cancels to
+exactly 0, as in eager autograd (see ``oattention_bwd.py``).
 """
 from __future__ import annotations
 
@@ -28,17 +32,26 @@ from .tiles import fir_key_tile
 
 
 @triton.jit
-def softmax_weights(q, k, offs_m, offs_n, n_ctx, lse, sm_scale):
-    """P_tj = exp(S_tj - lse_t) on the causal, in-range entries of a tile; 0 elsewhere."""
+def sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim, sm_scale,
+                stride_kn, stride_kd, stride_vn, stride_vd,
+                N_TAPS: tl.constexpr, HALO: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """(k~, v, P, dP) of one tile: smoothed keys in registers, P_tj = exp(S_tj - lse_t) on the causal
+    in-range entries (0 elsewhere), dP_tj = dO_t . v_j."""
+    k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                     BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
+    v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                mask=(offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :], other=0.0)
     visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
-    return tl.where(visible, tl.exp(tl.where(visible, s - lse[:, None], 0.0)), 0.0)
+    p = tl.where(visible, tl.exp(tl.where(visible, s - lse[:, None], 0.0)), 0.0)
+    dp = tl.dot(do, tl.trans(v), input_precision="ieee")
+    return k, v, p, dp
 
 
 @triton.jit
 def sm_fir_bwd_dq_kernel(
     # pointers
-    Q, K, V, TAPS, DO, LSE, DELTA, DQ,
+    Q, K, V, TAPS, DO, LSE, DELTA, DQ,          # DELTA is written here
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -66,21 +79,26 @@ def sm_fir_bwd_dq_kernel(
     do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
                  mask=tile_ok, other=0.0)
     lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-    delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
-
-    # -- causal key tiles: smoothed keys in registers, weights, ds, dq -------
-    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+
+    # -- sweep 1: delta_t = sum_j P_tj dP_tj, from the dP that ds subtracts it from
+    delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
-                         BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
-        p = softmax_weights(q, k, offs_m, offs_n, n_ctx, lse, sm_scale)
-        ds = p * (tl.dot(do, tl.trans(v), input_precision="ieee") - delta[:, None])
+        k, v, p, dp = sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+                                  sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
+        delta += tl.sum(p * dp, axis=1)
+    tl.store(DELTA + pid_bh * n_ctx + offs_m, delta, mask=row_ok)
+
+    # -- sweep 2: causal key tiles, ds = P (dP - delta), dq -----------------
+    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k, v, p, dp = sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+                                  sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
+        ds = p * (dp - delta[:, None])
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
 
     dq = dq * sm_scale
@@ -117,11 +135,8 @@ def sm_fir_bwd_dkdv_kernel(
     tile_ok = col_ok[:, None] & d_ok[None, :]
     Q += b * stride_qb + h * stride_qh
     DO += b * stride_ob + h * stride_oh
-    q_dtype = Q.dtype.element_ty
-    k = fir_key_tile(K + b * stride_kb + h * stride_kh, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim,
-                     stride_kn, stride_kd, BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q_dtype)
-    v = tl.load(V + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                mask=tile_ok, other=0.0)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
 
     # -- query tiles at or after this key tile (causal) ---------------------
     dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
@@ -135,9 +150,10 @@ def sm_fir_bwd_dkdv_kernel(
                      mask=row_ok[:, None] & d_ok[None, :], other=0.0)
         lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
         delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        p = softmax_weights(q, k, offs_m, offs_n, n_ctx, lse, sm_scale)
+        k, v, p, dp = sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+                                  sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
         dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision="ieee")
-        ds = p * (tl.dot(do, tl.trans(v), input_precision="ieee") - delta[:, None])
+        ds = p * (dp - delta[:, None])
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
 
     dk = dk * sm_scale
@@ -146,10 +162,10 @@ def sm_fir_bwd_dkdv_kernel(
     tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=tile_ok)
 
 
-def sm_fir_bwd(do, q, k, v, out, lse):
-    """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; ``out``, ``lse`` from the forward."""
+def sm_fir_bwd(do, q, k, v, lse):
+    """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; ``lse`` from the forward."""
     b, h, n, dh = q.shape
-    delta = (do.float() * out.float()).sum(-1).contiguous()          # (B, H, N): rowsum(dO . O)
+    delta = torch.empty((b, h, n), dtype=torch.float32, device=q.device)     # written by the dq kernel
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
     t = tiles(n, dh)
