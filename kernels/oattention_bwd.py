@@ -34,9 +34,15 @@ dP_ij - delta_i is 0 in the reals; built from the same dP it cancels as in
 eager autograd, while rowsum(dO . O) rounds differently and leaves
 u |dO| |v| of noise in a gradient that should vanish (found by the
 gradient_agreement search at n = 1).  The price is two more dots per tile
-in the first sweep; O is not saved.
+in the first sweep; O is not saved.  For the same reason dP - delta is
+evaluated as (S_i dP_ij - delta_i) + e_i dP_ij, with S_i = sum_j P_ij and
+e_i = exp(log eps_den - lse_i) the share eps_den takes (S + e = 1 in the
+reals): with one source S dP - delta cancels exactly and the small e dP is
+kept to full precision, where dP (1 - P) would lose it to cancellation.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import triton
@@ -83,11 +89,17 @@ def oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d,
 
 
 @triton.jit
+def centred(dp, delta, mass, eps_share):
+    """dP_ij - delta_i as (S_i dP_ij - delta_i) + e_i dP_ij (S + e = 1): no cancellation when one source dominates."""
+    return (dp * mass[:, None] - delta[:, None]) + dp * eps_share[:, None]
+
+
+@triton.jit
 def oattention_bwd_dq_kernel(
     # pointers
-    Q, K, V, P, MASK, DO, LSE, DELTA, DQ, DP_RCV,          # DELTA is written here
+    Q, K, V, P, MASK, DO, LSE, DELTA, MASS, DQ, DP_RCV,          # DELTA, MASS are written here
     # sizes and scalars
-    H, n_ctx, head_dim, sm_scale,
+    H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
     stride_qb, stride_qh, stride_qn, stride_qd,
     stride_kb, stride_kh, stride_kn, stride_kd,
@@ -124,8 +136,9 @@ def oattention_bwd_dq_kernel(
     if IS_CAUSAL:
         hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
 
-    # -- sweep 1: delta_i = sum_j P_ij dP_ij, from the dP that ds subtracts it from
+    # -- sweep 1: delta_i = sum_j P_ij dP_ij, from the dP that ds subtracts it from, and S_i = sum_j P_ij
     delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    mass = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
@@ -133,7 +146,10 @@ def oattention_bwd_dq_kernel(
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
         delta += tl.sum(prob * dp, axis=1)
+        mass += tl.sum(prob, axis=1)
     tl.store(DELTA + pid_bh * n_ctx + offs_m, delta, mask=row_ok)
+    tl.store(MASS + pid_bh * n_ctx + offs_m, mass, mask=row_ok)
+    eps_share = tl.exp(log_eps - lse)
 
     # -- sweep 2: ds = P (dP - delta), dq; and y = sum_j P_ij v_j for the gate -
     dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
@@ -144,7 +160,7 @@ def oattention_bwd_dq_kernel(
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
-        ds = prob * (dp - delta[:, None])
+        ds = prob * centred(dp, delta, mass, eps_share)
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
         y += tl.dot(prob.to(v.dtype), v, input_precision="ieee")
 
@@ -158,9 +174,9 @@ def oattention_bwd_dq_kernel(
 @triton.jit
 def oattention_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, P, MASK, DO, LSE, DELTA, DK, DV, DP_SRC,
+    Q, K, V, P, MASK, DO, LSE, DELTA, MASS, DK, DV, DP_SRC,
     # sizes and scalars
-    H, n_ctx, head_dim, sm_scale,
+    H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
     stride_qb, stride_qh, stride_qn, stride_qd,
     stride_kb, stride_kh, stride_kn, stride_kd,
@@ -205,6 +221,8 @@ def oattention_bwd_dkdv_kernel(
         p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
         lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
         delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        mass = tl.load(MASS + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        eps_share = tl.exp(log_eps - lse)
         k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
@@ -212,10 +230,11 @@ def oattention_bwd_dkdv_kernel(
 
         # dv_j += sum_i P_ij p_i dO_i;  ds = P (dP - delta);  dk_j += sum_i ds_ij q_i
         dv += tl.dot(tl.trans(prob * p_rcv[:, None]).to(do.dtype), do, input_precision="ieee")
-        ds = prob * (dp - delta[:, None])
+        g = centred(dp, delta, mass, eps_share)
+        ds = prob * g
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
         # the sources' presence: d P_ij / d p_j = E_ij (P_ij / p_j without dividing by a tiny p_j)
-        dp_src += tl.sum(expo * (dp - delta[:, None]), axis=0)
+        dp_src += tl.sum(expo * g, axis=0)
 
     dk = dk * sm_scale
     tl.store(DK + b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd,
@@ -225,7 +244,7 @@ def oattention_bwd_dkdv_kernel(
     tl.store(DP_SRC + pid_bh * n_ctx + offs_n, dp_src, mask=col_ok)
 
 
-def oattention_bwd(do, q, k, v, p, mask, lse, *, causal=False):
+def oattention_bwd(do, q, k, v, p, mask, lse, *, eps_den, causal=False):
     """Gradients (dq, dk, dv, dp) of OAttention for the incoming gradient ``do`` (B, H, N, dh).
 
     ``lse`` is what ``oattention_fwd`` returned for the same inputs; ``p``
@@ -234,7 +253,7 @@ def oattention_bwd(do, q, k, v, p, mask, lse, *, causal=False):
     """
     b, h, n, dh = q.shape
     p32 = p.float()
-    delta = torch.empty((b, h, n), dtype=torch.float32, device=q.device)     # written by the dq kernel
+    delta, mass = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(2))  # dq kernel
     dq, dk, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(3))
     dp_rcv = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     dp_src = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
@@ -242,12 +261,12 @@ def oattention_bwd(do, q, k, v, p, mask, lse, *, causal=False):
     m_arg = mask if mask is not None else dq          # unused pointer when HAS_MASK is False
     m_strides = (mask.stride(0) if mask.shape[0] > 1 else 0, mask.stride(1), mask.stride(2)) \
         if mask is not None else (0, 0, 0)
-    common = (h, n, dh, dh ** -0.5, *q.stride(), *k.stride(), *v.stride(), *p32.stride(), *m_strides,
+    common = (h, n, dh, dh ** -0.5, math.log(eps_den), *q.stride(), *k.stride(), *v.stride(), *p32.stride(), *m_strides,
               *do.stride(), *dq.stride())      # dq, dk, dv: one contiguous layout
     meta = dict(HAS_MASK=mask is not None, IS_CAUSAL=bool(causal), **t)
     oattention_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](
-        q, k, v, p32, m_arg, do, lse, delta, dq, dp_rcv, *common, **meta)
+        q, k, v, p32, m_arg, do, lse, delta, mass, dq, dp_rcv, *common, **meta)
     oattention_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](
-        q, k, v, p32, m_arg, do, lse, delta, dk, dv, dp_src, *common, **meta)
+        q, k, v, p32, m_arg, do, lse, delta, mass, dk, dv, dp_src, *common, **meta)
     dp = (dp_rcv + dp_src).sum(1)                    # p is shared by the heads
     return dq, dk, dv, dp.to(p.dtype)

@@ -55,14 +55,14 @@ def _(q, k, v, p, mask, eps_den, causal):
 
 @torch.library.custom_op("tokenlaw::oattention_bwd", mutates_args=())
 def oattention_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, p: Tensor, mask: Optional[Tensor],
-                      lse: Tensor, causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                      lse: Tensor, eps_den: float, causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(dq, dk, dv, dp) by the fused backward kernels; see ``kernels/oattention_bwd.py``."""
     mask = None if mask is None else (mask if mask.ndim == 3 else mask[None])
-    return _oab.oattention_bwd(do, q, k, v, p, mask, lse, causal=causal)
+    return _oab.oattention_bwd(do, q, k, v, p, mask, lse, eps_den=eps_den, causal=causal)
 
 
 @oattention_bwd_op.register_fake
-def _(do, q, k, v, p, mask, lse, causal):
+def _(do, q, k, v, p, mask, lse, eps_den, causal):
     return _empty_like_heads(q), _empty_like_heads(k), _empty_like_heads(v), torch.empty_like(p)
 
 
@@ -86,13 +86,13 @@ def _oa_setup(ctx, inputs, output):
     q, k, v, p, mask, eps_den, causal = inputs
     out, lse = output
     ctx.mark_non_differentiable(lse)
-    ctx.causal = causal
+    ctx.eps_den, ctx.causal = eps_den, causal
     ctx.save_for_backward(q, k, v, p, mask, lse)        # O is not needed: delta is summed from dP
 
 
 def _oa_backward(ctx, grad, _grad_lse):
     q, k, v, p, mask, lse = ctx.saved_tensors
-    dq, dk, dv, dp = oattention_bwd_op(grad, q, k, v, p, mask, lse, ctx.causal)
+    dq, dk, dv, dp = oattention_bwd_op(grad, q, k, v, p, mask, lse, ctx.eps_den, ctx.causal)
     return dq, dk, dv, dp, None, None, None
 
 
