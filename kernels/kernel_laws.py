@@ -182,6 +182,21 @@ def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> d
             for (name, t), g in zip(leaves.items(), grads)}
 
 
+def _affine(grads: dict) -> dict:
+    """Each projection's weight and bias gradients as one tensor [W; b] (a bias is the weight of a constant-1 input).
+
+    Judged alone, a bias gradient is a sum over tokens whose terms may cancel
+    to ~0 (a key bias under softmax, exactly); its rounding is relative to
+    those terms, i.e. to the weight gradient's scale, which the normwise
+    tolerance then sees.
+    """
+    out = dict(grads)
+    for w in [n for n in grads if n.startswith("w") and "b" + n[1:] in grads]:
+        b = "b" + w[1:]
+        out[f"{w}|{b}"] = torch.cat([out.pop(w), out.pop(b)[None]])
+    return out
+
+
 def _eager_probe_only(op, dtype, backend):
     if backend == "eager" and dtype == "float32":
         return ("eager float32 gradients are the error probe the bound is predicted from; "
@@ -192,6 +207,7 @@ def _eager_probe_only(op, dtype, backend):
 @contract(exact=False, dtypes=_KERNEL_DTYPES, skip=_eager_probe_only)
 def gradient_agreement(case):
     """Gradients in dtype D w.r.t. the tokens, weights and tau match the float64 eager gradients within D's predicted error."""
+    # Each projection's [W; b] is judged as one tensor (_affine).
     # The tolerance model's differential check, applied to every gradient:
     # the eager float32 gradient on the same float64 inputs measures this
     # input's conditioning and predicts D's rounding error
@@ -201,16 +217,16 @@ def gradient_agreement(case):
     # most for the 0-d tau gradient, a signed sum over every score of the
     # case, whose float32 error can cancel to far below its terms' rounding.
     reference = dataclasses.replace(case, backend="eager", _cache={})
-    got = gradients(case, case.dtype)
-    exact = gradients(reference, torch.float64)
+    got = _affine(gradients(case, case.dtype))
+    exact = _affine(gradients(reference, torch.float64))
     second = _OTHER_HALF.get(case.dtype, PROBE[torch.float32])
-    probes = {dt: gradients(reference, dt) for dt in (torch.float32, second)}
+    probes = {dt: _affine(gradients(reference, dt)) for dt in (torch.float32, second)}
     where = f"{case.backend} {dtype_name(case.dtype)} gradients vs float64 eager"
     verdicts, inconclusive = [], []
     if not all(bool(torch.isfinite(t).all()) for t in got.values()):
         # A gradient that leaves D's range: the law says nothing if the eager operator's own
         # gradient in D is not finite either (e.g. a near-null token's presence gradient in fp16).
-        eager_d = gradients(reference, case.dtype)
+        eager_d = _affine(gradients(reference, case.dtype))
         lost = [n for n, t in got.items() if not bool(torch.isfinite(t).all())]
         if all(not bool(torch.isfinite(eager_d[n]).all()) for n in lost):
             return V.holds(0.0, 0.0, f"{where}: inconclusive, the gradients w.r.t. {lost} leave "

@@ -115,17 +115,17 @@ KERNEL_MUTANTS = [
     # -- backward mutants ------------------------------------------------------------
     KernelMutant(
         "delta_dropped", ("sm_fir",),
-        "the backward drops delta = rowsum(dO . O) = sum_j P_tj dP_tj: ds = P dP instead of P (dP - delta), "
-        "the softmax Jacobian without its rank-one correction",
+        "the backward drops delta = rowsum(dO . O) = sum_j P_tj dP_tj: ds = P dP instead of P (dP - delta) "
+        "away from each row's top key, the softmax Jacobian without its rank-one correction",
         _source("sm_fir_bwd", "sm_fir_bwd",
-                "delta += tl.sum(p * dp, axis=1)", "delta += 0.0 * tl.sum(p * dp, axis=1)")),
+                "delta = rest_dp + top_dp", "delta = 0.0 * top_dp")),
     KernelMutant(
         "gate_derivative_dropped", ("pn_fir_tau",),
         "the backward forgets the silence gate's derivative g'(m) dO . y at the peak key "
         "(only the power normaliser's Jacobian is kept)",
         _source("pn_fir_tau_bwd", "pn_fir_tau_bwd",
-                "ds = slope * (dp - delta[:, None]) + tl.where(at_peak, d_gate[:, None], 0.0)",
-                "ds = slope * (dp - delta[:, None])")),
+                "ds = slope * centred(dp, at_peak, delta, rest, rest_dp) + tl.where(at_peak, d_gate[:, None], 0.0)",
+                "ds = slope * centred(dp, at_peak, delta, rest, rest_dp)")),
     KernelMutant(
         "dk_fir_halo_dropped", ("sm_fir", "pn_fir_tau"),
         "the FIR transpose of dK reads no halo past its own key tile: a tile's last keys miss the "
@@ -135,11 +135,11 @@ KERNEL_MUTANTS = [
                 "hi = tl.minimum(start_n + BLOCK_N, n_ctx)")),
     KernelMutant(
         "presence_gradient_leaks", ("oattention",),
-        "the sources' presence gradient E = exp(s - lse) is not zeroed on inactive entries: a masked "
+        "the sources' presence gradient E = exp(s - M) / den is not zeroed on inactive entries: a masked "
         "or null source's presence picks up gradient from receivers that cannot see it",
         _source("oattention_bwd", "oattention_bwd",
-                "expo = tl.where(active, tl.exp(tl.where(active, s - lse[:, None], 0.0)), 0.0)",
-                "expo = tl.exp(s - lse[:, None])")),
+                "expo = tl.where(active, tl.exp(tl.where(active, s - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]",
+                "expo = tl.exp(s - row_max[:, None]) * inv_den[:, None]")),
     KernelMutant(
         "null_receiver_gradient_leaks", ("oattention",),
         "the backward forgets the receiver gate in dP (dy = dO instead of p dO): a null receiver's "

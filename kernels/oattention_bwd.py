@@ -1,10 +1,13 @@
 """Fused OAttention backward, FlashAttention-2 style: nothing N x N is stored (SPEC 1).
 
-The forward (``oattention_fwd.py``) leaves one fp32 row statistic lse_i = log(eps_den + sum_j m_ij p_j exp(s_ij)).  With
+The forward (``oattention_fwd.py``) leaves two fp32 row statistics, the
+log-space max M_i and the denominator den_i (lse_i = M_i + log den_i =
+log(eps_den + sum_j m_ij p_j exp(s_ij)) is never formed: in fp32 it would
+round at the scale of M).  With
 y_i = sum_j P_ij v_j the un-gated output (O_i = p_i y_i) and
 
-    P_ij = exp(s_ij + log(m_ij p_j) - lse_i)       (active: m_ij p_j > 0; else 0)
-    E_ij = exp(s_ij - lse_i)                      (d P_ij / d p_j on active entries)
+    P_ij = exp(s_ij + log(m_ij p_j) - M_i) / den_i   (active: m_ij p_j > 0; else 0)
+    E_ij = exp(s_ij - M_i) / den_i                  (d P_ij / d p_j on active entries)
 
 the gradients, for dO the incoming gradient, are
 
@@ -16,7 +19,7 @@ the gradients, for dO the incoming gradient, are
            + sum_h dO_i . y_i                     (as a receiver: through the gate),
 
 summed over heads (p is shared by the heads).  eps_den only makes the
-weights sum below 1; it is inside lse and has no term of its own.  Inactive
+weights sum below 1; it is inside den and has no term of its own.  Inactive
 entries (masked, causal, null or padding sources) are zeroed by ``where``
 before and after ``exp``, so they get exactly zero gradient -- the same
 convention as the eager operator, whose ``where`` cuts them from autograd.
@@ -34,11 +37,13 @@ dP_ij - delta_i is 0 in the reals; built from the same dP it cancels as in
 eager autograd, while rowsum(dO . O) rounds differently and leaves
 u |dO| |v| of noise in a gradient that should vanish (found by the
 gradient_agreement search at n = 1).  The price is two more dots per tile
-in the first sweep; O is not saved.  For the same reason dP - delta is
-evaluated as (S_i dP_ij - delta_i) + e_i dP_ij, with S_i = sum_j P_ij and
-e_i = exp(log eps_den - lse_i) the share eps_den takes (S + e = 1 in the
-reals): with one source S dP - delta cancels exactly and the small e dP is
-kept to full precision, where dP (1 - P) would lose it to cancellation.
+in the first sweep; O is not saved.  For the same reason, at the row's top
+source a (stored by the forward) dP - delta is evaluated as
+rest dP_a - rest_dP, with rest = e_i + sum_{j != a} P_ij (e_i =
+exp(log eps_den - M_i) / den_i the share eps_den takes; P_a + rest = 1 in
+the reals) and rest_dP = sum_{j != a} P_ij dP_ij: small terms only, where
+dP_a - delta = dP_a (1 - P_a) - ... would lose them to cancellation in a
+saturated row (``tiles.centred``).
 """
 from __future__ import annotations
 
@@ -49,6 +54,7 @@ import triton
 import triton.language as tl
 
 from .capabilities import tiles
+from .tiles import centred
 
 
 @triton.jit
@@ -69,10 +75,10 @@ def tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb
 
 
 @triton.jit
-def oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx, head_dim, sm_scale,
+def oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx, head_dim, sm_scale,
                     stride_kn, stride_kd, stride_vn, stride_vd, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                     HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
-    """(k, v, P, E, dP) of one (rows, keys) tile, rebuilt from the scores and the rows' lse (module docstring)."""
+    """(k, v, P, E, dP) of one (rows, keys) tile, rebuilt from the scores and the rows' M, den (module docstring)."""
     kv_ok = (offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :]
     k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd, mask=kv_ok, other=0.0)
     v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd, mask=kv_ok, other=0.0)
@@ -81,23 +87,17 @@ def oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d,
     active = mass > 0.0
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
     a = s + tl.log(tl.where(active, mass, 1.0))
-    prob = tl.where(active, tl.exp(tl.where(active, a - lse[:, None], 0.0)), 0.0)
-    expo = tl.where(active, tl.exp(tl.where(active, s - lse[:, None], 0.0)), 0.0)
+    prob = tl.where(active, tl.exp(tl.where(active, a - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]
+    expo = tl.where(active, tl.exp(tl.where(active, s - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]
     # dP_ij = dy_i . v_j with dy = p dO (the receiver gate)
     dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]
     return k, v, prob, expo, dp
 
 
 @triton.jit
-def centred(dp, delta, mass, eps_share):
-    """dP_ij - delta_i as (S_i dP_ij - delta_i) + e_i dP_ij (S + e = 1): no cancellation when one source dominates."""
-    return (dp * mass[:, None] - delta[:, None]) + dp * eps_share[:, None]
-
-
-@triton.jit
 def oattention_bwd_dq_kernel(
     # pointers
-    Q, K, V, P, MASK, DO, LSE, DELTA, MASS, DQ, DP_RCV,          # DELTA, MASS are written here
+    Q, K, V, P, MASK, DO, ROW_MAX, ROW_DEN, ROW_ARG, DELTA, REST, REST_DP, DQ, DP_RCV,   # DELTA, REST, REST_DP: written
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
@@ -129,38 +129,45 @@ def oattention_bwd_dq_kernel(
     do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
                  mask=tile_ok, other=0.0)
     p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
-    lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+    row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+    inv_den = 1.0 / tl.load(ROW_DEN + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
+    arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
     hi = n_ctx
     if IS_CAUSAL:
         hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
 
-    # -- sweep 1: delta_i = sum_j P_ij dP_ij, from the dP that ds subtracts it from, and S_i = sum_j P_ij
-    delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    mass = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    # -- sweep 1: delta_i = sum_j P_ij dP_ij from the dP that ds subtracts it from, split at the
+    #    row's top source a: rest = e + sum_{j != a} P_ij, rest_dp = sum_{j != a} P_ij dP_ij
+    rest = tl.exp(log_eps - row_max) * inv_den                     # eps_den's share e
+    rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
-        delta += tl.sum(prob * dp, axis=1)
-        mass += tl.sum(prob, axis=1)
+        at_top = offs_n[None, :] == arg[:, None]
+        rest += tl.sum(tl.where(at_top, 0.0, prob), axis=1)
+        rest_dp += tl.sum(tl.where(at_top, 0.0, prob * dp), axis=1)
+        top_dp += tl.sum(tl.where(at_top, prob * dp, 0.0), axis=1)
+    delta = rest_dp + top_dp
     tl.store(DELTA + pid_bh * n_ctx + offs_m, delta, mask=row_ok)
-    tl.store(MASS + pid_bh * n_ctx + offs_m, mass, mask=row_ok)
-    eps_share = tl.exp(log_eps - lse)
+    tl.store(REST + pid_bh * n_ctx + offs_m, rest, mask=row_ok)
+    tl.store(REST_DP + pid_bh * n_ctx + offs_m, rest_dp, mask=row_ok)
 
     # -- sweep 2: ds = P (dP - delta), dq; and y = sum_j P_ij v_j for the gate -
     dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     y = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
-        ds = prob * centred(dp, delta, mass, eps_share)
+        ds = prob * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
         y += tl.dot(prob.to(v.dtype), v, input_precision="ieee")
 
@@ -174,7 +181,7 @@ def oattention_bwd_dq_kernel(
 @triton.jit
 def oattention_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, P, MASK, DO, LSE, DELTA, MASS, DK, DV, DP_SRC,
+    Q, K, V, P, MASK, DO, ROW_MAX, ROW_DEN, ROW_ARG, DELTA, REST, REST_DP, DK, DV, DP_SRC,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
@@ -219,18 +226,20 @@ def oattention_bwd_dkdv_kernel(
         do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
                      mask=row_ok[:, None] & d_ok[None, :], other=0.0)
         p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
-        lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        inv_den = 1.0 / tl.load(ROW_DEN + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
+        arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
         delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        mass = tl.load(MASS + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        eps_share = tl.exp(log_eps - lse)
-        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, lse, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+        rest = tl.load(REST + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        rest_dp = tl.load(REST_DP + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
 
         # dv_j += sum_i P_ij p_i dO_i;  ds = P (dP - delta);  dk_j += sum_i ds_ij q_i
         dv += tl.dot(tl.trans(prob * p_rcv[:, None]).to(do.dtype), do, input_precision="ieee")
-        g = centred(dp, delta, mass, eps_share)
+        g = centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
         ds = prob * g
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
         # the sources' presence: d P_ij / d p_j = E_ij (P_ij / p_j without dividing by a tiny p_j)
@@ -244,16 +253,16 @@ def oattention_bwd_dkdv_kernel(
     tl.store(DP_SRC + pid_bh * n_ctx + offs_n, dp_src, mask=col_ok)
 
 
-def oattention_bwd(do, q, k, v, p, mask, lse, *, eps_den, causal=False):
+def oattention_bwd(do, q, k, v, p, mask, row_max, row_den, row_arg, *, eps_den, causal=False):
     """Gradients (dq, dk, dv, dp) of OAttention for the incoming gradient ``do`` (B, H, N, dh).
 
-    ``lse`` is what ``oattention_fwd`` returned for the same inputs; ``p``
+    ``row_max``, ``row_den``, ``row_arg`` are what ``oattention_fwd`` returned for the same inputs; ``p``
     and ``mask`` are the forward's (mask: None or (1|B, N, N)).
     dq, dk, dv come in q's dtype (fp32 accumulation), dp (B, N) in p's.
     """
     b, h, n, dh = q.shape
     p32 = p.float()
-    delta, mass = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(2))  # dq kernel
+    delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
     dq, dk, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(3))
     dp_rcv = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     dp_src = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
@@ -265,8 +274,8 @@ def oattention_bwd(do, q, k, v, p, mask, lse, *, eps_den, causal=False):
               *do.stride(), *dq.stride())      # dq, dk, dv: one contiguous layout
     meta = dict(HAS_MASK=mask is not None, IS_CAUSAL=bool(causal), **t)
     oattention_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](
-        q, k, v, p32, m_arg, do, lse, delta, mass, dq, dp_rcv, *common, **meta)
+        q, k, v, p32, m_arg, do, row_max, row_den, row_arg, delta, rest, rest_dp, dq, dp_rcv, *common, **meta)
     oattention_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](
-        q, k, v, p32, m_arg, do, lse, delta, mass, dk, dv, dp_src, *common, **meta)
+        q, k, v, p32, m_arg, do, row_max, row_den, row_arg, delta, rest, rest_dp, dk, dv, dp_src, *common, **meta)
     dp = (dp_rcv + dp_src).sum(1)                    # p is shared by the heads
     return dq, dk, dv, dp.to(p.dtype)

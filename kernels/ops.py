@@ -43,26 +43,28 @@ def _row_stat(q, dtype=torch.float32):
 # -- OAttention -----------------------------------------------------------------
 @torch.library.custom_op("tokenlaw::oattention_fwd", mutates_args=())
 def oattention_fwd_op(q: Tensor, k: Tensor, v: Tensor, p: Tensor, mask: Optional[Tensor],
-                      eps_den: float, causal: bool) -> tuple[Tensor, Tensor]:
-    """OAttention core (B, H, N, dh) with presence p (B, N) and its row statistic lse; see ``kernels/oattention_fwd.py``."""
+                      eps_den: float, causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """OAttention core (B, H, N, dh) with presence p (B, N), and its row statistics (max, den, top source);
+    see ``kernels/oattention_fwd.py``."""
     return _oa.oattention_fwd(q, k, v, p, mask, eps_den=eps_den, causal=causal)
 
 
 @oattention_fwd_op.register_fake
 def _(q, k, v, p, mask, eps_den, causal):
-    return _empty_like_heads(q), _row_stat(q)
+    return _empty_like_heads(q), _row_stat(q), _row_stat(q), _row_stat(q, torch.int32)
 
 
 @torch.library.custom_op("tokenlaw::oattention_bwd", mutates_args=())
 def oattention_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, p: Tensor, mask: Optional[Tensor],
-                      lse: Tensor, eps_den: float, causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                      row_max: Tensor, row_den: Tensor, row_arg: Tensor, eps_den: float,
+                      causal: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(dq, dk, dv, dp) by the fused backward kernels; see ``kernels/oattention_bwd.py``."""
     mask = None if mask is None else (mask if mask.ndim == 3 else mask[None])
-    return _oab.oattention_bwd(do, q, k, v, p, mask, lse, eps_den=eps_den, causal=causal)
+    return _oab.oattention_bwd(do, q, k, v, p, mask, row_max, row_den, row_arg, eps_den=eps_den, causal=causal)
 
 
 @oattention_bwd_op.register_fake
-def _(do, q, k, v, p, mask, lse, eps_den, causal):
+def _(do, q, k, v, p, mask, row_max, row_den, row_arg, eps_den, causal):
     return _empty_like_heads(q), _empty_like_heads(k), _empty_like_heads(v), torch.empty_like(p)
 
 
@@ -84,15 +86,14 @@ def oattention_reference(q, k, v, p, mask, eps_den, causal):
 
 def _oa_setup(ctx, inputs, output):
     q, k, v, p, mask, eps_den, causal = inputs
-    out, lse = output
-    ctx.mark_non_differentiable(lse)
+    ctx.mark_non_differentiable(*output[1:])
     ctx.eps_den, ctx.causal = eps_den, causal
-    ctx.save_for_backward(q, k, v, p, mask, lse)        # O is not needed: delta is summed from dP
+    ctx.save_for_backward(q, k, v, p, mask, *output[1:])        # O is not needed: delta is summed from dP
 
 
-def _oa_backward(ctx, grad, _grad_lse):
-    q, k, v, p, mask, lse = ctx.saved_tensors
-    dq, dk, dv, dp = oattention_bwd_op(grad, q, k, v, p, mask, lse, ctx.eps_den, ctx.causal)
+def _oa_backward(ctx, grad, *_grad_stats):
+    q, k, v, p, mask, *stats = ctx.saved_tensors
+    dq, dk, dv, dp = oattention_bwd_op(grad, q, k, v, p, mask, *stats, ctx.eps_den, ctx.causal)
     return dq, dk, dv, dp, None, None, None
 
 
@@ -101,24 +102,26 @@ oattention_fwd_op.register_autograd(_oa_backward, setup_context=_oa_setup)
 
 # -- sm_fir -------------------------------------------------------------------------
 @torch.library.custom_op("tokenlaw::sm_fir_fwd", mutates_args=())
-def sm_fir_fwd_op(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-    """Causal softmax attention over FIR keys (B, H, N, dh) and its row lse; see ``kernels/sm_fir_fwd.py``."""
+def sm_fir_fwd_op(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Causal softmax attention over FIR keys (B, H, N, dh) and its row (max, sum, top key);
+    see ``kernels/sm_fir_fwd.py``."""
     return _sm.sm_fir_fwd(q, k, v)
 
 
 @sm_fir_fwd_op.register_fake
 def _(q, k, v):
-    return _empty_like_heads(q), _row_stat(q)
+    return _empty_like_heads(q), _row_stat(q), _row_stat(q), _row_stat(q, torch.int32)
 
 
 @torch.library.custom_op("tokenlaw::sm_fir_bwd", mutates_args=())
-def sm_fir_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, lse: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def sm_fir_bwd_op(do: Tensor, q: Tensor, k: Tensor, v: Tensor, row_max: Tensor, row_sum: Tensor,
+                  row_arg: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """(dq, dk, dv) by the fused backward kernels; see ``kernels/sm_fir_bwd.py``."""
-    return _smb.sm_fir_bwd(do, q, k, v, lse)
+    return _smb.sm_fir_bwd(do, q, k, v, row_max, row_sum, row_arg)
 
 
 @sm_fir_bwd_op.register_fake
-def _(do, q, k, v, lse):
+def _(do, q, k, v, row_max, row_sum, row_arg):
     return _empty_like_heads(q), _empty_like_heads(k), _empty_like_heads(v)
 
 
@@ -133,12 +136,11 @@ def sm_fir_reference(q, k, v):
 
 
 def _sm_setup(ctx, inputs, output):
-    out, lse = output
-    ctx.mark_non_differentiable(lse)
-    ctx.save_for_backward(*inputs, lse)
+    ctx.mark_non_differentiable(*output[1:])
+    ctx.save_for_backward(*inputs, *output[1:])
 
 
-def _sm_backward(ctx, grad, _grad_lse):
+def _sm_backward(ctx, grad, *_grad_stats):
     return sm_fir_bwd_op(grad, *ctx.saved_tensors)
 
 

@@ -26,7 +26,8 @@ the two passes, and O is not needed at all.  The same sweep recomputes the
 mass l against the stored peak: the forward's online l carries the
 rounding of every (m_old / m_new)^10 rescale (~10 u each), and a sum of P
 that is not 1 to within u lets a large component common to every dP
-(a large value bias) leak into dP - delta.  A silent row (m = 0) has O = 0,
+(a large value bias) leak into dP - delta.  At the peak key dP - delta is
+formed from the other keys' small terms (``tiles.centred``).  A silent row (m = 0) has O = 0,
 delta = 0 and no positive r: every term is exactly 0 (the gate's term is
 guarded, never 0/0).  The peak's derivative goes to the first key at the
 peak, a subgradient; eager autograd of ``amax`` splits it among exact ties,
@@ -42,7 +43,7 @@ import triton.language as tl
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
-from .tiles import fir_key_tile
+from .tiles import centred, fir_key_tile
 
 
 @triton.jit
@@ -73,17 +74,17 @@ def pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale):
 
 
 @triton.jit
-def pn_score_grad(slope, dp, delta, at_peak, peak):
+def pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak):
     """ds = dL/dS: the normaliser's term plus, at the peak key, the gate's g'(m) dO . y = delta / (m (1 + m))."""
     d_gate = tl.where(peak > 0.0, delta / (tl.where(peak > 0.0, peak, 1.0) * (1.0 + peak)), 0.0)
-    ds = slope * (dp - delta[:, None]) + tl.where(at_peak, d_gate[:, None], 0.0)
+    ds = slope * centred(dp, at_peak, delta, rest, rest_dp) + tl.where(at_peak, d_gate[:, None], 0.0)
     return ds
 
 
 @triton.jit
 def pn_fir_tau_bwd_dq_kernel(
     # pointers
-    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, DQ, DS_ROW,           # MASS, DELTA are written here
+    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, REST, REST_DP, DQ, DS_ROW,     # MASS .. REST_DP: written here
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, tau,
     # strides
@@ -119,9 +120,12 @@ def pn_fir_tau_bwd_dq_kernel(
 
     # -- pass 1: the mass l_t = sum_j rho^10 and delta_t = sum_j P_tj dP_tj, from the very
     #    rho and dP the gradient uses (written for the dK/dV kernel)
+    #    (split at the peak key a like tiles.centred: rest = sum_{j != a} P, rest_dp = sum_{j != a} P dP)
     ones = tl.full((BLOCK_M,), 1.0, dtype=tl.float32)
-    mass = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    rest = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    top = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
@@ -129,11 +133,19 @@ def pn_fir_tau_bwd_dq_kernel(
         v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                     mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
         slope, power, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, ones, arg, sm_scale)
-        mass += tl.sum(power, axis=1)                              # rho^10 (mass 1 in pn_tile)
-        delta += tl.sum(power * dp, axis=1)
-    delta = delta / tl.where(mass > 0.0, mass, 1.0)
+        rest += tl.sum(tl.where(at_peak, 0.0, power), axis=1)      # rho^10 (mass 1 in pn_tile)
+        rest_dp += tl.sum(tl.where(at_peak, 0.0, power * dp), axis=1)
+        top += tl.sum(tl.where(at_peak, power, 0.0), axis=1)
+        top_dp += tl.sum(tl.where(at_peak, power * dp, 0.0), axis=1)
+    mass = rest + top
+    inv_mass = 1.0 / tl.where(mass > 0.0, mass, 1.0)
+    delta = (rest_dp + top_dp) * inv_mass
+    rest = rest * inv_mass
+    rest_dp = rest_dp * inv_mass
     tl.store(MASS + rows, mass, mask=row_ok)
     tl.store(DELTA + rows, delta, mask=row_ok)
+    tl.store(REST + rows, rest, mask=row_ok)
+    tl.store(REST_DP + rows, rest_dp, mask=row_ok)
 
     # -- pass 2: dq, and each row's sum of ds for tau's gradient -------------
     dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
@@ -145,7 +157,7 @@ def pn_fir_tau_bwd_dq_kernel(
         v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                     mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
         slope, prob, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
-        ds = pn_score_grad(slope, dp, delta, at_peak, peak)
+        ds = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak)
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
         ds_row += tl.sum(ds, axis=1)
 
@@ -158,7 +170,7 @@ def pn_fir_tau_bwd_dq_kernel(
 @triton.jit
 def pn_fir_tau_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, DKS, DV,
+    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, REST, REST_DP, DKS, DV,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, tau,
     # strides
@@ -204,8 +216,10 @@ def pn_fir_tau_bwd_dkdv_kernel(
         mass = tl.load(MASS + rows, mask=row_ok, other=0.0)
         arg = tl.load(ARG + rows, mask=row_ok, other=-1)
         delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
+        rest = tl.load(REST + rows, mask=row_ok, other=0.0)
+        rest_dp = tl.load(REST_DP + rows, mask=row_ok, other=0.0)
         slope, prob, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
-        ds = pn_score_grad(slope, dp, delta, at_peak, peak)
+        ds = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak)
         gate = peak / (1.0 + peak)
         dv += tl.dot(tl.trans(gate[:, None] * prob).to(do.dtype), do, input_precision="ieee")
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
@@ -219,7 +233,7 @@ def pn_fir_tau_bwd_dkdv_kernel(
 def pn_fir_tau_bwd(do, q, k, v, tau, peak, arg):
     """Gradients (dq, dk, dv, dtau) of pn_fir_tau for ``do``; ``peak`` and ``arg`` from the forward."""
     b, h, n, dh = q.shape
-    mass, delta = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(2))  # dq kernel
+    mass, delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(4))
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
     ds_row = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
@@ -229,8 +243,8 @@ def pn_fir_tau_bwd(do, q, k, v, tau, peak, arg):
     meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
     taps = taps_tensor(q.device)
     pn_fir_tau_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](
-        q, k, v, taps, do, peak, arg, mass, delta, dq, ds_row, *common, **meta)
+        q, k, v, taps, do, peak, arg, mass, delta, rest, rest_dp, dq, ds_row, *common, **meta)
     pn_fir_tau_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](
-        q, k, v, taps, do, peak, arg, mass, delta, dks, dv, *common, **meta)
+        q, k, v, taps, do, peak, arg, mass, delta, rest, rest_dp, dks, dv, *common, **meta)
     dtau = -ds_row.sum()                              # S - tau: every ds enters tau with a minus sign
     return dq, fir_key_grad(dks, k.dtype), dv, dtau.to(tau.dtype).reshape(tau.shape)

@@ -1,7 +1,7 @@
 """Fused sm_fir backward: causal softmax over FIR keys, FlashAttention-2 style (SPEC 2).
 
-The forward (``sm_fir_fwd.py``) leaves lse_t per row.
-With P_tj = exp(S_tj - lse_t) (j <= t), S = q k~^T / sqrt(dh) and dO the
+The forward (``sm_fir_fwd.py``) leaves each row's max m_t, sum l_t and top key.
+With P_tj = exp(S_tj - m_t) / l_t (j <= t), S = q k~^T / sqrt(dh) and dO the
 incoming gradient:
 
     dP_tj = dO_t . v_j,  delta_t = sum_j P_tj dP_tj,  ds_tj = P_tj (dP_tj - delta_t),
@@ -17,7 +17,9 @@ registers (``tiles.fir_key_tile``), the weights and dP with
 ``sm_fir_tile``; nothing N x N is stored, dk~ is O(N).  delta is summed from
 the very dP it is subtracted from, not taken from rowsum(dO . O): in a row
 whose weight sits on one key (every first row) dP - delta then cancels to
-exactly 0, as in eager autograd (see ``oattention_bwd.py``).
+exactly 0, as in eager autograd, and at the row's top key dP - delta is
+formed from the other keys' small terms (``tiles.centred``; see
+``oattention_bwd.py``).
 """
 from __future__ import annotations
 
@@ -28,14 +30,14 @@ import triton.language as tl
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
-from .tiles import fir_key_tile
+from .tiles import centred, fir_key_tile
 
 
 @triton.jit
-def sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim, sm_scale,
+def sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim, sm_scale,
                 stride_kn, stride_kd, stride_vn, stride_vd,
                 N_TAPS: tl.constexpr, HALO: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
-    """(k~, v, P, dP) of one tile: smoothed keys in registers, P_tj = exp(S_tj - lse_t) on the causal
+    """(k~, v, P, dP) of one tile: smoothed keys in registers, P_tj = exp(S_tj - m_t) / l_t on the causal
     in-range entries (0 elsewhere), dP_tj = dO_t . v_j."""
     k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
                      BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
@@ -43,7 +45,7 @@ def sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, 
                 mask=(offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :], other=0.0)
     visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
-    p = tl.where(visible, tl.exp(tl.where(visible, s - lse[:, None], 0.0)), 0.0)
+    p = tl.where(visible, tl.exp(tl.where(visible, s - row_max[:, None], 0.0)), 0.0) * inv_sum[:, None]
     dp = tl.dot(do, tl.trans(v), input_precision="ieee")
     return k, v, p, dp
 
@@ -51,7 +53,7 @@ def sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, 
 @triton.jit
 def sm_fir_bwd_dq_kernel(
     # pointers
-    Q, K, V, TAPS, DO, LSE, DELTA, DQ,          # DELTA is written here
+    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, REST, REST_DP, DQ,     # DELTA, REST, REST_DP: written here
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -78,27 +80,39 @@ def sm_fir_bwd_dq_kernel(
                 mask=tile_ok, other=0.0)
     do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
                  mask=tile_ok, other=0.0)
-    lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+    row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+    inv_sum = 1.0 / tl.load(ROW_SUM + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
+    arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
 
-    # -- sweep 1: delta_t = sum_j P_tj dP_tj, from the dP that ds subtracts it from
-    delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    # -- sweep 1: delta_t = sum_j P_tj dP_tj from the dP that ds subtracts it from, split at the
+    #    row's top key a: rest = sum_{j != a} P_tj, rest_dp = sum_{j != a} P_tj dP_tj (tiles.centred)
+    rest = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k, v, p, dp = sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+        k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
-        delta += tl.sum(p * dp, axis=1)
-    tl.store(DELTA + pid_bh * n_ctx + offs_m, delta, mask=row_ok)
+        at_top = offs_n[None, :] == arg[:, None]
+        rest += tl.sum(tl.where(at_top, 0.0, p), axis=1)
+        rest_dp += tl.sum(tl.where(at_top, 0.0, p * dp), axis=1)
+        top_dp += tl.sum(tl.where(at_top, p * dp, 0.0), axis=1)
+    delta = rest_dp + top_dp
+    rows = pid_bh * n_ctx + offs_m
+    tl.store(DELTA + rows, delta, mask=row_ok)
+    tl.store(REST + rows, rest, mask=row_ok)
+    tl.store(REST_DP + rows, rest_dp, mask=row_ok)
 
     # -- sweep 2: causal key tiles, ds = P (dP - delta), dq -----------------
     dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k, v, p, dp = sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+        k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
-        ds = p * (dp - delta[:, None])
+        ds = p * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
 
     dq = dq * sm_scale
@@ -109,7 +123,7 @@ def sm_fir_bwd_dq_kernel(
 @triton.jit
 def sm_fir_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, TAPS, DO, LSE, DELTA, DKS, DV,
+    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, REST, REST_DP, DKS, DV,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -148,12 +162,17 @@ def sm_fir_bwd_dkdv_kernel(
                     mask=row_ok[:, None] & d_ok[None, :], other=0.0)
         do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
                      mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        lse = tl.load(LSE + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        k, v, p, dp = sm_fir_tile(q, do, lse, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+        row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        inv_sum = 1.0 / tl.load(ROW_SUM + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
+        rows = pid_bh * n_ctx + offs_m
+        arg = tl.load(ROW_ARG + rows, mask=row_ok, other=-1)
+        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
+        rest = tl.load(REST + rows, mask=row_ok, other=0.0)
+        rest_dp = tl.load(REST_DP + rows, mask=row_ok, other=0.0)
+        k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
         dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision="ieee")
-        ds = p * (dp - delta[:, None])
+        ds = p * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
 
     dk = dk * sm_scale
@@ -162,17 +181,17 @@ def sm_fir_bwd_dkdv_kernel(
     tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=tile_ok)
 
 
-def sm_fir_bwd(do, q, k, v, lse):
-    """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; ``lse`` from the forward."""
+def sm_fir_bwd(do, q, k, v, row_max, row_sum, row_arg):
+    """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; the row statistics from the forward."""
     b, h, n, dh = q.shape
-    delta = torch.empty((b, h, n), dtype=torch.float32, device=q.device)     # written by the dq kernel
+    delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
     t = tiles(n, dh)
     common = (h, n, dh, dh ** -0.5, *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
     meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
     taps = taps_tensor(q.device)
-    sm_fir_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](q, k, v, taps, do, lse, delta, dq, *common, **meta)
-    sm_fir_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](q, k, v, taps, do, lse, delta, dks, dv,
+    sm_fir_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, rest, rest_dp, dq, *common, **meta)
+    sm_fir_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, rest, rest_dp, dks, dv,
                                                                   *common, **meta)
     return dq, fir_key_grad(dks, k.dtype), dv
