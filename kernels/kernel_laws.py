@@ -222,29 +222,36 @@ def gradient_agreement(case):
     second = _OTHER_HALF.get(case.dtype, PROBE[torch.float32])
     probes = {dt: _affine(gradients(reference, dt)) for dt in (torch.float32, second)}
     where = f"{case.backend} {dtype_name(case.dtype)} gradients vs float64 eager"
+    # Calibration, for an implementation other than the reference: where the eager operator's
+    # own gradient in D misses the prediction too (it leaves D's range, or D rounds an input the
+    # probes hold exactly -- a near-null token's presence is subnormal in fp16, normal in fp32
+    # and bf16), the probes cannot predict D's error there and the example says nothing about
+    # the implementation.  (On the eager backend the implementation *is* the reference: no
+    # calibration, so its D gradients are always judged.)
+    eager_d = None if case.backend == reference.backend else _affine(gradients(reference, case.dtype))
     verdicts, inconclusive = [], []
-    if not all(bool(torch.isfinite(t).all()) for t in got.values()):
-        # A gradient that leaves D's range: the law says nothing if the eager operator's own
-        # gradient in D is not finite either (e.g. a near-null token's presence gradient in fp16).
-        eager_d = _affine(gradients(reference, case.dtype))
-        lost = [n for n, t in got.items() if not bool(torch.isfinite(t).all())]
-        if all(not bool(torch.isfinite(eager_d[n]).all()) for n in lost):
-            return V.holds(0.0, 0.0, f"{where}: inconclusive, the gradients w.r.t. {lost} leave "
-                                     f"{dtype_name(case.dtype)}'s range in the eager operator too",
-                           extra={"ratio": 0.0, "inconclusive": True})
     for name in got:
-        c = compare_differential(got[name], exact[name], {dt: p[name] for dt, p in probes.items()}, case.dtype)
+        tensors = {dt: p[name] for dt, p in probes.items()}
+        c = compare_differential(got[name], exact[name], tensors, case.dtype)
         if c.predicted_relative > FIRST_ORDER_LIMIT:
             inconclusive.append(name)      # outside the first-order error model (see differential_laws)
+            continue
+        if not c.ok and eager_d is not None and not compare_differential(eager_d[name], exact[name], tensors,
+                                                                         case.dtype).ok:
+            inconclusive.append(name)      # the eager operator in D misses the prediction as well
             continue
         verdicts.append(V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                                   f"{where}: d/d{name} |diff| = {c.discrepancy:.3g} vs predicted bound "
                                   f"{c.bound:.3g} at {c.index} (max anywhere {c.max_discrepancy:.3g})",
                                   extra={"ratio": c.ratio}))
     if not verdicts:
-        return V.holds(0.0, 0.0, f"{where}: inconclusive, predicted relative error > {FIRST_ORDER_LIMIT} for "
-                                 f"{inconclusive}", extra={"ratio": 0.0, "inconclusive": True})
-    return worst(*verdicts)
+        return V.holds(0.0, 0.0, f"{where}: inconclusive for {inconclusive} (beyond first order, or the eager "
+                                 f"operator in {dtype_name(case.dtype)} misses the prediction too)",
+                       extra={"ratio": 0.0, "inconclusive": True})
+    verdict = worst(*verdicts)
+    if inconclusive:
+        verdict.detail += f"; inconclusive for {inconclusive} (see the contract's calibration)"
+    return verdict
 
 
 @contract(exact=True, requires={"presence"}, dtypes=_KERNEL_DTYPES)

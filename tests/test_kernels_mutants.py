@@ -38,7 +38,7 @@ KILLS = {
     "gate_derivative_dropped": ("pn_fir_tau", "gradient_agreement", dict(n=12, seed=4)),
     "dk_fir_halo_dropped": ("pn_fir_tau", "gradient_agreement", dict(n=12, seed=4)),
     "presence_gradient_leaks": ("oattention", "masked_gradient", dict(n=12, seed=4, pos=3)),
-    "null_receiver_gradient_leaks": ("oattention", "null_carrier_gradient", dict(n=12, seed=4, pos=3)),
+    "null_receiver_gradient_leaks": ("oattention", "null_gradient", dict(n=12, seed=4, pos=3)),
     "dk_scale_missing": ("oattention", "gradient_agreement", dict(n=12, seed=4, heads=2)),
 }
 
