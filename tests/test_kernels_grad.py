@@ -34,7 +34,10 @@ GRADIENT_ROWS = [("oattention", "gradient_agreement"), ("oattention", "null_carr
 
 
 def _case(registry, op, contract, backend, dtype, n=20):
-    return Case(op=registry[op], dtype=dtype, backend=backend, n=n, d=8, batch=2, seed=3, pos=9,
+    # silent_gradient needs a gap between row peaks wider than fp16's score rounding (else it
+    # is inconclusive, which _judge refuses): seed 3 has none at n = 20, seed 2 has one
+    seed = 2 if contract == "silent_gradient" else 3
+    return Case(op=registry[op], dtype=dtype, backend=backend, n=n, d=8, batch=2, seed=seed, pos=9,
                 mask_density=0.7, heads=2)
 
 
