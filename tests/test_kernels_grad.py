@@ -233,3 +233,29 @@ def test_the_saved_tensor_check_sees_an_eager_graph_save_n_by_n():
     q, k, v = (torch.randn(1, 1, n, 4, generator=g).requires_grad_() for _ in range(3))
     saved = _saved_numels(lambda: ops.sm_fir_reference(q, k, v))
     assert max(numel for numel, _ in saved) >= n * n
+
+
+def test_calibration_where_the_prediction_misses_eager_fp16_too(registry):
+    """A near-null token's presence is subnormal in fp16 (normal in the fp32/bf16 probes): the prediction
+    misses the eager operator in fp16 itself, which the contract reports on the eager backend; the kernel
+    is then judged against K x the eager fp16 error, and a kernel error beyond that is still caught."""
+    fields = dict(dtype="float16", seed=0, batch=1, n=4, d=4, near_null=[0], tiny=2.0 ** -11, bias_scale=4.0,
+                  mask_kind="causal", tau=10.0, eps_den=1.0)
+    eager = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], dict(fields, backend="eager")))
+    assert eager.violated, eager.detail
+    kernel = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], dict(fields, backend="triton")))
+    assert kernel.status == V.HOLDS and "misses the eager operator in D too" in kernel.detail, kernel.detail
+
+
+def test_calibration_still_catches_a_kernel_worse_than_eager(registry, monkeypatch):
+    real = ops.oattention_bwd_op
+
+    def worse(*args):
+        dq, dk, dv, dp = real(*args)
+        return dq, dk, dv, dp * 1.5          # the presence gradient 50% off: far beyond K x the eager error
+
+    monkeypatch.setattr(ops, "oattention_bwd_op", worse)
+    fields = dict(dtype="float16", seed=0, batch=1, n=4, d=4, near_null=[0], tiny=2.0 ** -11, bias_scale=4.0,
+                  mask_kind="causal", tau=10.0, eps_den=1.0, backend="triton")
+    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], fields))
+    assert verdict.violated, verdict.detail
