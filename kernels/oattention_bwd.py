@@ -242,8 +242,10 @@ def oattention_bwd_dkdv_kernel(
         g = centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
         ds = prob * g
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
-        # the sources' presence: d P_ij / d p_j = E_ij (P_ij / p_j without dividing by a tiny p_j)
-        dp_src += tl.sum(expo * g, axis=0)
+        # the sources' presence: d P_ij / d p_j = E_ij (P_ij / p_j without dividing by a tiny p_j).
+        # E <= 1 / p_j overflows for a subnormal p_j; a row whose g is exactly 0 (a null receiver)
+        # contributes exactly 0, never inf * 0 = NaN
+        dp_src += tl.sum(tl.where(g == 0.0, 0.0, expo * g), axis=0)
 
     dk = dk * sm_scale
     tl.store(DK + b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd,

@@ -259,3 +259,12 @@ def test_calibration_still_catches_a_kernel_worse_than_eager(registry, monkeypat
                   mask_kind="causal", tau=10.0, eps_den=1.0, backend="triton")
     verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], fields))
     assert verdict.violated, verdict.detail
+
+
+def test_null_receiver_over_a_subnormal_presence_source_gets_no_nan(registry):
+    """Found by the search (shrunk): token 0's presence is subnormal in fp32 and token 1, a null receiver with
+    a key of scale 1000, sees it; E = exp(s - M) <= 1 / p_0 overflows there, and its factor g is exactly 0."""
+    fields = dict(dtype="float32", seed=0, batch=1, n=2, d=4, pos=1, near_null=[0], tiny=5.421010862427522e-20,
+                  tau=1.0, eps_den=1.0, backend="triton")
+    verdict = CONTRACTS["null_carrier_gradient"](Case.from_fields(registry["oattention"], fields))
+    assert verdict.status == V.HOLDS, verdict.detail
