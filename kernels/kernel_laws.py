@@ -273,10 +273,9 @@ def null_carrier_gradient(case):
     carrier[:, k] = 0.0
     x = case.x.clone()
     x[:, k] = case.random_like(x[:, k].shape, salt=41, scale=1000.0)
+    # exact_zero counts a NaN as a violation; other tokens' gradients may overflow legitimately
+    # (a near-null neighbour's presence gradient is ~exp(s) / den, beyond fp32 at large scores)
     g = gradients(case, case.dtype, x=x, carrier=carrier)
-    finite = all(bool(torch.isfinite(t).all()) for t in g.values())
-    if not finite:
-        return V.violated(float("nan"), 0.0, f"non-finite gradient with token {k}'s carrier null")
     return worst(exact_zero(g["x"][:, k], f"gradient at token {k} (null carrier, key of scale 1000)"),
                  exact_zero(g["carrier"][:, k], f"gradient at token {k}'s null carrier"))
 
