@@ -121,6 +121,7 @@ def test_causality_of_gradients_rejects_a_leak(registry, monkeypatch):
 
 
 # -- direct checks of the ops --------------------------------------------------------
+@pytest.mark.slow  # reason: n = 20 (three tiles) repeats test_kernels_ops' fast n = 9 check of the same ops, ~7 s
 @pytest.mark.parametrize("name", ["oattention_fwd", "sm_fir_fwd", "pn_fir_tau_fwd"])
 def test_fused_gradients_match_float64_eager_on_the_ops(name):
     """Gradients w.r.t. every differentiable op input (q, k, v, and p or tau), n = 20, fp32."""
