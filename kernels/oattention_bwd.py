@@ -53,6 +53,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import validate
 from .capabilities import tiles
 from .tiles import centred
 
@@ -262,7 +263,7 @@ def oattention_bwd(do, q, k, v, p, mask, row_max, row_den, row_arg, *, eps_den, 
     and ``mask`` are the forward's (mask: None or (1|B, N, N)).
     dq, dk, dv come in q's dtype (fp32 accumulation), dp (B, N) in p's.
     """
-    b, h, n, dh = q.shape
+    b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)      # the forward's checks, and dO's
     p32 = p.float()
     delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
     dq, dk, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(3))

@@ -40,6 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import validate
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
@@ -232,7 +233,7 @@ def pn_fir_tau_bwd_dkdv_kernel(
 
 def pn_fir_tau_bwd(do, q, k, v, tau, peak, arg):
     """Gradients (dq, dk, dv, dtau) of pn_fir_tau for ``do``; ``peak`` and ``arg`` from the forward."""
-    b, h, n, dh = q.shape
+    b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)
     mass, delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(4))
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)

@@ -27,6 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import validate
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
@@ -183,7 +184,7 @@ def sm_fir_bwd_dkdv_kernel(
 
 def sm_fir_bwd(do, q, k, v, row_max, row_sum, row_arg):
     """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; the row statistics from the forward."""
-    b, h, n, dh = q.shape
+    b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)
     delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)

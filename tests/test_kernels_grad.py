@@ -269,3 +269,13 @@ def test_null_receiver_over_a_subnormal_presence_source_gets_no_nan(registry):
                   tau=1.0, eps_den=1.0, backend="triton")
     verdict = CONTRACTS["null_carrier_gradient"](Case.from_fields(registry["oattention"], fields))
     assert verdict.status == V.HOLDS, verdict.detail
+
+
+def test_backward_ops_reject_a_bad_incoming_gradient():
+    from tokenlaw.operators.errors import InvalidArgument
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 5, 4, generator=g) for _ in range(3))
+    out, *stats = ops.OPS["sm_fir_fwd"](q, k, v)
+    with pytest.raises(InvalidArgument, match="do: shape"):
+        ops.sm_fir_bwd_op(out[:, :, :4], q, k, v, *stats)
