@@ -1,8 +1,10 @@
-"""Triton kernels (forward passes) registered as torch custom ops ``torch.ops.tokenlaw.*``.
+"""Triton kernels (forward and fused backward) registered as torch custom ops ``torch.ops.tokenlaw.*``.
 
-* ``oattention_fwd`` -- presence-weighted online softmax (``oattention_fwd.py``);
-* ``sm_fir_fwd``     -- softmax over in-register FIR keys (``sm_fir_fwd.py``);
-* ``pn_fir_tau_fwd`` -- calibrated power normalisation, no exp/log (``pn_fir_tau_fwd.py``).
+* ``oattention_fwd`` -- presence-weighted online softmax (``oattention_fwd.py``, ``oattention_bwd.py``);
+* ``sm_fir_fwd``     -- softmax over in-register FIR keys (``sm_fir_fwd.py``, ``sm_fir_bwd.py``);
+* ``pn_fir_tau_fwd`` -- calibrated power normalisation, no exp/log (``pn_fir_tau_fwd.py``, ``pn_fir_tau_bwd.py``);
+
+the FIR kernels' dK goes through the FIR's transpose (``fir_key_grad.py``).
 
 Without a GPU set ``TRITON_INTERPRET=1`` (before the first import of a
 kernel: Triton decides interpreter vs compiler when it decorates the

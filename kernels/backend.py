@@ -2,14 +2,18 @@
 
 A kernel row is a contract the operator declares, judged on its kernel --
 but only a contract whose law is evaluated by *running the operator*
-(``Case.run``), or on the row weights the kernel applies
+(``Case.run``, or ``Case.call`` under autograd: ``null_gradient`` runs the
+fused backward), or on the row weights the kernel applies
 (``kernel_laws.kernel_weights``), or through a kernel form (``silence``
-through tau), says anything about the kernel.  Contracts evaluated by eager
-autograd are listed with the reason and no cells, so the report shows what
-the kernel tier does not judge.  Each kernel
-operator also claims the kernel laws of ``kernel_laws.py`` (differential
-agreement with the float64 eager reference, no out-of-bounds reads,
-bitwise determinism, and for OAttention immunity to a null carrier's key).
+through tau), says anything about the kernel.  Contracts evaluated only in
+float64 (``gradcheck``: the kernels have no float64 path) are listed with the
+reason and no cells, so the report shows what the kernel tier does not
+judge.  Each kernel operator also claims the kernel laws of
+``kernel_laws.py`` (differential agreement of outputs and of gradients with
+the float64 eager reference, no out-of-bounds reads, bitwise determinism;
+for OAttention immunity to a null carrier's key and exact zero gradients at
+null carriers and masked sources; for the causal FIR kernels causality of
+gradients, and silent rows' zero gradient for pn_fir_tau).
 """
 from __future__ import annotations
 
@@ -22,15 +26,15 @@ from .capabilities import KERNEL_DTYPES, interpreting
 # Declared contracts judged through Case.run, hence on the kernel.
 RUN_CONTRACTS = frozenset({"null_receiver", "null_source_insertion", "empty_support", "mask_respect",
                            "permutation_equivariance", "causality", "softmax_reduction", "formula_equivalence",
-                           "zero_transcendental", "differential"})
+                           "zero_transcendental", "differential", "null_gradient"})
 # Row-normaliser laws judged on the weights the kernel applies (kernel_laws.kernel_weights).
 WEIGHT_CONTRACTS = frozenset({"score_shift_invariance", "tau_covariance", "simplex", "sub_simplex"})
 # Declared contracts with a kernel-level form, for operators with these parameters.
 KERNEL_FORMS = {"silence": "tau"}
 NOT_ON_KERNEL = {
     "silence": "the operator has no threshold tau to silence a row through the kernel",
-    "gradcheck": "the kernels' backward is the eager reference's backward (no backward kernel yet)",
-    "null_gradient": "the kernels' backward is the eager reference's backward (no backward kernel yet)",
+    "gradcheck": "finite differences in float64, which the kernels do not compute; the fused backward is "
+                 "judged by gradient_agreement against the float64 eager gradients instead",
 }
 # Kernel laws every kernel operator claims (operator-specific ones listed per kernel).
 KERNEL_CLAIMS = {
@@ -38,10 +42,21 @@ KERNEL_CLAIMS = {
                        "the eager operator's own rounding error in the same dtype",
     "nan_padding": "every load is masked to the tensor's extent; strides are honoured",
     "determinism": "a fixed tile order and no atomics: reruns are bit-identical",
+    "gradient_agreement": "the fused backward evaluates the operator's derivative from saved row statistics "
+                          "with fp32 accumulation",
 }
+_CAUSAL_GRAD = "the backward streams only key tiles j <= t (and the FIR transpose only keys after i), with "\
+               "the causal mask inside the diagonal tile"
 PER_KERNEL = {
     "oattention_fwd": {"null_key_immunity": "the running max is over active sources only: a null carrier's "
-                                            "huge key never enters it"},
+                                            "huge key never enters it",
+                       "null_carrier_gradient": "inactive entries are zeroed before and after exp in the backward "
+                                                "too, and the receiver gate multiplies every gradient of a row",
+                       "masked_gradient": "a masked entry has P = E = 0 in the backward: no ds, dv or dp"},
+    "sm_fir_fwd": {"gradient_causality": _CAUSAL_GRAD},
+    "pn_fir_tau_fwd": {"gradient_causality": _CAUSAL_GRAD,
+                       "silent_gradient": "a silent row has O = 0, delta = 0, no positive r and a guarded gate "
+                                          "term: every ds of it is exactly 0"},
 }
 # Structural laws declared for float64 only (zero_transcendental) run once, in fp32.
 STRUCTURAL_DTYPE = "float32"

@@ -18,16 +18,21 @@ def taps_tensor(device) -> torch.Tensor:
     return torch.tensor(TAPS, dtype=torch.float32, device=device)
 
 
-def launch(kernel, q, k, v, *scalars, halo=None, **meta):
-    """Validate q, k, v (B, H, N, dh), allocate the output and launch ``kernel`` over (query tiles, B*H)."""
+def launch(kernel, q, k, v, *scalars, stats=(), halo=None, **meta):
+    """Validate q, k, v (B, H, N, dh), allocate the output and launch ``kernel`` over (query tiles, B*H).
+
+    ``stats``: the dtypes of the per-row statistics the kernel stores for
+    its backward, each a contiguous (B, H, N) tensor.  Returns (out, *stats).
+    """
     b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v)
     out = torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device)
+    rows = [torch.empty((b, h, n), dtype=dt, device=q.device) for dt in stats]
     t = tiles(n, dh)
     grid = (triton.cdiv(n, t["BLOCK_M"]), b * h)
     kernel[grid](
-        q, k, v, taps_tensor(q.device), out,
+        q, k, v, taps_tensor(q.device), out, *rows,
         h, n, dh, dh ** -0.5, *scalars,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(),
         N_TAPS=N_TAPS, HALO=HALO if halo is None else halo, **meta, **t,
     )
-    return out
+    return (out, *rows)

@@ -5,21 +5,39 @@
 * ``determinism``     -- reruns are bit-identical;
 * ``null_key_immunity`` -- a token with a null carrier is inert however large its key.
 
+Gradient laws, judged through whichever backend the case names (eager
+autograd, or the fused backward kernels), so one statement covers both:
+
+* ``gradient_agreement`` -- gradients w.r.t. the tokens, every weight and tau
+  match the float64 eager gradients within the predicted rounding error;
+* ``null_carrier_gradient`` -- a token with a null carrier gets exactly 0
+  gradient in its tokens and its carrier, however large its key;
+* ``masked_gradient`` -- a source gets exactly 0 gradient from the outputs of
+  the receivers it is masked from;
+* ``gradient_causality`` -- out_t has exactly 0 gradient w.r.t. tokens after t;
+* ``silent_gradient`` -- a silent row (no score above tau) has exactly 0
+  gradient w.r.t. every input.
+
 They use the contract catalogue's marker so reports and the CLI treat them
 like every other law; ``kernels/backend.py`` decides which operators claim them.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from tokenlaw.operators import projections
+from tokenlaw.operators.fir import fir
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import cast, dtype_name
 from tokenlaw.properties.catalogue import contract
+from tokenlaw.properties.differential_laws import FIRST_ORDER_LIMIT
 from tokenlaw.properties.judging import exact_zero, worst
-from tokenlaw.properties.tolerance import K, UNIT_ROUNDOFF
+from tokenlaw.properties.tolerance import K, PROBE, UNIT_ROUNDOFF
+from tokenlaw.properties.tolerance import differential as compare_differential
 
 _KERNEL_DTYPES = ("float32", "float16", "bfloat16")
 
@@ -129,6 +147,204 @@ def null_key_immunity(case):
     rest = agreement(case, out[:, keep], lambda dt: _eager(case, quiet, case.mask, dt, carrier=carrier)[:, keep],
                      f"other tokens when token {k} (null carrier) has a key of scale 1000, vs the same token at x = 0")
     return worst(own, rest)
+
+
+# -- gradient laws -------------------------------------------------------------------
+_OTHER_HALF = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}
+
+
+def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> dict:
+    """d(sum cotangent * out)/d(inputs) through the case's backend, in ``dtype``, as float64 tensors.
+
+    The inputs are the tokens ``x`` (default the case's), every floating
+    parameter tensor and the scalar ``tau`` (presence tau for OAttention,
+    the threshold for pn_fir_tau), each rounded to ``dtype`` from float64 --
+    as every run of the tolerance model rounds the same float64 inputs --
+    plus ``carrier`` when given.  ``cotangent`` (float64, out's shape)
+    defaults to a fixed random tensor.
+    """
+    x = case.x if x is None else x
+    mask = case.mask if mask is None else mask
+    leaves = {"x": x.to(dtype).requires_grad_(True)}
+    kwargs = case.arguments(mask, dtype)
+    for name, value in list(kwargs.items()):
+        if torch.is_tensor(value) and value.is_floating_point() and name != "mask":
+            kwargs[name] = leaves[name] = value.detach().clone().requires_grad_(True)
+        elif name == "tau":
+            kwargs[name] = leaves[name] = torch.tensor(float(value), dtype=dtype, requires_grad=True)
+    if carrier is not None:
+        kwargs["carrier"] = leaves["carrier"] = carrier.to(dtype).requires_grad_(True)
+    with torch.enable_grad():
+        out = case.call(leaves["x"], **kwargs)
+        w = case.random_like(out.shape, salt=11) if cotangent is None else cotangent
+        grads = torch.autograd.grad(out, list(leaves.values()), w.to(out.dtype), allow_unused=True)
+    return {name: (torch.zeros(t.shape, dtype=torch.float64) if g is None else g.detach().double())
+            for (name, t), g in zip(leaves.items(), grads)}
+
+
+def _affine(grads: dict) -> dict:
+    """Each projection's weight and bias gradients as one tensor [W; b] (a bias is the weight of a constant-1 input).
+
+    Judged alone, a bias gradient is a sum over tokens whose terms may cancel
+    to ~0 (a key bias under softmax, exactly); its rounding is relative to
+    those terms, i.e. to the weight gradient's scale, which the normwise
+    tolerance then sees.
+    """
+    out = dict(grads)
+    for w in [n for n in grads if n.startswith("w") and "b" + n[1:] in grads]:
+        b = "b" + w[1:]
+        out[f"{w}|{b}"] = torch.cat([out.pop(w), out.pop(b)[None]])
+    return out
+
+
+def _eager_probe_only(op, dtype, backend):
+    if backend == "eager" and dtype == "float32":
+        return ("eager float32 gradients are the error probe the bound is predicted from; "
+                "the float32 cell is judged for kernel backends")
+    return None
+
+
+@contract(exact=False, dtypes=_KERNEL_DTYPES, skip=_eager_probe_only)
+def gradient_agreement(case):
+    """Gradients in dtype D w.r.t. the tokens, weights and tau match the float64 eager gradients within D's predicted error."""
+    # Each projection's [W; b] is judged as one tensor (_affine).
+    # The tolerance model's differential check, applied to every gradient:
+    # the eager float32 gradient on the same float64 inputs measures this
+    # input's conditioning and predicts D's rounding error
+    # (tolerance.differential).  A second probe guards against an error
+    # small by luck: the other half format for a half D, and for float32 its
+    # probe of the tolerance model (tolerance.PROBE: bfloat16).  Luck matters
+    # most for the 0-d tau gradient, a signed sum over every score of the
+    # case, whose float32 error can cancel to far below its terms' rounding.
+    reference = dataclasses.replace(case, backend="eager", _cache={})
+    got = _affine(gradients(case, case.dtype))
+    exact = _affine(gradients(reference, torch.float64))
+    second = _OTHER_HALF.get(case.dtype, PROBE[torch.float32])
+    probes = {dt: _affine(gradients(reference, dt)) for dt in (torch.float32, second)}
+    where = f"{case.backend} {dtype_name(case.dtype)} gradients vs float64 eager"
+    # Calibration, for an implementation other than the reference: where the eager operator's
+    # own gradient in D misses the prediction too (D rounds an input the probes hold exactly --
+    # a near-null token's presence is subnormal in fp16, normal in fp32 and bf16), the probes
+    # cannot predict D's error, and the implementation is judged as eager_agreement judges
+    # outputs: no further from float64 than K times the eager operator's own error in D.  If
+    # the eager gradient leaves D's range there, the example says nothing (inconclusive).
+    # (On the eager backend the implementation *is* the reference: no calibration, so its D
+    # gradients are always judged against the prediction.)
+    eager_d = None if case.backend == reference.backend else _affine(gradients(reference, case.dtype))
+    verdicts, inconclusive = [], []
+    for name in got:
+        tensors = {dt: p[name] for dt, p in probes.items()}
+        c = compare_differential(got[name], exact[name], tensors, case.dtype)
+        if c.predicted_relative > FIRST_ORDER_LIMIT:
+            inconclusive.append(name)      # outside the first-order error model (see differential_laws)
+            continue
+        if not c.ok and eager_d is not None and not compare_differential(eager_d[name], exact[name], tensors,
+                                                                         case.dtype).ok:
+            eager_err = (eager_d[name] - exact[name]).abs()
+            if not bool(torch.isfinite(eager_err).all()):
+                inconclusive.append(name)  # the eager gradient leaves D's range here
+                continue
+            disc = (got[name] - exact[name]).abs()
+            d = float("nan") if torch.isnan(disc).any() else float(disc.max())
+            bound = K * float(eager_err.max())
+            verdicts.append(V.judge(d, bound, f"{where}: d/d{name} |diff| = {d:.3g} vs K x the eager "
+                                              f"{dtype_name(case.dtype)} error {bound:.3g} (the prediction "
+                                              f"{c.bound:.3g} misses the eager operator in D too)"))
+            continue
+        verdicts.append(V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
+                                  f"{where}: d/d{name} |diff| = {c.discrepancy:.3g} vs predicted bound "
+                                  f"{c.bound:.3g} at {c.index} (max anywhere {c.max_discrepancy:.3g})",
+                                  extra={"ratio": c.ratio}))
+    if not verdicts:
+        return V.holds(0.0, 0.0, f"{where}: inconclusive for {inconclusive} (beyond first order, or the eager "
+                                 f"gradient in {dtype_name(case.dtype)} leaves its range)",
+                       extra={"ratio": 0.0, "inconclusive": True})
+    verdict = worst(*verdicts)
+    if inconclusive:
+        verdict.detail += f"; inconclusive for {inconclusive} (beyond first order, or out of range)"
+    return verdict
+
+
+@contract(exact=True, requires={"presence"}, dtypes=_KERNEL_DTYPES)
+def null_carrier_gradient(case):
+    """A token whose carrier is null gets exactly zero gradient in its token and its carrier, however large its key."""
+    k = case.pos % case.n
+    carrier = case.x.clone()
+    carrier[:, k] = 0.0
+    x = case.x.clone()
+    x[:, k] = case.random_like(x[:, k].shape, salt=41, scale=1000.0)
+    # exact_zero counts a NaN as a violation; other tokens' gradients may overflow legitimately
+    # (a near-null neighbour's presence gradient is ~exp(s) / den, beyond fp32 at large scores)
+    g = gradients(case, case.dtype, x=x, carrier=carrier)
+    return worst(exact_zero(g["x"][:, k], f"gradient at token {k} (null carrier, key of scale 1000)"),
+                 exact_zero(g["carrier"][:, k], f"gradient at token {k}'s null carrier"))
+
+
+@contract(exact=True, requires={"masked"}, dtypes=_KERNEL_DTYPES)
+def masked_gradient(case):
+    """A source gets exactly zero gradient from the outputs of the receivers it is masked from."""
+    j = case.pos % case.n
+    mask = case.mask.clone()
+    mask[:, :, j] = 0.0                 # j is hidden from every receiver but itself
+    mask[:, j, j] = 1.0
+    w = case.random_like((case.batch, case.n, case.d), salt=11)
+    w[:, j] = 0.0                       # only the outputs of the receivers j is masked from
+    g = gradients(case, case.dtype, mask=mask, cotangent=w)
+    return exact_zero(g["x"][:, j], f"gradient at source {j} from the {case.n - 1} receivers masked from it")
+
+
+@contract(exact=True, requires={"causal"}, dtypes=_KERNEL_DTYPES)
+def gradient_causality(case):
+    """out_t has exactly zero gradient with respect to every token after t."""
+    if case.n < 2:
+        return V.holds(0.0, 0.0, "n = 1: no token after another")
+    s = 1 + case.pos % (case.n - 1)
+    w = case.random_like((case.batch, case.n, case.d), salt=11)
+    w[:, s:] = 0.0                      # the outputs before s only
+    g = gradients(case, case.dtype, cotangent=w)
+    return exact_zero(g["x"][:, s:], f"gradient of out[:{s}] w.r.t. tokens {s}..{case.n - 1}")
+
+
+def _fir_scores(case, dtype):
+    p = cast(case.params, dtype)
+    q, k, _ = projections.project_qkv(TORCH, case.x.to(dtype), wq=p["wq"], bq=p["bq"], wk=p["wk"], bk=p["bk"],
+                                      wv=p["wv"], bv=p["bv"], heads=p["heads"])
+    s = projections.scores(TORCH, q, fir(TORCH, k)).double()
+    n = s.shape[-1]
+    return s.masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf"))
+
+
+@contract(exact=True, requires={"causal"}, dtypes=_KERNEL_DTYPES)
+def silent_gradient(case):
+    """A silent row (no score above tau in any head) has exactly zero gradient with respect to every input."""
+    if "tau" not in case.params:
+        return V.Verdict(V.NOT_RUNNABLE, detail="the operator has no threshold tau to silence a row", tier="kernel")
+    # Each token's peak score over heads and visible keys (float64); tau goes
+    # in the widest gap between two peaks, so the rows below it are silent.
+    s64, sD = _fir_scores(case, torch.float64), _fir_scores(case, case.dtype)
+    peaks = s64.amax(dim=(1, 3))                                  # (B, N)
+    values = peaks.flatten().sort().values
+    if values.numel() < 2:
+        return V.holds(0.0, 0.0, "one row: nothing to silence beside a live row")
+    gaps = values[1:] - values[:-1]
+    # the widest gap in the middle half, so that both silent and live rows remain
+    lo, hi = len(gaps) // 4, max(len(gaps) // 4 + 1, (3 * len(gaps)) // 4)
+    i = lo + int(gaps[lo:hi].argmax())
+    tau, margin = float(values[i] + values[i + 1]) / 2, float(gaps[i]) / 2
+    # The premise must hold in D too: the rows' peaks may move by D's score rounding.
+    finite = torch.isfinite(s64)
+    noise = K * (float((sD - s64)[finite].abs().max()) + UNIT_ROUNDOFF[case.dtype] * float(s64[finite].abs().max()))
+    if margin <= noise:
+        return V.holds(0.0, 0.0, f"inconclusive: widest gap between row peaks {2 * margin:.3g} is within the "
+                                 f"{dtype_name(case.dtype)} score rounding {noise:.3g}",
+                       extra={"ratio": 0.0, "inconclusive": True})
+    silent = peaks < tau                                          # (B, N)
+    w = case.random_like((case.batch, case.n, case.d), salt=11) * silent[..., None]
+    shifted = dataclasses.replace(case, tau=tau, _cache={})
+    g = gradients(shifted, case.dtype, cotangent=w)
+    rows = f"{int(silent.sum())} silent of {silent.numel()} rows"
+    return worst(*(exact_zero(t, f"gradient w.r.t. {name} of the outputs of {rows} (tau = {tau:.3g})")
+                   for name, t in g.items()))
 
 
 def kernel_transcendentals(case) -> V.Verdict:

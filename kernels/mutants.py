@@ -11,6 +11,11 @@ manager that, while active, makes the wrapper launch a *mutated copy*:
 * a launch mutant changes a constant the wrapper passes to the kernel
   (e.g. the FIR halo width).
 
+A backward mutant patches the backward wrapper (``oattention_bwd``,
+``sm_fir_bwd``, ``pn_fir_tau_bwd``, which ``ops`` looks up at call time) or
+the FIR-transpose kernel, so the mutated copy's kernels run in the
+backward while the forward stays clean.
+
 Each mutant lists the operators it affects; ``tests/test_kernels_mutants.py``
 shows every one is killed by some contract on the interpreter backend.
 """
@@ -107,4 +112,43 @@ KERNEL_MUTANTS = [
         _source("pn_fir_tau_fwd", "pn_fir_tau_fwd_kernel",
                 "live = tl.max(tl.max(r, axis=1), axis=0) > 0.0",
                 "live = tl.max(tl.max(r, axis=1), axis=0) > tl.max(m_i, axis=0)")),
+    # -- backward mutants ------------------------------------------------------------
+    KernelMutant(
+        "delta_dropped", ("sm_fir",),
+        "the backward drops delta = rowsum(dO . O) = sum_j P_tj dP_tj: ds = P dP instead of P (dP - delta) "
+        "away from each row's top key, the softmax Jacobian without its rank-one correction",
+        _source("sm_fir_bwd", "sm_fir_bwd",
+                "delta = rest_dp + top_dp", "delta = 0.0 * top_dp")),
+    KernelMutant(
+        "gate_derivative_dropped", ("pn_fir_tau",),
+        "the backward forgets the silence gate's derivative g'(m) dO . y at the peak key "
+        "(only the power normaliser's Jacobian is kept)",
+        _source("pn_fir_tau_bwd", "pn_fir_tau_bwd",
+                "ds = slope * centred(dp, at_peak, delta, rest, rest_dp) + tl.where(at_peak, d_gate[:, None], 0.0)",
+                "ds = slope * centred(dp, at_peak, delta, rest, rest_dp)")),
+    KernelMutant(
+        "dk_fir_halo_dropped", ("sm_fir", "pn_fir_tau"),
+        "the FIR transpose of dK reads no halo past its own key tile: a tile's last keys miss the "
+        "smoothed-key gradients of the next tile they fed",
+        _source("fir_key_grad", "fir_key_grad_kernel",
+                "hi = tl.minimum(start_n + BLOCK_N + HALO, n_ctx)",
+                "hi = tl.minimum(start_n + BLOCK_N, n_ctx)")),
+    KernelMutant(
+        "presence_gradient_leaks", ("oattention",),
+        "the sources' presence gradient E = exp(s - M) / den is not zeroed on inactive entries: a masked "
+        "or null source's presence picks up gradient from receivers that cannot see it",
+        _source("oattention_bwd", "oattention_bwd",
+                "expo = tl.where(active, tl.exp(tl.where(active, s - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]",
+                "expo = tl.exp(s - row_max[:, None]) * inv_den[:, None]")),
+    KernelMutant(
+        "null_receiver_gradient_leaks", ("oattention",),
+        "the backward forgets the receiver gate in dP (dy = dO instead of p dO): a null receiver's "
+        "query gets gradient",
+        _source("oattention_bwd", "oattention_bwd",
+                'dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]',
+                'dp = tl.dot(do, tl.trans(v), input_precision="ieee")')),
+    KernelMutant(
+        "dk_scale_missing", ("oattention",),
+        "dK is not multiplied by the score scale 1/sqrt(dh)",
+        _source("oattention_bwd", "oattention_bwd", "dk = dk * sm_scale", "dk = dk")),
 ]

@@ -17,6 +17,14 @@ tiles once, flash-attention style, in log space like the eager operator
   term that set M contributes exactly 1, so den >= 1: it never overflows or
   underflows.  A row with no active source keeps M = log(eps_den) and gets
   num = 0, den = 1: exactly 0.
+
+For the backward (``oattention_bwd.py``) the kernel also stores three
+statistics per row, the log-space max M_i and the denominator den_i >= 1
+(fp32), and the first active source at the max (int32, -1 if none exceeds
+log eps_den):
+the backward rebuilds every weight as exp(a_ij - M_i) / den_i tile by tile,
+so nothing N x N is ever stored.  (Not lse = M + log den: in fp32 that sum
+rounds at the scale of M, a relative error of u |M| in every weight.)
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ from .capabilities import tiles
 @triton.jit
 def oattention_fwd_kernel(
     # pointers
-    Q, K, V, P, MASK, OUT,
+    Q, K, V, P, MASK, OUT, ROW_MAX, ROW_DEN, ROW_ARG,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
@@ -68,6 +76,7 @@ def oattention_fwd_kernel(
     m_i = tl.full((BLOCK_M,), 0.0, dtype=tl.float32) + log_eps
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    arg = tl.full((BLOCK_M,), -1, dtype=tl.int32)      # first active source at the running max
 
     hi = n_ctx
     if IS_CAUSAL:
@@ -94,6 +103,8 @@ def oattention_fwd_kernel(
         # exponents a = s + log mass; the running max only ever sees active ones
         s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
         a = s + tl.log(tl.where(active, mass, 1.0))
+        a_top = tl.where(active, a, -float("inf"))
+        arg = tl.where(tl.max(a_top, axis=1) > m_i, start_n + tl.argmax(a_top, axis=1).to(tl.int32), arg)
         m_new = tl.maximum(m_i, tl.max(tl.where(active, a, float("-inf")), axis=1))
         alpha = tl.exp(m_i - m_new)                                # <= 1, finite: both start at log eps_den
         e = tl.where(active, tl.exp(tl.where(active, a - m_new[:, None], 0.0)), 0.0)
@@ -106,6 +117,9 @@ def oattention_fwd_kernel(
     # -- epilogue: eps_den rescaled with the running max, receiver gate -----
     den = tl.exp(log_eps - m_i) + l_i          # = eps_den exp(-M) + l >= 1
     out = p_rcv[:, None] * (acc / den[:, None])
+    tl.store(ROW_MAX + pid_bh * n_ctx + offs_m, m_i, mask=row_ok)        # the backward's row statistics
+    tl.store(ROW_DEN + pid_bh * n_ctx + offs_m, den, mask=row_ok)
+    tl.store(ROW_ARG + pid_bh * n_ctx + offs_m, arg, mask=row_ok)
     tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
              out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
 
@@ -115,25 +129,28 @@ def oattention_fwd(q, k, v, p, mask=None, *, eps_den, causal=False):
 
     ``mask``: None or 0/1 (N, N) / (1|B, N, N) visibility (1 = may attend);
     ``causal`` adds j <= i.  p gates both the sources and the receivers.
-    Returns (B, H, N, dh) in q's dtype.
+    Returns (out, row_max, row_den, row_arg): out (B, H, N, dh) in q's dtype
+    and the row statistics (B, H, N) the backward needs (fp32, fp32, int32).
 
     >>> # doctest: +SKIP
-    >>> out = oattention_fwd(q, k, v, p, eps_den=1e-6)
+    >>> out, *row_statistics = oattention_fwd(q, k, v, p, eps_den=1e-6)
     """
     b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v)
     p = validate.token_vector(p, "p", b, n, q).float()
     mask = validate.visibility(mask, "mask", b, n, q)
     eps_den = validate.scalar(eps_den, "eps_den", positive=True)
     out = torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device)
+    row_max, row_den = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(2))
+    row_arg = torch.empty((b, h, n), dtype=torch.int32, device=q.device)
     t = tiles(n, dh)
     m_arg = mask if mask is not None else out          # unused pointer when HAS_MASK is False
     m_strides = (mask.stride(0) if mask.shape[0] > 1 else 0, mask.stride(1), mask.stride(2)) if mask is not None else (0, 0, 0)
     grid = (triton.cdiv(n, t["BLOCK_M"]), b * h)
     oattention_fwd_kernel[grid](
-        q, k, v, p, m_arg, out,
+        q, k, v, p, m_arg, out, row_max, row_den, row_arg,
         h, n, dh, dh ** -0.5, math.log(eps_den),
         *q.stride(), *k.stride(), *v.stride(),
         *p.stride(), *m_strides, *out.stride(),
         HAS_MASK=mask is not None, IS_CAUSAL=bool(causal), **t,
     )
-    return out
+    return out, row_max, row_den, row_arg

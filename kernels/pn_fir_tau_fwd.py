@@ -10,9 +10,15 @@ power analogue of flash attention's exp(m_old - m_new), computed by four
 multiplications.  A key tile in which no score exceeds tau contributes
 nothing and is skipped (no value load, no second dot).  A row that never
 sees a positive score keeps m = 0, gate 0 and output exactly 0 (silence).
+
+For the backward (``pn_fir_tau_bwd.py``) each row stores its peak m and the
+first key that attains it (int32, -1 for a silent row): the gate's
+derivative flows to that one score, and every weight is rebuilt from m tile
+by tile (the backward recomputes the mass against m exactly).
 """
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
@@ -23,7 +29,7 @@ from .tiles import fir_key_tile, power10
 @triton.jit
 def pn_fir_tau_fwd_kernel(
     # pointers
-    Q, K, V, TAPS, OUT,
+    Q, K, V, TAPS, OUT, PEAK, ARG,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, tau,
     # strides
@@ -53,6 +59,7 @@ def pn_fir_tau_fwd_kernel(
     m_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    arg = tl.full((BLOCK_M,), -1, dtype=tl.int32)      # first key at the peak (-1: silent so far)
 
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
     for start_n in range(0, hi, BLOCK_N):
@@ -67,6 +74,8 @@ def pn_fir_tau_fwd_kernel(
         # -- skip a silent tile: no score above tau anywhere in it -----------
         live = tl.max(tl.max(r, axis=1), axis=0) > 0.0
         if live:
+            tile_peak = tl.max(r, axis=1)
+            arg = tl.where(tile_peak > m_i, start_n + tl.argmax(r, axis=1).to(tl.int32), arg)
             m_new = tl.maximum(m_i, tl.max(r, axis=1))
             safe = tl.where(m_new > 0.0, m_new, 1.0)
             scale = power10(m_i / safe)               # (m_old / m_new)^10; 0 while the row was silent
@@ -80,10 +89,18 @@ def pn_fir_tau_fwd_kernel(
     # -- epilogue: normalise, peak silence gate g = m / (1 + m) ---------------
     gate = m_i / (1.0 + m_i)
     out = gate[:, None] * (acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None])
+    rows = pid_bh * n_ctx + offs_m
+    tl.store(PEAK + rows, m_i, mask=row_ok)
+    tl.store(ARG + rows, arg, mask=row_ok)
     tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
              out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
 
 
 def pn_fir_tau_fwd(q, k, v, tau):
-    """pn_fir_tau over FIR keys for q, k, v (B, H, N, dh) and threshold ``tau``; returns (B, H, N, dh)."""
-    return fir_launch.launch(pn_fir_tau_fwd_kernel, q, k, v, validate.scalar(tau, "tau"))
+    """pn_fir_tau over FIR keys for q, k, v (B, H, N, dh) and threshold ``tau``.
+
+    Returns (out, peak, arg): out (B, H, N, dh) and the row statistics
+    (B, H, N) the backward needs (fp32 and int32).
+    """
+    return fir_launch.launch(pn_fir_tau_fwd_kernel, q, k, v, validate.scalar(tau, "tau"),
+                             stats=(torch.float32, torch.int32))

@@ -4,10 +4,15 @@
 
 The smoothed keys are never materialised: each key tile is rebuilt in
 registers from its own rows plus a 6-row halo (``tiles.fir_key_tile``), then
-a standard online softmax runs over the causal key tiles.
+a standard online softmax runs over the causal key tiles.  Each row also
+stores its max m_t and sum l_t (fp32) and the first key at the max
+(int32), from which the backward
+(``sm_fir_bwd.py``) rebuilds its weights exp(S_tj - m_t) / l_t tile by tile
+(not from lse = m + log l, which rounds at the scale of m).
 """
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
@@ -18,7 +23,7 @@ from .tiles import fir_key_tile
 @triton.jit
 def sm_fir_fwd_kernel(
     # pointers
-    Q, K, V, TAPS, OUT,
+    Q, K, V, TAPS, OUT, ROW_MAX, ROW_SUM, ROW_ARG,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -48,6 +53,7 @@ def sm_fir_fwd_kernel(
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    arg = tl.full((BLOCK_M,), -1, dtype=tl.int32)      # first key at the running max
 
     # -- causal key tiles: FIR keys in registers, scores, rescale, accumulate
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
@@ -60,6 +66,8 @@ def sm_fir_fwd_kernel(
                     mask=col_ok[:, None] & d_ok[None, :], other=0.0)
         visible = col_ok[None, :] & (offs_n[None, :] <= offs_m[:, None])
         s = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision="ieee") * sm_scale
+        s_top = tl.where(visible, s, -float("inf"))
+        arg = tl.where(tl.max(s_top, axis=1) > m_i, start_n + tl.argmax(s_top, axis=1).to(tl.int32), arg)
         m_new = tl.maximum(m_i, tl.max(tl.where(visible, s, float("-inf")), axis=1))
         m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)     # padding rows see nothing
         alpha = tl.exp(m_i - m_ref)
@@ -70,10 +78,14 @@ def sm_fir_fwd_kernel(
 
     # -- epilogue: normalise (every real row sees its own key), masked store -
     out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
+    tl.store(ROW_MAX + pid_bh * n_ctx + offs_m, m_i, mask=row_ok)
+    tl.store(ROW_SUM + pid_bh * n_ctx + offs_m, l_i, mask=row_ok)
+    tl.store(ROW_ARG + pid_bh * n_ctx + offs_m, arg, mask=row_ok)
     tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
              out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
 
 
 def sm_fir_fwd(q, k, v):
-    """Causal softmax attention over FIR keys for q, k, v (B, H, N, dh); returns (B, H, N, dh)."""
-    return fir_launch.launch(sm_fir_fwd_kernel, q, k, v)
+    """Causal softmax attention over FIR keys for q, k, v (B, H, N, dh); returns (out, row_max, row_sum,
+    row_arg), the statistics (B, H, N) fp32, fp32, int32."""
+    return fir_launch.launch(sm_fir_fwd_kernel, q, k, v, stats=(torch.float32, torch.float32, torch.int32))

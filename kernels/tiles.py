@@ -32,3 +32,18 @@ def power10(x):
     x4 = x2 * x2
     x8 = x4 * x4
     return x8 * x2
+
+
+@triton.jit
+def centred(dp, at_top, delta, rest, rest_dp):
+    """dP_ij - delta_i, with delta_i = sum_j P_ij dP_ij, evaluated without cancellation at the row's top key.
+
+    At the top key a (the one carrying most weight) dP_a - delta equals
+    rest dP_a - rest_dP, with rest = 1 - P_a = sum_{j != a} P_j (plus the
+    share of eps_den, for OAttention) and rest_dP = sum_{j != a} P_j dP_j:
+    small terms only, where dP_a - delta subtracts two nearly equal numbers
+    and loses the difference when the row is saturated.  (Eager autograd
+    gets it through the gradient of its max shift.)  Elsewhere P_j is small
+    and dP_j - delta is used as is.
+    """
+    return tl.where(at_top, rest[:, None] * dp - rest_dp[:, None], dp - delta[:, None])

@@ -3,6 +3,8 @@
 The fast tests judge one hand-picked example per mutant (the kind of input
 the search finds: a sequence crossing the tile edge for the halo and skip
 bugs); the slow test lets the fuzz engine search for the kill from scratch.
+Backward mutants leave the forward clean and are killed by the gradient
+contracts (``kernel_laws.gradient_agreement`` and the exact-zero ones).
 Each fast test also checks the clean kernel passes the same example, so a
 kill is the mutant's doing.
 """
@@ -31,6 +33,13 @@ KILLS = {
     "fir_halo_off_by_one": ("pn_fir_tau", "eager_agreement", dict(n=12, seed=4)),
     "gate_missing": ("pn_fir_tau", "eager_agreement", dict(n=6, seed=5)),
     "tile_skip_drops_live_tile": ("pn_fir_tau", "eager_agreement", dict(n=12, seed=6)),
+    # backward mutants: the forward is clean, the gradients are not
+    "delta_dropped": ("sm_fir", "gradient_agreement", dict(n=12, seed=4)),
+    "gate_derivative_dropped": ("pn_fir_tau", "gradient_agreement", dict(n=12, seed=4)),
+    "dk_fir_halo_dropped": ("pn_fir_tau", "gradient_agreement", dict(n=12, seed=4)),
+    "presence_gradient_leaks": ("oattention", "masked_gradient", dict(n=12, seed=4, pos=3)),
+    "null_receiver_gradient_leaks": ("oattention", "null_gradient", dict(n=12, seed=4, pos=3)),
+    "dk_scale_missing": ("oattention", "gradient_agreement", dict(n=12, seed=4, heads=2)),
 }
 
 
@@ -56,6 +65,13 @@ def test_halo_mutant_also_breaks_sm_fir(registry):
     case = Case(op=registry["sm_fir"], dtype=torch.float32, backend="triton", d=8, n=12, seed=4)
     with mutant.patch():
         assert CONTRACTS["eager_agreement"](case).violated
+
+
+def test_halo_mutant_of_the_backward_also_breaks_sm_fir(registry):
+    mutant = next(m for m in KERNEL_MUTANTS if m.name == "dk_fir_halo_dropped")
+    case = Case(op=registry["sm_fir"], dtype=torch.float32, backend="triton", d=8, n=12, seed=4)
+    with mutant.patch():
+        assert CONTRACTS["gradient_agreement"](case).violated
 
 
 def test_a_mutant_patch_leaves_the_real_kernel_in_place(registry):

@@ -1,4 +1,4 @@
-"""The kernels as torch custom ops: opcheck, autograd through the eager reference, the nn.Module backend."""
+"""The kernels as torch custom ops: opcheck (autograd registration included), the fused backward, the nn.Module backend."""
 from __future__ import annotations
 
 import os
@@ -34,14 +34,28 @@ CASES = [("oattention_fwd", dict(mask=True)), ("oattention_fwd", dict(mask=False
 @pytest.mark.slow  # reason: opcheck's aot_dispatch test traces the op with torch.compile machinery (~5-10 s per op)
 @pytest.mark.parametrize("name,kw", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_opcheck(name, kw):
-    torch.library.opcheck(getattr(ops, name), _args(name, **kw))
+    torch.library.opcheck(ops.OPS[name], _args(name, **kw))
 
 
 @pytest.mark.parametrize("name", ["oattention_fwd", "sm_fir_fwd", "pn_fir_tau_fwd"])
 def test_schema_and_fake_tensor(name):
     # the fast half of opcheck (always run); the full opcheck is marked slow above
-    torch.library.opcheck(getattr(ops, name), _args(name, grad=False),
+    torch.library.opcheck(ops.OPS[name], _args(name, grad=False),
                           test_utils=("test_schema", "test_faketensor"))
+
+
+@pytest.mark.parametrize("name", ["oattention_fwd", "sm_fir_fwd", "pn_fir_tau_fwd"])
+def test_backward_ops_schema_and_fake_tensor(name):
+    """The backward custom ops on the statistics their forward saved: schema and fake-tensor checks."""
+    args = _args(name, grad=False)
+    out, *stats = ops.OPS[name](*args)
+    do = torch.randn(out.shape, generator=torch.Generator().manual_seed(2))
+    q, k, v, *rest = args
+    if name == "oattention_fwd":                 # (do, q, k, v, p, mask, *stats, eps_den, causal)
+        bwd_args = (do, q, k, v, rest[0], rest[1], *stats, rest[2], rest[3])
+    else:                                        # (do, q, k, v, [tau], *stats)
+        bwd_args = (do, q, k, v, *rest, *stats)
+    torch.library.opcheck(ops.BACKWARD_OPS[name], bwd_args, test_utils=("test_schema", "test_faketensor"))
 
 
 @pytest.mark.parametrize("name", ["oattention_fwd", "sm_fir_fwd", "pn_fir_tau_fwd"])

@@ -1,0 +1,284 @@
+"""Fused OAttention backward, FlashAttention-2 style: nothing N x N is stored (SPEC 1).
+
+The forward (``oattention_fwd.py``) leaves two fp32 row statistics, the
+log-space max M_i and the denominator den_i (lse_i = M_i + log den_i =
+log(eps_den + sum_j m_ij p_j exp(s_ij)) is never formed: in fp32 it would
+round at the scale of M).  With
+y_i = sum_j P_ij v_j the un-gated output (O_i = p_i y_i) and
+
+    P_ij = exp(s_ij + log(m_ij p_j) - M_i) / den_i   (active: m_ij p_j > 0; else 0)
+    E_ij = exp(s_ij - M_i) / den_i                  (d P_ij / d p_j on active entries)
+
+the gradients, for dO the incoming gradient, are
+
+    dy_i   = p_i dO_i,                dP_ij = dy_i . v_j,
+    delta_i = dy_i . y_i = sum_j P_ij dP_ij   (one fp32 per row),
+    ds_ij  = P_ij (dP_ij - delta_i),   dq_i = scale sum_j ds_ij k_j,   dk_j = scale sum_i ds_ij q_i,
+    dv_j   = sum_i P_ij dy_i,
+    dp_j   = sum_i E_ij (dP_ij - delta_i)        (as a source: through its mass)
+           + sum_h dO_i . y_i                     (as a receiver: through the gate),
+
+summed over heads (p is shared by the heads).  eps_den only makes the
+weights sum below 1; it is inside den and has no term of its own.  Inactive
+entries (masked, causal, null or padding sources) are zeroed by ``where``
+before and after ``exp``, so they get exactly zero gradient -- the same
+convention as the eager operator, whose ``where`` cuts them from autograd.
+
+Two kernels, each owning the tile it writes (no atomics: deterministic):
+``oattention_bwd_dq_kernel`` streams the key tiles of a query tile twice --
+first for delta, which it writes for the other kernel, then for dq and y
+(for the receiver gate's gradient); ``oattention_bwd_dkdv_kernel``, launched
+after it, streams query tiles for a key tile (dk, dv and the sources' dp).
+Both rebuild P, E and dP with ``oattention_tile``.
+
+delta is not FlashAttention-2's rowsum(dO . O): it is summed from the very
+dP values it is subtracted from.  Where one source carries a row's weight,
+dP_ij - delta_i is 0 in the reals; built from the same dP it cancels as in
+eager autograd, while rowsum(dO . O) rounds differently and leaves
+u |dO| |v| of noise in a gradient that should vanish (found by the
+gradient_agreement search at n = 1).  The price is two more dots per tile
+in the first sweep; O is not saved.  For the same reason, at the row's top
+source a (stored by the forward) dP - delta is evaluated as
+rest dP_a - rest_dP, with rest = e_i + sum_{j != a} P_ij (e_i =
+exp(log eps_den - M_i) / den_i the share eps_den takes; P_a + rest = 1 in
+the reals) and rest_dP = sum_{j != a} P_ij dP_ij: small terms only, where
+dP_a - delta = dP_a (1 - P_a) - ... would lose them to cancellation in a
+saturated row (``tiles.centred``).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+from . import validate
+from .capabilities import tiles
+from .tiles import centred
+
+
+@triton.jit
+def tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+              HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
+    """mass_ij = m_ij p_j for a (rows, keys) tile: zero for padding, masked, causal-future and null sources."""
+    row_ok = offs_m < n_ctx
+    col_ok = offs_n < n_ctx
+    p_src = tl.load(P + b * stride_pb + offs_n * stride_pn, mask=col_ok, other=0.0)
+    mass = tl.where(row_ok[:, None] & col_ok[None, :], p_src[None, :], 0.0)
+    if HAS_MASK:
+        vis = tl.load(MASK + b * stride_mb + offs_m[:, None] * stride_mi + offs_n[None, :] * stride_mj,
+                      mask=row_ok[:, None] & col_ok[None, :], other=0)
+        mass = tl.where(vis != 0, mass, 0.0)
+    if IS_CAUSAL:
+        mass = tl.where(offs_n[None, :] <= offs_m[:, None], mass, 0.0)
+    return mass
+
+
+@triton.jit
+def oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx, head_dim, sm_scale,
+                    stride_kn, stride_kd, stride_vn, stride_vd, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                    HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
+    """(k, v, P, E, dP) of one (rows, keys) tile, rebuilt from the scores and the rows' M, den (module docstring)."""
+    kv_ok = (offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :]
+    k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd, mask=kv_ok, other=0.0)
+    v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd, mask=kv_ok, other=0.0)
+    mass = tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                     HAS_MASK, IS_CAUSAL)
+    active = mass > 0.0
+    s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
+    a = s + tl.log(tl.where(active, mass, 1.0))
+    prob = tl.where(active, tl.exp(tl.where(active, a - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]
+    expo = tl.where(active, tl.exp(tl.where(active, s - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]
+    # dP_ij = dy_i . v_j with dy = p dO (the receiver gate)
+    dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]
+    return k, v, prob, expo, dp
+
+
+@triton.jit
+def oattention_bwd_dq_kernel(
+    # pointers
+    Q, K, V, P, MASK, DO, ROW_MAX, ROW_DEN, ROW_ARG, DELTA, REST, REST_DP, DQ, DP_RCV,   # DELTA, REST, REST_DP: written
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale, log_eps,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_pb, stride_pn,
+    stride_mb, stride_mi, stride_mj,
+    stride_ob, stride_oh, stride_on, stride_od,          # dO
+    stride_gb, stride_gh, stride_gn, stride_gd,          # dq, dk, dv
+    # meta-parameters
+    HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a query tile of one (batch, head) ---------------
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    row_ok = offs_m < n_ctx
+    d_ok = offs_d < head_dim
+    tile_ok = row_ok[:, None] & d_ok[None, :]
+
+    # -- the query tile, its incoming gradient and row statistics -----------
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=tile_ok, other=0.0)
+    do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                 mask=tile_ok, other=0.0)
+    p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
+    row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+    inv_den = 1.0 / tl.load(ROW_DEN + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
+    arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+    hi = n_ctx
+    if IS_CAUSAL:
+        hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+
+    # -- sweep 1: delta_i = sum_j P_ij dP_ij from the dP that ds subtracts it from, split at the
+    #    row's top source a: rest = e + sum_{j != a} P_ij, rest_dp = sum_{j != a} P_ij dP_ij
+    rest = tl.exp(log_eps - row_max) * inv_den                     # eps_den's share e
+    rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+                                               head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
+                                               stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                                               HAS_MASK, IS_CAUSAL)
+        at_top = offs_n[None, :] == arg[:, None]
+        rest += tl.sum(tl.where(at_top, 0.0, prob), axis=1)
+        rest_dp += tl.sum(tl.where(at_top, 0.0, prob * dp), axis=1)
+        top_dp += tl.sum(tl.where(at_top, prob * dp, 0.0), axis=1)
+    delta = rest_dp + top_dp
+    tl.store(DELTA + pid_bh * n_ctx + offs_m, delta, mask=row_ok)
+    tl.store(REST + pid_bh * n_ctx + offs_m, rest, mask=row_ok)
+    tl.store(REST_DP + pid_bh * n_ctx + offs_m, rest_dp, mask=row_ok)
+
+    # -- sweep 2: ds = P (dP - delta), dq; and y = sum_j P_ij v_j for the gate -
+    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    y = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+                                               head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
+                                               stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                                               HAS_MASK, IS_CAUSAL)
+        ds = prob * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
+        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
+        y += tl.dot(prob.to(v.dtype), v, input_precision="ieee")
+
+    # -- epilogue: dq, and the receiver gate's gradient dO_i . y_i -----------
+    dq = dq * sm_scale
+    tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
+             dq.to(DQ.dtype.element_ty), mask=tile_ok)
+    tl.store(DP_RCV + pid_bh * n_ctx + offs_m, tl.sum(do.to(tl.float32) * y, axis=1), mask=row_ok)
+
+
+@triton.jit
+def oattention_bwd_dkdv_kernel(
+    # pointers
+    Q, K, V, P, MASK, DO, ROW_MAX, ROW_DEN, ROW_ARG, DELTA, REST, REST_DP, DK, DV, DP_SRC,
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale, log_eps,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_pb, stride_pn,
+    stride_mb, stride_mi, stride_mj,
+    stride_ob, stride_oh, stride_on, stride_od,          # dO
+    stride_gb, stride_gh, stride_gn, stride_gd,          # dq, dk, dv
+    # meta-parameters
+    HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a key tile of one (batch, head) -----------------
+    pid_n = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    col_ok = offs_n < n_ctx
+    d_ok = offs_d < head_dim
+    tile_ok = col_ok[:, None] & d_ok[None, :]
+    Q += b * stride_qb + h * stride_qh
+    DO += b * stride_ob + h * stride_oh
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+
+    dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    dp_src = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    # causal: only receivers i >= j see this tile; start at the query tile holding its first key
+    lo = 0
+    if IS_CAUSAL:
+        lo = (pid_n * BLOCK_N // BLOCK_M) * BLOCK_M
+    for start_m in range(lo, n_ctx, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < n_ctx
+        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                     mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
+        row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        inv_den = 1.0 / tl.load(ROW_DEN + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
+        arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
+        delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        rest = tl.load(REST + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        rest_dp = tl.load(REST_DP + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+                                               head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
+                                               stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+                                               HAS_MASK, IS_CAUSAL)
+
+        # dv_j += sum_i P_ij p_i dO_i;  ds = P (dP - delta);  dk_j += sum_i ds_ij q_i
+        dv += tl.dot(tl.trans(prob * p_rcv[:, None]).to(do.dtype), do, input_precision="ieee")
+        g = centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
+        ds = prob * g
+        dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
+        # the sources' presence: d P_ij / d p_j = E_ij (P_ij / p_j without dividing by a tiny p_j).
+        # E <= 1 / p_j overflows for a subnormal p_j; a row whose g is exactly 0 (a null receiver)
+        # contributes exactly 0, never inf * 0 = NaN
+        dp_src += tl.sum(tl.where(g == 0.0, 0.0, expo * g), axis=0)
+
+    dk = dk * sm_scale
+    tl.store(DK + b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd,
+             dk.to(DK.dtype.element_ty), mask=tile_ok)
+    tl.store(DV + b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd,
+             dv.to(DV.dtype.element_ty), mask=tile_ok)
+    tl.store(DP_SRC + pid_bh * n_ctx + offs_n, dp_src, mask=col_ok)
+
+
+def oattention_bwd(do, q, k, v, p, mask, row_max, row_den, row_arg, *, eps_den, causal=False):
+    """Gradients (dq, dk, dv, dp) of OAttention for the incoming gradient ``do`` (B, H, N, dh).
+
+    ``row_max``, ``row_den``, ``row_arg`` are what ``oattention_fwd`` returned for the same inputs; ``p``
+    and ``mask`` are the forward's (mask: None or (1|B, N, N)).
+    dq, dk, dv come in q's dtype (fp32 accumulation), dp (B, N) in p's.
+    """
+    b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)      # the forward's checks, and dO's
+    p32 = p.float()
+    delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
+    dq, dk, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(3))
+    dp_rcv = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+    dp_src = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+    t = tiles(n, dh)
+    m_arg = mask if mask is not None else dq          # unused pointer when HAS_MASK is False
+    m_strides = (mask.stride(0) if mask.shape[0] > 1 else 0, mask.stride(1), mask.stride(2)) \
+        if mask is not None else (0, 0, 0)
+    common = (h, n, dh, dh ** -0.5, math.log(eps_den), *q.stride(), *k.stride(), *v.stride(), *p32.stride(), *m_strides,
+              *do.stride(), *dq.stride())      # dq, dk, dv: one contiguous layout
+    meta = dict(HAS_MASK=mask is not None, IS_CAUSAL=bool(causal), **t)
+    oattention_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](
+        q, k, v, p32, m_arg, do, row_max, row_den, row_arg, delta, rest, rest_dp, dq, dp_rcv, *common, **meta)
+    oattention_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](
+        q, k, v, p32, m_arg, do, row_max, row_den, row_arg, delta, rest, rest_dp, dk, dv, dp_src, *common, **meta)
+    dp = (dp_rcv + dp_src).sum(1)                    # p is shared by the heads
+    return dq, dk, dv, dp.to(p.dtype)

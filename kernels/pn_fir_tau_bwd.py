@@ -1,0 +1,251 @@
+"""Fused pn_fir_tau backward over FIR keys, FlashAttention-2 style, no exp or log (SPEC 2).
+
+Per row t, with r_tj = max(S_tj - tau, 0) (j <= t), the forward
+(``pn_fir_tau_fwd.py``) leaves two row statistics: the peak m_t and a_t,
+the first key at the peak.  With rho = r / m, l_t = sum_j rho_tj^10 and
+P_tj = rho^10 / l (the power
+normaliser), g = m / (1 + m) (the silence gate), O_t = g_t sum_j P_tj v_j and
+dO the incoming gradient:
+
+    dP_tj   = g_t dO_t . v_j
+    delta_t = sum_j P_tj dP_tj                       (= g dO . y = rowsum(dO . O), y = sum_j P_tj v_j)
+    dr_tj   = 10 rho^9 / (m l) (dP_tj - delta_t)     (the normaliser: d r^10 / sum r^10)
+            + [j = a_t] delta_t / (m_t (1 + m_t))    (the gate: g'(m) dO . y, through the peak)
+    ds_tj   = dr_tj  where S_tj > tau, else 0        (the rectifier)
+    dq_t = scale sum_j ds_tj k~_j,  dk~_j = scale sum_t ds_tj q_t,  dv_j = sum_t g_t P_tj dO_t,
+    dtau = -sum_tj ds_tj,
+
+and dk = F^T dk~ (``fir_key_grad.py``).  Unlike softmax, delta is not
+taken from rowsum(dO . O): the normaliser's slope 10 / r amplifies the
+rounding of dP - delta tenfold and more, and in a row with one positive
+score (every first row, every n = 1 sequence) dP - delta is exactly 0 only
+if delta is built from the very dP values it is subtracted from.  So the dQ
+kernel first sweeps its key tiles for delta (writing it for the dK/dV
+kernel, launched after it), then for dq: two more dots per tile in one of
+the two passes, and O is not needed at all.  The same sweep recomputes the
+mass l against the stored peak: the forward's online l carries the
+rounding of every (m_old / m_new)^10 rescale (~10 u each), and a sum of P
+that is not 1 to within u lets a large component common to every dP
+(a large value bias) leak into dP - delta.  At the peak key dP - delta is
+formed from the other keys' small terms (``tiles.centred``).  A silent row (m = 0) has O = 0,
+delta = 0 and no positive r: every term is exactly 0 (the gate's term is
+guarded, never 0/0).  The peak's derivative goes to the first key at the
+peak, a subgradient; eager autograd of ``amax`` splits it among exact ties,
+which only differ at ties.  10 rho^9 is rho^8 rho by multiplications: the
+backward, like the forward, evaluates no transcendental function.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from . import validate
+from .capabilities import tiles
+from .fir_key_grad import fir_key_grad
+from .fir_launch import HALO, N_TAPS, taps_tensor
+from .tiles import centred, fir_key_tile
+
+
+@triton.jit
+def power9(x):
+    """x**9 as x2 = x*x, x4 = x2*x2, x8 = x4*x4, x8*x: multiplications only."""
+    x2 = x * x
+    x4 = x2 * x2
+    x8 = x4 * x4
+    return x8 * x
+
+
+@triton.jit
+def pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale):
+    """(slope, prob, dp, at_peak) of one tile: d P / d r up to delta, P, dP = g dO . v, the peak key."""
+    visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
+    s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
+    r = tl.where(visible, tl.maximum(s - tau, 0.0), 0.0)
+    safe_m = tl.where(peak > 0.0, peak, 1.0)
+    safe_l = tl.where(mass > 0.0, mass, 1.0)
+    gate = peak / (1.0 + peak)
+    rho = r / safe_m[:, None]
+    rho9 = power9(rho)
+    prob = rho9 * rho / safe_l[:, None]                           # P = rho^10 / l
+    slope = 10.0 * rho9 / (safe_m * safe_l)[:, None]               # 10 r^9 / sum r^10
+    dp = gate[:, None] * tl.dot(do, tl.trans(v), input_precision="ieee")
+    at_peak = (offs_n[None, :] == arg[:, None]) & (r > 0.0)
+    return slope, prob, dp, at_peak
+
+
+@triton.jit
+def pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak):
+    """ds = dL/dS: the normaliser's term plus, at the peak key, the gate's g'(m) dO . y = delta / (m (1 + m))."""
+    d_gate = tl.where(peak > 0.0, delta / (tl.where(peak > 0.0, peak, 1.0) * (1.0 + peak)), 0.0)
+    ds = slope * centred(dp, at_peak, delta, rest, rest_dp) + tl.where(at_peak, d_gate[:, None], 0.0)
+    return ds
+
+
+@triton.jit
+def pn_fir_tau_bwd_dq_kernel(
+    # pointers
+    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, REST, REST_DP, DQ, DS_ROW,     # MASS .. REST_DP: written here
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale, tau,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,          # dO
+    stride_gb, stride_gh, stride_gn, stride_gd,          # dq
+    # meta-parameters
+    N_TAPS: tl.constexpr, HALO: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a query tile of one (batch, head) ---------------
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    row_ok = offs_m < n_ctx
+    d_ok = offs_d < head_dim
+    tile_ok = row_ok[:, None] & d_ok[None, :]
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=tile_ok, other=0.0)
+    do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                 mask=tile_ok, other=0.0)
+    rows = pid_bh * n_ctx + offs_m
+    peak = tl.load(PEAK + rows, mask=row_ok, other=0.0)
+    arg = tl.load(ARG + rows, mask=row_ok, other=-1)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+    hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+
+    # -- pass 1: the mass l_t = sum_j rho^10 and delta_t = sum_j P_tj dP_tj, from the very
+    #    rho and dP the gradient uses (written for the dK/dV kernel)
+    #    (split at the peak key a like tiles.centred: rest = sum_{j != a} P, rest_dp = sum_{j != a} P dP)
+    ones = tl.full((BLOCK_M,), 1.0, dtype=tl.float32)
+    rest = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    top = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                         BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
+        slope, power, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, ones, arg, sm_scale)
+        rest += tl.sum(tl.where(at_peak, 0.0, power), axis=1)      # rho^10 (mass 1 in pn_tile)
+        rest_dp += tl.sum(tl.where(at_peak, 0.0, power * dp), axis=1)
+        top += tl.sum(tl.where(at_peak, power, 0.0), axis=1)
+        top_dp += tl.sum(tl.where(at_peak, power * dp, 0.0), axis=1)
+    mass = rest + top
+    inv_mass = 1.0 / tl.where(mass > 0.0, mass, 1.0)
+    delta = (rest_dp + top_dp) * inv_mass
+    rest = rest * inv_mass
+    rest_dp = rest_dp * inv_mass
+    tl.store(MASS + rows, mass, mask=row_ok)
+    tl.store(DELTA + rows, delta, mask=row_ok)
+    tl.store(REST + rows, rest, mask=row_ok)
+    tl.store(REST_DP + rows, rest_dp, mask=row_ok)
+
+    # -- pass 2: dq, and each row's sum of ds for tau's gradient -------------
+    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    ds_row = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                         BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
+        slope, prob, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
+        ds = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak)
+        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
+        ds_row += tl.sum(ds, axis=1)
+
+    dq = dq * sm_scale
+    tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
+             dq.to(DQ.dtype.element_ty), mask=tile_ok)
+    tl.store(DS_ROW + rows, ds_row, mask=row_ok)
+
+
+@triton.jit
+def pn_fir_tau_bwd_dkdv_kernel(
+    # pointers
+    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, REST, REST_DP, DKS, DV,
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale, tau,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,          # dO
+    stride_gb, stride_gh, stride_gn, stride_gd,          # dk~ (fp32), dv
+    # meta-parameters
+    N_TAPS: tl.constexpr, HALO: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a key tile of one (batch, head) -----------------
+    pid_n = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    col_ok = offs_n < n_ctx
+    d_ok = offs_d < head_dim
+    tile_ok = col_ok[:, None] & d_ok[None, :]
+    Q += b * stride_qb + h * stride_qh
+    DO += b * stride_ob + h * stride_oh
+    k = fir_key_tile(K + b * stride_kb + h * stride_kh, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim,
+                     stride_kn, stride_kd, BLOCK_N, BLOCK_D, N_TAPS, HALO).to(Q.dtype.element_ty)
+    v = tl.load(V + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                mask=tile_ok, other=0.0)
+
+    # -- query tiles at or after this key tile (causal) ---------------------
+    dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    for start_m in range((start_n // BLOCK_M) * BLOCK_M, n_ctx, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < n_ctx
+        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                     mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        rows = pid_bh * n_ctx + offs_m
+        peak = tl.load(PEAK + rows, mask=row_ok, other=0.0)
+        mass = tl.load(MASS + rows, mask=row_ok, other=0.0)
+        arg = tl.load(ARG + rows, mask=row_ok, other=-1)
+        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
+        rest = tl.load(REST + rows, mask=row_ok, other=0.0)
+        rest_dp = tl.load(REST_DP + rows, mask=row_ok, other=0.0)
+        slope, prob, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
+        ds = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak)
+        gate = peak / (1.0 + peak)
+        dv += tl.dot(tl.trans(gate[:, None] * prob).to(do.dtype), do, input_precision="ieee")
+        dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
+
+    dk = dk * sm_scale
+    out = b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd
+    tl.store(DKS + out, dk, mask=tile_ok)
+    tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=tile_ok)
+
+
+def pn_fir_tau_bwd(do, q, k, v, tau, peak, arg):
+    """Gradients (dq, dk, dv, dtau) of pn_fir_tau for ``do``; ``peak`` and ``arg`` from the forward."""
+    b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)
+    mass, delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(4))
+    dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
+    dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
+    ds_row = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+    t = tiles(n, dh)
+    common = (h, n, dh, dh ** -0.5, float(tau.detach()), *q.stride(), *k.stride(), *v.stride(), *do.stride(),
+              *dq.stride())
+    meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
+    taps = taps_tensor(q.device)
+    pn_fir_tau_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](
+        q, k, v, taps, do, peak, arg, mass, delta, rest, rest_dp, dq, ds_row, *common, **meta)
+    pn_fir_tau_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](
+        q, k, v, taps, do, peak, arg, mass, delta, rest, rest_dp, dks, dv, *common, **meta)
+    dtau = -ds_row.sum()                              # S - tau: every ds enters tau with a minus sign
+    return dq, fir_key_grad(dks, k.dtype), dv, dtau.to(tau.dtype).reshape(tau.shape)

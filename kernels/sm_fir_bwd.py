@@ -1,0 +1,198 @@
+"""Fused sm_fir backward: causal softmax over FIR keys, FlashAttention-2 style (SPEC 2).
+
+The forward (``sm_fir_fwd.py``) leaves each row's max m_t, sum l_t and top key.
+With P_tj = exp(S_tj - m_t) / l_t (j <= t), S = q k~^T / sqrt(dh) and dO the
+incoming gradient:
+
+    dP_tj = dO_t . v_j,  delta_t = sum_j P_tj dP_tj,  ds_tj = P_tj (dP_tj - delta_t),
+    dq_t = scale sum_j ds_tj k~_j,  dk~_j = scale sum_t ds_tj q_t,  dv_j = sum_t P_tj dO_t,
+
+and the raw keys' gradient is the FIR's transpose dk = F^T dk~
+(``fir_key_grad.py``: each raw key fed the 7 smoothed keys after it).
+``sm_fir_bwd_dq_kernel`` owns a query tile and streams its causal key tiles
+twice: first for delta (written for the other kernel), then for dq;
+``sm_fir_bwd_dkdv_kernel``, launched after it, owns a key tile and streams
+the query tiles at or after it.  Both rebuild the smoothed key tile in
+registers (``tiles.fir_key_tile``), the weights and dP with
+``sm_fir_tile``; nothing N x N is stored, dk~ is O(N).  delta is summed from
+the very dP it is subtracted from, not taken from rowsum(dO . O): in a row
+whose weight sits on one key (every first row) dP - delta then cancels to
+exactly 0, as in eager autograd, and at the row's top key dP - delta is
+formed from the other keys' small terms (``tiles.centred``; see
+``oattention_bwd.py``).
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from . import validate
+from .capabilities import tiles
+from .fir_key_grad import fir_key_grad
+from .fir_launch import HALO, N_TAPS, taps_tensor
+from .tiles import centred, fir_key_tile
+
+
+@triton.jit
+def sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim, sm_scale,
+                stride_kn, stride_kd, stride_vn, stride_vd,
+                N_TAPS: tl.constexpr, HALO: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    """(k~, v, P, dP) of one tile: smoothed keys in registers, P_tj = exp(S_tj - m_t) / l_t on the causal
+    in-range entries (0 elsewhere), dP_tj = dO_t . v_j."""
+    k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                     BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
+    v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                mask=(offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :], other=0.0)
+    visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
+    s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
+    p = tl.where(visible, tl.exp(tl.where(visible, s - row_max[:, None], 0.0)), 0.0) * inv_sum[:, None]
+    dp = tl.dot(do, tl.trans(v), input_precision="ieee")
+    return k, v, p, dp
+
+
+@triton.jit
+def sm_fir_bwd_dq_kernel(
+    # pointers
+    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, REST, REST_DP, DQ,     # DELTA, REST, REST_DP: written here
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,          # dO
+    stride_gb, stride_gh, stride_gn, stride_gd,          # dq
+    # meta-parameters
+    N_TAPS: tl.constexpr, HALO: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a query tile of one (batch, head) ---------------
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    row_ok = offs_m < n_ctx
+    d_ok = offs_d < head_dim
+    tile_ok = row_ok[:, None] & d_ok[None, :]
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                mask=tile_ok, other=0.0)
+    do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                 mask=tile_ok, other=0.0)
+    row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+    inv_sum = 1.0 / tl.load(ROW_SUM + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
+    arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+    hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
+
+    # -- sweep 1: delta_t = sum_j P_tj dP_tj from the dP that ds subtracts it from, split at the
+    #    row's top key a: rest = sum_{j != a} P_tj, rest_dp = sum_{j != a} P_tj dP_tj (tiles.centred)
+    rest = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+                                  sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
+        at_top = offs_n[None, :] == arg[:, None]
+        rest += tl.sum(tl.where(at_top, 0.0, p), axis=1)
+        rest_dp += tl.sum(tl.where(at_top, 0.0, p * dp), axis=1)
+        top_dp += tl.sum(tl.where(at_top, p * dp, 0.0), axis=1)
+    delta = rest_dp + top_dp
+    rows = pid_bh * n_ctx + offs_m
+    tl.store(DELTA + rows, delta, mask=row_ok)
+    tl.store(REST + rows, rest, mask=row_ok)
+    tl.store(REST_DP + rows, rest_dp, mask=row_ok)
+
+    # -- sweep 2: causal key tiles, ds = P (dP - delta), dq -----------------
+    dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+                                  sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
+        ds = p * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
+        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
+
+    dq = dq * sm_scale
+    tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
+             dq.to(DQ.dtype.element_ty), mask=tile_ok)
+
+
+@triton.jit
+def sm_fir_bwd_dkdv_kernel(
+    # pointers
+    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, REST, REST_DP, DKS, DV,
+    # sizes and scalars
+    H, n_ctx, head_dim, sm_scale,
+    # strides
+    stride_qb, stride_qh, stride_qn, stride_qd,
+    stride_kb, stride_kh, stride_kn, stride_kd,
+    stride_vb, stride_vh, stride_vn, stride_vd,
+    stride_ob, stride_oh, stride_on, stride_od,          # dO
+    stride_gb, stride_gh, stride_gn, stride_gd,          # dk~ (fp32), dv
+    # meta-parameters
+    N_TAPS: tl.constexpr, HALO: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+):
+    # -- map program ids to a key tile of one (batch, head) -----------------
+    pid_n = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    b = pid_bh // H
+    h = pid_bh % H
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    col_ok = offs_n < n_ctx
+    d_ok = offs_d < head_dim
+    tile_ok = col_ok[:, None] & d_ok[None, :]
+    Q += b * stride_qb + h * stride_qh
+    DO += b * stride_ob + h * stride_oh
+    K += b * stride_kb + h * stride_kh
+    V += b * stride_vb + h * stride_vh
+
+    # -- query tiles at or after this key tile (causal) ---------------------
+    dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    for start_m in range((start_n // BLOCK_M) * BLOCK_M, n_ctx, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < n_ctx
+        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
+                    mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
+                     mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+        row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        inv_sum = 1.0 / tl.load(ROW_SUM + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
+        rows = pid_bh * n_ctx + offs_m
+        arg = tl.load(ROW_ARG + rows, mask=row_ok, other=-1)
+        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
+        rest = tl.load(REST + rows, mask=row_ok, other=0.0)
+        rest_dp = tl.load(REST_DP + rows, mask=row_ok, other=0.0)
+        k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
+                                  sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
+        dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision="ieee")
+        ds = p * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
+        dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
+
+    dk = dk * sm_scale
+    out = b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd
+    tl.store(DKS + out, dk, mask=tile_ok)
+    tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=tile_ok)
+
+
+def sm_fir_bwd(do, q, k, v, row_max, row_sum, row_arg):
+    """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; the row statistics from the forward."""
+    b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)
+    delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
+    dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
+    dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
+    t = tiles(n, dh)
+    common = (h, n, dh, dh ** -0.5, *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
+    meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
+    taps = taps_tensor(q.device)
+    sm_fir_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, rest, rest_dp, dq, *common, **meta)
+    sm_fir_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, rest, rest_dp, dks, dv,
+                                                                  *common, **meta)
+    return dq, fir_key_grad(dks, k.dtype), dv
