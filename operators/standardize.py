@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments
+from . import arguments, references
 from .registry import Domain, declare
 
 
@@ -29,6 +29,7 @@ def standardize_params(gen, d_model, dtype=torch.float64):
 
 @declare(
     name="standardize",
+    reference=references.standardize_reference,
     domain=Domain(params=standardize_params),
     traits={"token_mixing"},
     claims={
