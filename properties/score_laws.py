@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import torch
 
-from tokenlaw.operators.fir_attention import causal_mask
 from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
@@ -19,9 +18,10 @@ def scores(case) -> torch.Tensor:
 
 
 def visibility(case):
-    """The operator's own visibility: causal, its random mask, or none."""
+    """The visibility SPEC gives the operator: j <= t when causal (built here, not the operator's helper), its mask, or none."""
     if "causal" in case.op.traits:
-        return causal_mask(TORCH, case.x, case.n).expand(case.batch, case.n, case.n)
+        t = torch.arange(case.n)
+        return (t[None, :] <= t[:, None]).double().expand(case.batch, case.n, case.n)
     return case.mask
 
 

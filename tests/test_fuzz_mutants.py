@@ -1,12 +1,14 @@
 """Mutation testing: the catalogue, its patches, and the suite killing the mutants."""
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import pytest
 
 from tokenlaw.fuzz.mutants import EAGER_MUTANTS, Mutant, catalogue
 from tokenlaw.fuzz.mutation import run_mutant, run_mutants
+from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.registry import default_registry
 
 REG = default_registry()
@@ -31,7 +33,7 @@ def test_catalogue_filters_by_backend():
 
 
 def _state():
-    """Every module attribute and spec hook a patch may touch, by identity."""
+    """Every module attribute and spec hook a mutant could touch, by identity."""
     out = {}
     for mod in ("oattention", "ostandardize", "norms", "ffn", "oinject", "presence", "fir", "fir_attention", "normalisers"):
         m = importlib.import_module("tokenlaw.operators." + mod)
@@ -42,12 +44,21 @@ def _state():
 
 
 @pytest.mark.parametrize("mutant", EAGER_MUTANTS, ids=[m.name for m in EAGER_MUTANTS])
-def test_patch_changes_something_and_restores_everything(mutant):
+def test_mutant_is_a_registry_copy_of_the_shipping_code(mutant):
+    """apply() edits the shipping source into a new registry; the default registry and modules are untouched."""
     before = _state()
-    with mutant.patch():
-        during = _state()
-    assert during != before, "the patch must change a module attribute or an operator"
+    bad = mutant.apply(REG)
+    assert bad is not REG
+    for name in mutant.operators:
+        assert bad[name].fn is not REG[name].fn, name
+        assert bad[name].source == REG[name].source        # the same module's code, edited
     assert _state() == before
+
+
+def test_a_stale_snippet_fails_loudly():
+    stale = dataclasses.replace(EAGER_MUTANTS[0], edits=(("this line is not in the module", "x"),))
+    with pytest.raises(InvalidArgument, match="occurs 0 times"):
+        stale.apply(REG)
 
 
 @pytest.mark.parametrize("name", FAST)

@@ -10,3 +10,6 @@ UNFIXED = "    den = eps_den * xp.exp(-top) + xp.sum(e, axis=-1, keepdims=True)"
 
 def registry(base):
     return mutated_registry(base, mutated_module("tokenlaw.operators.oattention", [(FIXED, UNFIXED)]))
+
+
+CAUGHT_BY = ("differential",)
