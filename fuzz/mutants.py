@@ -44,7 +44,8 @@ class Mutant:
         mutated = mutated_module(OPS + self.module, self.edits)
         modules = [mutated]
         for user, names in self.users:
-            binds = {n: mutated if n == self.module else getattr(mutated, n) for n in names}
+            # a name the mutated module defines is that object (presence, fir, TAPS); else the module itself
+            binds = {n: getattr(mutated, n) if hasattr(mutated, n) else mutated for n in names}
             modules.append(mutated_module(OPS + user, (), binds))
         return mutated_registry(registry, *modules)
 
