@@ -84,7 +84,8 @@ REGIMES = {r.name: r for r in (
     Regime("scores_high", "every score of a row above log(max) of the dtype (exp(M) overflows)",
            lambda op, keys, dtype: "wq" in keys, lambda case: case.score_offset >= _overflow(case.dtype)),
     Regime("power_overflow", "scores past max^(1/10) of the dtype, where a power normaliser's x^10 overflows",
-           lambda op, keys, dtype: "wq" in keys and "score_normaliser" in op.traits and _power_edge(dtype) < 1e4,
+           lambda op, keys, dtype: "wq" in keys and "score_normaliser" in op.traits
+           and 1.1 * _power_edge(dtype) * torch.finfo(dtype).eps <= 1.0,
            lambda case: abs(case.score_offset) >= _power_edge(case.dtype)),
     Regime("eps_den_small", f"eps_den <= {SMALL_EPS_DEN:g} (1 / eps_den overflows float16)",
            lambda op, keys, dtype: "eps_den" in keys,

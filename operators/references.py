@@ -85,8 +85,15 @@ def oattention_reference(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, 
 
 
 def _softmax(xp, s, m):
-    """W_tj = m_tj exp(s_tj) / sum_j m_tj exp(s_tj)."""
-    e = xp.exp(s) * m
+    """W_tj = m_tj exp(s_tj) / sum_j m_tj exp(s_tj), each row's exponents shifted by its largest visible score.
+
+    The shift is SPEC's own remark (softmax is invariant to a per-row constant):
+    without it exp underflows to subnormals once every score of a row is below
+    -708 and the reference, not the operator, would be wrong.
+    """
+    low = xp.min(s, axis=-1, keepdims=True)
+    top = xp.max(xp.where(xp.gt(m, 0), s, low), axis=-1, keepdims=True)
+    e = xp.exp(s - top) * m
     return xp.div(e, xp.sum(e, axis=-1, keepdims=True))
 
 
@@ -259,16 +266,21 @@ def presence_reference(xp, x, *, tau):
 
 def ostandardize_reference(xp, x, *, tau, eps=1e-5):
     """p_i (h_i - mu) / sqrt(sigma^2 + eps), mu and sigma^2 presence-weighted; no mass: 0."""
+    # h - mu is formed as (h - h_0) - sum_j p_j (h_j - h_0) / sum_j p_j (the same number in the
+    # reals): a lone or repeated token then centres to exactly 0 instead of to rounding noise,
+    # which 1 / sqrt(eps) would amplify into a disagreement that is the reference's own error.
     p = spec_presence(xp, x, tau)
     mass = xp.sum(p, axis=-2, keepdims=True)
     some = xp.gt(mass, 0)
     safe = xp.where(some, mass, xp.ones_like(mass))
-    mu = xp.where(some, xp.div(xp.sum(p * x, axis=-2, keepdims=True), safe), xp.zeros_like(mass))
-    var = xp.div(xp.sum(p * (x - mu) * (x - mu), axis=-2, keepdims=True), safe)
-    return p * xp.div(x - mu, xp.sqrt(var + eps))
+    d = x - x[..., :1, :]
+    c = d - xp.where(some, xp.div(xp.sum(p * d, axis=-2, keepdims=True), safe), xp.zeros_like(mass))
+    var = xp.div(xp.sum(p * c * c, axis=-2, keepdims=True), safe)
+    return p * xp.div(c, xp.sqrt(var + eps))
 
 
 def standardize_reference(xp, x, *, eps=1e-5):
     """(h_i - mean_j h_j) / sqrt(var_j h_j + eps), per feature."""
-    mu = xp.mean(x, axis=-2, keepdims=True)
-    return xp.div(x - mu, xp.sqrt(xp.mean((x - mu) * (x - mu), axis=-2, keepdims=True) + eps))
+    d = x - x[..., :1, :]                      # shifted data, as in ostandardize_reference
+    c = d - xp.mean(d, axis=-2, keepdims=True)
+    return xp.div(c, xp.sqrt(xp.mean(c * c, axis=-2, keepdims=True) + eps))

@@ -8,7 +8,7 @@ import torch
 from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
-from .case import lay_out
+from .case import cast, lay_out
 from .catalogue import contract
 from .tolerance import UNIT_ROUNDOFF
 from .tolerance import differential as compare_differential
@@ -88,10 +88,23 @@ def _judge(case, c, counts, what) -> V.Verdict:
                      extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, **counts})
 
 
-def _compare_rows(a, b, probes, keep, dtype, sides=1):
+def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=None):
     if not bool(keep.any()):
         return None
-    return compare_differential(a[keep], b[keep], {p: t[keep] for p, t in probes.items()}, dtype, sides=sides)
+    rows = {p: t[keep] for p, t in (ref_probes or {}).items()}
+    return compare_differential(a[keep], b[keep], {p: t[keep] for p, t in probes.items()}, dtype,
+                                input_rounding=None if input_rounding is None else input_rounding[keep],
+                                ref_probes=rows or None)
+
+
+def input_rounding(reference_case, a64) -> torch.Tensor | None:
+    """|F_64(x, params rounded to D) - F_64(x, params)|: D's input rounding, evaluated exactly in float64."""
+    case = reference_case
+    if case.dtype == torch.float64:
+        return None
+    rounded = cast(cast(case.params, case.dtype), torch.float64)
+    x = case.x.to(case.dtype).double()
+    return (case.run(x, case.mask, dtype=torch.float64, **rounded).double() - a64.double()).abs()
 
 
 _NUMERICAL = ("scores_low", "scores_high", "power_overflow", "eps_den_small", "long_row")
@@ -108,20 +121,19 @@ def differential(case):
     a_d = case.run(case.x, case.mask)
     a_64 = reference.run(case.x, case.mask, dtype=torch.float64)
     keep, counts = set_aside(case, a_64)
-    c = _compare_rows(a_d, a_64, _probes(reference), keep, case.dtype)
+    c = _compare_rows(a_d, a_64, _probes(reference), keep, case.dtype, input_rounding=input_rounding(reference, a_64))
     return _judge(case, c, counts, f"{_where(case)} vs float64")
 
 
 def _no_reference(op, dtype, backend):
     if op.reference is None:
         return "the operator declares no independent reference= (a formula written from SPEC)"
-    if backend == "eager" and dtype != "float64":
-        return ("eager dtypes other than float64 are tied to the reference through `differential` "
-                "(D against eager float64, which this cell compares with the reference)")
     return None
 
 
-@contract(exact=False, universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",))
+# float64 on the eager backend (eager D is tied to the reference through `differential`, D against
+# eager float64); a kernel backend runs it in the dtypes it supports (kernels.backend plans those).
+@contract(exact=False, dtypes=("float64",), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",))
 def spec_reference(case):
     """The operator equals its independent reference written from SPEC's formula (float64 reference)."""
     # The reference is the formula as written (no stabilisation): rows where it is not
@@ -133,9 +145,12 @@ def spec_reference(case):
         return V.violated(float("inf"), 0.0, f"output shape {tuple(a_d.shape)} vs reference {tuple(r64.shape)}")
     keep, counts = set_aside(case, r64)
     eager = dataclasses.replace(case, backend="eager", _cache={})
-    # float64 against float64: both sides round, each predicted from the float32 probe (sides = 2)
-    sides = 2 if case.dtype == torch.float64 else 1
-    c = _compare_rows(a_d, r64, _probes(eager), keep, case.dtype, sides=sides)
+    # Both sides round: the operator's error is predicted from its float32 probe, the
+    # reference's (it is float64 too) from the reference run in float32 where that is finite.
+    with torch.no_grad():
+        r32 = case.op.reference(TORCH, case.x.float(), **case.arguments(case.mask, torch.float32))
+    c = _compare_rows(a_d, r64, _probes(eager), keep, case.dtype, input_rounding=input_rounding(eager, r64),
+                      ref_probes={torch.float32: r32})
     return _judge(case, c, counts, f"{_where(case)} vs the SPEC reference")
 
 
@@ -163,20 +178,27 @@ def _non_finite(t, t64, dtype) -> int:
 @contract(exact=True, universal=True, regimes=_NUMERICAL + ("near_null",))
 def finite(case):
     """Finite inputs in the declared domain give finite outputs and finite gradients."""
+    # D is evaluated first; float64 only when D (or float64 itself) has something to explain.
     eager = dataclasses.replace(case, backend="eager", _cache={})
-    out64, grad64 = _loss_grad(eager, case.x, torch.float64)
-    bad = {"float64 output": int((~torch.isfinite(out64)).sum())}
-    if grad64 is not None:
-        bad["float64 gradient"] = int((~torch.isfinite(grad64)).sum())
-    if case.dtype != torch.float64 or case.backend != "eager":
-        out, grad = _loss_grad(case, case.x, case.dtype)
-        bad[f"{_where(case)} output"] = _non_finite(out.double(), out64, case.dtype)
+    out, grad = _loss_grad(case, case.x, case.dtype)
+    bad, half = {}, {}
+    in_d = f"{_where(case)} "
+    if case.dtype == torch.float64 and case.backend == "eager":
+        bad[in_d + "output"] = int((~torch.isfinite(out)).sum())
+        if grad is not None:
+            bad[in_d + "gradient"] = int((~torch.isfinite(grad)).sum())
+    elif not (bool(torch.isfinite(out).all()) and (grad is None or bool(torch.isfinite(grad).all()))):
+        out64, grad64 = _loss_grad(eager, case.x, torch.float64)
+        bad["float64 output"] = int((~torch.isfinite(out64)).sum())
+        bad[in_d + "output"] = _non_finite(out.double(), out64, case.dtype)
         if grad is not None and grad64 is not None:
-            bad[f"{_where(case)} gradient"] = _non_finite(grad.double(), grad64, case.dtype)
-    # SPEC's gradient contracts are float64 ones; half-precision backward passes are
-    # reported (extra["half_gradient"]) but not judged: see docs/fuzz.md for what they show.
-    half = {k: bad.pop(k) for k in list(bad) if k == f"{_where(case)} gradient" and case.dtype in _OTHER_HALF}
+            bad["float64 gradient"] = int((~torch.isfinite(grad64)).sum())
+            # SPEC's gradient contracts are float64 ones: half-precision backward passes are
+            # reported (extra["half_gradient"]) but not judged; see docs/fuzz.md for what they show.
+            target = half if case.dtype in _OTHER_HALF else bad
+            target[in_d + "gradient"] = _non_finite(grad.double(), grad64, case.dtype)
     n = sum(bad.values())
-    return V.judge(n, 0, "non-finite entries for finite inputs: " + ", ".join(f"{k} {v}" for k, v in bad.items())
+    return V.judge(n, 0, "non-finite entries for finite inputs: "
+                   + (", ".join(f"{k} {v}" for k, v in bad.items()) or "none")
                    + "".join(f"; not judged: {k} {v}" for k, v in half.items()),
                    extra={"half_gradient": sum(half.values())})

@@ -141,37 +141,56 @@ def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Com
 
 
 def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch.dtype, *,
-                 sides: int = 1) -> Comparison:
+                 sides: int = 1, input_rounding: torch.Tensor | None = None, ref_probes: dict | None = None) -> Comparison:
     """Compare the implementation in ``dtype`` (aD) with the float64 reference (a64).
 
     probes: {probe dtype: the eager operator's output in that dtype}; each
     probe's normwise error, scaled by u_D / u_probe, predicts D's error and
     the largest prediction is the bound.  sides = 2 when a64 is itself a
     separate float64 evaluation (an independent reference) whose rounding
-    error is predicted like the implementation's.
+    error is predicted like the implementation's; ``ref_probes`` then gives
+    the reference's own probe runs (where finite they predict its error).
+
+    input_rounding: |F_64(round_D(inputs)) - F_64(inputs)|, the exact effect
+    of rounding the inputs and parameters to D, evaluated in float64.  The
+    probes see *their own* input rounding, which can be far smaller than D's
+    by luck (two inputs that round alike in float32 but not in float16); this
+    term is that part of D's error computed outright, not extrapolated.
     """
     aD, a64 = aD.double(), a64.double()
     if aD.shape != a64.shape:
         raise ValueError(f"differential: shapes differ {tuple(aD.shape)} vs {tuple(a64.shape)}")
     uD = UNIT_ROUNDOFF[dtype]
     with torch.no_grad():
-        predicted = torch.zeros_like(a64)
-        for pdt, ap in probes.items():
-            ap = ap.double()
-            err = (ap - a64).abs()
-            finite = torch.isfinite(err)
-            # normwise: every entry's error is estimated at least as the largest probe error
-            # anywhere in the tensor (an entry that cancels rounded intermediates as large as the others)
-            worst = float(err[finite].max()) if bool(finite.any()) else 0.0
-            err = torch.maximum(_probe_error(ap, a64), torch.full_like(a64, worst))
-            predicted = torch.maximum(predicted, (uD / UNIT_ROUNDOFF[pdt]) * err)
+        predicted = _predicted(a64, probes, uD)
+        if ref_probes:
+            # the reference's own rounding, predicted from its own probe where that is finite
+            own = _predicted(a64, ref_probes, UNIT_ROUNDOFF[torch.float64])
+            predicted = predicted + torch.where(torch.isfinite(own), own, predicted)
         bound = sides * (K * predicted + K * uD * a64.abs() + K * torch.finfo(dtype).tiny)
+        if input_rounding is not None:
+            bound = bound + torch.nan_to_num(input_rounding.double(), nan=0.0, posinf=0.0)
         scale = float(a64.abs()[torch.isfinite(a64)].max()) if bool(torch.isfinite(a64).any()) else 0.0
         fin = torch.isfinite(predicted)
         top = float(predicted[fin].max()) if bool(fin.any()) else float("inf")
         c = _worst(aD, a64, bound, torch.isfinite(a64))
         c.predicted_relative = top / scale if scale > 0 else (0.0 if top == 0 else float("inf"))
         return c
+
+
+def _predicted(a64: torch.Tensor, probes: dict, uD: float) -> torch.Tensor:
+    """max over probes P of (u_D / u_P) * P's normwise error against a64."""
+    predicted = torch.zeros_like(a64)
+    for pdt, ap in probes.items():
+        ap = ap.double()
+        err = (ap - a64).abs()
+        finite = torch.isfinite(err)
+        # normwise: every entry's error is estimated at least as the largest probe error
+        # anywhere in the tensor (an entry that cancels rounded intermediates as large as the others)
+        worst = float(err[finite].max()) if bool(finite.any()) else 0.0
+        err = torch.maximum(_probe_error(ap, a64), torch.full_like(a64, worst))
+        predicted = torch.maximum(predicted, (uD / UNIT_ROUNDOFF[pdt]) * err)
+    return predicted
 
 
 def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor, finite64: torch.Tensor) -> Comparison:
