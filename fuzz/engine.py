@@ -50,6 +50,10 @@ STRATEGY_BOUNDS = {
     #   own measured error.  eps_den is still drawn down to 1e-8 (strategies.eps_dens): the
     #   stabilised denominator never forms 1 / eps_den, so a small eps_den must stay accurate.
     "differential": dict(near_null=False, wide_params=False),
+    # * spec_reference: for the same reason no near-null rows: a presence whose |h|^2 is subnormal
+    #   has a few significant bits, which 1 / sqrt(eps) in a standardisation amplifies far past any
+    #   rounding bound; those rows are judged exactly by the null contracts.
+    "spec_reference": dict(near_null=False),
 }
 
 

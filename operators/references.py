@@ -266,16 +266,16 @@ def presence_reference(xp, x, *, tau):
 
 def ostandardize_reference(xp, x, *, tau, eps=1e-5):
     """p_i (h_i - mu) / sqrt(sigma^2 + eps), mu and sigma^2 presence-weighted; no mass: 0."""
-    # h - mu is formed as (h - h_0) - sum_j p_j (h_j - h_0) / sum_j p_j (the same number in the
-    # reals): a lone or repeated token then centres to exactly 0 instead of to rounding noise,
-    # which 1 / sqrt(eps) would amplify into a disagreement that is the reference's own error.
+    # h - mu is formed as (h - h_0) - sum_j w_j (h_j - h_0) with w_j = p_j / sum p (the same
+    # number in the reals): a lone present token (w = p / p = 1) or repeated tokens then centre
+    # to exactly 0 instead of to rounding noise, which 1 / sqrt(eps) would amplify into a
+    # disagreement that is the reference's own error.
     p = spec_presence(xp, x, tau)
     mass = xp.sum(p, axis=-2, keepdims=True)
-    some = xp.gt(mass, 0)
-    safe = xp.where(some, mass, xp.ones_like(mass))
+    w = xp.where(xp.gt(mass, 0), xp.div(p, xp.where(xp.gt(mass, 0), mass, xp.ones_like(mass))), xp.zeros_like(p))
     d = x - x[..., :1, :]
-    c = d - xp.where(some, xp.div(xp.sum(p * d, axis=-2, keepdims=True), safe), xp.zeros_like(mass))
-    var = xp.div(xp.sum(p * c * c, axis=-2, keepdims=True), safe)
+    c = d - xp.sum(w * d, axis=-2, keepdims=True)
+    var = xp.sum(w * c * c, axis=-2, keepdims=True)
     return p * xp.div(c, xp.sqrt(var + eps))
 
 
