@@ -59,8 +59,8 @@ def _qkv(xp, x, wq, bq, wk, bk, wv, bv, heads):
 
 
 def _scores(xp, q, k):
-    """s_ij = <q_i, k_j> / sqrt(d_head)."""
-    return xp.div(xp.matmul(q, xp.swapaxes(k, -1, -2)), math.sqrt(q.shape[-1]))
+    """s_ij = <q_i, k_j> / sqrt(d_head) (times the constant 1 / sqrt(d_head): no division for a solver to guard)."""
+    return xp.matmul(q, xp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
 
 
 def _visible_lower(xp, like, n):
