@@ -10,6 +10,8 @@ null token with a huge key cannot underflow the others.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from . import arguments, projections, references
@@ -36,7 +38,7 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     a = s + xp.log(xp.where(active, mass, xp.ones_like(mass)))    # log 1 = 0 where inactive: never log 0
     floor = xp.min(a, axis=-1, keepdims=True)
     top = xp.max(xp.where(active, a, floor), axis=-1, keepdims=True)
-    log_eps = xp.log(xp.full_like(top, 1.0) * eps_den)
+    log_eps = _log_of(xp, eps_den, top)
     top = xp.maximum(top, log_eps)
     e = xp.where(active, xp.exp(xp.where(active, a - top, xp.zeros_like(a))), xp.zeros_like(a))
     num = xp.matmul(e, v)
@@ -46,6 +48,19 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     den = xp.exp(log_eps - top) + xp.sum(e, axis=-1, keepdims=True)
     den = xp.where(xp.gt(den, 0), den, xp.ones_like(den))
     return p_rcv * xp.div(num, den)
+
+
+def _log_of(xp, value, like):
+    """log(value) as an array like ``like``.
+
+    A Python float's log is taken in float64 before it meets the array's dtype:
+    eps_den = 1e-8 is zero in float16 (1e-6 is subnormal, off by 2%), and
+    rounding it before the log drops the eps_den term from every row whose
+    scores sit near log(eps_den).  A traced (symbolic) value goes through xp.log.
+    """
+    if isinstance(value, (int, float)):
+        return xp.full_like(like, math.log(value))
+    return xp.log(xp.full_like(like, 1.0) * value)
 
 
 def oattention_params(gen, d_model, dtype=torch.float64, *, heads=None):
