@@ -38,7 +38,8 @@ PROFILES = {"smoke": 10, "quick": 100, "default": 300, "deep": 2000}
 #   exp(s) overflows float64 past s = 709: magnitudes stay where it is finite.
 STRATEGY_BOUNDS = {
     "gradcheck": dict(n_max=3, batch_max=1, long_lengths=(), widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
-                      mask_kinds=("random", "causal", "padding"), near_null=False, wide_params=False, offsets=False),
+                      mask_kinds=("random", "causal", "padding"), near_null=False, wide_params=False, offsets=False,
+                      eps_draws=False),
     "null_gradient": dict(long_lengths=()),
     "formula_equivalence": dict(scales=(1.0,), bias_scales=(1.0,), offsets=False),
     # * softmax_reduction: the limit eps_den -> 0 is uniform only while eps_den << sum_j exp(s_ij);

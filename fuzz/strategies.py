@@ -98,7 +98,8 @@ def _check_choices(values, allowed, name):
 
 def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=None, bias_scales=None,
           long_lengths=LONG_LENGTHS, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
-          near_null: bool = True, wide_params: bool = True, offsets: bool = True, backend: str = "eager"):
+          near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
+          backend: str = "eager"):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     >>> from tokenlaw.operators.registry import default_registry
@@ -155,7 +156,7 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
             else:      # far outside the score range: every row silent, or every score above tau
                 tau = draw(st.sampled_from((30.0, -30.0, 1e3, -1e3)))
             eps_den = 10.0 ** draw(st.integers(-12, 1))
-        elif draw(st.booleans()):
+        elif eps_draws and draw(st.booleans()):
             eps_den = draw(st.sampled_from(eps_dens(dtype)))
         # one draw in two pins every score of a row just past an overflow edge of the dtype
         offset = draw(st.sampled_from(offsets_[1:])) if len(offsets_) > 1 and draw(st.booleans()) else 0.0

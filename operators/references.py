@@ -14,9 +14,9 @@ The formulas are *unstabilised* (``exp(s)`` as written): where they
 overflow the reference is not finite and the contract sets the example
 aside (and counts it) instead of judging it.
 
-The rectified power normalisers are discontinuous where a row's largest
-rectified score crosses 0 (the row's mass jumps between 1 and 0); their
-reference carries ``threshold_margin(xp, x, **params)``, the per-output-row
+The rectified power normalisers are discontinuous (pn, pn_fir_c) or kinked
+(pn_fir_tau) where a row's largest rectified score crosses 0 (the row's mass
+jumps between 1 and 0, or leaves 0 with slope 1); their reference carries ``threshold_margin(xp, x, **params)``, the per-output-row
 distance of that score from 0 relative to the row's score scale, so a
 contract can compare away from the discontinuity and report how many rows
 it set aside.
@@ -179,11 +179,11 @@ def pn_fir_tau_reference(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, tau):
 
 def _margin(shifted):
     """Per output row (B, N): min over heads of |max_j S'_tj| / max_j |S_tj|, the threshold's distance."""
-    def margin(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
+    def margin(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, **threshold):
         q, k, v = _qkv(xp, x, wq, bq, wk, bk, wv, bv, heads)
         s = _scores(xp, q, fir_reference(xp, k))
         m = _visible_lower(xp, s, x.shape[1]) * xp.ones_like(s)
-        sp = shifted(xp, s, m)
+        sp = shifted(xp, s, m, **threshold)
         # the largest visible S' (masked entries pushed below every visible one)
         low = xp.min(sp, axis=-1, keepdims=True) - 1.0
         top = xp.max(xp.where(xp.gt(m, 0), sp, low), axis=-1)                    # (B, H, N)
@@ -195,6 +195,9 @@ def _margin(shifted):
 
 pn_reference.threshold_margin = _margin(lambda xp, s, m: s)
 pn_fir_c_reference.threshold_margin = _margin(lambda xp, s, m: _centred(xp, s, m))
+# pn_fir_tau is continuous at its threshold (the gate m / (1 + m) -> 0), but not smooth: a
+# probe on the silent side of the kink predicts zero error while D's rounding may cross it.
+pn_fir_tau_reference.threshold_margin = _margin(lambda xp, s, m, tau: s - tau)
 
 
 # -- SPEC 1: local O-maps and their plain counterparts -----------------------------
