@@ -1,27 +1,30 @@
 """A catalogue of seeded bugs: does the suite catch a plausibly wrong operator?
 
-Each :class:`Mutant` names the operators whose cells must catch it and a
-``patch`` returning a context manager that swaps one module attribute (a
-helper the registered operator calls through its module) or one registered
-operator function for a subtly wrong version, and restores it on exit.
+Every eager :class:`Mutant` is an edit of the code that ships: exact
+snippets of one operator module's source are replaced (each must occur
+exactly once, so a refactor that removes one fails loudly) and the module
+is loaded as a fresh copy under its own name
+(:mod:`tokenlaw.fuzz.source_mutation`).  Modules that import the mutated
+helper (``presence``, ``normalisers``, ``fir``) are reloaded with the
+mutated one bound in its place.  ``mutant.apply(registry)`` returns a *new*
+registry in which the affected operators are the mutated ones; the registry
+it is given, and every module, stay as they are.
+
 ``tokenlaw mutate`` (:mod:`tokenlaw.fuzz.mutation`) runs those operators'
-declared cells under each patch: a mutant is *killed* when some row no
-longer matches its declaration.  A survivor is a defect of the suite (a law
-missing, or a strategy that never reaches the input that shows the bug).
+declared cells on the mutated registry: a mutant is *killed* when some row
+no longer matches its declaration.  A survivor is a defect of the suite (a
+law missing, or a strategy that never reaches the input that shows the bug).
 
 Kernel mutants come from ``tokenlaw.kernels.mutants.KERNEL_MUTANTS`` (same
-fields, ``backend="triton"``) when that module exists.
+fields, ``backend="triton"``, a ``patch()`` context that swaps a mutated
+kernel copy into its wrapper) when that module exists.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
-from typing import Callable
 
-from tokenlaw.operators import fir as fir_mod
-from tokenlaw.operators import normalisers, presence as presence_mod
-from tokenlaw.operators.fir import TAPS
+from .source_mutation import mutated_module, mutated_registry
 
 OPS = "tokenlaw.operators."
 
@@ -31,255 +34,142 @@ class Mutant:
     name: str
     operators: tuple          # operator names whose declared cells are run against the mutant
     description: str
-    patch: Callable           # () -> context manager applying the bug
+    module: str               # the shipping module edited (under tokenlaw.operators)
+    edits: tuple              # (old snippet, new snippet) pairs, each old occurring exactly once
+    users: tuple = ()         # (module, names) reloaded with those names bound from the mutated module
     backend: str = "eager"
 
+    def apply(self, registry):
+        """A new registry with the mutated operators (``registry`` itself is not touched)."""
+        mutated = mutated_module(OPS + self.module, self.edits)
+        modules = [mutated]
+        for user, names in self.users:
+            # a name the mutated module defines is that object (presence, fir, TAPS); else the module itself
+            binds = {n: getattr(mutated, n) if hasattr(mutated, n) else mutated for n in names}
+            modules.append(mutated_module(OPS + user, (), binds))
+        return mutated_registry(registry, *modules)
 
-_SPEC_HOOKS = ("fn", "weights", "layers", "reference")
-
-
-@contextlib.contextmanager
-def patched(*targets):
-    """Set ``module.attr = value`` for each (module name, attr, value); restore on exit.
-
-    A registered operator may hold the patched function itself (e.g.
-    ``weights=normalisers.pn`` is bound at declaration), so every spec hook
-    of the default registry that *is* the old function is swapped too.
-    """
-    from tokenlaw.operators.registry import default_registry
-
-    saved, hooks = [], []
-    try:
-        for module_name, attr, value in targets:
-            module = importlib.import_module(module_name)
-            old = getattr(module, attr)
-            saved.append((module, attr, old))
-            setattr(module, attr, value)
-            for spec in default_registry():
-                for hook in _SPEC_HOOKS:
-                    if getattr(spec, hook) is old:
-                        hooks.append((spec, hook, old))
-                        object.__setattr__(spec, hook, value)   # frozen spec: a deliberate, undone swap
-        yield
-    finally:
-        for spec, hook, old in reversed(hooks):
-            object.__setattr__(spec, hook, old)
-        for module, attr, old in reversed(saved):
-            setattr(module, attr, old)
+    def patch(self):
+        """Nothing to patch: the bug lives in the registry ``apply`` returns."""
+        return contextlib.nullcontext()
 
 
-@contextlib.contextmanager
-def swapped_operator(name: str, fn):
-    """Replace the registered function of operator ``name`` in the default registry."""
-    from tokenlaw.operators.registry import default_registry
-
-    spec = default_registry()[name]
-    old = spec.fn
-    object.__setattr__(spec, "fn", fn)      # OperatorSpec is frozen: the swap is deliberate and undone
-    try:
-        yield
-    finally:
-        object.__setattr__(spec, "fn", old)
+def mutated(mutant, registry):
+    """The registry a mutant's rows run on: ``apply``'s copy, or ``registry`` for patch-only (kernel) mutants."""
+    apply = getattr(mutant, "apply", None)
+    return apply(registry) if apply is not None else registry
 
 
-def _patch(*targets):
-    return lambda: patched(*targets)
+# -- OAttention: edits of oattention_core --------------------------------------------
+
+_DEN = "    den = xp.exp(log_eps - top) + xp.sum(e, axis=-1, keepdims=True)"
 
 
-# -- OAttention -----------------------------------------------------------------
-
-def _core(*, use_mass_in_den=True, gate=True, rescale_eps=True, max_over_all=False):
-    """oattention_core with one seeded defect (the correct body, switches flipped)."""
-    from tokenlaw.operators import projections
-
-    def core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
-        s = projections.scores(xp, q, k)
-        mass = p_src * (xp.ones_like(s) if mask is None else mask * xp.ones_like(s))
-        active = xp.gt(mass, 0)
-        floor = xp.min(s, axis=-1, keepdims=True)
-        if max_over_all:
-            top = xp.max(s, axis=-1, keepdims=True)            # nulls and masked keys set the max
-        else:
-            top = xp.max(xp.where(active, s, floor), axis=-1, keepdims=True)
-        unweighted = xp.exp(xp.where(active, s - top, xp.zeros_like(s)))
-        e = unweighted * mass
-        num = xp.matmul(e, v)
-        den_terms = e if use_mass_in_den else unweighted * (xp.ones_like(s) if mask is None else mask * xp.ones_like(s))
-        eps = eps_den * xp.exp(-top) if rescale_eps else eps_den
-        den = eps + xp.sum(den_terms, axis=-1, keepdims=True)
-        den = xp.where(xp.gt(den, 0), den, xp.ones_like(den))
-        out = xp.div(num, den)
-        return p_rcv * out if gate else out
-
-    return core
+def _oattn(name, description, *edits):
+    return Mutant(name, ("oattention",), description, "oattention", tuple(edits))
 
 
-def _oattn(**switches):
-    return _patch((OPS + "oattention", "oattention_core", _core(**switches)))
+# -- helpers used by several operator modules -------------------------------------------
 
-
-# -- presence and the O-maps ----------------------------------------------------
-
-def _presence_floor(xp, h, *, tau):
-    """rho with a small floor: a null token gets presence 1e-3 instead of 0."""
-    sq = xp.sum(h * h, axis=-1, keepdims=True)
-    return xp.div(sq + 1e-3 * tau, tau + sq)
-
-
-_PRESENCE_USERS = ("oattention", "ostandardize", "norms", "ffn", "oinject", "presence")
-
-
-def _onorm_ungated(xp, x, *, carrier=None, gamma, beta, tau, kind="layer", eps=1e-5):
-    from tokenlaw.operators.norms import NORMS
-
-    return NORMS[kind](xp, x, gamma=gamma, beta=beta, eps=eps)
-
-
-def _offn_bias_outside(xp, x, *, carrier=None, w1, b1, w2, b2, tau):
-    from tokenlaw.operators.ffn import ffn
-    from tokenlaw.operators.presence import presence
-
-    gate = presence(xp, x if carrier is None else carrier, tau=tau)
-    return gate * (ffn(xp, x, w1=w1, b1=b1, w2=w2, b2=b2) - b2) + b2      # b2 escapes the gate
-
-
-# -- OStandardize ---------------------------------------------------------------
-
-def _ostd(*, weighted_stats=True, guard=True):
-    from tokenlaw.operators import arguments
-    from tokenlaw.operators.presence import presence
-
-    def ostandardize(xp, x, *, tau, eps=1e-5):
-        arguments.tokens(x)
-        p = presence(xp, x, tau=tau)
-        w = p if weighted_stats else xp.ones_like(p)          # unweighted: nulls carry mass
-        mass = xp.sum(w, axis=-2, keepdims=True)
-        safe = xp.where(xp.gt(mass, 0), mass, xp.ones_like(mass)) if guard else mass
-        mu = xp.div(xp.sum(w * x, axis=-2, keepdims=True), safe)
-        c = x - mu
-        var = xp.div(xp.sum(w * c * c, axis=-2, keepdims=True), safe)
-        return p * xp.div(c, xp.sqrt(var + eps))
-
-    return ostandardize
-
-
-# -- FIR ------------------------------------------------------------------------
-
-_shift = fir_mod.shift
-
-
-def _shift_off_by_one(xp, x, k):
-    return _shift(xp, x, k + 1) if k > 0 else x               # every tap but the first one slot late
-
-
-def _shift_ahead(xp, x, k):
-    """out_t = x_{t+k}: the filter reads the future (zero padding at the end)."""
-    n = x.shape[-2]
-    if k == 0:
-        return x
-    if k >= n:
-        return xp.zeros_like(x)
-    return xp.concat([x[..., k:, :], xp.zeros_like(x[..., :k, :])], axis=-2)
-
-
-_fir = fir_mod.fir
-
-
-def _fir_unnormalised(xp, x, *, taps=TAPS):
-    return _fir(xp, x, taps=tuple(t / taps[0] for t in taps))   # raw Gaussian weights: DC gain ~ 3.1
-
-
-# -- pn family -----------------------------------------------------------------
-
-_power_norm, _gate = normalisers.power_norm, normalisers.silence_gate
-
-
-def _pn_tau_flipped(xp, s, mask=None, *, tau):
-    m = normalisers._visible(xp, s, mask)
-    r = xp.relu(s + tau) * m
-    return _gate(xp, xp.max(r, axis=-1, keepdims=True)) * _power_norm(xp, r)
-
-
-def _pn_tau_centred(xp, s, mask=None, *, tau):
-    m = normalisers._visible(xp, s, mask)
-    count = xp.sum(m, axis=-1, keepdims=True)
-    mean = xp.div(xp.sum(s * m, axis=-1, keepdims=True), normalisers._safe(xp, count))
-    r = xp.relu(s - mean - tau) * m
-    return _gate(xp, xp.max(r, axis=-1, keepdims=True)) * _power_norm(xp, r)
-
-
-def _gate_reaches_one(xp, peak):
-    return xp.minimum(2.0 * peak, 1.0)        # zero at 0, non-decreasing, but saturates at m = 1/2
-
-
-def _pn_unrectified(xp, s, mask=None, *, tau=0.0):
-    m = normalisers._visible(xp, s, mask)
-    return _power_norm(xp, xp.abs(s - tau) * m)                # |S| instead of max(S, 0)
-
-
-def _pn_centred_all_keys(xp, s, mask=None):
-    m = normalisers._visible(xp, s, mask)
-    mean = xp.mean(s, axis=-1, keepdims=True)                  # the mean includes masked (future) keys
-    return _power_norm(xp, xp.relu(s - mean) * m)
-
-
-def _softmax_naive(xp, s, mask=None):
-    m = normalisers._visible(xp, s, mask)
-    e = xp.exp(s) * m                                          # no max subtraction: overflows
-    return xp.div(e, xp.sum(e, axis=-1, keepdims=True))
-
-
-_PN_FIR = ("pn", "pn_fir_c", "pn_fir_tau")
+_PRESENCE_USERS = tuple((m, ("presence",)) for m in ("oattention", "ostandardize", "norms", "ffn", "oinject"))
+_NORMALISER_USERS = (("fir_attention", ("normalisers",)), ("sdpa", ("normalisers",)))
+_FIR_USERS = (("fir_attention", ("fir", "TAPS")),)
+_PRESENCE_OPS = ("presence", "oattention", "onorm_ln", "oinject")
+_FIR_ATTENTION = ("sm_fir", "pn", "pn_fir_c", "pn_fir_tau")
+_PN_FAMILY = ("pn", "pn_fir_c", "pn_fir_tau")
+_TAPS_SNIPPET = "    return tuple(r / total for r in raw)"
+_RELU_TAU = "    r = xp.relu(s - tau) * m\n    peak"
 
 EAGER_MUTANTS = (
-    Mutant("oattn_source_presence_not_in_den", ("oattention",),
-           "the denominator sums exp(s_ij) without the source presence p_j: a null source still adds mass",
-           _oattn(use_mass_in_den=False)),
-    Mutant("oattn_receiver_gate_dropped", ("oattention",),
-           "the output is not multiplied by the receiver presence p_i", _oattn(gate=False)),
-    Mutant("oattn_eps_den_not_rescaled", ("oattention",),
-           "after subtracting the running max M, eps_den is added as is instead of eps_den * exp(-M)",
-           _oattn(rescale_eps=False)),
-    Mutant("oattn_running_max_over_nulls", ("oattention",),
-           "the running max is taken over every key, null and masked ones included: a null token with a "
-           "huge key underflows every real source", _oattn(max_over_all=True)),
-    Mutant("presence_floor", ("presence", "oattention", "onorm_ln", "oinject"),
-           "rho(0) = 1e-3 instead of 0 (a floor added to |h|^2)",
-           _patch(*[(OPS + m, "presence", _presence_floor) for m in _PRESENCE_USERS])),
-    Mutant("onorm_gate_dropped", ("onorm_ln", "onorm_rms"),
-           "ONorm returns Norm(h) without the presence gate", _patch((OPS + "norms", "onorm", _onorm_ungated))),
-    Mutant("offn_bias_outside_gate", ("offn",),
-           "OFFN adds the output bias b2 after the presence gate", _patch((OPS + "ffn", "offn", _offn_bias_outside))),
+    _oattn("oattn_source_presence_not_in_den",
+           "the denominator sums exp(s_ij - M) over visible keys without the source presence p_j: a null source "
+           "still adds mass",
+           (_DEN, "    den = xp.exp(log_eps - top) + xp.sum(xp.exp(s - top) * "
+                  "(xp.ones_like(s) if mask is None else mask * xp.ones_like(s)), axis=-1, keepdims=True)")),
+    _oattn("oattn_receiver_gate_dropped", "the output is not multiplied by the receiver presence p_i",
+           ("    return p_rcv * xp.div(num, den)", "    return xp.div(num, den)")),
+    _oattn("oattn_eps_den_not_rescaled",
+           "after subtracting the running max M, eps_den is added as is instead of exp(log eps_den - M)",
+           (_DEN, "    den = xp.exp(log_eps) + xp.sum(e, axis=-1, keepdims=True)")),
+    _oattn("oattn_running_max_over_nulls",
+           "the running max is taken over every key, null and masked ones included: a null token with a huge key "
+           "underflows every real source",
+           ("    top = xp.max(xp.where(active, a, floor), axis=-1, keepdims=True)",
+            "    top = xp.max(s, axis=-1, keepdims=True)")),
+    Mutant("presence_floor", _PRESENCE_OPS, "rho(0) = 1e-3 instead of 0 (a floor added to |h|^2)",
+           "presence", (("    return xp.div(sq, tau + sq)", "    return xp.div(sq + 1e-3 * tau, tau + sq)"),),
+           _PRESENCE_USERS),
+    Mutant("presence_miscalibrated", _PRESENCE_OPS,
+           "rho = |h|^2 / (2 tau + |h|^2): zero at 0 and below 1, but 1/3 (not 1/2) at |h|^2 = tau",
+           "presence", (("    return xp.div(sq, tau + sq)", "    return xp.div(sq, 2.0 * tau + sq)"),),
+           _PRESENCE_USERS),
+    Mutant("onorm_gate_dropped", ("onorm_ln", "onorm_rms"), "ONorm returns Norm(h) without the presence gate",
+           "norms", (("    return presence(xp, x if carrier is None else carrier, tau=tau) * NORMS[kind]",
+                      "    return NORMS[kind]"),)),
+    Mutant("offn_bias_outside_gate", ("offn",), "OFFN adds the output bias b2 after the presence gate",
+           "ffn", (("    return gate * ffn(xp, x, w1=w1, b1=b1, w2=w2, b2=b2)",
+                    "    return gate * (ffn(xp, x, w1=w1, b1=b1, w2=w2, b2=b2) - b2) + b2"),)),
     Mutant("ostd_unweighted_statistics", ("ostandardize",),
-           "OStandardize's mean and variance weight every token by 1 instead of its presence",
-           lambda: swapped_operator("ostandardize", _ostd(weighted_stats=False))),
+           "OStandardize's mean and variance weight every token by 1 / N instead of its presence",
+           "ostandardize", (("    w = xp.div(p, safe)",
+                             "    w = xp.div(xp.ones_like(p), xp.sum(xp.ones_like(p), axis=-2, keepdims=True))"),)),
     Mutant("ostd_empty_support_unguarded", ("ostandardize",),
            "OStandardize divides by the total presence without guarding 0: all-null input gives 0/0",
-           lambda: swapped_operator("ostandardize", _ostd(guard=False))),
-    Mutant("fir_tap_off_by_one", ("fir", "sm_fir"),
-           "every FIR tap after the first reads one token too far back", _patch((OPS + "fir", "shift", _shift_off_by_one))),
-    Mutant("fir_non_causal", ("fir", "sm_fir", "pn_fir_tau"),
-           "the FIR reads k_{t+k} instead of k_{t-k}: keys from the future", _patch((OPS + "fir", "shift", _shift_ahead))),
-    Mutant("fir_taps_not_normalised", ("fir",),
-           "the half-Gaussian taps are not normalised to sum 1 (DC gain ~ 3.1)",
-           _patch((OPS + "fir", "fir", _fir_unnormalised), (OPS + "fir_attention", "fir", _fir_unnormalised))),
-    Mutant("pn_tau_sign_flipped", ("pn_fir_tau",),
-           "pn_fir_tau rectifies S + tau instead of S - tau", _patch((OPS + "normalisers", "pn_tau", _pn_tau_flipped))),
+           "ostandardize", (("    safe = xp.where(xp.gt(mass, 0), mass, xp.ones_like(mass))\n"
+                             "    floor = _division_floor(x)\n    if floor:\n        safe = xp.maximum(safe, floor)",
+                             "    safe = mass"),)),
+    Mutant("fir_tap_off_by_one", ("fir",) + _FIR_ATTENTION,
+           "every FIR tap after the first reads one token too far back",
+           "fir", (("        out = out + taps[k] * shift(xp, x, k)", "        out = out + taps[k] * shift(xp, x, k + 1)"),),
+           _FIR_USERS),
+    Mutant("fir_non_causal", ("fir",) + _FIR_ATTENTION, "the FIR reads k_{t+k} instead of k_{t-k}: keys from the future",
+           "fir", (("    return xp.concat([xp.zeros_like(x[..., :k, :]), x[..., : n - k, :]], axis=-2)",
+                    "    return xp.concat([x[..., k:, :], xp.zeros_like(x[..., :k, :])], axis=-2)"),), _FIR_USERS),
+    Mutant("fir_taps_not_normalised", ("fir",), "the half-Gaussian taps are not normalised to sum 1 (DC gain ~ 3.1)",
+           "fir", ((_TAPS_SNIPPET, "    return tuple(raw)"),), _FIR_USERS),
+    Mutant("fir_taps_reversed", ("fir",) + _FIR_ATTENTION,
+           "the tap constant is stored reversed: w_6 on the current key, w_0 six tokens back",
+           "fir", ((_TAPS_SNIPPET, "    return tuple(r / total for r in reversed(raw))"),), _FIR_USERS),
+    Mutant("fir_taps_reordered", ("fir",) + _FIR_ATTENTION,
+           "taps 1 and 2 swapped: still positive, summing to 1, but no longer decreasing",
+           "fir", (("    raw = [math.exp(-k * k / (2 * sigma * sigma)) for k in range(n_taps)]",
+                    "    raw = [math.exp(-k * k / (2 * sigma * sigma)) for k in range(n_taps)]\n"
+                    "    raw[1], raw[2] = raw[2], raw[1]"),), _FIR_USERS),
+    Mutant("fir_applied_to_values", _FIR_ATTENTION, "the FIR smooths the values as well as the keys",
+           "fir_attention", (("    return projections.output(xp, xp.matmul(w, v), wo)",
+                              "    return projections.output(xp, xp.matmul(w, fir(xp, v, taps=taps)), wo)"),)),
+    Mutant("causal_mask_hides_diagonal", _PN_FAMILY,
+           "the causal mask is strictly lower triangular (j < t): a token cannot see its own key",
+           "fir_attention", (("    tri = np.tril(np.ones((n, n)))", "    tri = np.tril(np.ones((n, n)), -1)"),)),
+    Mutant("pn_tau_sign_flipped", ("pn_fir_tau",), "pn_fir_tau rectifies S + tau instead of S - tau",
+           "normalisers", ((_RELU_TAU, "    r = xp.relu(s + tau) * m\n    peak"),), _NORMALISER_USERS),
     Mutant("pn_tau_centred", ("pn_fir_tau",),
            "pn_fir_tau centres the scores by their row mean before subtracting tau (pn_fir_c's centring)",
-           _patch((OPS + "normalisers", "pn_tau", _pn_tau_centred))),
-    Mutant("gate_reaches_one", ("pn_fir_tau",),
-           "the silence gate min(2m, 1) saturates: a weakly matching row gets full mass",
-           _patch((OPS + "normalisers", "silence_gate", _gate_reaches_one))),
-    Mutant("pn_rectification_dropped", ("pn",),
-           "pn powers |S| instead of max(S, 0): negative scores receive weight",
-           _patch((OPS + "normalisers", "pn", _pn_unrectified))),
-    Mutant("pn_centred_mean_over_future", ("pn_fir_c",),
-           "pn_fir_c's row mean includes the masked (future) keys",
-           _patch((OPS + "normalisers", "pn_centred", _pn_centred_all_keys))),
+           "normalisers", ((_RELU_TAU, "    mean = xp.div(xp.sum(s * m, axis=-1, keepdims=True), "
+                                       "_safe(xp, xp.sum(m, axis=-1, keepdims=True)))\n"
+                                       "    r = xp.relu(s - mean - tau) * m\n    peak"),), _NORMALISER_USERS),
+    Mutant("pn_tau_power_before_rectification", ("pn_fir_tau",),
+           "pn_fir_tau takes the power of S - tau before rectifying it: relu((S - tau)^10) = |S - tau|^10, so "
+           "negative scores keep weight and the gate sees |S - tau|",
+           "normalisers", ((_RELU_TAU, "    r = xp.abs(s - tau) * m\n    peak"),),
+           _NORMALISER_USERS),
+    Mutant("gate_reaches_one", ("pn_fir_tau",), "the silence gate min(2m, 1) saturates: a weakly matching row gets full mass",
+           "normalisers", (("    return xp.div(peak, 1.0 + peak)", "    return xp.minimum(2.0 * peak, 1.0)"),),
+           _NORMALISER_USERS),
+    Mutant("pn_rectification_dropped", ("pn",), "pn powers |S| instead of max(S, 0): negative scores receive weight",
+           "normalisers", (("    return power_norm(xp, xp.relu(s - tau) * m)", "    return power_norm(xp, xp.abs(s - tau) * m)"),),
+           _NORMALISER_USERS),
+    Mutant("pn_centred_mean_over_future", ("pn_fir_c",), "pn_fir_c's row mean includes the masked (future) keys",
+           "normalisers", (("    mean = xp.div(xp.sum(s * m, axis=-1, keepdims=True), _safe(xp, count))",
+                            "    mean = xp.mean(s, axis=-1, keepdims=True)"),), _NORMALISER_USERS),
     Mutant("softmax_without_max_subtraction", ("sm_fir", "sdpa"),
            "softmax evaluates exp(s) without subtracting the row max: large scores overflow",
-           _patch((OPS + "normalisers", "softmax", _softmax_naive))),
+           "normalisers", (("    e = xp.exp(xp.where(active, s - top, xp.zeros_like(s))) * m", "    e = xp.exp(s) * m"),),
+           _NORMALISER_USERS),
+    Mutant("body_differs_from_weights", ("pn_fir_tau",),
+           "pn_fir_tau's body normalises with ungated pn while its declared weights= is the gated pn_tau",
+           "fir_attention", (("    return fir_attention(xp, x, normalisers.pn_tau, wq=wq,",
+                              "    return fir_attention(xp, x, normalisers.pn, wq=wq,"),)),
 )
 
 

@@ -27,6 +27,8 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 
+from .mutants import catalogue, mutated
+
 DEFAULT_DIR = Path("reports") / "replays"
 SCHEMA = 1
 MAX_STORED_ENTRIES = 1 << 14     # above this the inputs are regenerated from the seed only
@@ -111,25 +113,27 @@ def replay(rid: str, directory=DEFAULT_DIR, *, registry=None) -> Replayed:
 
     art = load(rid, directory)
     registry = default_registry() if registry is None else registry
+    mutant = _mutant(art.mutant)
+    if mutant is not None:
+        registry = mutated(mutant, registry)
     op = registry[art.operator]
     if art.contract not in CONTRACTS:
         raise InvalidArgument(f"contract: {art.contract!r} (from {rid}) is not in the catalogue")
     case = Case.from_fields(op, art.case)
-    with _mutant(art.mutant):
+    with mutant.patch() if mutant is not None else contextlib.nullcontext():
         v = judge_safely(CONTRACTS[art.contract], case)
     same_inputs = _hex(case.x) == art.x and _hex(case.mask) == art.mask
     return Replayed(art, v, evidence(v) == art.verdict, same_inputs)
 
 
 def _mutant(name):
+    """The catalogue's mutant of that name, or None for an artifact found without one."""
     if not name:
-        return contextlib.nullcontext()
-    from .mutants import catalogue
-
+        return None
     by_name = {m.name: m for m in catalogue(include_kernels=True)}
     if name not in by_name:
         raise InvalidArgument(f"mutant: {name!r} (stored in the artifact) is not in the mutant catalogue")
-    return by_name[name].patch()
+    return by_name[name]
 
 
 def replay_dir(value=None) -> Path:

@@ -65,6 +65,28 @@ def magnitudes(dtype: torch.dtype) -> tuple[tuple, tuple]:
     return (1.0, 10.0, 100.0), (1.0, 100.0, 1e4)
 
 
+def score_offsets(dtype: torch.dtype) -> tuple:
+    """Row-wide score offsets, benign (0) first: just past where exp overflows in ``dtype``.
+
+    exp(-max) overflows once every score of a row is below -log(max) (-11.1 in
+    float16, -88.7 in float32 / bfloat16, -709.8 in float64) and exp(max) above
+    it; a power normaliser's x^10 overflows past max^(1/10) (3.03 in float16,
+    7.1e3 in float32), each kept only where the dtype resolves it (not bfloat16's 7.8e3, nor float64's 1e30).
+    """
+    info = torch.finfo(dtype)
+    edges = [1.1 * math.log(info.max), 1.1 * info.max ** 0.1]
+    # only offsets the dtype still resolves to about one unit (|offset| * eps <= 1): past that
+    # every score of the row is rounding noise (bfloat16 at 7.8e3 has spacing 32) and the case
+    # says nothing about the operator
+    edges = [e for e in edges if e * info.eps <= 1.0]
+    return (0.0,) + tuple(sorted({sign * e for e in edges for sign in (-1.0, 1.0)}))
+
+
+def eps_dens(dtype: torch.dtype) -> tuple:
+    """eps_den values, the declared default range's end first: down to 1e-8 (below float16's normal range)."""
+    return (1e-6, 1e-1, 1.0, 1e-3, 1e-5, 1.5e-5, 1e-8)
+
+
 def _check_positive_int(value, name):
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise InvalidArgument(f"{name}: expected an int >= 1, got {value!r}")
@@ -95,7 +117,8 @@ def within(domain, *, exponents: tuple, span: float):
 
 def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=None, bias_scales=None,
           long_lengths=LONG_LENGTHS, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
-          near_null: bool = True, wide_params: bool = True, backend: str = "eager"):
+          near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
+          backend: str = "eager"):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     >>> from tokenlaw.operators.registry import default_registry
@@ -127,6 +150,7 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
     masked = op.domain.mask != "none"
     tau_domain, eps_domain = op.domain.scalar("tau"), op.domain.scalar("eps_den")
     tinies = tiny_magnitudes(dtype)
+    offsets_ = score_offsets(dtype) if offsets else (0.0,)
 
     @st.composite
     def build(draw):
@@ -145,7 +169,14 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
         tau = eps_den = None
         if wide_params and draw(st.booleans()):
             tau = draw(within(tau_domain, exponents=(-4, 3), span=8.0))
+            far = tuple(v for v in (30.0, -30.0, 1e3, -1e3) if tau_domain is not None and v in tau_domain)
+            if far and tau_domain.lo == -math.inf and draw(st.integers(0, 3)) == 3:
+                tau = draw(st.sampled_from(far))     # far outside the score range: every row silent, or none
             eps_den = draw(within(eps_domain, exponents=(-12, 1), span=8.0))
+        elif eps_draws and eps_domain is not None and draw(st.booleans()):
+            eps_den = draw(st.sampled_from(tuple(v for v in eps_dens(dtype) if v in eps_domain)))
+        # one draw in two pins every score of a row just past an overflow edge of the dtype
+        offset = draw(st.sampled_from(offsets_[1:])) if len(offsets_) > 1 and draw(st.booleans()) else 0.0
         return Case(
             op=op, dtype=dtype, n=n, null=null,
             batch=draw(st.integers(1, batch_max)),
@@ -162,7 +193,7 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
             mask_kind=draw(st.sampled_from(tuple(mask_kinds))) if masked else "random",
             tau=tau, eps_den=eps_den, heads=heads,
             layout=draw(st.sampled_from(tuple(layouts))),
-            backend=backend,
+            backend=backend, score_offset=offset,
         )
 
     return build()

@@ -26,7 +26,7 @@ from .capabilities import KERNEL_DTYPES, interpreting
 # Declared contracts judged through Case.run, hence on the kernel.
 RUN_CONTRACTS = frozenset({"null_receiver", "null_source_insertion", "empty_support", "mask_respect",
                            "permutation_equivariance", "causality", "softmax_reduction", "formula_equivalence",
-                           "zero_transcendental", "differential", "null_gradient"})
+                           "zero_transcendental", "differential", "null_gradient", "spec_reference", "finite"})
 # Row-normaliser laws judged on the weights the kernel applies (kernel_laws.kernel_weights).
 WEIGHT_CONTRACTS = frozenset({"score_shift_invariance", "tau_covariance", "simplex", "sub_simplex"})
 # Declared contracts with a kernel-level form, for operators with these parameters.

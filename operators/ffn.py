@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from . import arguments
+from . import arguments, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -43,6 +43,7 @@ def offn_params(gen, d_model, dtype=torch.float64):
 
 @declare(
     name="ffn_update",
+    reference=references.ffn_update_reference,
     domain=Domain(params=ffn_params),
     traits={"token_local"},
     claims={"gradcheck": "smooth in its inputs"},
@@ -63,6 +64,7 @@ def offn(xp, x, *, carrier=None, w1, b1, w2, b2, tau):
 
 @declare(
     name="offn",
+    reference=references.offn_reference,
     domain=Domain(params=offn_params, positive=("tau",)),
     traits={"token_local", "presence"},
     claims={

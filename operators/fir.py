@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from . import arguments
+from . import arguments, references
 from .registry import Domain, declare
 
 N_TAPS = 7
@@ -55,6 +55,7 @@ def fir_params(gen, d_model, dtype=torch.float64):
     name="fir",
     domain=Domain(params=fir_params, n_max=9),
     traits={"token_mixing", "causal", "filter", "positional"},
+    reference=references.fir_reference,
     claims={
         "causality": "k~_t uses k_{t-0..t-6} only (zero padding before the start)",
         "dc_gain": "the taps sum to 1; an impulse returns the taps",

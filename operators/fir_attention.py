@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import arguments, normalisers, projections
+from . import arguments, normalisers, projections, references
 from .fir import TAPS, fir
 from .registry import Domain, declare
 
@@ -55,7 +55,7 @@ def _pn_tau_weights(xp, s, mask=None, *, tau):
 
 
 @declare(name="sm_fir", domain=Domain(params=fir_params), traits=_TRAITS,
-         weights=normalisers.softmax, kernel="sm_fir_fwd",
+         weights=normalisers.softmax, kernel="sm_fir_fwd", reference=references.sm_fir_reference,
          claims={"causality": _CAUSAL, "score_shift_invariance": "softmax ignores a per-row constant",
                  "simplex": "softmax rows sum to one", "gradcheck": "smooth"},
          violates={"silence": "softmax row mass is always 1", "zero_transcendental": "softmax evaluates exp",
@@ -67,7 +67,7 @@ def sm_fir(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
 
 
 @declare(name="pn", domain=Domain(params=fir_params), traits=_TRAITS,
-         weights=normalisers.pn,
+         weights=normalisers.pn, reference=references.pn_reference,
          claims={"causality": _CAUSAL, "sub_simplex": "r^10 / sum r^10 is 0 or a distribution",
                  "silence": "no positive score: r = 0, the guarded row is exactly 0",
                  "zero_transcendental": "x^10 by four multiplications"},
@@ -80,7 +80,7 @@ def pn_attention(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
 
 
 @declare(name="pn_fir_c", domain=Domain(params=fir_params), traits=_TRAITS,
-         weights=normalisers.pn_centred,
+         weights=normalisers.pn_centred, reference=references.pn_fir_c_reference,
          claims={"causality": _CAUSAL, "score_shift_invariance": "centring removes any per-row constant",
                  "sub_simplex": "r^10 / sum r^10 is 0 or a distribution",
                  "zero_transcendental": "x^10 by four multiplications"},
@@ -93,7 +93,7 @@ def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
 
 
 @declare(name="pn_fir_tau", domain=Domain(params=tau_params, reals=("tau",)), traits=_TRAITS,
-         weights=_pn_tau_weights, kernel="pn_fir_tau_fwd",
+         weights=_pn_tau_weights, kernel="pn_fir_tau_fwd", reference=references.pn_fir_tau_reference,
          claims={"causality": _CAUSAL, "tau_covariance": "W depends on S - tau only",
                  "sub_simplex": "gate g < 1 times a distribution (or 0)",
                  "gate_below_one": "g = m / (1 + m) <= 1/2 for peaks m <= 1",

@@ -71,13 +71,15 @@ otransformer_layers = _layers_of(OTRANSFORMER)
 _HOST_TRAITS = frozenset({"token_mixing", "masked", "host"})
 _REACTIVATE = "LayerNorm(0) = beta and FFN(beta) != 0 reactivate the null, a source in the next block"
 _SMOOTH = {"gradcheck": "smooth"}
+_EMPTY_ROW = "SDPA of a fully masked row is 0/0 = NaN"
 
 # (composition, extra traits, claims, violates) for the depth-2 hosts.
 _FAMILIES = (
     (STANDARD, set(), _SMOOTH,
      {"closure": "LN(0) = beta and SDPA make a null token active at the first sub-layer",
       "null_source_insertion": "the null key adds softmax mass in block 1",
-      "null_receiver": "SDPA gives a null query the mean of the values"}),
+      "null_receiver": "SDPA gives a null query the mean of the values",
+      "finite": _EMPTY_ROW}),
     (OA_ONLY, {"presence"}, _SMOOTH,
      {"closure": _REACTIVATE, "null_source_insertion": _REACTIVATE,
       "null_receiver": "FFN(LN(0)) = FFN(beta) != 0 is added to the null token"}),
@@ -93,7 +95,8 @@ _FAMILIES = (
 _TABULAR = (
     (TABULAR_STANDARD, set(), _SMOOTH,
      {"closure": "a null row shifts the standardisation mean and enters as the embedding bias",
-      "null_receiver": "standardize maps a null row to -mu / sigma, then x W + b"}),
+      "null_receiver": "standardize maps a null row to -mu / sigma, then x W + b",
+      "finite": _EMPTY_ROW}),
     (TABULAR_OTRANSFORMER, {"presence"},
      {"closure": "OStandardize gives a null row zero mass, OInject keeps it 0, O-blocks are closed",
       "null_receiver": "every stage is gated by the presence of a null row, 0",
@@ -117,7 +120,7 @@ def _depth_variant(comp, depth, claims, violates):
     variant = comp.with_depth(depth, f"{comp.name}_l{depth}")
     kept = {k: v for k, v in claims.items() if k == "closure"}
     kept["permutation_equivariance"] = "no position terms in any component (masks permuted alike)"
-    return variant, kept, {k: v for k, v in violates.items() if k == "closure"}
+    return variant, kept, {k: v for k, v in violates.items() if k in ("closure", "finite")}
 
 
 HOSTS: dict = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments
+from . import arguments, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -56,6 +56,7 @@ _REACTIVATES = "Norm(0) = 0 * gamma + beta = beta: the affine bias reactivates a
 
 
 @declare(name="layernorm", domain=Domain(params=norm_params), traits={"token_local"},
+         reference=references.layernorm_reference,
          claims={"gradcheck": "smooth for eps > 0"}, violates={"zero_absorption": _REACTIVATES})
 def layernorm_op(xp, x, *, gamma, beta):
     """Plain affine LayerNorm."""
@@ -64,6 +65,7 @@ def layernorm_op(xp, x, *, gamma, beta):
 
 
 @declare(name="rmsnorm", domain=Domain(params=norm_params), traits={"token_local"},
+         reference=references.rmsnorm_reference,
          claims={"gradcheck": "smooth for eps > 0"}, violates={"zero_absorption": _REACTIVATES})
 def rmsnorm_op(xp, x, *, gamma, beta):
     """Plain RMSNorm with affine scale and bias."""
@@ -79,6 +81,7 @@ _ONORM_CLAIMS = {
 
 
 @declare(name="onorm_ln", domain=Domain(params=onorm_params, positive=("tau",)), traits={"token_local", "presence"},
+         reference=references.onorm_ln_reference,
          claims=_ONORM_CLAIMS)
 def onorm_ln(xp, x, *, gamma, beta, tau):
     """ONorm over LayerNorm: rho(h) * LayerNorm(h)."""
@@ -87,6 +90,7 @@ def onorm_ln(xp, x, *, gamma, beta, tau):
 
 
 @declare(name="onorm_rms", domain=Domain(params=onorm_params, positive=("tau",)), traits={"token_local", "presence"},
+         reference=references.onorm_rms_reference,
          claims=_ONORM_CLAIMS)
 def onorm_rms(xp, x, *, gamma, beta, tau):
     """ONorm over RMSNorm: rho(h) * RMSNorm(h)."""

@@ -10,9 +10,11 @@ null token with a huge key cannot underflow the others.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
-from . import arguments, projections
+from . import arguments, projections, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -36,12 +38,29 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     a = s + xp.log(xp.where(active, mass, xp.ones_like(mass)))    # log 1 = 0 where inactive: never log 0
     floor = xp.min(a, axis=-1, keepdims=True)
     top = xp.max(xp.where(active, a, floor), axis=-1, keepdims=True)
-    top = xp.maximum(top, xp.log(xp.full_like(top, 1.0) * eps_den))
+    log_eps = _log_of(xp, eps_den, top)
+    top = xp.maximum(top, log_eps)
     e = xp.where(active, xp.exp(xp.where(active, a - top, xp.zeros_like(a))), xp.zeros_like(a))
     num = xp.matmul(e, v)
-    den = eps_den * xp.exp(-top) + xp.sum(e, axis=-1, keepdims=True)
+    # eps_den exp(-M) = exp(log eps_den - M) <= 1.  Never as a product: exp(-M) alone
+    # overflows float16 once M < -11 (eps_den <= 1.5e-5, scores all below -11), and
+    # eps_den * inf = inf sent the output to 0 and the gradient to NaN.
+    den = xp.exp(log_eps - top) + xp.sum(e, axis=-1, keepdims=True)
     den = xp.where(xp.gt(den, 0), den, xp.ones_like(den))
     return p_rcv * xp.div(num, den)
+
+
+def _log_of(xp, value, like):
+    """log(value) as an array like ``like``.
+
+    A Python float's log is taken in float64 before it meets the array's dtype:
+    eps_den = 1e-8 is zero in float16 (1e-6 is subnormal, off by 2%), and
+    rounding it before the log drops the eps_den term from every row whose
+    scores sit near log(eps_den).  A traced (symbolic) value goes through xp.log.
+    """
+    if isinstance(value, (int, float)):
+        return xp.full_like(like, math.log(value))
+    return xp.log(xp.full_like(like, 1.0) * value)
 
 
 def oattention_params(gen, d_model, dtype=torch.float64, *, heads=None):
@@ -51,15 +70,8 @@ def oattention_params(gen, d_model, dtype=torch.float64, *, heads=None):
     return p
 
 
-def oattention_direct(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, heads, tau, eps_den):
-    """SPEC's formula evaluated directly (no stabilisation): the reference the stabilised form must equal."""
-    p = presence(xp, x if carrier is None else carrier, tau=tau)
-    q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
-    s = projections.scores(xp, q, k)
-    m = projections.head_mask(mask)
-    e = xp.exp(s) * xp.swapaxes(p, -1, -2)[:, None] * (1.0 if m is None else m)
-    o = p[:, None] * xp.div(xp.matmul(e, v), eps_den + xp.sum(e, axis=-1, keepdims=True))
-    return projections.output(xp, o, wo)
+# SPEC's formula, written independently of this module (presence included): operators/references.py
+oattention_direct = references.oattention_reference
 
 
 def oattention_errors(kw):
@@ -74,11 +86,11 @@ def oattention_errors(kw):
     errors=oattention_errors,
     traits={"token_mixing", "masked", "presence"},
     kernel="oattention_fwd",
-    reference=oattention_direct,
+    reference=references.oattention_reference,
     claims={
         "null_receiver": "the receiver gate p_i = rho(0) = 0 multiplies the output",
         "null_source_insertion": "a null source has p_j = 0: no numerator or denominator mass",
-        "empty_support": "no active source: numerator 0, denominator eps_den exp(-M) > 0",
+        "empty_support": "no active source: numerator 0, denominator exp(log eps_den - M) > 0",
         "mask_respect": "m_ij = 0 removes j from both sums",
         "permutation_equivariance": "no position terms",
         "softmax_reduction": "tau -> 0, eps_den -> 0 leaves p = 1 and plain softmax",

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from . import arguments
+from . import arguments, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -28,6 +28,7 @@ def linear(xp, x, *, w, b):
 
 
 @declare(name="linear_inject", domain=Domain(params=inject_params), traits={"token_local"},
+         reference=references.linear_inject_reference,
          claims={"gradcheck": "affine"},
          violates={"zero_absorption": "W 0 + b = b: a zero input enters as the bias"})
 def linear_inject(xp, x, *, w, b):
@@ -37,6 +38,7 @@ def linear_inject(xp, x, *, w, b):
 
 
 @declare(name="oinject", domain=Domain(params=oinject_params, positive=("tau",)), traits={"token_local", "presence"},
+         reference=references.oinject_reference,
          claims={"zero_absorption": "rho(0) (W 0 + b) = 0 * b = 0",
                  "gradcheck": "smooth",
                  "null_gradient": "rho'(0) = 0 and rho(0) = 0"})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments
+from . import arguments, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -38,6 +38,7 @@ def _division_floor(x) -> float:
 
 @declare(
     name="ostandardize",
+    reference=references.ostandardize_reference,
     domain=Domain(params=ostd_params, positive=("tau", "eps")),
     traits={"token_mixing", "presence"},
     claims={

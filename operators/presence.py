@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments
+from . import arguments, references
 from .registry import Domain, declare
 
 
@@ -26,6 +26,7 @@ def presence_params(gen, d_model, dtype=torch.float64):
     name="presence",
     domain=Domain(params=presence_params, positive=("tau",)),
     traits={"token_local", "presence"},
+    reference=references.presence_reference,
     claims={
         "zero_absorption": "rho(0) = 0/(tau + 0) = 0",
         "gradcheck": "a smooth rational function of h",

@@ -1,7 +1,7 @@
 """SDPA: standard softmax attention, the baseline that fails the null contracts (SPEC 1)."""
 from __future__ import annotations
 
-from . import arguments, normalisers, projections
+from . import arguments, normalisers, projections, references
 from .registry import Domain, declare
 
 
@@ -15,6 +15,7 @@ def sdpa_weights(xp, s, mask=None):
     traits={"token_mixing", "masked", "score_normaliser"},
     weights=sdpa_weights,
     kernel=None,
+    reference=references.sdpa_reference,
     claims={
         "mask_respect": "a masked key gets weight m_ij exp(s_ij) = 0",
         "permutation_equivariance": "no position terms: permuting tokens permutes outputs",
@@ -26,6 +27,7 @@ def sdpa_weights(xp, s, mask=None):
         "null_receiver": "a null query still gets a convex combination of the values",
         "null_source_insertion": "a null key adds exp(s_ij) mass to every denominator",
         "empty_support": "a fully masked row is 0/0 = NaN",
+        "finite": "a fully masked row is 0/0 = NaN, in every dtype",
         "null_gradient": "a null token's q, k, v receive gradient like any other token",
         "zero_transcendental": "softmax evaluates exp",
     },

@@ -69,6 +69,7 @@ class Case:
     eps_den: float | None = None  # overrides the drawn eps_den
     heads: int | None = None      # overrides the drawn head count (must divide d)
     layout: str = "contiguous"    # contiguous | transposed | strided: how x is laid out in memory
+    score_offset: float = 0.0     # != 0: every attention score sits near this value (see _offset_scores)
     _cache: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     # -- drawn tensors (float64) --------------------------------------------
@@ -79,8 +80,8 @@ class Case:
     def params(self) -> dict:
         if "params" not in self._cache:
             p = self.op.domain.params(self.generator(1), self.d, torch.float64)
-            self._cache["params"] = _override(p, bias_scale=self.bias_scale, heads=self.heads,
-                                              tau=self.tau, eps_den=self.eps_den)
+            p = _override(p, bias_scale=self.bias_scale, heads=self.heads, tau=self.tau, eps_den=self.eps_den)
+            self._cache["params"] = _offset_scores(p, self.score_offset)
         return self._cache["params"]
 
     @property
@@ -246,4 +247,34 @@ def _override(params, *, bias_scale, heads, tau, eps_den):
         else:
             v = _override(v, bias_scale=bias_scale, heads=heads, tau=tau, eps_den=eps_den)
         out[k] = v
+    return out
+
+
+_SPREAD = 1.0 / 16     # what is left of the drawn projections when the scores are pinned at an offset
+
+
+def _offset_scores(params, offset: float):
+    """Pin every attention score near ``offset``: s_ij = offset + O(spread) at every nesting level.
+
+    The drawn q, k projections (weights and biases) are scaled by 1/16 and a
+    constant a (resp. sign(offset) a) is added to every entry of bq (bk) with
+    sqrt(dh) a^2 = |offset|, so <q_i, k_j> / sqrt(dh) = offset plus a small
+    token-dependent part: all scores of a row are strongly negative (or
+    positive) together, the regime where exp(-max) and exp(max) overflow.
+    """
+    if not offset:
+        return params
+    if isinstance(params, list):
+        return [_offset_scores(p, offset) for p in params]
+    if not isinstance(params, dict):
+        return params
+    if not {"wq", "bq", "wk", "bk", "heads"} <= set(params):
+        return {k: _offset_scores(v, offset) for k, v in params.items()}
+    dh = params["bq"].shape[-1] // params["heads"]
+    a = (abs(offset) / dh ** 0.5) ** 0.5
+    sign = 1.0 if offset > 0 else -1.0
+    out = dict(params)
+    out["wq"], out["wk"] = params["wq"] * _SPREAD, params["wk"] * _SPREAD
+    out["bq"] = params["bq"] * _SPREAD + a
+    out["bk"] = params["bk"] * _SPREAD + sign * a
     return out

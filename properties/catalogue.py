@@ -26,6 +26,7 @@ class Contract:
     needs: frozenset = frozenset()   # OperatorSpec attributes that must be set: weights, layers, reference
     universal: bool = False          # claimed by every operator that does not declare it otherwise
     skip: Callable | None = None     # skip(op, dtype_name, backend) -> reason the cell cannot run, or None
+    regimes: tuple = ()              # numerical regimes (tokenlaw.fuzz.regimes) a search must visit to judge it
 
     @property
     def law(self) -> str:
@@ -35,17 +36,24 @@ class Contract:
         return self.fn(case)
 
 
-def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal=False, skip=None):
+class Gap(str):
+    """A ``skip`` reason that is a gap in a declaration (e.g. no reference= given), not a design
+    exclusion: the cell is reported *not runnable here*, never folded away as *not applicable by design*."""
+
+
+def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal=False, skip=None, regimes=()):
     """Mark ``law(case) -> Verdict`` as a contract named after the function.
 
     ``universal`` contracts (e.g. the differential check) are planned for
     every operator without being listed in its claims; ``skip`` names the
-    cells where the law cannot be judged (reported as not runnable).
+    cells where the law cannot be judged (reported as not runnable); ``regimes``
+    names the numerical regimes the fuzz tier must visit before its "holds"
+    covers them (a cell that never visited one says so).
     """
 
     def mark(fn):
         setattr(fn, MARK, dict(exact=exact, requires=frozenset(requires), dtypes=tuple(dtypes),
-                               needs=frozenset(needs), universal=universal, skip=skip))
+                               needs=frozenset(needs), universal=universal, skip=skip, regimes=tuple(regimes)))
         return fn
 
     return mark

@@ -1,11 +1,11 @@
 """Linear-filter contracts for the causal FIR (SPEC 2, 3)."""
 from __future__ import annotations
 
-import inspect
-
 import torch
 
 from . import statement as S
+from tokenlaw.operators.references import spec_taps
+
 from .catalogue import contract
 from .judging import relation, worst
 
@@ -13,10 +13,14 @@ _FILTER = dict(requires={"filter"})
 
 
 def taps(case) -> tuple:
-    """The filter's taps: from the drawn parameters, else the operator's default."""
+    """The expected taps: drawn ones when the case passes taps, else SPEC's (never the operator's own constant).
+
+    SPEC 2: w_k ∝ exp(-k^2 / 8), k = 0..6, normalised to sum 1 (recomputed in
+    tokenlaw.operators.references, which shares nothing with operators/fir.py).
+    """
     if "taps" in case.params:
         return tuple(case.params["taps"])
-    return tuple(inspect.signature(case.op.fn).parameters["taps"].default)
+    return spec_taps()
 
 
 @contract(exact=False, **_FILTER)

@@ -127,55 +127,86 @@ def predicted_error(v: dict, dtype: torch.dtype) -> torch.Tensor:
 def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Comparison:
     """Compare two sides evaluated as {dtype: tensor} for D, float64 and D's probe precision.
 
-    Non-finite values in the dtype under test are a violation unless both
-    sides are NaN, or the same infinity, at the same place.
+    A non-finite value in the dtype under test is a violation wherever both
+    float64 sides are finite (NaN on both sides is agreement only where the
+    float64 evaluation is not finite either: a 0/0 the law itself allows).
     """
     aD, bD = a[dtype].double(), b[dtype].double()
     if aD.shape != bD.shape:
         raise ValueError(f"compare: shapes differ {tuple(aD.shape)} vs {tuple(bD.shape)}")
     with torch.no_grad():
         bound = predicted_error(a, dtype) + predicted_error(b, dtype) + allowance
-        return _worst(aD, bD, bound)
+        finite64 = torch.isfinite(a[torch.float64].double()) & torch.isfinite(b[torch.float64].double())
+        return _worst(aD, bD, bound, finite64)
 
 
-def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch.dtype) -> Comparison:
+def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch.dtype, *,
+                 sides: int = 1, input_rounding: torch.Tensor | None = None, ref_probes: dict | None = None) -> Comparison:
     """Compare the implementation in ``dtype`` (aD) with the float64 reference (a64).
 
     probes: {probe dtype: the eager operator's output in that dtype}; each
     probe's normwise error, scaled by u_D / u_probe, predicts D's error and
-    the largest prediction is the bound.
+    the largest prediction is the bound.  sides = 2 when a64 is itself a
+    separate float64 evaluation (an independent reference) whose rounding
+    error is predicted like the implementation's; ``ref_probes`` then gives
+    the reference's own probe runs (where finite they predict its error).
+
+    input_rounding: |F_64(round_D(inputs)) - F_64(inputs)|, the exact effect
+    of rounding the inputs and parameters to D, evaluated in float64.  The
+    probes see *their own* input rounding, which can be far smaller than D's
+    by luck (two inputs that round alike in float32 but not in float16); this
+    term is that part of D's error computed outright, not extrapolated.
     """
     aD, a64 = aD.double(), a64.double()
     if aD.shape != a64.shape:
         raise ValueError(f"differential: shapes differ {tuple(aD.shape)} vs {tuple(a64.shape)}")
     uD = UNIT_ROUNDOFF[dtype]
     with torch.no_grad():
-        predicted = torch.zeros_like(a64)
-        for pdt, ap in probes.items():
-            ap = ap.double()
-            err = (ap - a64).abs()
-            finite = torch.isfinite(err)
-            # normwise: every entry's error is estimated at least as the largest probe error
-            # anywhere in the tensor (an entry that cancels rounded intermediates as large as the others)
-            worst = float(err[finite].max()) if bool(finite.any()) else 0.0
-            err = torch.maximum(_probe_error(ap, a64), torch.full_like(a64, worst))
-            predicted = torch.maximum(predicted, (uD / UNIT_ROUNDOFF[pdt]) * err)
-        bound = K * predicted + K * uD * a64.abs() + K * torch.finfo(dtype).tiny
+        predicted = _predicted(a64, probes, uD)
+        if ref_probes:
+            # the reference's own rounding, predicted from its own probe where that is finite
+            own = _predicted(a64, ref_probes, UNIT_ROUNDOFF[torch.float64])
+            predicted = predicted + torch.where(torch.isfinite(own), own, predicted)
+        bound = sides * (K * predicted + K * uD * a64.abs() + K * torch.finfo(dtype).tiny)
+        if input_rounding is not None:
+            bound = bound + torch.nan_to_num(input_rounding.double(), nan=0.0, posinf=0.0)
         scale = float(a64.abs()[torch.isfinite(a64)].max()) if bool(torch.isfinite(a64).any()) else 0.0
         fin = torch.isfinite(predicted)
         top = float(predicted[fin].max()) if bool(fin.any()) else float("inf")
-        c = _worst(aD, a64, bound)
+        c = _worst(aD, a64, bound, torch.isfinite(a64))
         c.predicted_relative = top / scale if scale > 0 else (0.0 if top == 0 else float("inf"))
         return c
 
 
-def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor) -> Comparison:
-    """The worst elementwise ratio |aD - bD| / bound, with the NaN and infinity rules of ``compare``."""
+def _predicted(a64: torch.Tensor, probes: dict, uD: float) -> torch.Tensor:
+    """max over probes P of (u_D / u_P) * P's normwise error against a64."""
+    predicted = torch.zeros_like(a64)
+    for pdt, ap in probes.items():
+        ap = ap.double()
+        err = (ap - a64).abs()
+        finite = torch.isfinite(err)
+        # normwise: every entry's error is estimated at least as the largest probe error
+        # anywhere in the tensor (an entry that cancels rounded intermediates as large as the others)
+        worst = float(err[finite].max()) if bool(finite.any()) else 0.0
+        err = torch.maximum(_probe_error(ap, a64), torch.full_like(a64, worst))
+        predicted = torch.maximum(predicted, (uD / UNIT_ROUNDOFF[pdt]) * err)
+    return predicted
+
+
+def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor, finite64: torch.Tensor) -> Comparison:
+    """The worst elementwise ratio |aD - bD| / bound, with the NaN and infinity rules of ``compare``.
+
+    finite64: where the float64 evaluation is finite.  There any non-finite
+    value in D is a violation (ratio inf), even when both D sides agree on it:
+    an oracle that counts NaN == NaN as agreement cannot see a NaN bug.
+    """
     with torch.no_grad():
         diff = (aD - bD).abs()
         both_nan = torch.isnan(aD) & torch.isnan(bD)
         same_inf = torch.isinf(aD) & (aD == bD)
-        diff = torch.where(both_nan | same_inf, torch.zeros_like(diff), diff)
+        diff = torch.where((both_nan | same_inf) & ~finite64, torch.zeros_like(diff), diff)
+        broken = finite64 & ~(torch.isfinite(aD) & torch.isfinite(bD))
+        diff = torch.where(broken, torch.full_like(diff, float("inf")), diff)
         diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
         bound = torch.nan_to_num(bound, nan=0.0, posinf=float("inf"))
         if diff.numel() == 0:

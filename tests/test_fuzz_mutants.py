@@ -1,12 +1,14 @@
 """Mutation testing: the catalogue, its patches, and the suite killing the mutants."""
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import pytest
 
 from tokenlaw.fuzz.mutants import EAGER_MUTANTS, Mutant, catalogue
 from tokenlaw.fuzz.mutation import run_mutant, run_mutants
+from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.registry import default_registry
 
 REG = default_registry()
@@ -31,7 +33,7 @@ def test_catalogue_filters_by_backend():
 
 
 def _state():
-    """Every module attribute and spec hook a patch may touch, by identity."""
+    """Every module attribute and spec hook a mutant could touch, by identity."""
     out = {}
     for mod in ("oattention", "ostandardize", "norms", "ffn", "oinject", "presence", "fir", "fir_attention", "normalisers"):
         m = importlib.import_module("tokenlaw.operators." + mod)
@@ -42,12 +44,21 @@ def _state():
 
 
 @pytest.mark.parametrize("mutant", EAGER_MUTANTS, ids=[m.name for m in EAGER_MUTANTS])
-def test_patch_changes_something_and_restores_everything(mutant):
+def test_mutant_is_a_registry_copy_of_the_shipping_code(mutant):
+    """apply() edits the shipping source into a new registry; the default registry and modules are untouched."""
     before = _state()
-    with mutant.patch():
-        during = _state()
-    assert during != before, "the patch must change a module attribute or an operator"
+    bad = mutant.apply(REG)
+    assert bad is not REG
+    for name in mutant.operators:
+        assert bad[name].fn is not REG[name].fn, name
+        assert bad[name].source == REG[name].source        # the same module's code, edited
     assert _state() == before
+
+
+def test_a_stale_snippet_fails_loudly():
+    stale = dataclasses.replace(EAGER_MUTANTS[0], edits=(("this line is not in the module", "x"),))
+    with pytest.raises(InvalidArgument, match="occurs 0 times"):
+        stale.apply(REG)
 
 
 @pytest.mark.parametrize("name", FAST)
@@ -71,3 +82,35 @@ def test_mutate_kills_the_whole_catalogue():
     results, baseline = run_mutants(REG, EAGER_MUTANTS, examples=30, seed=0, stream=None)
     survivors = [r.name for r in results if not r.killed]
     assert not survivors, survivors
+
+
+# The new FIR-family, presence and declaration mutants, each with the row that must kill it
+# (the law it breaks: the independent SPEC reference, the DC gain's SPEC taps, silence).
+KILLED_BY = {
+    "causal_mask_hides_diagonal": "pn-spec_reference",
+    "fir_applied_to_values": "sm_fir-spec_reference",
+    "fir_taps_reversed": "fir-dc_gain",
+    "fir_taps_reordered": "fir-dc_gain",
+    "presence_miscalibrated": "presence-spec_reference",
+    "pn_tau_power_before_rectification": "pn_fir_tau-silence",
+    "body_differs_from_weights": "pn_fir_tau-spec_reference",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KILLED_BY))
+def test_new_mutants_are_killed_through_the_law_they_break(name):
+    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.properties.plan import plan
+
+    m = next(m for m in EAGER_MUTANTS if m.name == name)
+    op, contract = KILLED_BY[name].split("-", 1)
+    bad = m.apply(REG)
+    rows = plan(bad, operators=[op], contracts=[contract])
+    run_rows(bad, rows, examples=20, seed=0, replay_dir=None, progress=False)
+    assert rows[0].failing, f"{name} survived {KILLED_BY[name]}"
+    # the unmutated row holds: the kill is the mutant's
+    clean = plan(REG, operators=[op], contracts=[contract])
+    run_rows(REG, clean, examples=20, seed=0, replay_dir=None, progress=False)
+    assert not clean[0].failing
+    v = next(c.verdict for c in rows[0].cells if c.verdict is not None and c.verdict.violated)
+    assert "raised" not in v.detail and v.discrepancy == v.discrepancy   # the law, not a crash or a NaN

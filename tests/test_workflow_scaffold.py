@@ -70,7 +70,9 @@ def test_stub_fails_by_name_then_filled_reference_holds(userpkg, capsys):
     assert rc == 0
     assert {r["id"]: r["outcome"] for r in doc["rows"]} == {"myop-zero_absorption": "holds",
                                                             "myop-gradcheck": "holds",
-                                                            "myop-differential": "holds"}   # universal
+                                                            "myop-differential": "holds",   # universal
+                                                            "myop-spec_reference": "not runnable here",
+                                                            "myop-finite": "holds"}
     assert "myop-zero_absorption" in Path("r/conformance.md").read_text()
     assert "myop-zero_absorption-eager-float16" in Path("r/conformance.xml").read_text()
     assert "myop" in Path("r/conformance.html").read_text()
@@ -118,7 +120,8 @@ def test_default_folder_needs_no_other_edit(tmp_path):
                 cwd=tree, env=e)
     assert out.returncode == 0, out.stdout + out.stderr
     doc = json.loads((tree / "reports" / "conformance.json").read_text())
-    assert sorted(r["id"] for r in doc["rows"]) == ["myop-differential", "myop-gradcheck", "myop-zero_absorption"]
+    assert sorted(r["id"] for r in doc["rows"]) == ["myop-differential", "myop-finite", "myop-gradcheck",
+                                                    "myop-spec_reference", "myop-zero_absorption"]
     # pytest: the generated cells of tokenlaw's own operators (and the lead's tests/test_cells.py once present)
     args = ["-m", "pytest", *W.plugin_args(), "--tokenlaw", "tokenlaw.operators", "--tokenlaw-examples", "5",
             "-k", "myop", "-v", "-p", "no:cacheprovider"]

@@ -1,0 +1,110 @@
+"""Numerical regimes: the places a rounding or overflow defect hides, and which examples visit them.
+
+A :class:`Regime` says when it *applies* to an operator (an attention score
+offset needs attention projections; a small eps_den needs an eps_den) and
+whether a drawn case *visits* it.  Contracts name the regimes they depend
+on (``@contract(regimes=...)``); :func:`tokenlaw.fuzz.engine.run_cell`
+counts the visits of every example and a cell that never visited a regime
+its contract depends on says so in its verdict.
+
+>>> from tokenlaw.operators.registry import default_registry
+>>> sorted(applicable(default_registry()["oattention"], ("scores_low", "long_row", "tau_far")))
+['long_row', 'scores_low', 'tau_far']
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import torch
+
+LONG_ROW = 9            # rows longer than one 8-token tile of the interpreter's kernels
+SMALL_EPS_DEN = 1.5e-5  # below this exp(-log eps_den) = 1 / eps_den overflows float16
+FAR_TAU = 30.0          # |tau| beyond the drawn score range (|S| of a few units at unit scale)
+
+
+def _keys(params) -> set:
+    """Every parameter name at every nesting level (hosts keep per-block dicts)."""
+    if isinstance(params, dict):
+        out = set(params)
+        for v in params.values():
+            out |= _keys(v)
+        return out
+    if isinstance(params, list):
+        return set().union(*(_keys(p) for p in params)) if params else set()
+    return set()
+
+
+def _first(params, key):
+    if isinstance(params, dict):
+        if key in params:
+            return params[key]
+        params = list(params.values())
+    if isinstance(params, list):
+        for p in params:
+            v = _first(p, key)
+            if v is not None:
+                return v
+    return None
+
+
+def _param_keys(op) -> set:
+    return _keys(op.domain.params(torch.Generator().manual_seed(0), op.domain.d_model[0], torch.float64))
+
+
+def _power_edge(dtype) -> float:
+    return torch.finfo(dtype).max ** 0.1
+
+
+def _overflow(dtype) -> float:
+    return math.log(torch.finfo(dtype).max)
+
+
+@dataclasses.dataclass(frozen=True)
+class Regime:
+    name: str
+    description: str
+    applies: Callable      # (op, param names, dtype) -> bool
+    visits: Callable       # (case) -> bool
+
+
+def _tau_far(case) -> bool:
+    tau = _first(case.params, "tau")
+    if tau is None:
+        return False
+    if {"presence", "host"} & case.op.traits:     # presence tau against |h|^2 ~ d * scale^2
+        return tau <= 1e-3 or tau >= 1e2
+    return abs(tau) >= FAR_TAU
+
+
+REGIMES = {r.name: r for r in (
+    Regime("scores_low", "every score of a row below -log(max) of the dtype (exp(-M) overflows)",
+           lambda op, keys, dtype: "wq" in keys, lambda case: case.score_offset <= -_overflow(case.dtype)),
+    Regime("scores_high", "every score of a row above log(max) of the dtype (exp(M) overflows)",
+           lambda op, keys, dtype: "wq" in keys, lambda case: case.score_offset >= _overflow(case.dtype)),
+    Regime("power_overflow", "scores past max^(1/10) of the dtype, where a power normaliser's x^10 overflows",
+           lambda op, keys, dtype: "wq" in keys and "score_normaliser" in op.traits
+           and 1.1 * _power_edge(dtype) * torch.finfo(dtype).eps <= 1.0,
+           lambda case: abs(case.score_offset) >= _power_edge(case.dtype)),
+    Regime("eps_den_small", f"eps_den <= {SMALL_EPS_DEN:g} (1 / eps_den overflows float16)",
+           lambda op, keys, dtype: "eps_den" in keys,
+           lambda case: (_first(case.params, "eps_den") or 1.0) <= SMALL_EPS_DEN),
+    Regime("tau_far", "tau far outside the score (or |h|^2) range",
+           lambda op, keys, dtype: "tau" in keys, _tau_far),
+    Regime("long_row", f"rows of n >= {LONG_ROW} tokens (past one 8-token tile)",
+           lambda op, keys, dtype: "token_mixing" in op.traits, lambda case: case.n >= LONG_ROW),
+    Regime("near_null", "a row with |h|^2 subnormal or zero in the dtype (not exactly null)",
+           lambda op, keys, dtype: "presence" in op.traits, lambda case: bool(case.near_null)),
+)}
+
+
+def applicable(op, names, dtype=torch.float16) -> tuple:
+    """The regimes among ``names`` that apply to ``op`` in ``dtype``."""
+    keys = _param_keys(op)
+    return tuple(n for n in names if REGIMES[n].applies(op, keys, dtype))
+
+
+def visited(case, names) -> tuple:
+    """The regimes among ``names`` this case visits."""
+    return tuple(n for n in names if REGIMES[n].visits(case))
