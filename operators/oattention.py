@@ -36,9 +36,14 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     # backward and send inf * rho'(0) = NaN to null tokens), and inactive
     # entries are cut from the gradient by the wheres.
     a = s + xp.log(xp.where(active, mass, xp.ones_like(mass)))    # log 1 = 0 where inactive: never log 0
-    floor = xp.min(a, axis=-1, keepdims=True)
-    top = xp.max(xp.where(active, a, floor), axis=-1, keepdims=True)
-    log_eps = _log_of(xp, eps_den, top)
+    # Inactive entries stand in as log(eps_den), never as a score: a fully masked row then
+    # has M = log(eps_den) and den = 1 exactly, where a row minimum taken over huge masked
+    # scores made exp(log eps_den - M) subnormal (or 0) and the backward's 1/den^2 overflow
+    # (fuzzer counterexample: empty row, scores at +97.6 in float32).  The kernel's running
+    # max starts from log(eps_den) the same way.
+    log_eps_all = _log_of(xp, eps_den, a)
+    log_eps = log_eps_all[..., :1]
+    top = xp.max(xp.where(active, a, log_eps_all), axis=-1, keepdims=True)
     top = xp.maximum(top, log_eps)
     e = xp.where(active, xp.exp(xp.where(active, a - top, xp.zeros_like(a))), xp.zeros_like(a))
     num = xp.matmul(e, v)
