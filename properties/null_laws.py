@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
+from tokenlaw.operators.xp import TORCH
 
 from . import statement as S
-from . import transforms as T
 from . import verdict as V
 from .catalogue import contract
 from .judging import exact_zero, max_abs, relation
@@ -102,8 +102,8 @@ def null_gradient(case):
 def closure(case):
     """Inserting a null token commutes with every layer: it stays exactly 0 and old tokens are unchanged."""
     k = case.pos % (case.n + 1)
-    x2, m2 = T.insert_null(case.x, k), T.insert_visible(case.mask, k)
-    keep = T.others(case.n + 1, k)
+    x2, m2 = S.insert_null(TORCH, case.x, k), S.insert_visible(case.mask, k)
+    keep = S.others(case.n + 1, k)
     new = {dt: case.layers(x2, m2, dtype=dt) for dt in {case.dtype, torch.float64, PROBE[case.dtype]}}
     old = {dt: case.layers(case.x, case.mask, dtype=dt) for dt in new}
     per_layer = []

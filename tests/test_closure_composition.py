@@ -15,7 +15,7 @@ from tokenlaw.operators.ordered_xp import ORDERED
 from tokenlaw.operators.registry import collect
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties.catalogue import CONTRACTS
-from tokenlaw.properties.transforms import insert_null
+from tokenlaw.properties.statement import insert_null
 
 REGISTRY = collect()
 
@@ -109,7 +109,7 @@ def test_ordered_namespace_makes_null_insertion_bit_exact():
     base = compose_layers(comp, ORDERED, x, **p)
     assert (base[-1] - compose_layers(comp, TORCH, x, **p)[-1]).abs().max() < 1e-12
     for k in range(6):
-        new = compose_layers(comp, ORDERED, insert_null(x, k), **p)
+        new = compose_layers(comp, ORDERED, insert_null(TORCH, x, k), **p)
         keep = [i for i in range(6) if i != k]
         for a, b in zip(new, base):
             assert torch.equal(a[:, keep], b) and bool((a[:, k] == 0).all())
