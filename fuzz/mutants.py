@@ -94,7 +94,7 @@ EAGER_MUTANTS = (
     _oattn("oattn_running_max_over_nulls",
            "the running max is taken over every key, null and masked ones included: a null token with a huge key "
            "underflows every real source",
-           ("    top = xp.max(xp.where(active, a, log_eps_all), axis=-1, keepdims=True)",
+           ("    top = xp.max(xp.where(active, a, log_eps), axis=-1, keepdims=True)",
             "    top = xp.max(s, axis=-1, keepdims=True)")),
     Mutant("presence_floor", _PRESENCE_OPS, "rho(0) = 1e-3 instead of 0 (a floor added to |h|^2)",
            "presence", (("    return xp.div(sq, tau + sq)", "    return xp.div(sq + 1e-3 * tau, tau + sq)"),),

@@ -41,9 +41,8 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     # scores made exp(log eps_den - M) subnormal (or 0) and the backward's 1/den^2 overflow
     # (fuzzer counterexample: empty row, scores at +97.6 in float32).  The kernel's running
     # max starts from log(eps_den) the same way.
-    log_eps_all = _log_of(xp, eps_den, a)
-    log_eps = log_eps_all[..., :1]
-    top = xp.max(xp.where(active, a, log_eps_all), axis=-1, keepdims=True)
+    log_eps = _log_of(xp, eps_den, a[..., :1])                   # (..., N, 1): broadcast by where
+    top = xp.max(xp.where(active, a, log_eps), axis=-1, keepdims=True)
     top = xp.maximum(top, log_eps)
     e = xp.where(active, xp.exp(xp.where(active, a - top, xp.zeros_like(a))), xp.zeros_like(a))
     num = xp.matmul(e, v)
