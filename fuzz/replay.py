@@ -72,7 +72,7 @@ def _digest(payload: dict) -> str:
 
 def store(case: Case, contract_name: str, verdict: V.Verdict, directory=DEFAULT_DIR, *, mutant: str | None = None) -> str:
     """Write the artifact for ``verdict`` on ``case``; returns its id."""
-    from tokenlaw.reports.writers import atomic_write   # the one atomic writer
+    from tokenlaw.operators.files import atomic_write
 
     body = dict(operator=case.op.name, contract=contract_name, dtype=case.fields()["dtype"], backend=case.backend,
                 case=case.fields(), verdict=evidence(verdict), mutant=mutant,

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from tokenlaw.operators.files import atomic_write  # noqa: F401  (re-exported: the one atomic writer)
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS
@@ -28,26 +27,6 @@ VOLATILE = ("meta.seconds", "meta.created", "meta.runs[].seconds", "meta.runs[].
             "rows[].cells[].verdict.seconds")
 
 FORMATS = ("json", "md", "xml", "html")
-
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def atomic_write(path: Path, text: str):
-    """Write via a temporary file and rename: a crash never leaves half a report."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_UMASK)   # mkstemp makes 0600; a report is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def to_json(rows, meta: dict) -> dict:

@@ -7,7 +7,7 @@ import pytest
 
 from tokenlaw.operators import oattention as oa_module
 from tokenlaw.operators import projections
-from tokenlaw.reports.cli import main
+from tokenlaw.app.cli import main
 
 
 def _no_presence_in_denominator(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):

@@ -12,7 +12,7 @@ from tokenlaw.properties import closure_examples as E
 from tokenlaw.properties.closure_analyser import (CONTEXTUAL_ERASURE, ZERO_ABSORPTION, ClosureExample, analyse,
                                                   as_example, positions_for)
 from tokenlaw.properties.mask_insertion import insert_into_mask
-from tokenlaw.reports.cli import main
+from tokenlaw.app.cli import main
 
 
 @pytest.mark.parametrize("factory", [E.torch_encoder, E.torch_encoder_masked, E.torch_encoder_norm_first])

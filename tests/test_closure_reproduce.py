@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
-from tokenlaw.reports.cli import main
-from tokenlaw.reports.reproduce import ablation
-from tokenlaw.reports.reproduce.tabular_model import TabularRegressor, swapped
-from tokenlaw.reports.reproduce import tabular_tasks as T
+from tokenlaw.app.cli import main
+from tokenlaw.experiments import ablation
+from tokenlaw.experiments.tabular_model import TabularRegressor, swapped
+from tokenlaw.experiments import tabular_tasks as T
 
 TINY = ablation.Config(width=8, tokens=4, seeds=2, gains=(2.0,), positions=(0, 4), sweep_widths=(8,), sweep_gains=(1.0,))
 
@@ -58,7 +58,7 @@ def test_reproduce_commands_write_their_reports(tmp_path, capsys):
 
 
 def test_retrofit_training_is_deterministic():
-    from tokenlaw.reports.reproduce.retrofit import QUICK, train
+    from tokenlaw.experiments.retrofit import QUICK, train
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)          # as the command does

@@ -7,11 +7,11 @@ import pytest
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
 from tokenlaw.fuzz.engine import PROFILES
-from tokenlaw.fuzz.merge import merge
+from tokenlaw.reports.merge import merge
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.registry import default_registry
 from tokenlaw.properties.plan import plan
-from tokenlaw.reports.cli import main
+from tokenlaw.app.cli import main
 
 REG = default_registry()
 SMALL = dict(operators=["sdpa", "presence"], dtypes=["float32", "bfloat16"])

@@ -9,7 +9,7 @@ from tokenlaw.fuzz import replay as R
 from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.operators.registry import default_registry
 from tokenlaw.properties.catalogue import CONTRACTS
-from tokenlaw.reports.cli import main
+from tokenlaw.app.cli import main
 
 REG = default_registry()
 

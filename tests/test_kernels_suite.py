@@ -59,7 +59,7 @@ def test_implementation_has_the_eager_signature_and_refuses_what_it_cannot_run(r
 
 
 def test_cli_check_on_the_kernel_backend(tmp_path, capsys):
-    from tokenlaw.reports.cli import main
+    from tokenlaw.app.cli import main
 
     code = main(["check", "--backend", "triton", "--operator", "pn_fir_tau", "--contract", "eager_agreement",
                  "--contract", "zero_transcendental", "--examples", "2", "--out", str(tmp_path), "--json"])
@@ -74,7 +74,7 @@ def test_cli_check_on_the_kernel_backend(tmp_path, capsys):
 
 
 def test_cli_refuses_the_kernel_backend_without_gpu_or_interpreter(monkeypatch, capsys):
-    from tokenlaw.reports.cli import main
+    from tokenlaw.app.cli import main
 
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     if torch.cuda.is_available():
@@ -85,7 +85,7 @@ def test_cli_refuses_the_kernel_backend_without_gpu_or_interpreter(monkeypatch, 
 
 def test_bench_refuses_without_a_gpu_and_smoke_is_labelled(tmp_path, capsys, monkeypatch):
     from tokenlaw.kernels import bench
-    from tokenlaw.reports.cli import main
+    from tokenlaw.app.cli import main
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the real benchmark would run")

@@ -43,6 +43,6 @@ def test_wheel_ships_the_docs(wheel):
 
 
 def test_console_script_runs_from_outside_the_repo(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "tokenlaw.reports.cli", "--help"], cwd=tmp_path,
+    out = subprocess.run([sys.executable, "-m", "tokenlaw.app.cli", "--help"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert out.returncode == 0 and "check" in out.stdout

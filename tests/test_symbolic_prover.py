@@ -94,7 +94,7 @@ def test_coverage_slow(op, contract, expected):
 
 
 def test_cli_prove_writes_the_report(tmp_path, capsys):
-    from tokenlaw.reports.cli import main
+    from tokenlaw.app.cli import main
 
     code = main(["prove", "--operator", "fir", "--out", str(tmp_path), "--json"])
     assert code == 0

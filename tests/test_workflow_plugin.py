@@ -41,7 +41,7 @@ def ext(tmp_path_factory):
 
 def test_entry_point_registers_the_package(ext, tmp_path):
     # No --operators: the operators arrive only through the installed entry point.
-    out = W.run(["-m", "tokenlaw.reports.cli", "check", "--operator", "demo_gated_scale", "--operator",
+    out = W.run(["-m", "tokenlaw.app.cli", "check", "--operator", "demo_gated_scale", "--operator",
                  "demo_affine", "--operator", "presence", "--examples", "5", "--out", "r", "--json"],
                 cwd=tmp_path, env=W.env(ext))
     assert out.returncode == 0, out.stdout + out.stderr

@@ -175,7 +175,7 @@ def test_plot_classes_follow_the_row_and_a_tiny_bound_does_not_squash_the_rest()
 def test_progress_lines_carry_an_eta_live_on_a_terminal_plain_in_logs():
     import io
 
-    from tokenlaw.reports.progress import Progress
+    from tokenlaw.app.progress import Progress
 
     class Clock:
         t = 0.0

@@ -112,11 +112,11 @@ def test_default_folder_needs_no_other_edit(tmp_path):
     """In a copy of the checkout: `tokenlaw new myop` + a body -> check and pytest include myop."""
     tree = W.copy_tree(tmp_path / "checkout")
     e = W.env(W.dev_path(tree), keep_path=False)
-    out = W.run(["-m", "tokenlaw.reports.cli", "new", "myop"], cwd=tree, env=e)
+    out = W.run(["-m", "tokenlaw.app.cli", "new", "myop"], cwd=tree, env=e)
     assert out.returncode == 0, out.stderr
     assert (tree / "operators" / "myop.py").exists()
     fill_in(tree / "operators" / "myop.py")
-    out = W.run(["-m", "tokenlaw.reports.cli", "check", "--operator", "myop", "--examples", "5", "--json"],
+    out = W.run(["-m", "tokenlaw.app.cli", "check", "--operator", "myop", "--examples", "5", "--json"],
                 cwd=tree, env=e)
     assert out.returncode == 0, out.stdout + out.stderr
     doc = json.loads((tree / "reports" / "conformance.json").read_text())

@@ -68,6 +68,6 @@ def dev_path(tree: Path) -> Path:
 
 
 def plugin_args() -> list[str]:
-    """``-p tokenlaw.reports.pytest_plugin`` unless the pytest11 entry point is installed (then it loads itself)."""
+    """``-p tokenlaw.app.pytest_plugin`` unless the pytest11 entry point is installed (then it loads itself)."""
     installed = any(ep.name == "tokenlaw" for ep in entry_points(group="pytest11"))
-    return [] if installed else ["-p", "tokenlaw.reports.pytest_plugin"]
+    return [] if installed else ["-p", "tokenlaw.app.pytest_plugin"]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
-from tokenlaw.reports.writers import atomic_write, to_json
+from .writers import atomic_write, to_json
 
-from .prover import is_mismatch
+from tokenlaw.symbolic.prover import is_mismatch
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
           "operators' own code traced to z3 terms (the axioms: `tokenlaw docs symbolic`).")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tokenlaw.reports.writers import atomic_write
+from .writers import atomic_write
 
 
 def to_json(results, baseline, meta) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
-from . import known_failures, provenance, regressions, writers
+from tokenlaw.reports import known_failures, provenance, regressions, writers
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 

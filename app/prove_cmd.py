@@ -31,11 +31,11 @@ def cmd_prove(args) -> int:
     from tokenlaw.operators.errors import InvalidArgument
     from tokenlaw.properties.plan import plan
     from tokenlaw.operators.arguments import writable_dir
-    from tokenlaw.reports.cli import EXIT_FAIL, EXIT_OK, _registry, check_names
-    from tokenlaw.reports.progress import Progress
+    from tokenlaw.app.cli import EXIT_FAIL, EXIT_OK, _registry, check_names
+    from tokenlaw.app.progress import Progress
 
-    from . import report
-    from .prover import SOLVER, prove_rows
+    from tokenlaw.reports import proofs as report
+    from tokenlaw.symbolic.prover import SOLVER, prove_rows
 
     reg = _registry(args)
     check_names(reg, args.operator, args.contract)

@@ -25,7 +25,7 @@ def _positive_int(value, name):
 
 
 def cmd_ablation(args) -> int:
-    from tokenlaw.reports.writers import atomic_write
+    from tokenlaw.operators.files import atomic_write
 
     from . import ablation
 

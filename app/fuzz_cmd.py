@@ -47,9 +47,9 @@ def register(sub):
 
 
 def cmd_replay(args) -> int:
-    from tokenlaw.reports.cli import _registry
+    from tokenlaw.app.cli import _registry
 
-    from .replay import load, replay, replay_dir
+    from tokenlaw.fuzz.replay import load, replay, replay_dir
 
     directory = replay_dir(args.replays)
     try:
@@ -87,7 +87,7 @@ def cmd_replay(args) -> int:
 def cmd_merge(args) -> int:
     from tokenlaw.reports import writers
 
-    from .merge import merge
+    from tokenlaw.reports.merge import merge
 
     arguments.writable_dir(args.out, "--out")
     rows, meta = merge([Path(p) for p in args.reports])
@@ -106,11 +106,11 @@ def cmd_merge(args) -> int:
 def cmd_mutate(args) -> int:
     from tokenlaw.operators.registry import default_registry
 
-    from tokenlaw.reports.progress import Progress
+    from tokenlaw.app.progress import Progress
 
-    from .mutants import catalogue
-    from .mutation import run_mutants
-    from .mutation_report import write
+    from tokenlaw.fuzz.mutants import catalogue
+    from tokenlaw.fuzz.mutation import run_mutants
+    from tokenlaw.reports.mutations import write
 
     mutants = catalogue(include_kernels=True, backend=args.backend)
     if args.mutant:

@@ -35,14 +35,14 @@ EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a re
 # Modules that add subcommands: each has ``register(subparsers)`` which adds
 # its parser and sets ``func`` (a thin call into its tier).
 EXTENSIONS: tuple[str, ...] = (
-    "tokenlaw.fuzz.commands",
-    "tokenlaw.reports.gate",
-    "tokenlaw.reports.scaffold",
-    "tokenlaw.reports.closure_cmd",
-    "tokenlaw.reports.reproduce",
-    "tokenlaw.symbolic.cli",
-    "tokenlaw.kernels.bench",
-    "tokenlaw.reports.docs_cmd",
+    "tokenlaw.app.fuzz_cmd",
+    "tokenlaw.app.gate",
+    "tokenlaw.app.scaffold",
+    "tokenlaw.app.closure_cmd",
+    "tokenlaw.experiments",
+    "tokenlaw.app.prove_cmd",
+    "tokenlaw.app.bench_cmd",
+    "tokenlaw.app.docs_cmd",
 )
 
 

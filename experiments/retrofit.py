@@ -210,7 +210,7 @@ def to_markdown(result: dict) -> str:
 
 
 def main(args) -> int:
-    from tokenlaw.reports.writers import atomic_write
+    from tokenlaw.operators.files import atomic_write
 
     from .retrofit_plot import plot
 

@@ -48,7 +48,7 @@ def cmd_bench(args) -> int:
 
     if args.smoke:
         os.environ.setdefault("TRITON_INTERPRET", "1")
-        from .capabilities import interpreting
+        from tokenlaw.kernels.capabilities import interpreting
 
         if not interpreting():
             print("tokenlaw bench --smoke: TRITON_INTERPRET must be 1 before the kernels are imported")
@@ -64,7 +64,7 @@ def cmd_bench(args) -> int:
         cfg, device = FULL, "cuda"
     results = run(cfg, device, smoke=args.smoke, skip_eager_above=args.skip_eager_above)
     path = Path(args.out) / ("bench-smoke.json" if args.smoke else "bench.json")
-    from tokenlaw.reports.writers import atomic_write
+    from tokenlaw.operators.files import atomic_write
 
     atomic_write(path, json.dumps(results, indent=1) + "\n")
     if args.json:
@@ -97,7 +97,7 @@ def _callables(kernel, q, k, v, p):
     """{impl: forward()} for the fused kernel, the eager reference and torch SDPA (flash)."""
     import torch
 
-    from . import ops
+    from tokenlaw.kernels import ops
 
     causal = kernel != "oattention"
     if kernel == "oattention":

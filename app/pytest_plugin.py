@@ -3,7 +3,7 @@
 Registered as the ``tokenlaw`` entry point of group ``pytest11``, so an
 installed tokenlaw makes the option available everywhere; without the
 option the plugin does nothing (and imports nothing heavy).  Where tokenlaw
-is not installed, load it explicitly: ``pytest -p tokenlaw.reports.pytest_plugin``.
+is not installed, load it explicitly: ``pytest -p tokenlaw.app.pytest_plugin``.
 
 One test per declared (operator, contract) row, named like the report rows
 (``tokenlaw::my_op-zero_absorption``).  It runs every dtype cell on the fuzz
