@@ -101,7 +101,7 @@ def test_zero_feasible_queries_is_vacuous():
 
 def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
     from tokenlaw.properties.plan import plan
-    from tokenlaw.symbolic import report
+    from tokenlaw.reports import proofs as report
     from tokenlaw.symbolic.prover import prove_rows
 
     rows = plan(REGISTRY, operators=["canary_torch_call", "canary_drawn_weights"], dtypes=["float64"])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.reports import cli
+from tokenlaw.app import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -217,7 +217,8 @@ def test_every_commands_json_is_documented():
 def test_plain_mutate_without_gpu_runs_what_it_can_and_says_what_it_left_out(here, capsys, monkeypatch):
     import torch
 
-    from tokenlaw.fuzz import mutation, mutation_report
+    from tokenlaw.fuzz import mutation
+    from tokenlaw.reports import mutations as mutation_report
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -84,7 +84,7 @@ def test_cli_refuses_the_kernel_backend_without_gpu_or_interpreter(monkeypatch, 
 
 
 def test_bench_refuses_without_a_gpu_and_smoke_is_labelled(tmp_path, capsys, monkeypatch):
-    from tokenlaw.kernels import bench
+    from tokenlaw.app import bench_cmd as bench
     from tokenlaw.app.cli import main
 
     if torch.cuda.is_available():

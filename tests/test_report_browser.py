@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.reports import cli
+from tokenlaw.app import cli
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.reports import cli, scaffold
+from tokenlaw.app import cli, scaffold
 
 sys.path.insert(0, str(Path(__file__).parent))
 import workflow_env as W  # noqa: E402
