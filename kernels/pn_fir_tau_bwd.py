@@ -17,19 +17,21 @@ dO the incoming gradient:
 
 and dk = F^T dk~ (``fir_key_grad.py``).  tau's gradient is not summed from
 ds as is.  The power normaliser is scale invariant (homogeneous of degree 0
-in r), so by Euler's identity its part dN_tj of ds satisfies sum_j r_tj dN_tj = 10 sum_j P_tj (dP_tj - delta_t)
-= 0, and its row sum equals sum_j (1 - rho_tj) dN_tj, whose weight vanishes
-at the peak and is small on the keys that carry the mass.  Summed
-directly, the row's terms cancel (a hundredfold and more when a large value
-bias makes every dP ~100 while dP - delta ~1), and the rounding of each
-dP - delta (u |dP|) lands in dtau unattenuated; with the (1 - rho) weights
-it is damped where it is largest -- the order eager autograd reaches
-through the peak's path (its share -sum_j rho_j dN_j, 0 in the reals, is
-computed from the same rounded terms).  Unlike softmax, delta is not
-taken from rowsum(dO . O): the normaliser's slope 10 / r amplifies the
-rounding of dP - delta tenfold and more, and in a row with one positive
-score (every first row, every n = 1 sequence) dP - delta is exactly 0 only
-if delta is built from the very dP values it is subtracted from.  So the dQ
+in r), so by Euler's identity its part dN_tj of ds has sum_j r_tj dN_tj =
+10 sum_j P_tj (dP_tj - delta_t) = 0, and its row sum equals
+sum_j (1 - rho_tj) dN_tj, whose weight is 0 at the peak and small on the
+keys that carry the mass.  Summed directly, a row's terms cancel (a
+hundredfold when a large value bias makes every dP ~100 while dP - delta
+~1) and the rounding of each dP - delta (u |dP|) lands in dtau whole; the
+(1 - rho) weights damp it where it is largest -- the order eager autograd
+reaches through the peak's path (its share -sum_j rho_j dN_j, 0 in the
+reals, is computed from the same rounded terms).
+
+Unlike softmax, delta is not taken from rowsum(dO . O): the normaliser's
+slope 10 / r amplifies the rounding of dP - delta tenfold and more, and in
+a row with one positive score (every first row, every n = 1 sequence)
+dP - delta is exactly 0 only if delta is built from the very dP values it
+is subtracted from.  So the dQ
 kernel first sweeps its key tiles for delta (writing it for the dK/dV
 kernel, launched after it), then for dq: two more dots per tile in one of
 the two passes, and O is not needed at all.  The same sweep recomputes the
