@@ -31,10 +31,9 @@ Unlike softmax, delta is not taken from rowsum(dO . O): the normaliser's
 slope 10 / r amplifies the rounding of dP - delta tenfold and more, and in
 a row with one positive score (every first row, every n = 1 sequence)
 dP - delta is exactly 0 only if delta is built from the very dP values it
-is subtracted from.  So the dQ
-kernel first sweeps its key tiles for delta (writing it for the dK/dV
-kernel, launched after it), then for dq: two more dots per tile in one of
-the two passes, and O is not needed at all.  The same sweep recomputes the
+is subtracted from.  So the dQ kernel first sweeps its key tiles for delta
+(writing it for the dK/dV kernel, launched after it), then for dq: two more
+dots per tile in one of the two passes, and O is not needed at all.  The same sweep recomputes the
 mass l against the stored peak: the forward's online l carries the
 rounding of every (m_old / m_new)^10 rescale (~10 u each), and a sum of P
 that is not 1 to within u lets a large component common to every dP
