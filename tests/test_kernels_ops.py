@@ -1,9 +1,6 @@
 """The kernels as torch custom ops: opcheck (autograd registration included), the fused backward, the nn.Module backend."""
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
 import torch
