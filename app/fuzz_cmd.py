@@ -14,7 +14,7 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
-EXIT_OK, EXIT_FAIL = 0, 1
+from .exits import EXIT_FAIL, EXIT_OK
 
 
 def register(sub):

@@ -23,7 +23,7 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
-EXIT_OK = 0
+from .exits import EXIT_OK
 DEFAULT_TRAITS = ("token_local",)
 ALWAYS = ("gradcheck",)      # every eager operator must pass fp64 gradcheck (SPEC 3)
 NEEDS_ORDER = ("weights", "layers", "reference")
