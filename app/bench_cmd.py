@@ -158,12 +158,15 @@ def _measure(fn, device, smoke):
 def _stack(kernel, layers, n, heads, dh, dtype, device, backend):
     import torch
 
+    from tokenlaw.kernels import implementation
     from tokenlaw.operators.modules import FIRAttention, OAttention
+    from tokenlaw.operators.registry import default_registry
 
     torch.manual_seed(0)
     d = heads * dh
-    make = (lambda: OAttention(d, heads, backend=backend)) if kernel == "oattention" else \
-        (lambda: FIRAttention(d, heads, variant=kernel, backend=backend))
+    impl = None if backend == "eager" else implementation(default_registry()[kernel], backend)
+    make = (lambda: OAttention(d, heads, implementation=impl)) if kernel == "oattention" else \
+        (lambda: FIRAttention(d, heads, variant=kernel, implementation=impl))
     blocks = torch.nn.ModuleList(make() for _ in range(layers)).to(device=device, dtype=dtype)
     x = torch.randn(1, n, d, device=device, dtype=dtype)
 
