@@ -30,7 +30,6 @@ from tokenlaw.properties.case import Case
 from .mutants import catalogue
 
 DEFAULT_DIR = Path("reports") / "replays"
-SCHEMA = 1
 MAX_STORED_ENTRIES = 1 << 14     # above this the inputs are regenerated from the seed only
 
 

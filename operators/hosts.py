@@ -22,7 +22,6 @@ from .composition import host_params as _composition_params
 from .registry import Domain, declare
 
 DEPTH = 2
-DEPTHS = (1, 2, 3, 4)
 
 STANDARD = Composition("standard_host", norm="layernorm", attention="sdpa", ffn="ffn_update")
 OA_ONLY = Composition("oa_only_host", norm="layernorm", attention="oattention", ffn="ffn_update")
@@ -92,8 +91,7 @@ def _declare(comp, traits, claims, violates, layers=None):
     """Declare host ``comp`` (its eager function generated from the composition) for the registry."""
     layers = _layers_of(comp) if layers is None else layers
     params = functools.partial(host_params, depth=comp.depth, inject=comp.inject is not None)
-    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, depth=(comp.depth,),
-                    positive=("tau", "eps_den"))
+    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, positive=("tau", "eps_den"))
     return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
                    claims=claims, violates=violates)(_host_of(comp, layers))
 
@@ -107,7 +105,7 @@ def _depth_variant(comp, depth, traits, claims, violates):
 
 
 # -- the hosts the registry collects, each declared by name --------------------------------------
-# The depth-2 hosts, then their depth variants (DEPTHS other than DEPTH).
+# The depth-2 hosts, then their depth variants L = 1, 3, 4.
 
 standard_host = _declare(STANDARD, set(), _STANDARD_CLAIMS, _STANDARD_VIOLATES, standard_layers)
 standard_host_l1 = _depth_variant(STANDARD, 1, set(), _STANDARD_CLAIMS, _STANDARD_VIOLATES)
