@@ -2,6 +2,6 @@
 
 One module per experiment (``ablation``, ``retrofit``, with ``tabular_model``,
 ``tabular_tasks`` and ``retrofit_plot``); each returns its result, and the
-command ``tokenlaw.app.reproduce_cmd`` writes the reports and maps the result
+app's ``reproduce`` command (``app/reproduce_cmd.py``) writes the reports and maps the result
 to an exit code.
 """

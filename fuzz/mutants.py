@@ -15,8 +15,8 @@ declared cells on the mutated registry: a mutant is *killed* when some row
 no longer matches its declaration.  A survivor is a defect of the suite (a
 law missing, or a strategy that never reaches the input that shows the bug).
 
-Kernel mutants are the Triton backend's (``tokenlaw.kernels.mutants.catalogue()``),
-of the same type; the command gathers both catalogues.
+Kernel mutants are the Triton backend's (``catalogue()`` of its ``kernels/mutants.py``), of
+the same type; the app's ``mutate`` command gathers both catalogues (fuzz/ never imports kernels/).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ Inputs are ``batch_first``: (batch, tokens, features).  ``attn_mask`` is a
 
 ``implementation=`` runs an attention core elsewhere: a callable with the
 eager operator's signature minus ``xp`` (for example the Triton backend's
-``tokenlaw.kernels.implementation(registry["oattention"])``); None (the
+``kernels.implementation(registry["oattention"])``); None (the
 default) is the eager operator.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _implementation(value, eager):
         return eager
     if not callable(value):
         raise InvalidArgument(f"implementation: expected None (the eager operator) or a callable with the eager "
-                              f"operator's signature minus xp, e.g. tokenlaw.kernels.implementation(op); "
+                              f"operator's signature minus xp, e.g. the Triton backend's kernels.implementation(op); "
                               f"got {value!r:.80}")
     return value
 
