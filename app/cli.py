@@ -28,7 +28,7 @@ from tokenlaw.operators.errors import InvalidArgument
 
 from .progress import Progress
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_CANNOT_RUN, EXIT_INTERNAL = 0, 1, 2, 3, 70
+from .exits import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 70 internal error (a tokenlaw bug)")
 
@@ -39,7 +39,7 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.gate",
     "tokenlaw.app.scaffold",
     "tokenlaw.app.closure_cmd",
-    "tokenlaw.experiments",
+    "tokenlaw.app.reproduce_cmd",
     "tokenlaw.app.prove_cmd",
     "tokenlaw.app.bench_cmd",
     "tokenlaw.app.docs_cmd",

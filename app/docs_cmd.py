@@ -17,7 +17,7 @@ from tokenlaw.operators import arguments
 
 from .cli import _registry
 
-EXIT_OK = 0
+from .exits import EXIT_OK
 GENERATED = "laws"
 
 

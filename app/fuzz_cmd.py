@@ -14,7 +14,7 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
-EXIT_OK, EXIT_FAIL = 0, 1
+from .exits import EXIT_FAIL, EXIT_OK
 
 
 def register(sub):
@@ -64,7 +64,7 @@ def cmd_replay(args) -> int:
         raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
                               "pass the module that declares it: tokenlaw --operators MODULE replay ID")
     try:
-        res = replay(args.id, directory, registry=registry)
+        res = replay(args.id, directory, registry=registry, mutants=mutant_catalogue())
     except (KeyError, TypeError, AttributeError) as err:
         raise InvalidArgument(f"id: the artifact {args.id!r} does not describe a case this tokenlaw can rebuild "
                               f"({type(err).__name__}: {err}); was it written by another version?") from None
@@ -108,11 +108,10 @@ def cmd_mutate(args) -> int:
 
     from tokenlaw.app.progress import Progress
 
-    from tokenlaw.fuzz.mutants import catalogue
     from tokenlaw.fuzz.mutation import run_mutants
     from tokenlaw.reports.mutations import write
 
-    mutants = catalogue(include_kernels=True, backend=args.backend)
+    mutants = mutant_catalogue(backend=args.backend)
     if args.mutant:
         known = {m.name for m in mutants}
         for name in args.mutant:
@@ -150,6 +149,20 @@ def cmd_mutate(args) -> int:
     for r in results:
         print(f"  {'killed  ' if r.killed else 'SURVIVED'} {r.name:<36} {', '.join(r.killers) or '-'}")
     return EXIT_OK if killed == len(results) else EXIT_FAIL
+
+
+def mutant_catalogue(*, backend: str | None = None) -> tuple:
+    """Every mutant: the eager catalogue, then the Triton backend's (when the kernels import), of ``backend``."""
+    from tokenlaw.fuzz.mutants import catalogue
+    from tokenlaw.properties.mutants import select
+
+    try:
+        from tokenlaw.kernels.mutants import catalogue as kernel_catalogue   # optional: needs triton
+    except ImportError:
+        kernels = ()
+    else:
+        kernels = kernel_catalogue()
+    return select(catalogue() + kernels, backend=backend)
 
 
 def _kernels_runnable() -> bool:

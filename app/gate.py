@@ -23,7 +23,7 @@ from tokenlaw.operators.errors import InvalidArgument
 
 from tokenlaw.reports import known_failures, provenance, regressions, writers
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from .exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE  # noqa: F401
 
 
 def register(sub):

@@ -16,6 +16,8 @@ import json
 import sys
 import time
 
+from .exits import EXIT_FAIL, EXIT_OK
+
 
 def register(subparsers):
     sp = subparsers.add_parser("prove", help="prove / refute declared contracts with z3 (reals) and write reports/proofs.{md,json}")
@@ -31,7 +33,7 @@ def cmd_prove(args) -> int:
     from tokenlaw.operators.errors import InvalidArgument
     from tokenlaw.properties.plan import plan
     from tokenlaw.operators.arguments import writable_dir
-    from tokenlaw.app.cli import EXIT_FAIL, EXIT_OK, _registry, check_names
+    from tokenlaw.app.cli import _registry, check_names
     from tokenlaw.app.progress import Progress
 
     from tokenlaw.reports import proofs as report

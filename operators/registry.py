@@ -11,7 +11,7 @@ Example::
     @declare(
         name="double",
         traits={"token_local"},
-        domain=Domain(kind="tokens"),
+        domain=Domain(),
         claims={"zero_absorption": "2*0 = 0"},
     )
     def double(xp, x, **params):
@@ -97,15 +97,14 @@ NONNEGATIVE = Interval(0.0, math.inf)
 class Domain:
     """How to build valid inputs for an operator.
 
-    kind:       "tokens" (x is B x N x D hidden states).
+    Inputs are tokens: x is B x N x D hidden states.
+
     params:     ``params(gen, d_model, dtype) -> dict`` builds parameters
                 (weights, tau, eps_den...) from a torch.Generator.
     d_model:    model widths to draw from.
     n_max:      longest sequence drawn by default.
-    heads:      head counts (must divide d_model).
     mask:       "none", "random" or "causal": what masks the operator accepts.
     dtypes:     dtypes the operator supports.
-    scale:      typical magnitude of drawn token entries.
 
     The domain of every real scalar parameter (a float in ``params``, named by
     its key at any nesting level) is declared here, once:
@@ -117,13 +116,10 @@ class Domain:
     """
 
     params: Callable[..., dict] | None = None
-    kind: str = "tokens"
     d_model: tuple = (4, 8)
     n_max: int = 6
     mask: str = "none"
     dtypes: tuple = ("float64", "float32", "float16", "bfloat16")
-    scale: float = 1.0
-    depth: tuple = ()
     positive: tuple = ()
     nonnegative: tuple = ()
     reals: tuple = ()

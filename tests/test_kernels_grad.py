@@ -10,9 +10,6 @@ an edge.  bf16 is not runnable under the interpreter (``capabilities``);
 """
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")   # before Triton decorates the kernels
 
 import pytest
 import torch
