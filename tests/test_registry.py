@@ -8,7 +8,8 @@ import types
 import pytest
 
 from tokenlaw.operators.errors import DeclarationError
-from tokenlaw.operators.registry import Domain, Interval, collect, declare
+from tokenlaw.operators.registry import Domain, Interval, declare
+from tokenlaw.properties.catalogue import collect
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import plan
 
