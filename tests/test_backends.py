@@ -75,3 +75,36 @@ def test_unknown_backend_names_are_refused_naming_the_choices(registry):
     with pytest.raises(InvalidArgument, match="already exists"):
         with backends.register(Borrowed()), backends.register(Borrowed()):
             pass
+
+
+def test_what_a_contract_evaluates_decides_what_another_backend_is_judged_by(registry):
+    class NoGrad(Borrowed):
+        name = "no_grad"
+        autograd = False
+
+    with backends.register(NoGrad()):
+        rows = {r.contract: r for r in plan(registry, operators=["sm_fir"], backend="no_grad")}
+    assert rows["gradient_agreement"].cells == [] and "not differentiable" in rows["gradient_agreement"].reason
+    assert rows["gradcheck"].cells == [] and "finite differences" in rows["gradcheck"].reason   # reference only
+    assert rows["silence"].cells == [] and "no threshold tau" in rows["silence"].reason         # form(op)
+    assert rows["simplex"].cells and rows["zero_transcendental"].cells
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(evaluated="vibes"), "evaluated: expected one of"),
+    (dict(evaluated="reference"), "needs unjudged="),
+    (dict(symbolic=dict(shapes=(2, 1))), "symbolic: expected keys"),
+])
+def test_contract_options_are_validated(options, message):
+    from tokenlaw.properties.catalogue import contract
+
+    with pytest.raises(ValueError, match=message):
+        contract(exact=True, **options)
+
+
+def test_the_cli_names_the_backend_choices(tmp_path, capsys):
+    from tokenlaw.app.cli import main
+
+    assert main(["check", "--backend", "nope", "--examples", "1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "got 'nope'" in err and str(backends.names()) in err
