@@ -160,7 +160,7 @@ def _stack(kernel, layers, n, heads, dh, dtype, device, backend):
 
     from tokenlaw.kernels import implementation
     from tokenlaw.operators.modules import FIRAttention, OAttention
-    from tokenlaw.operators.registry import default_registry
+    from tokenlaw.properties.catalogue import default_registry
 
     torch.manual_seed(0)
     d = heads * dh

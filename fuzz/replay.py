@@ -109,7 +109,7 @@ def replay(rid: str, directory=DEFAULT_DIR, *, registry=None, mutants=None) -> R
     mutants: the catalogue a stored mutant name is looked up in (default: the eager one; the app adds the
     kernel backend's).
     """
-    from tokenlaw.operators.registry import default_registry
+    from tokenlaw.properties.catalogue import default_registry
     from tokenlaw.properties.catalogue import CONTRACTS
 
     from .engine import judge_safely

@@ -14,7 +14,7 @@ they replace their namesakes; the registry it was given is not touched.
 :class:`SourceEdit` is one such edit, the ``mutate`` of an eager
 :class:`~tokenlaw.properties.mutants.Mutant`.
 
->>> from tokenlaw.operators.registry import default_registry
+>>> from tokenlaw.properties.catalogue import default_registry
 >>> reg = default_registry()
 >>> mod = mutated_module("tokenlaw.operators.presence", [("tau + sq", "tau + sq + tau")])
 >>> bad = mutated_registry(reg, mod)
@@ -29,7 +29,8 @@ import importlib.util
 import types
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.registry import Registry, collect
+from tokenlaw.operators.registry import Registry
+from tokenlaw.properties.catalogue import collect
 
 
 def _source(name: str) -> tuple[str, str]:

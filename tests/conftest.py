@@ -62,6 +62,6 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def registry():
-    from tokenlaw.operators.registry import collect
+    from tokenlaw.properties.catalogue import collect
 
     return collect()

@@ -16,7 +16,7 @@ import torch
 
 from tokenlaw.operators import InvalidArgument
 from tokenlaw.operators.arguments import error_inputs
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.operators.xp import TORCH
 
 REGISTRY = default_registry()
@@ -72,6 +72,7 @@ def test_operator_rejects(op, bad):
 kernels = pytest.importorskip("tokenlaw.kernels", reason="the Triton backend is not installed")
 
 from tokenlaw.kernels import layers, ops, validate  # noqa: E402
+from tokenlaw.kernels.backend import implementation  # noqa: E402
 
 
 def kernel_op_calls():
@@ -95,7 +96,7 @@ def kernel_cases():
             kwargs = valid_call(op)
             kwargs["x"] = kwargs["x"].float()
             kwargs = {k: v.float() if torch.is_tensor(v) and v.is_floating_point() else v for k, v in kwargs.items()}
-            impl = layers.implementation(op)
+            impl = implementation(op)
             for e in error_inputs(kwargs):
                 # the layers take the module's name for the mask, attn_mask
                 e = e._replace(argument="attn_mask") if e.argument == "mask" else e

@@ -13,7 +13,7 @@ from tokenlaw.app.fuzz_cmd import mutant_catalogue
 from tokenlaw.fuzz.mutants import EAGER_MUTANTS, catalogue
 from tokenlaw.fuzz.mutation import run_mutant, run_mutants
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import Mutant
 
 REG = default_registry()

@@ -1,6 +1,6 @@
 """The fused backward kernels: gradient contracts on both backends, and nothing N x N saved for backward.
 
-The gradient contracts (``kernels/kernel_laws.py``) run autograd through the
+The gradient contracts (``properties/implementation_laws.py``) run autograd through the
 case's backend, so one statement is judged on the eager operator and on the
 kernels alike.  Shapes cross tile edges: the interpreter's tiles are 8 x 8,
 so n = 20 spans three query and three key tiles, and the FIR halo (6 rows
@@ -16,8 +16,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from tokenlaw.kernels import capabilities, ops
-from tokenlaw.kernels.backend import plan_rows
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.plan import plan
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS
 
@@ -46,9 +46,9 @@ def _judge(registry, op, contract, backend, dtype, n=20):
 
 
 def test_the_kernel_backend_plans_every_gradient_row(registry):
-    judged = {(r.operator, r.contract) for r in plan_rows(registry) if r.cells}
+    judged = {(r.operator, r.contract) for r in plan(registry, backend="triton") if r.cells}
     assert set(GRADIENT_ROWS) <= judged
-    cells = {c.id for r in plan_rows(registry) for c in r.cells}
+    cells = {c.id for r in plan(registry, backend="triton") for c in r.cells}
     for op, name in GRADIENT_ROWS:
         if CONTRACTS[name].dtypes != ("float64", "float32"):        # null_gradient is declared float64/float32
             assert {f"{op}-{name}-triton-float32", f"{op}-{name}-triton-float16"} <= cells

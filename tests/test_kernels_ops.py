@@ -7,7 +7,7 @@ import torch
 
 from tokenlaw.kernels import capabilities, implementation, ops
 from tokenlaw.operators.modules import FIRAttention, OAttention
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 
 pytestmark = pytest.mark.skipif(not capabilities.interpreting(), reason="these tests run the CPU interpreter")
 
