@@ -7,7 +7,7 @@ import pytest
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
 from tokenlaw.fuzz.engine import PROFILES
-from tokenlaw.reports.merge import merge
+from tokenlaw.reports.document import merge_shard_files as merge
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.registry import default_registry
 from tokenlaw.properties.plan import plan

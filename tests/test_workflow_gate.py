@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.reports import cli, known_failures, regressions, writers
+from tokenlaw.app import cli
+from tokenlaw.reports import known_failures, regressions, writers
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OPS = ["--operators", "gate_scratch_ops"]
