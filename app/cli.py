@@ -19,7 +19,6 @@ import importlib
 import json
 import os
 import sys
-import time
 import traceback
 from pathlib import Path
 
