@@ -285,3 +285,22 @@ def test_prepare_env_sets_a_recorded_variable_only_while_it_can_take_effect():
     with pytest.raises(InvalidArgument, match="one process"):                         # two runs disagree
         runs.prepare_env([interp, {"backend": "triton", "env": {"TRITON_INTERPRET": "0"}}], {}, imported={})
     assert runs.prepare_env([{"backend": "eager"}], {}, imported={}) == []            # nothing recorded
+
+
+def test_gate_reruns_a_symbolic_run_through_prove(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["prove", "--operator", "oattention", "--contract", "null_receiver", "--out", "p", "--json"]) == 0
+    assert cli.main(["gate", "--update-baseline", "--current", "p/proofs.json", "--json"]) == 0
+    seen = []
+    real = runs.prove
+    monkeypatch.setattr(runs, "prove", lambda settings, **kw: seen.append(settings) or real(settings, **kw))
+    capsys.readouterr()
+    assert cli.main(["gate", "--json"]) == 0, capsys.readouterr()
+    assert [(s.operators, s.contracts) for s in seen] == [(("oattention",), ("null_receiver",))]
+    base = json.loads(Path("reports/baseline.json").read_text())
+    cid = base["rows"][0]["cells"][0]["id"]
+    base["rows"][0]["cells"][0]["verdict"]["status"] = "refuted"     # attack: the baseline "was" refuted...
+    Path("reports/baseline.json").write_text(json.dumps(base))
+    capsys.readouterr()
+    assert cli.main(["gate", "--json"]) == 0                         # ...now proved: an improvement
+    assert [c["id"] for c in json.loads(capsys.readouterr().out)["improvements"]] == [cid]
