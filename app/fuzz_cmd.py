@@ -85,14 +85,12 @@ def cmd_replay(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from tokenlaw.reports import writers
-
-    from tokenlaw.reports.merge import merge
+    from tokenlaw.reports import document, writers
 
     arguments.writable_dir(args.out, "--out")
-    rows, meta = merge([Path(p) for p in args.reports])
-    md, js = writers.write(rows, meta, Path(args.out))
-    failing = [r for r in rows if r.failing]
+    doc = document.merge_shard_files(args.reports)
+    paths = writers.write_doc(doc, Path(args.out))
+    md, js, rows, failing = paths["md"], paths["json"], doc.rows, doc.failing
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows),
                           "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))

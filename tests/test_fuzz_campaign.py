@@ -8,7 +8,7 @@ import pytest
 from tokenlaw.fuzz import campaign as campaign_module
 from tokenlaw.fuzz.campaign import Campaign, _forked, parse_shard, run_rows, shard
 from tokenlaw.fuzz.engine import PROFILES
-from tokenlaw.reports.merge import merge
+from tokenlaw.reports.document import merge_shard_files as merge
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.plan import plan
