@@ -38,6 +38,12 @@ class ExampleBackend(Backend):
             raise NotImplementedError(reason)
         return oattention_layer(x, **kwargs, block=self.block, values_only_gate=self.values_only_gate)
 
+    def run_placed(self, op, x, place, **kwargs):
+        """``run`` with the inputs *and* the attention core's own buffers (q, k, v, presence, mask) placed."""
+        placed = {k: place(v) if torch.is_tensor(v) and v.is_floating_point() else v for k, v in kwargs.items()}
+        return oattention_layer(place(x), **placed, block=self.block, values_only_gate=self.values_only_gate,
+                                place=place)
+
     def transcendentals(self, op, case) -> dict:
         """Every exp/log call this implementation makes on the case's input (float32)."""
         counter = collections.Counter()

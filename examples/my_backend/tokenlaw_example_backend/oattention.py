@@ -63,13 +63,18 @@ def _validate(x, mask, carrier, weights, heads, tau, eps_den):
     if carrier is not None and tuple(carrier.shape) != tuple(x.shape):
         raise InvalidArgument(f"carrier: expected the shape of x {tuple(x.shape)}, got {tuple(carrier.shape)}")
     for name, value in (("tau", tau), ("eps_den", eps_den)):
-        if not float(value) > 0:
-            raise InvalidArgument(f"{name}: expected > 0, got {float(value)}")
+        value = float(value.detach()) if torch.is_tensor(value) else float(value)
+        if not value > 0:
+            raise InvalidArgument(f"{name}: expected > 0, got {value}")
 
 
 def oattention_layer(x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, heads, tau, eps_den,
-                     block: int = 4, values_only_gate: bool = False, math_ops: Math | None = None):
-    """OAttention over x (B, N, D) with presence from ``carrier`` (or x); the eager operator's signature."""
+                     block: int = 4, values_only_gate: bool = False, math_ops: Math | None = None, place=None):
+    """OAttention over x (B, N, D) with presence from ``carrier`` (or x); the eager operator's signature.
+
+    ``place(t)``, when given, moves every buffer the attention core reads (q, k, v, presence, mask) to
+    other storage first -- tokenlaw's ``nan_padding`` law embeds them in NaN-filled buffers.
+    """
     _validate(x, mask, carrier, dict(wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, wo=wo), heads, tau, eps_den)
     ops = math_ops or Math()
     acc = torch.float64 if x.dtype == torch.float64 else torch.float32
@@ -84,6 +89,9 @@ def oattention_layer(x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, 
     sq = (h * h).sum(-1)
     p = sq / (tau + sq)                                           # (B, N), exactly 0 at a null carrier
     vis = None if mask is None else (mask.to(acc) > 0).reshape(-1, 1, n, n)
+    if place is not None:
+        q, k, v, p = place(q), place(k), place(v), place(p)
+        vis = None if vis is None else place(vis.to(acc)) > 0
     o = _online(q, k, v, p, vis, eps_den, block, values_only_gate, ops)
     o = p[:, None, :, None] * o                                   # the receiver gate
     return o.to(x.dtype).transpose(1, 2).reshape(b, n, d) @ wo
