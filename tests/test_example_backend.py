@@ -66,32 +66,41 @@ def _row_set(rows) -> dict:
 
 
 # -- fast, in-process ------------------------------------------------------------------------------------------
-def test_example_plans_every_row_the_triton_kernel_gets(monkeypatch):
-    """Same OAttention rows as tokenlaw's own kernel: declared, universal and implementation laws."""
+IMPLEMENTED = ("oattention", "pn_fir_tau")
+
+
+@pytest.mark.parametrize("operator", IMPLEMENTED)
+def test_example_plans_every_row_the_triton_kernel_gets(operator, monkeypatch):
+    """The same rows as tokenlaw's own kernel of the operator: declared, universal and implementation laws."""
     monkeypatch.setenv("TRITON_INTERPRET", "1")          # planning only: the triton backend is then available
     reg = default_registry()
     with registered(ExampleBackend(), _triton()):
-        mine = plan(reg, operators=["oattention"], backend="example")
-        theirs = plan(reg, operators=["oattention"], backend="triton")
-        everything = plan(reg, backend="example")
+        mine = plan(reg, operators=[operator], backend="example")
+        theirs = plan(reg, operators=[operator], backend="triton")
     assert _row_set(mine) == _row_set(theirs)
     judged = {c for c, j in _row_set(mine).items() if j}
-    assert {"eager_agreement", "nan_padding", "determinism", "gradient_agreement", "null_key_immunity",
-            "null_source_insertion", "null_receiver", "empty_support"} <= judged
+    assert {"eager_agreement", "nan_padding", "determinism", "gradient_agreement", "differential"} <= judged
     assert all(c.backend == "example" for r in mine for c in r.cells)
-    # every other operator is left out, with the backend's reason
-    assert {r.operator for r in everything} == {"oattention"}
-    assert set(everything.left_out) == {op.name for op in reg} - {"oattention"}
+
+
+def test_example_leaves_out_what_it_does_not_implement():
+    reg = default_registry()
+    with registered(ExampleBackend()):
+        everything = plan(reg, backend="example")
+    assert {r.operator for r in everything} == set(IMPLEMENTED)
+    assert set(everything.left_out) == {op.name for op in reg} - set(IMPLEMENTED)
     assert all("implements only" in why for why in everything.left_out.values())
 
 
-CASES = [("eager_agreement", torch.float32), ("null_source_insertion", torch.float16),
-         ("nan_padding", torch.float32), ("null_carrier_gradient", torch.float32)]
+CASES = [("oattention", "eager_agreement", torch.float32), ("oattention", "null_source_insertion", torch.float16),
+         ("oattention", "nan_padding", torch.float32), ("oattention", "null_carrier_gradient", torch.float32),
+         ("pn_fir_tau", "eager_agreement", torch.float16), ("pn_fir_tau", "silent_gradient", torch.float32),
+         ("pn_fir_tau", "tau_covariance", torch.float32)]
 
 
-@pytest.mark.parametrize("contract,dtype", CASES, ids=[f"{c}-{str(d)[6:]}" for c, d in CASES])
-def test_example_backend_holds(contract, dtype):
-    op = default_registry()["oattention"]
+@pytest.mark.parametrize("operator,contract,dtype", CASES, ids=[f"{o}-{c}-{str(d)[6:]}" for o, c, d in CASES])
+def test_example_backend_holds(operator, contract, dtype):
+    op = default_registry()[operator]
     with registered(ExampleBackend()):
         v = run_cell(op, CONTRACTS[contract], dtype, examples=6, seed=0, backend="example", replay_dir=None)
     assert v.status == V.HOLDS, v.detail
