@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import backends
 
 from .progress import Progress
 
@@ -207,8 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                     help="progress lines on stderr (auto: unless --json)")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--backend", default="eager", choices=["eager", "triton"],
-                    help="eager PyTorch, or the Triton kernels (TRITON_INTERPRET=1 without a GPU)")
+    sp.add_argument("--backend", default=backends.EAGER.name, metavar="NAME",
+                    help=f"one of {backends.names()}: eager PyTorch (the reference), or an installed backend "
+                         "plug-in, e.g. the Triton kernels (TRITON_INTERPRET=1 without a GPU)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func=cmd_check)

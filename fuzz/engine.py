@@ -18,8 +18,9 @@ import torch
 from hypothesis import HealthCheck, Phase, find, settings, target
 from hypothesis.errors import NoSuchExample
 
-from tokenlaw.properties.catalogue import Gap
+from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.catalogue import Gap
 from tokenlaw.properties.case import dtype_name
 
 from . import replay as R
@@ -30,44 +31,22 @@ from .strategies import cases
 # docs/fuzz.md), deep is for long runs.
 PROFILES = {"smoke": 10, "quick": 100, "default": 300, "deep": 2000}
 
-# Per-contract bounds on the drawn domain, each for a stated reason:
-# * gradcheck: two forward passes per input entry (small shapes), and finite
-#   differences at eps = 1e-6 only approximate the Jacobian where the function
-#   is smooth on that scale (no huge scores, no fully masked rows whose
-#   softmax is 0/0, no near-null rows at the kink of |h|^2 / (tau + |h|^2));
-# * formula_equivalence: the reference is the *unstabilised* formula, whose
-#   exp(s) overflows float64 past s = 709: magnitudes stay where it is finite.
-STRATEGY_BOUNDS = {
-    "gradcheck": dict(n_max=3, batch_max=1, long_lengths=(), widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
-                      mask_kinds=("random", "causal", "padding"), near_null=False, wide_params=False, offsets=False,
-                      eps_draws=False),
-    "null_gradient": dict(long_lengths=()),
-    "formula_equivalence": dict(scales=(1.0,), bias_scales=(1.0,), offsets=False),
-    # * softmax_reduction: the limit eps_den -> 0 is uniform only while eps_den << sum_j exp(s_ij);
-    #   past s = -709 the exact OAttention output is ~0 while SDPA's is not.
-    "softmax_reduction": dict(scales=(1.0, 4.0), bias_scales=(1.0, 4.0), offsets=False),
-    # * differential: the bound is first-order in the unit roundoff; subnormal intermediates
-    #   (near-null rows, presence tau drawn over 1e-4..1e3) lose precision no probe in another
-    #   format sees, so they are left to the metamorphic contracts, which bound each side by its
-    #   own measured error.  eps_den is still drawn down to 1e-8 (strategies.eps_dens): the
-    #   stabilised denominator never forms 1 / eps_den, so a small eps_den must stay accurate.
-    "differential": dict(near_null=False, wide_params=False),
-    # * spec_reference: for the same reason no near-null rows: a presence whose |h|^2 is subnormal
-    #   has a few significant bits, which 1 / sqrt(eps) in a standardisation amplifies far past any
-    #   rounding bound; those rows are judged exactly by the null contracts.
-    "spec_reference": dict(near_null=False),
-}
+# Per-contract bounds on the drawn domain are declared with each contract, with their reasons
+# (``@contract(fuzz=...)``: e.g. gradcheck's small smooth shapes, the unstabilised reference's
+# finite magnitudes for formula_equivalence): ``contract.fuzz_bounds``.
 
 
 def judge_safely(contract, case) -> V.Verdict:
     """The contract's verdict; an operator that crashes on a valid input violates the law."""
     try:
         return contract(case)
+    except backends.Unanswerable as err:      # the backend cannot say (e.g. which weights it applies)
+        return V.Verdict(V.NOT_RUNNABLE, detail=str(err))
     except Exception as err:
         return V.violated(float("nan"), 0.0, f"raised {type(err).__name__}: {err}")
 
 
-def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0, backend: str = "eager",
+def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0, backend: str = backends.EAGER.name,
              database=None, replay_dir=R.DEFAULT_DIR, mutant: str | None = None) -> V.Verdict:
     """Judge ``contract`` for ``op`` in ``dtype`` on up to ``examples`` drawn cases.
 
@@ -76,16 +55,15 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     replay_dir: where a violation's artifact is written (None: not stored);
     mutant:     the name of the active mutant, recorded in the artifact.
     """
-    reason = contract.skip(op, dtype_name(dtype), backend) if contract.skip else None
+    impl = backends.get(backend)
+    reason = contract.skip(op, dtype_name(dtype), impl) if contract.skip else None
     if reason:
         status = V.NOT_RUNNABLE if isinstance(reason, Gap) else V.BY_DESIGN
         return V.Verdict(status, detail=reason, dtype=dtype_name(dtype))
-    if backend != "eager":
-        from tokenlaw.kernels.capabilities import not_runnable
-
-        why = not_runnable(dtype)
-        if why:
-            return V.Verdict(V.NOT_RUNNABLE, detail=why, dtype=dtype_name(dtype), tier="kernel")
+    why = impl.not_runnable(dtype_name(dtype))
+    if why:
+        return V.Verdict(V.NOT_RUNNABLE, detail=why, dtype=dtype_name(dtype),
+                         tier="fuzz" if impl.reference else "kernel")
     start = time.perf_counter()
     seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0}
     wanted = applicable(op, contract.regimes, dtype)
@@ -110,7 +88,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         phases = (Phase.reuse,) + phases
     cfg = settings(max_examples=examples, deadline=None, database=database, derandomize=False,
                    suppress_health_check=list(HealthCheck), phases=phases)
-    strategy = cases(op, dtype, backend=backend, **STRATEGY_BOUNDS.get(contract.name, {}))
+    strategy = cases(op, dtype, backend=backend, **contract.fuzz_bounds)
     key = f"tokenlaw:{op.name}-{contract.name}-{backend}-{dtype_name(dtype)}".encode()
     try:
         # Hypothesis neither reads nor writes its database under an explicit seed, so a

@@ -37,6 +37,7 @@ import torch
 from hypothesis import strategies as st
 
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import backends
 from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
 
 LONG_LENGTHS = (13, 17)          # not multiples of 16/32/64-token blocks
@@ -118,7 +119,7 @@ def within(domain, *, exponents: tuple, span: float):
 def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=None, bias_scales=None,
           long_lengths=LONG_LENGTHS, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
-          backend: str = "eager"):
+          backend: str = backends.EAGER.name):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     >>> from tokenlaw.operators.registry import default_registry
@@ -126,10 +127,9 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
     """
     if dtype not in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
         raise InvalidArgument(f"dtype: expected a floating torch dtype, got {dtype!r}")
-    if n_max is None and backend != "eager":
-        from tokenlaw.kernels.capabilities import N_MAX   # long enough to cross the interpreter's tile edges
-
-        n_max = max(op.domain.n_max, N_MAX)
+    longest = backends.get(backend).max_n     # e.g. long enough to cross a kernel's tile edges
+    if n_max is None and longest is not None:
+        n_max = max(op.domain.n_max, longest)
     n_max = op.domain.n_max if n_max is None else n_max
     _check_positive_int(n_max, "n_max")
     _check_positive_int(batch_max, "batch_max")

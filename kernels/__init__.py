@@ -8,18 +8,19 @@ the FIR kernels' dK goes through the FIR's transpose (``fir_key_grad.py``).
 
 Without a GPU set ``TRITON_INTERPRET=1`` (before the first import of a
 kernel: Triton decides interpreter vs compiler when it decorates the
-kernel) to run them on Triton's CPU interpreter.  The layer functions are
-imported lazily, so the contract catalogue can load ``kernel_laws`` without
-importing Triton.
+kernel) to run them on Triton's CPU interpreter.  The suite runs them as the
+``triton`` backend plug-in (``kernels/backend.py``).  The layer functions are
+imported lazily (Triton is an optional dependency), so loading the backend
+plug-in, e.g. to list ``--backend`` choices, does not import Triton.
 """
-_LAZY = {"implementation", "oattention_layer", "fir_attention_layer"}
+import importlib
+
+_LAZY = {"implementation": "backend", "oattention_layer": "layers", "fir_attention_layer": "layers"}
 
 __all__ = sorted(_LAZY)
 
 
 def __getattr__(name):
     if name in _LAZY:
-        from . import layers
-
-        return getattr(layers, name)
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'tokenlaw.kernels' has no attribute {name!r}")

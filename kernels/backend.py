@@ -1,112 +1,186 @@
-"""The kernel backend in the suite: which rows and cells ``tokenlaw check --backend triton`` runs.
+"""tokenlaw's Triton kernels as a backend plug-in: ``tokenlaw check --backend triton``.
 
-A kernel row is a contract the operator declares, judged on its kernel --
-but only a contract whose law is evaluated by *running the operator*
-(``Case.run``, or ``Case.call`` under autograd: ``null_gradient`` runs the
-fused backward), or on the row weights the kernel applies
-(``kernel_laws.kernel_weights``), or through a kernel form (``silence``
-through tau), says anything about the kernel.  Contracts evaluated only in
-float64 (``gradcheck``: the kernels have no float64 path) are listed with the
-reason and no cells, so the report shows what the kernel tier does not
-judge.  Each kernel operator also claims the kernel laws of
-``kernel_laws.py`` (differential agreement of outputs and of gradients with
-the float64 eager reference, no out-of-bounds reads, bitwise determinism;
-for OAttention immunity to a null carrier's key and exact zero gradients at
-null carriers and masked sources; for the causal FIR kernels causality of
-gradients, and silent rows' zero gradient for pn_fir_tau).
+:class:`TritonBackend` implements the backend protocol of
+``tokenlaw.properties.backends`` exactly as a third party's backend would,
+and registers itself through the ``tokenlaw.backends`` entry-point group
+(``pyproject.toml``: ``triton = "tokenlaw.kernels.backend:TRITON"``).  The
+suite then judges, for every operator whose declaration names one of these
+kernels (``kernel=``), the contracts the operator declares that are
+evaluated through its implementation, plus the implementation laws every
+backend owes (``tokenlaw.properties.implementation_laws``) and the
+operator's own ``implementation_claims``.  Nothing in the suite asks for
+this backend by name.
+
+What it declares about itself:
+
+* ``dtypes`` fp32 / fp16 / bf16 (float64 is the reference precision: the
+  kernels have no float64 path, see :meth:`TritonBackend.run`); bf16 is not
+  runnable under the CPU interpreter (``capabilities.BF16_INTERPRETER_BUG``);
+* ``max_n`` = ``capabilities.N_MAX``: sequences long enough to cross the
+  interpreter's tile edges;
+* ``weights``: the row weights a FIR kernel applies, read off its output
+  with a probe built for it; ``transcendentals``: the interpreter's trace
+  (or, compiled, the kernel's source).
 """
 from __future__ import annotations
 
+import torch
+
+from tokenlaw.operators import projections
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.properties.catalogue import CONTRACTS
-from tokenlaw.properties.plan import Cell, Row
+from tokenlaw.operators.fir import TAPS
+from tokenlaw.operators.presence import presence
+from tokenlaw.operators.xp import TORCH
+from tokenlaw.properties.backends import Backend
 
-from .capabilities import KERNEL_DTYPES, interpreting
+from . import capabilities
+from .capabilities import interpreting
 
-# Declared contracts judged through Case.run, hence on the kernel.
-RUN_CONTRACTS = frozenset({"null_receiver", "null_source_insertion", "empty_support", "mask_respect",
-                           "permutation_equivariance", "causality", "softmax_reduction", "formula_equivalence",
-                           "zero_transcendental", "differential", "null_gradient", "spec_reference", "finite"})
-# Row-normaliser laws judged on the weights the kernel applies (kernel_laws.kernel_weights).
-WEIGHT_CONTRACTS = frozenset({"score_shift_invariance", "tau_covariance", "simplex", "sub_simplex"})
-# Declared contracts with a kernel-level form, for operators with these parameters.
-KERNEL_FORMS = {"silence": "tau"}
-NOT_ON_KERNEL = {
-    "silence": "the operator has no threshold tau to silence a row through the kernel",
-    "gradcheck": "finite differences in float64, which the kernels do not compute; the fused backward is "
-                 "judged by gradient_agreement against the float64 eager gradients instead",
-}
-# Kernel laws every kernel operator claims (operator-specific ones listed per kernel).
-KERNEL_CLAIMS = {
-    "eager_agreement": "the kernel evaluates the operator's formula; fp32 accumulation keeps it within "
-                       "the eager operator's own rounding error in the same dtype",
-    "nan_padding": "every load is masked to the tensor's extent; strides are honoured",
-    "determinism": "a fixed tile order and no atomics: reruns are bit-identical",
-    "gradient_agreement": "the fused backward evaluates the operator's derivative from saved row statistics "
-                          "with fp32 accumulation",
-}
-_CAUSAL_GRAD = "the backward streams only key tiles j <= t (and the FIR transpose only keys after i), with "\
-               "the causal mask inside the diagonal tile"
-PER_KERNEL = {
-    "oattention_fwd": {"null_key_immunity": "the running max is over active sources only: a null carrier's "
-                                            "huge key never enters it",
-                       "null_carrier_gradient": "inactive entries are zeroed before and after exp in the backward "
-                                                "too, and the receiver gate multiplies every gradient of a row",
-                       "masked_gradient": "a masked entry has P = E = 0 in the backward: no ds, dv or dp"},
-    "sm_fir_fwd": {"gradient_causality": _CAUSAL_GRAD},
-    "pn_fir_tau_fwd": {"gradient_causality": _CAUSAL_GRAD,
-                       "silent_gradient": "a silent row has O = 0, delta = 0, no positive r and a guarded gate "
-                                          "term: every ds of it is exactly 0"},
-}
-# Structural laws declared for float64 only (zero_transcendental) run once, in fp32.
-STRUCTURAL_DTYPE = "float32"
+# The kernels by the name an operator's declaration gives (``kernel=``), and the variant of
+# layers.fir_attention_layer that launches each FIR kernel.
+KERNEL_NAMES = ("oattention_fwd", "sm_fir_fwd", "pn_fir_tau_fwd")
+FIR_VARIANTS = {"sm_fir_fwd": "sm_fir", "pn_fir_tau_fwd": "pn_fir_tau"}
 
 
-def require_runnable(backend: str):
-    """Refuse a kernel run that could judge nothing: no GPU and no interpreter."""
-    import torch
-
-    if backend != "triton":
-        raise InvalidArgument(f"--backend: expected 'eager' or 'triton', got {backend!r}")
-    if not interpreting() and not torch.cuda.is_available():
-        raise InvalidArgument("--backend triton: no GPU here and TRITON_INTERPRET is not set; "
-                              "run with TRITON_INTERPRET=1 to use Triton's CPU interpreter")
+def _dtype(name: str) -> torch.dtype:
+    return getattr(torch, name)
 
 
-def _gen():
-    import torch
-
-    return torch.Generator().manual_seed(0)
-
-
-def _dtypes(contract, op, wanted) -> list[str]:
-    kernel = [str(d).replace("torch.", "") for d in KERNEL_DTYPES]
-    names = [d for d in contract.dtypes if d in kernel] or [STRUCTURAL_DTYPE]
-    return [d for d in names if d in op.domain.dtypes and (not wanted or d in wanted)]
+def _eager_here(dtype: torch.dtype) -> bool:
+    """Dtypes evaluated by the eager operator: float64 (the reference precision; the kernels have none)
+    and, under the interpreter, bf16 (its tl.dot is wrong: such cells are reported not runnable, and the
+    only bf16 runs left are the tolerance model's probes, for which an independent evaluation of the
+    same formula is exactly what they need)."""
+    return dtype == torch.float64 or (dtype == torch.bfloat16 and interpreting())
 
 
-def plan_rows(registry, *, operators=None, contracts=None, dtypes=None, backend="triton") -> list[Row]:
-    """Rows for every operator that names a kernel: declared contracts on the kernel plus the kernel laws."""
-    require_runnable(backend)
-    rows = []
-    for op in registry:
-        if not op.kernel or (operators and op.name not in operators):
-            continue
-        declared = [(n, op.declared(n), (op.claims if op.declared(n) == "claims" else op.violates)[n])
-                    for n in list(op.claims) + list(op.violates)]
-        extra = {**KERNEL_CLAIMS, **PER_KERNEL.get(op.kernel, {})}
-        declared += [(n, "claims", f"universal contract: {c.law}") for n, c in CONTRACTS.items()
-                     if c.universal and op.declared(n) is None]
-        declared += [(n, "claims", why) for n, why in extra.items()]
-        for name, decl, why in declared:
-            if contracts and name not in contracts:
-                continue
-            kernel_form = name in KERNEL_FORMS and KERNEL_FORMS[name] in op.domain.params(_gen(), 4)
-            kernel_form = kernel_form or (name in WEIGHT_CONTRACTS and op.weights is not None)
-            if name not in RUN_CONTRACTS and name not in extra and not kernel_form:
-                reason = NOT_ON_KERNEL.get(name, "not evaluated through the operator's implementation")
-                rows.append(Row(op.name, name, None, f"not judged on the kernel: {reason}", []))
-                continue
-            cells = [Cell(op.name, name, backend, dt) for dt in _dtypes(CONTRACTS[name], op, dtypes)]
-            rows.append(Row(op.name, name, decl, why, cells))
-    return rows
+class TritonBackend(Backend):
+    """The fused Triton kernels (``kernels/*_fwd.py``, ``*_bwd.py``), compiled on a GPU or interpreted on CPU."""
+
+    name = "triton"
+    dtypes = tuple(str(d).replace("torch.", "") for d in capabilities.KERNEL_DTYPES)
+    max_n = capabilities.N_MAX
+    autograd = True
+
+    def available(self) -> str | None:
+        if not interpreting() and not torch.cuda.is_available():
+            return ("no GPU here and TRITON_INTERPRET is not set; run with TRITON_INTERPRET=1 to use "
+                    "Triton's CPU interpreter")
+        return None
+
+    def implements(self, op) -> str | None:
+        if op.kernel in KERNEL_NAMES:
+            return None
+        if not op.kernel:
+            return f"operator {op.name!r} declares no kernel"
+        return f"operator {op.name!r} names kernel {op.kernel!r}, which tokenlaw.kernels does not provide"
+
+    def not_runnable(self, dtype: str) -> str | None:
+        return capabilities.not_runnable(_dtype(dtype))
+
+    def _layer(self, op):
+        from . import layers   # imports Triton: only once a kernel is run
+
+        why = self.implements(op)
+        if why:
+            raise InvalidArgument(f"op: {why}")
+        if op.kernel == "oattention_fwd":
+            return lambda x, mask=None, **params: layers.oattention_layer(x, mask, **params)
+        variant = FIR_VARIANTS[op.kernel]
+        return lambda x, **params: layers.fir_attention_layer(x, variant, **params)
+
+    def run(self, op, x, **kwargs):
+        """The operator's kernel layer (projections in torch, the attention core in the kernel).
+
+        float64 inputs (and bf16 under the interpreter) are evaluated by the eager operator: see
+        :func:`_eager_here`.
+        """
+        if _eager_here(x.dtype):
+            return op.fn(TORCH, x, **kwargs)
+        return self._layer(op)(x, **kwargs)
+
+    def run_placed(self, op, x, place, **kwargs):
+        """The kernel launched directly on the projected heads, each of its inputs passed through ``place``
+        (the kernel's own loads are what a NaN-padded buffer tests; the torch projections before it are not
+        the kernel's)."""
+        from . import ops
+
+        dtype = x.dtype
+        q, k, v = projections.project_qkv(TORCH, x, wq=kwargs["wq"], bq=kwargs["bq"], wk=kwargs["wk"],
+                                          bk=kwargs["bk"], wv=kwargs["wv"], bv=kwargs["bv"], heads=kwargs["heads"])
+        with torch.no_grad():
+            if op.kernel == "oattention_fwd":
+                pres = presence(TORCH, x, tau=kwargs["tau"])[..., 0].float()
+                mask = kwargs.get("mask")
+                return ops.oattention_fwd(place(q), place(k), place(v), place(pres),
+                                          None if mask is None else place(mask.to(dtype)),
+                                          float(kwargs["eps_den"]), False)
+            if op.kernel == "sm_fir_fwd":
+                return ops.sm_fir_fwd(place(q), place(k), place(v))
+            tau = torch.tensor(float(kwargs["tau"]), dtype=torch.float32)
+            return ops.pn_fir_tau_fwd(place(q), place(k), place(v), tau)
+
+    def weights(self, op, s, mask, dtype, **params):
+        """The weights W(S) the operator's *kernel* applies to scores ``s`` (batch, n, n).
+
+        The kernels take q, k, v, not scores, so the inputs are built to make the
+        output equal W: one head of width n, values v = I, keys k = F^-1 (F the
+        causal FIR as an n x n lower-triangular Toeplitz matrix, invertible since
+        w_0 > 0, and well conditioned since the taps decrease), so the smoothed
+        keys are I and q = sqrt(n) S gives scores S.  float64 (and bf16 under the
+        interpreter) are evaluated by the eager operator, as :meth:`run` does.
+        """
+        from . import ops
+
+        if _eager_here(dtype):
+            return super().weights(op, s, mask, dtype, **params)
+        if op.kernel not in FIR_VARIANTS:
+            return None                       # OAttention's kernel exposes no row normaliser
+        b, n, _ = s.shape
+        fir_matrix = sum(w * torch.diag(torch.ones(n - t, dtype=torch.float64), -t)
+                         for t, w in enumerate(TAPS) if t < n)
+        keys = torch.linalg.solve_triangular(fir_matrix, torch.eye(n, dtype=torch.float64), upper=False)
+        q = (s * n ** 0.5)[:, None].to(dtype)
+        k = keys.expand(b, 1, n, n).to(dtype)
+        v = torch.eye(n, dtype=torch.float64).expand(b, 1, n, n).to(dtype)
+        with torch.no_grad():
+            if op.kernel == "sm_fir_fwd":
+                out = ops.sm_fir_fwd(q, k, v)
+            else:
+                out = ops.pn_fir_tau_fwd(q, k, v, torch.tensor(float(params["tau"]), dtype=torch.float32))
+        return out[:, 0]
+
+    def transcendentals(self, op, case) -> dict | None:
+        """Under the interpreter: the exp/log/... it evaluated running the case in fp32 (the kernel and its jit
+        helpers, traced); compiled: the ``tl.*`` transcendentals the kernel's source names."""
+        from . import layers
+        from .inspection import trace_transcendentals, transcendental_names
+
+        kernel = layers.KERNELS[op.kernel]
+        if not interpreting():
+            return {f"{op.kernel} source: {k}": v for k, v in transcendental_names(kernel).items()}
+        with trace_transcendentals() as calls:
+            case.run(case.x, case.mask, dtype=torch.float32)
+        return {f"{op.kernel}: {k}": v for k, v in calls.items()}
+
+    def describe(self) -> dict:
+        return {**super().describe(), **capabilities.describe()}
+
+
+TRITON = TritonBackend()
+
+
+def implementation(op, backend: str = "triton"):
+    """A callable ``impl(x, mask=None, **params)`` running ``op`` on the Triton backend (float64 and, under
+    the interpreter, bf16 by the eager operator: :meth:`TritonBackend.run`)."""
+    if backend != TRITON.name:
+        raise InvalidArgument(f"backend: expected {TRITON.name!r}, got {backend!r}")
+    layer = TRITON._layer(op)
+
+    def impl(x, *args, **kwargs):
+        if _eager_here(x.dtype):
+            return op.fn(TORCH, x, *args, **kwargs)
+        return layer(x, *args, **kwargs)
+
+    impl.__name__ = f"{op.name}_{backend}"
+    return impl

@@ -3,8 +3,8 @@
 ``oattention_layer`` and ``fir_attention_layer`` have the eager operators'
 signatures (``operators/oattention.py``, ``operators/fir_attention.py``) and
 validate their arguments the same way; ``operators/modules.py`` calls them
-when ``backend="triton"``.  :func:`implementation` hands the suite a
-callable with the operator's eager signature minus ``xp``.
+when ``backend="triton"``, and the suite's Triton backend
+(``kernels/backend.py``) runs declared operators through them.
 """
 from __future__ import annotations
 
@@ -16,10 +16,8 @@ from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 
 from . import ops, validate
-from .capabilities import interpreting
 
 FIR_KERNELS = {"sm_fir": "sm_fir_fwd", "pn_fir_tau": "pn_fir_tau_fwd"}
-BACKENDS = ("triton",)
 
 
 def oattention_layer(x, attn_mask=None, *, carrier=None, tau, eps_den, wq, bq, wk, bk, wv, bv, wo, heads):
@@ -64,42 +62,6 @@ def fir_attention_layer(x, variant, *, tau=None, wq, bq, wk, bk, wv, bv, wo, hea
         tau_t = tau if torch.is_tensor(tau) else torch.tensor(float(tau))
         o = ops.pn_fir_tau_fwd(q, k, v, tau_t.to(device=x.device, dtype=torch.float32).reshape(()))
     return projections.output(TORCH, o, wo)
-
-
-def implementation(op, backend: str = "triton"):
-    """A callable ``impl(x, mask=None, **params)`` running ``op`` on ``backend``'s kernel.
-
-    float64 inputs are evaluated by the eager operator: the kernels have no
-    float64 path, and float64 is the reference precision the tolerance model
-    measures every other dtype against (``properties/tolerance.py``).  Under
-    the interpreter, bfloat16 inputs are evaluated by the eager operator too:
-    the interpreter's bf16 ``tl.dot`` is wrong (``capabilities``), bf16 cells
-    are reported not runnable before they get here, and the only bf16 runs
-    left are the tolerance model's *probe* for float32 cells, for which an
-    independent evaluation of the same formula is exactly what it needs.
-    """
-    if backend not in BACKENDS:
-        raise InvalidArgument(f"backend: expected one of {BACKENDS} (or 'eager'), got {backend!r}")
-    if not op.kernel:
-        raise InvalidArgument(f"op: operator {op.name!r} declares no kernel")
-    if op.kernel == "oattention_fwd":
-        def kernel(x, mask=None, **params):
-            return oattention_layer(x, mask, **params)
-    elif op.kernel in FIR_KERNELS.values():
-        variant = next(v for v, k in FIR_KERNELS.items() if k == op.kernel)
-
-        def kernel(x, **params):
-            return fir_attention_layer(x, variant, **params)
-    else:
-        raise InvalidArgument(f"op: {op.name!r} names kernel {op.kernel!r}, which tokenlaw.kernels does not provide")
-
-    def impl(x, *args, **kwargs):
-        if x.dtype == torch.float64 or (x.dtype == torch.bfloat16 and interpreting()):
-            return op.fn(TORCH, x, *args, **kwargs)
-        return kernel(x, *args, **kwargs)
-
-    impl.__name__ = f"{op.name}_{backend}"
-    return impl
 
 
 def _kernels():

@@ -47,6 +47,8 @@ def tau_params(gen, d_model, dtype=torch.float64):
 _TRAITS = {"token_mixing", "causal", "score_normaliser", "positional"}
 _CAUSAL = "scores use k~_j for j <= t and k~_j uses keys <= j"
 _POSITIONAL = "the FIR is a delay line over positions"
+_CAUSAL_GRAD = ("the backward streams only key tiles j <= t (and the FIR transpose only keys after i), with "
+                "the causal mask inside the diagonal tile")
 
 
 def _pn_tau_weights(xp, s, mask=None, *, tau):
@@ -56,6 +58,7 @@ def _pn_tau_weights(xp, s, mask=None, *, tau):
 
 @declare(name="sm_fir", domain=Domain(params=fir_params), traits=_TRAITS,
          weights=normalisers.softmax, kernel="sm_fir_fwd", reference=references.sm_fir_reference,
+         implementation_claims={"gradient_causality": _CAUSAL_GRAD},
          claims={"causality": _CAUSAL, "score_shift_invariance": "softmax ignores a per-row constant",
                  "simplex": "softmax rows sum to one", "gradcheck": "smooth"},
          violates={"silence": "softmax row mass is always 1", "zero_transcendental": "softmax evaluates exp",
@@ -94,6 +97,9 @@ def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
 
 @declare(name="pn_fir_tau", domain=Domain(params=tau_params, reals=("tau",)), traits=_TRAITS,
          weights=_pn_tau_weights, kernel="pn_fir_tau_fwd", reference=references.pn_fir_tau_reference,
+         implementation_claims={"gradient_causality": _CAUSAL_GRAD,
+                                "silent_gradient": "a silent row has O = 0, delta = 0, no positive r and a "
+                                                   "guarded gate term: every ds of it is exactly 0"},
          claims={"causality": _CAUSAL, "tau_covariance": "W depends on S - tau only",
                  "sub_simplex": "gate g < 1 times a distribution (or 0)",
                  "gate_below_one": "g = m / (1 + m) <= 1/2 for peaks m <= 1",

@@ -105,6 +105,13 @@ def oattention_errors(kw):
     violates={
         "zero_transcendental": "the softmax kernel of OAttention evaluates exp",
     },
+    implementation_claims={
+        "null_key_immunity": "the running max is over active sources only: a null carrier's huge key never "
+                             "enters it",
+        "null_carrier_gradient": "inactive entries are zeroed before and after exp in the backward too, and the "
+                                 "receiver gate multiplies every gradient of a row",
+        "masked_gradient": "a masked entry has P = E = 0 in the backward: no ds, dv or dp",
+    },
 )
 def oattention(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, heads, tau, eps_den):
     """OAttention over x (B, N, D); presence from ``carrier`` (the hidden state) or x."""

@@ -181,6 +181,7 @@ class OperatorSpec:
     kernel: str | None = None
     reference: Callable[..., Any] | None = None
     errors: Callable[..., Any] | None = None
+    implementation_claims: Mapping[str, str] = dataclasses.field(default_factory=dict)
     doc: str = ""
     source: str = "<unknown>"
 
@@ -201,7 +202,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             violates: Mapping[str, str] | None = None,
             weights: Callable | None = None, layers: Callable | None = None,
             kernel: str | None = None, reference: Callable | None = None,
-            errors: Callable | None = None):
+            errors: Callable | None = None, implementation_claims: Mapping[str, str] | None = None):
     """Mark ``fn(xp, x, **params)`` as an operator; nothing is validated yet.
 
     ``claims`` and ``violates`` map contract names to a one-line reason.
@@ -210,6 +211,10 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
     per-layer hidden states of a host.  ``errors(kwargs)`` yields the bad
     calls the operator must reject (:class:`~tokenlaw.operators.arguments.ErrorInput`)
     beyond the generated ones (:func:`~tokenlaw.operators.arguments.error_inputs`).
+    ``implementation_claims`` maps contract names to a reason: laws every
+    implementation of the operator other than its own eager code (a backend:
+    ``tokenlaw check --backend NAME``) is held to, e.g. exact zero gradients
+    where the math has them.
     """
 
     def mark(fn):
@@ -217,7 +222,8 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             name=name, domain=domain, traits=frozenset(traits),
             claims=dict(claims or {}), violates=dict(violates or {}),
             weights=weights, layers=layers, kernel=kernel, reference=reference,
-            errors=errors, doc=inspect.getdoc(fn) or ""))
+            errors=errors, implementation_claims=dict(implementation_claims or {}),
+            doc=inspect.getdoc(fn) or ""))
         return fn
 
     return mark
@@ -259,7 +265,7 @@ def _validate(opts: dict, source: str, contracts: Mapping[str, Any]) -> Operator
     unknown_traits = opts["traits"] - TRAITS
     if unknown_traits:
         raise DeclarationError(f"{where}: unknown traits {sorted(unknown_traits)}; known: {sorted(TRAITS)}")
-    for kind in ("claims", "violates"):
+    for kind in ("claims", "violates", "implementation_claims"):
         for c, reason in opts[kind].items():
             if c not in contracts:
                 raise DeclarationError(f"{where}: {kind} unknown contract {c!r}; known: {sorted(contracts)}")
@@ -271,7 +277,10 @@ def _validate(opts: dict, source: str, contracts: Mapping[str, Any]) -> Operator
     if not opts["claims"]:
         raise DeclarationError(f"{where}: claims no contract")
     _validate_scalars(opts["domain"], where)
-    for c in list(opts["claims"]) + list(opts["violates"]):
+    twice = set(opts["implementation_claims"]) & (set(opts["claims"]) | set(opts["violates"]))
+    if twice:
+        raise DeclarationError(f"{where}: contracts both declared and in implementation_claims: {sorted(twice)}")
+    for c in list(opts["claims"]) + list(opts["violates"]) + list(opts["implementation_claims"]):
         missing = contracts[c].requires - opts["traits"]
         if missing:
             raise DeclarationError(f"{where}: contract {c!r} needs traits {sorted(missing)}")

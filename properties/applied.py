@@ -61,8 +61,12 @@ def _probe(n: int):
     return wq, wk, wv, np.eye(d, dtype=int), d
 
 
-def applied_weights(op, xp, s, mask=None, **params):
-    """W (B, n, n) that ``op.fn`` applies to scores ``s`` (B, n, n) under ``mask`` and ``params``."""
+def applied_weights(op, xp, s, mask=None, *, run=None, **params):
+    """W (B, n, n) that ``op.fn`` applies to scores ``s`` (B, n, n) under ``mask`` and ``params``.
+
+    ``run(x, **kwargs)`` evaluates another implementation of ``op`` on the probe
+    instead (a backend's, on torch tensors); the probe's parameters are ``op.fn``'s.
+    """
     takes = inspect.signature(op.fn).parameters
     missing = [p for p in PROJECTIONS if p not in takes]
     if missing:
@@ -81,5 +85,5 @@ def applied_weights(op, xp, s, mask=None, **params):
         kwargs["taps"] = (1.0,)
     if op.domain.mask != "none":
         kwargs["mask"] = mask
-    out = op.fn(xp, x, **kwargs)
+    out = op.fn(xp, x, **kwargs) if run is None else run(x, **kwargs)
     return out[..., n:2 * n]

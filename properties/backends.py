@@ -18,12 +18,21 @@ the methods below.
 """
 from __future__ import annotations
 
+import contextlib
 from importlib.metadata import entry_points
 
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.xp import TORCH
 
+from .applied import applied_weights
+
 GROUP = "tokenlaw.backends"
+
+
+class Unanswerable(Exception):
+    """A contract asked the backend something it cannot say (``weights`` or ``transcendentals`` gave
+    None): the cell is *not runnable here*, not violated."""
+
 ALL_DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -62,11 +71,24 @@ class Backend:
         """``op`` on ``x`` with the eager operator's keyword arguments (parameters, and ``mask`` if it takes one)."""
         raise NotImplementedError(f"{type(self).__name__}.run")
 
+    def run_placed(self, op, x, place, **kwargs):
+        """``run`` with every buffer the implementation reads passed through ``place`` first.
+
+        ``place(t)`` returns a tensor equal to ``t`` stored elsewhere (e.g. inside a larger NaN-filled
+        buffer: ``nan_padding``).  Default: ``x`` and every tensor argument; an implementation that
+        computes intermediates (projections) before its kernel should place the kernel's own inputs.
+        """
+        placed = {k: place(v) if hasattr(v, "is_floating_point") and v.is_floating_point() else v
+                  for k, v in kwargs.items()}
+        return self.run(op, place(x), **placed)
+
     def weights(self, op, s, mask, dtype, **params):
-        """The row weights W(S) (B, n, n) the implementation applies to scores ``s``, or None when it cannot
-        say (score laws are then not runnable).  Default: read them off ``run``'s output with the exact probe
-        of ``tokenlaw.properties.applied`` (needs the standard projections as parameters)."""
-        return None
+        """The row weights W(S) (B, n, n) the implementation applies to scores ``s`` (float64, cast to
+        ``dtype`` here) under ``mask`` (the operator's own mask argument, or None), or None when it cannot
+        say.  Default: read them off ``run``'s output with the exact probe of
+        ``tokenlaw.properties.applied`` (needs the standard projections as parameters)."""
+        return applied_weights(op, TORCH, s.to(dtype), None if mask is None else mask.to(dtype),
+                               run=lambda x, **kw: self.run(op, x, **kw), **params)
 
     def transcendentals(self, op, case) -> dict | None:
         """``{call: count}`` of exp/log/... the implementation evaluates on ``case``, or None when it cannot say."""
@@ -74,7 +96,8 @@ class Backend:
 
     def describe(self) -> dict:
         """What the backend declares about itself (for reports)."""
-        return dict(name=self.name, dtypes=list(self.dtypes), max_n=self.max_n, autograd=self.autograd)
+        return dict(name=self.name, dtypes=list(self.dtypes), max_n=self.max_n, autograd=self.autograd,
+                    reference=self.reference)
 
 
 class EagerBackend(Backend):
@@ -98,18 +121,37 @@ def _entry_points() -> dict:
     return {ep.name: ep for ep in entry_points(group=GROUP)}
 
 
-def names() -> list[str]:
-    """Every backend name: eager and the installed plug-ins."""
-    return ["eager", *sorted(n for n in _entry_points() if n != "eager")]
-
-
 _LOADED: dict = {}
+_REGISTERED: dict = {}     # backends registered in-process (tests, notebooks): see register()
+
+
+def names() -> list[str]:
+    """Every backend name: eager, the installed plug-ins and any registered in this process."""
+    others = (set(_entry_points()) | set(_REGISTERED)) - {EAGER.name}
+    return [EAGER.name, *sorted(others)]
+
+
+@contextlib.contextmanager
+def register(backend: Backend):
+    """Make ``backend`` known under its name for the duration of a ``with`` block, without an entry point
+    (for tests and notebooks; a package registers through the entry-point group instead)."""
+    if not isinstance(backend, Backend) or not backend.name:
+        raise InvalidArgument(f"backend: expected a named tokenlaw Backend, got {backend!r}")
+    if backend.name in names():
+        raise InvalidArgument(f"backend: a backend named {backend.name!r} already exists")
+    _REGISTERED[backend.name] = backend
+    try:
+        yield backend
+    finally:
+        del _REGISTERED[backend.name]
 
 
 def get(name: str) -> Backend:
     """The backend called ``name`` (validated: an unknown name is an InvalidArgument naming the choices)."""
-    if name == "eager":
+    if name == EAGER.name:
         return EAGER
+    if name in _REGISTERED:
+        return _REGISTERED[name]
     if name not in _LOADED:
         eps = _entry_points()
         if name not in eps:
@@ -125,3 +167,12 @@ def get(name: str) -> Backend:
                                   f"{backend.name!r}")
         _LOADED[name] = backend
     return _LOADED[name]
+
+
+def require(name: str) -> Backend:
+    """``get(name)``, refused up front (InvalidArgument) when the backend cannot run on this machine."""
+    backend = get(name)
+    why = backend.available()
+    if why:
+        raise InvalidArgument(f"--backend {name}: {why}")
+    return backend

@@ -25,6 +25,8 @@ import torch
 from tokenlaw.operators.registry import OperatorSpec
 from tokenlaw.operators.xp import TORCH
 
+from . import backends
+
 DTYPES = {"float64": torch.float64, "float32": torch.float32,
           "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -60,7 +62,7 @@ class Case:
     shift: float = 1.0      # per-row score shift / scaling a contract may use
     mask_density: float = 1.0
     scale: float = 1.0
-    backend: str = "eager"  # "eager": op.fn with the torch namespace; else tokenlaw.kernels.implementation(op, backend)
+    backend: str = backends.EAGER.name  # the backend's name (JSON-able); Case.implementation resolves it
     near_null: tuple = ()   # rows scaled down to magnitude ``tiny`` (not exactly null)
     tiny: float = 0.0
     bias_scale: float = 1.0  # multiplies every projection bias bq, bk, bv (huge keys for null tokens)
@@ -153,13 +155,18 @@ class Case:
         with torch.no_grad():
             return self.call(lay_out(x.to(dtype), self.layout), **kwargs)
 
+    @property
+    def implementation(self) -> backends.Backend:
+        """The backend the case runs on (``backends.get(self.backend)``)."""
+        return backends.get(self.backend)
+
+    def on_reference(self) -> "Case":
+        """The same drawn example on the reference (eager) backend."""
+        return dataclasses.replace(self, backend=backends.EAGER.name, _cache={})
+
     def call(self, x, **kwargs):
         """The operator on the case's backend, on already-cast inputs."""
-        if self.backend == "eager":
-            return self.op.fn(TORCH, x, **kwargs)
-        from tokenlaw.kernels import implementation
-
-        return implementation(self.op, self.backend)(x, **kwargs)
+        return self.implementation.run(self.op, x, **kwargs)
 
     def layers(self, x, mask=None, dtype=None) -> list:
         dtype = self.dtype if dtype is None else dtype

@@ -15,7 +15,7 @@ from .tolerance import differential as compare_differential
 
 
 def _eager_probe_only(op, dtype, backend):
-    if backend == "eager" and dtype == "float32":
+    if backend.reference and dtype == "float32":
         return ("eager float32 is the error probe the bound is predicted from (tolerance.differential); "
                 "the float32 cell is judged for kernel backends")
     return None
@@ -111,13 +111,13 @@ _NUMERICAL = ("scores_low", "scores_high", "power_overflow", "eps_den_small", "l
 
 
 @contract(exact=False, dtypes=("float32", "float16", "bfloat16"), universal=True, skip=_eager_probe_only,
-          regimes=_NUMERICAL)
+          regimes=_NUMERICAL, fuzz=dict(near_null=False, wide_params=False))
 def differential(case):
     """The implementation in dtype D matches the float64 reference within D's predicted rounding error."""
     # All runs take the same float64 inputs and round them to their own
     # dtype, so the float32 probe measures this input's conditioning (input
     # rounding included) and its error, scaled by u_D / u_32, predicts D's.
-    reference = dataclasses.replace(case, backend="eager", _cache={})
+    reference = case.on_reference()
     a_d = case.run(case.x, case.mask)
     a_64 = reference.run(case.x, case.mask, dtype=torch.float64)
     keep, counts = set_aside(case, a_64)
@@ -132,8 +132,9 @@ def _no_reference(op, dtype, backend):
 
 
 # float64 on the eager backend (eager D is tied to the reference through `differential`, D against
-# eager float64); a kernel backend runs it in the dtypes it supports (kernels.backend plans those).
-@contract(exact=False, dtypes=("float64",), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",))
+# eager float64); another backend runs it in the dtypes it computes in (properties.plan plans those).
+@contract(exact=False, dtypes=("float64",), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",),
+          fuzz=dict(near_null=False))
 def spec_reference(case):
     """The operator equals its independent reference written from SPEC's formula (float64 reference)."""
     # The reference is the formula as written (no stabilisation): rows where it is not
@@ -144,7 +145,7 @@ def spec_reference(case):
     if tuple(a_d.shape) != tuple(r64.shape):
         return V.violated(float("inf"), 0.0, f"output shape {tuple(a_d.shape)} vs reference {tuple(r64.shape)}")
     keep, counts = set_aside(case, r64)
-    eager = dataclasses.replace(case, backend="eager", _cache={})
+    eager = case.on_reference()
     # Both sides round: the operator's error is predicted from its float32 probe, the
     # reference's (it is float64 too) from the reference run in float32 where that is finite.
     with torch.no_grad():
@@ -181,11 +182,11 @@ def finite(case):
     # Outputs are judged in every dtype; gradients in float64 and float32, on inputs without
     # near-null rows (see the comment below and docs/fuzz.md).
     # D is evaluated first; float64 only when D (or float64 itself) has something to explain.
-    eager = dataclasses.replace(case, backend="eager", _cache={})
+    eager = case.on_reference()
     out, grad = _loss_grad(case, case.x, case.dtype)
     bad, half = {}, {}
     in_d = f"{_where(case)} "
-    if case.dtype == torch.float64 and case.backend == "eager":
+    if case.dtype == torch.float64 and case.implementation.reference:
         bad[in_d + "output"] = int((~torch.isfinite(out)).sum())
         if grad is not None:
             (half if case.near_null else bad)[in_d + "gradient"] = int((~torch.isfinite(grad)).sum())

@@ -23,7 +23,7 @@ def taps(case) -> tuple:
     return spec_taps()
 
 
-@contract(exact=False, **_FILTER)
+@contract(exact=False, **_FILTER, symbolic=dict(shape=(7, 1)))
 def dc_gain(case):
     """A constant input comes out unchanged after the warm-up; an impulse comes out as the taps."""
     w = taps(case)
@@ -51,7 +51,7 @@ def superposes(xp, run, x, y, a, b):
     return [S.equal(run(a * x + b * y, None), a * run(x, None) + b * run(y, None), f"a = {a}, b = {b}")]
 
 
-@contract(exact=False, **_FILTER)
+@contract(exact=False, **_FILTER, symbolic=dict(shape=(3, 1)))
 def linearity(case):
     """F(a x + b y) = a F(x) + b F(y)."""
     a, b = case.shift, -0.75

@@ -51,28 +51,28 @@ def empty_row(xp, run, x, mask, row, sources):
 
 # -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
 
-@contract(exact=True, requires={"token_local"})
+@contract(exact=True, requires={"token_local"}, symbolic=dict(shape=(1, 2)))
 def zero_absorption(case):
     """f(0) = 0 exactly: a null token stays exactly null."""
     nulls = null_positions(case)
     return S.judge(case, lambda xp, run: nulls_stay_null(xp, run, case.x_dense, case.mask, nulls))
 
 
-@contract(exact=True, requires={"token_mixing"})
+@contract(exact=True, requires={"token_mixing"}, symbolic=dict(shape=(2, 2), host_shape=(2, 1)))
 def null_receiver(case):
     """h_i = 0 implies out_i = 0 exactly."""
     nulls = null_positions(case)
     return S.judge(case, lambda xp, run: nulls_stay_null(xp, run, case.x_dense, case.mask, nulls))
 
 
-@contract(exact=False, requires={"token_mixing"})
+@contract(exact=False, requires={"token_mixing"}, symbolic=dict(shape=(2, 1), host_shape=(1, 1)))
 def null_source_insertion(case):
     """Inserting a null token leaves every other output unchanged and its own output exactly 0."""
     k = case.pos % (case.n + 1)
     return S.judge(case, lambda xp, run: null_insertion(xp, run, case.x, case.mask, k))
 
 
-@contract(exact=True, requires={"token_mixing"})
+@contract(exact=True, requires={"token_mixing"}, symbolic=dict(shape=(2, 1)))
 def empty_support(case):
     """Every source null or masked implies out = 0 exactly, and finite."""
     if case.mask is None:
@@ -87,7 +87,9 @@ def empty_support(case):
     return S.judge(case, lambda xp, run: empty_row(xp, run, case.x_dense, m, i, sources))
 
 
-@contract(exact=True, dtypes=("float64", "float32"))
+@contract(exact=True, dtypes=("float64", "float32"),
+          symbolic=dict(none="a statement about autograd's float gradients, judged by the eager tier"),
+          evaluated="autograd", fuzz=dict(long_lengths=()))
 def null_gradient(case):
     """A null token's carrier receives exactly zero gradient."""
     nulls = null_positions(case)
@@ -98,7 +100,9 @@ def null_gradient(case):
     return exact_zero(grad[:, list(nulls)], f"gradient at null tokens {list(nulls)}")
 
 
-@contract(exact=False, requires={"host"}, needs={"layers"})
+@contract(exact=False, requires={"host"}, needs={"layers"}, symbolic=dict(shape=(1, 1), host_shape=(1, 1)),
+          evaluated="reference",
+          unjudged="judged on the per-layer states of the operator's own code (op.layers)")
 def closure(case):
     """Inserting a null token commutes with every layer: it stays exactly 0 and old tokens are unchanged."""
     k = case.pos % (case.n + 1)

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from tokenlaw.operators.errors import InvalidArgument
+
+from . import backends
 from . import verdict as V
 from .case import DTYPES
 from .catalogue import CONTRACTS
@@ -70,35 +73,86 @@ class Row:
         return self.outcome in V.FAILING
 
 
-def plan(registry, *, operators=None, contracts=None, dtypes=None, backend="eager") -> list[Row]:
-    """Every declared (operator, contract) row, filtered; one cell per applicable dtype.
+class Plan(list):
+    """The planned rows, plus ``left_out``: {operator: why} for the operators the backend does not implement."""
 
-    A kernel backend (``backend != "eager"``) plans its own rows: see ``tokenlaw.kernels.backend``.
+    def __init__(self, rows=(), left_out=None):
+        super().__init__(rows)
+        self.left_out = dict(left_out or {})
+
+
+def judged_on(contract, op, backend) -> str | None:
+    """None when ``contract`` judges ``backend``'s implementation of ``op``; else why not.
+
+    The reference backend judges every contract (its implementation is the
+    operator's own code).  Another backend is judged by the contracts whose
+    law is evaluated through the implementation (``@contract(evaluated=...)``).
     """
-    if backend != "eager":
-        from tokenlaw.kernels.backend import plan_rows
+    if backend.reference:
+        return None
+    if contract.evaluated == "reference":
+        return contract.unjudged
+    if contract.evaluated == "weights" and op.weights is None:
+        return "a row-normaliser law, and the operator exposes no row normaliser"
+    if contract.evaluated == "autograd" and not backend.autograd:
+        return f"a gradient law, and the {backend.name} backend's run is not differentiable"
+    return contract.form(op) if contract.form is not None else None
 
-        return plan_rows(registry, operators=operators, contracts=contracts, dtypes=dtypes, backend=backend)
-    rows = []
-    for op in registry:
-        if operators and op.name not in operators:
-            continue
-        universal = [n for n, c in CONTRACTS.items() if c.universal and op.declared(n) is None]
-        for name in list(op.claims) + list(op.violates) + universal:
-            if contracts and name not in contracts:
-                continue
-            c = CONTRACTS[name]
-            cells = [Cell(op.name, name, backend, dt) for dt in c.dtypes
-                     if dt in op.domain.dtypes and (not dtypes or dt in dtypes)]
-            declared = op.declared(name) or "claims"
-            reason = {**op.claims, **op.violates}.get(name) or f"universal contract: {c.law}"
-            rows.append(Row(op.name, name, declared, reason, cells))
+
+def _dtypes(contract, op, backend, wanted) -> list[str]:
+    """The contract's dtypes the backend computes in (else the backend's first: a structural law
+    declared in a dtype the backend lacks runs once), the operator supports and the run wants."""
+    names = [d for d in contract.dtypes if d in backend.dtypes] or list(backend.dtypes[:1])
+    return [d for d in names if d in op.domain.dtypes and (not wanted or d in wanted)]
+
+
+def _declared(op, backend) -> list[tuple]:
+    """(contract, declared, reason) for every row of ``op`` on ``backend``."""
+    rows = [(n, op.declared(n), {**op.claims, **op.violates}[n]) for n in list(op.claims) + list(op.violates)]
+    rows += [(n, "claims", f"universal contract: {c.law}") for n, c in CONTRACTS.items()
+             if c.universal and op.declared(n) is None]
+    if not backend.reference:
+        taken = {n for n, _, _ in rows}
+        rows += [(n, "claims", c.implementation) for n, c in CONTRACTS.items()
+                 if c.implementation and n not in taken]
+        rows += [(n, "claims", why) for n, why in op.implementation_claims.items() if n not in taken]
     return rows
 
 
-def validate_dtypes(names):
-    from tokenlaw.operators.errors import InvalidArgument
+def plan(registry, *, operators=None, contracts=None, dtypes=None, backend="eager") -> Plan:
+    """Every (operator, contract) row of a run on ``backend`` (a name), filtered; one cell per dtype.
 
+    The rows of an operator are its declared contracts and the universal
+    ones; on a backend other than the reference also the implementation
+    laws (``@contract(implementation=...)``) and the operator's own
+    ``implementation_claims``.  A row whose law the backend's implementation
+    cannot answer (:func:`judged_on`) is kept, with the reason and no cells.
+    Operators the backend does not implement have no rows: ``Plan.left_out``
+    says why.  An unavailable backend is refused (InvalidArgument).
+    """
+    impl = backends.require(backend)
+    rows, left_out = [], {}
+    for op in registry:
+        if operators and op.name not in operators:
+            continue
+        why = impl.implements(op)
+        if why:
+            left_out[op.name] = why
+            continue
+        for name, declared, reason in _declared(op, impl):
+            if contracts and name not in contracts:
+                continue
+            c = CONTRACTS[name]
+            unjudged = judged_on(c, op, impl)
+            if unjudged:
+                rows.append(Row(op.name, name, None, f"not judged on the {impl.name} backend: {unjudged}", []))
+                continue
+            cells = [Cell(op.name, name, impl.name, dt) for dt in _dtypes(c, op, impl, dtypes)]
+            rows.append(Row(op.name, name, declared, reason, cells))
+    return Plan(rows, left_out)
+
+
+def validate_dtypes(names):
     for n in names or ():
         if n not in DTYPES:
             raise InvalidArgument(f"dtype: expected one of {sorted(DTYPES)}, got {n!r}")

@@ -1,22 +1,26 @@
 """Row-normaliser contracts on scores S -> weights W (SPEC 2, 3).
 
-Every law judges the weights the operator's own code applies
-(:func:`tokenlaw.properties.applied.applied_weights` reads them off
-``op.fn``'s output), never its declared ``weights=`` function: a body that
-normalises otherwise than it declares fails the law it breaks.
+Every law judges the weights the case's backend applies (``Backend.weights``:
+for the reference, :func:`tokenlaw.properties.applied.applied_weights` reads
+them off ``op.fn``'s output), never the declared ``weights=`` function: a
+body that normalises otherwise than it declares fails the law it breaks.
 """
 from __future__ import annotations
 
 import torch
 
+from tokenlaw.operators import projections
+from tokenlaw.operators.fir import fir
 from tokenlaw.operators.xp import TORCH
 
+from . import backends
 from . import statement as S
 from . import verdict as V
-from .applied import applied_weights, law_params
+from .applied import law_params
 from .catalogue import contract
+from .judging import exact_zero
 
-_SCORE = dict(requires={"score_normaliser"}, needs={"weights"})
+_SCORE = dict(requires={"score_normaliser"}, needs={"weights"}, evaluated="weights")
 
 
 def scores(case) -> torch.Tensor:
@@ -34,17 +38,15 @@ def visibility(case):
 
 
 def weights(case, s, dtype=None, **override):
-    """W(S) as the case's backend applies it: read off ``op.fn``'s output on the eager backend."""
+    """W(S) as the case's backend applies it (``Backend.weights``)."""
     dtype = case.dtype if dtype is None else dtype
-    if case.backend != "eager":   # the weights the kernel applies (tokenlaw.kernels.kernel_laws)
-        from tokenlaw.kernels.kernel_laws import kernel_weights
-
-        return kernel_weights(case, s, dtype, **{**case.weight_params(dtype), **override})
     params = {**law_params(case.arguments(dtype=dtype)), **override}
     params.pop("mask", None)
-    m = case.mask
     with torch.no_grad():
-        return applied_weights(case.op, TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
+        w = case.implementation.weights(case.op, s, case.mask, dtype, **params)
+    if w is None:
+        raise backends.Unanswerable(f"the {case.backend} backend cannot say which weights it applies")
+    return w
 
 
 def _tau(case) -> float:
@@ -85,7 +87,7 @@ def silent(xp, weights, s, v):
 
 # -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
 
-@contract(exact=False, **_SCORE)
+@contract(exact=False, **_SCORE, symbolic=dict(shape=(3, 0)))
 def score_shift_invariance(case):
     """W(S + c 1) = W(S) for a constant c added to each row."""
     s = scores(case)
@@ -95,7 +97,7 @@ def score_shift_invariance(case):
     return verdict
 
 
-@contract(exact=False, **_SCORE)
+@contract(exact=False, **_SCORE, symbolic=dict(shape=(3, 0)))
 def tau_covariance(case):
     """W(S + c, tau + c) = W(S, tau) for every constant c."""
     s, c, tau = scores(case), case.shift, _tau(case)
@@ -111,7 +113,7 @@ def max_negative(w) -> float:
     return float((-w.double()).clamp(min=0).max())
 
 
-@contract(exact=False, **_SCORE)
+@contract(exact=False, **_SCORE, symbolic=dict(shape=(3, 0)))
 def simplex(case):
     """W >= 0 and every row sums to 1."""
     # A row with no visible key has no distribution to sum to 1 (softmax makes it 0/0):
@@ -122,20 +124,43 @@ def simplex(case):
     return S.judge(case, lambda xp, w: distribution(xp, w, s, seen, "eq"), weigher)
 
 
-@contract(exact=False, **_SCORE)
+@contract(exact=False, **_SCORE, symbolic=dict(shape=(3, 0)))
 def sub_simplex(case):
     """W >= 0 and every row sums to at most 1."""
     s = scores(case)
     return S.judge(case, lambda xp, w: distribution(xp, w, s, slice(None), "le"), weigher)
 
 
-@contract(exact=True, **_SCORE)
+def _through_tau(op) -> str | None:
+    if op.domain.scalar("tau") is None:
+        return "the operator has no threshold tau to silence a row through its implementation"
+    return None
+
+
+def silence_through_tau(case) -> V.Verdict:
+    """silence on the operator's inputs: with tau above every score, the output is exactly 0.
+
+    An implementation need not take scores (a fused kernel takes q, k, v), so
+    the premise "all S - tau <= 0" is met by raising tau above the largest
+    FIR score of the case (computed in float64) by a margin of 10% plus 0.1,
+    far more than any dtype's score rounding.
+    """
+    p = case.params
+    q, k, _ = projections.project_qkv(TORCH, case.x, wq=p["wq"], bq=p["bq"], wk=p["wk"], bk=p["bk"],
+                                      wv=p["wv"], bv=p["bv"], heads=p["heads"])
+    top = float(projections.scores(TORCH, q, fir(TORCH, k)).abs().max())
+    tau = 1.1 * top + 0.1
+    out = case.run(case.x, case.mask, tau=tau)
+    return exact_zero(out, f"output with tau = {tau:.3g} above every score (|S| <= {top:.3g})")
+
+
+@contract(exact=True, form=_through_tau, symbolic=dict(shape=(3, 0)), **{**_SCORE, "evaluated": "output"})
 def silence(case):
     """All S'_tj = S_tj - tau <= 0 implies row mass 0 and output exactly 0."""
-    if case.backend != "eager":   # the kernel takes no scores: silence it through tau
-        from tokenlaw.kernels.kernel_laws import kernel_silence
-
-        return kernel_silence(case)
+    # The reference is judged on its applied weights (scores chosen at and below tau, the
+    # boundary included); another implementation through its inputs (silence_through_tau).
+    if not case.implementation.reference:
+        return silence_through_tau(case)
     tau = _tau(case)
     s = tau - scores(case).abs()
     s[..., 0] = tau                                   # the boundary S' = 0 is silent too

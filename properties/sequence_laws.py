@@ -45,7 +45,7 @@ def same_as_reference(xp, run, x, mask):
 
 # -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
 
-@contract(exact=False, requires={"masked"})
+@contract(exact=False, requires={"masked"}, symbolic=dict(shape=(2, 1)))
 def mask_respect(case):
     """m_ij = 0 implies out_i does not depend on h_j."""
     if case.n < 2:
@@ -59,14 +59,14 @@ def mask_respect(case):
     return S.judge(case, lambda xp, run: blind_rows(xp, run, case.x, m, j, y, hidden))
 
 
-@contract(exact=False, requires={"token_mixing"})
+@contract(exact=False, requires={"token_mixing"}, symbolic=dict(shape=(2, 1)))
 def permutation_equivariance(case):
     """Without position terms F(pi H) = pi F(H) (masks permuted alike)."""
     perm = case.permutation()
     return S.judge(case, lambda xp, run: permuted(xp, run, case.x, case.mask, perm))
 
 
-@contract(exact=False, requires={"causal"})
+@contract(exact=False, requires={"causal"}, symbolic=dict(shape=(3, 1)))
 def causality(case):
     """out_t depends only on inputs at positions <= t."""
     if case.n < 2:
@@ -77,7 +77,9 @@ def causality(case):
     return S.judge(case, lambda xp, run: past_unchanged(xp, run, case.x, case.mask, y, t))
 
 
-@contract(exact=False, requires={"presence", "masked"}, dtypes=("float64", "float32"))
+@contract(exact=False, requires={"presence", "masked"}, dtypes=("float64", "float32"),
+          symbolic=dict(none="a limit tau, eps_den -> 0: not a first-order statement at fixed parameters"),
+          fuzz=dict(scales=(1.0, 4.0), bias_scales=(1.0, 4.0), offsets=False))
 def softmax_reduction(case):
     """All tokens active, tau -> 0, eps_den -> 0: the operator reduces to SDPA."""
     # "all tokens active": near-null rows (|h|^2 far below tau) are not in this law's domain
@@ -105,7 +107,8 @@ def softmax_reduction(case):
     return relation(case, limit, reference, f"limit tau, eps_den -> 0 vs SDPA (analytic gap {gap:.2g})", allowance=gap)
 
 
-@contract(exact=False, dtypes=("float64", "float32"), needs={"reference"})
+@contract(exact=False, dtypes=("float64", "float32"), needs={"reference"}, symbolic=dict(shape=(2, 1)),
+          fuzz=dict(scales=(1.0,), bias_scales=(1.0,), offsets=False))
 def formula_equivalence(case):
     """The stabilised implementation equals the declared direct formula (e.g. SPEC's OAttention with eps_den)."""
     return S.judge(case, lambda xp, run: same_as_reference(xp, run, case.x, case.mask))

@@ -8,17 +8,23 @@ from torch.overrides import TorchFunctionMode
 
 from tokenlaw.operators.xp import TORCH, Recording
 
+from . import backends
 from . import verdict as V
 from .catalogue import contract
 
 
-@contract(exact=True, dtypes=("float64",))
+@contract(exact=True, dtypes=("float64",),
+          symbolic=dict(none="a property of the trace itself (which primitives run), judged by the eager tier"),
+          evaluated="trace")
 def zero_transcendental(case):
     """Evaluating the operator calls no exp, log, tanh or erf."""
-    if case.backend != "eager":   # the kernel's own calls, traced in the interpreter or read from its source
-        from tokenlaw.kernels.kernel_laws import kernel_transcendentals
-
-        return kernel_transcendentals(case)
+    if not case.implementation.reference:     # what the backend's implementation evaluates on this case
+        calls = case.implementation.transcendentals(case.op, case)
+        if calls is None:
+            raise backends.Unanswerable(f"the {case.backend} backend cannot say which transcendental "
+                                        "functions it evaluates")
+        n = sum(calls.values())
+        return V.judge(n, 0, f"{case.backend} backend evaluated {calls or 'no transcendental'}")
     # Two witnesses: the xp primitives the operator calls, and every torch function or
     # tensor method that runs underneath (an operator calling torch.softmax directly
     # bypasses xp, but not torch's function mode).
@@ -60,7 +66,14 @@ class _TorchTranscendentals(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-@contract(exact=False, dtypes=("float64",))
+@contract(exact=False, dtypes=("float64",),
+          symbolic=dict(none="a float64 finite-difference check: no real-arithmetic statement"),
+          evaluated="reference",
+          unjudged="finite differences in float64, which an implementation other than the reference need not "
+                   "compute; its backward is judged by gradient_agreement against the float64 eager gradients",
+          fuzz=dict(n_max=3, batch_max=1, long_lengths=(), widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
+                     mask_kinds=("random", "causal", "padding"), near_null=False, wide_params=False, offsets=False,
+                     eps_draws=False))
 def gradcheck(case):
     """Analytic float64 gradients match finite differences (torch.autograd.gradcheck)."""
     x = case.x.clone().requires_grad_(True)

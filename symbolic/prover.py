@@ -36,6 +36,7 @@ import torch
 import z3
 
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.catalogue import CONTRACTS
 
 from . import laws as L
 from .replay import concrete_inputs, measure, reproduces
@@ -50,22 +51,13 @@ FIRST_SHARE = 0.04     # of the timeout, for the whole conjunction before the sp
 MARGIN_SEARCH = 8      # how many claims, in order, to try for the earliest robust failure
 SOLVER = f"z3 {z3.get_version_string()}"
 
-HOST_SHAPES = {"null_receiver": (2, 1), "null_source_insertion": (1, 1), "closure": (1, 1)}
-# Shapes (tokens n, width d) per contract: as small as the law needs, n <= 3 (+1 inserted).
-SHAPES = {
-    "zero_absorption": (1, 2), "null_receiver": (2, 2), "null_source_insertion": (2, 1),
-    "empty_support": (2, 1), "mask_respect": (2, 1), "formula_equivalence": (2, 1),
-    "permutation_equivariance": (2, 1), "causality": (3, 1), "linearity": (3, 1), "dc_gain": (7, 1),
-    "score_shift_invariance": (3, 0), "tau_covariance": (3, 0), "simplex": (3, 0), "sub_simplex": (3, 0),
-    "silence": (3, 0), "closure": (1, 1),
-}
+# Shapes (tokens n, width d) per contract -- as small as the law needs, n <= 3 (+1 inserted) -- and
+# the reason a law has no symbolic form are declared with the contract: @contract(symbolic=...).
 
-NO_SYMBOLIC_FORM = {
-    "gradcheck": "a float64 finite-difference check: no real-arithmetic statement",
-    "null_gradient": "a statement about autograd's float gradients, judged by the eager tier",
-    "zero_transcendental": "a property of the trace itself (which primitives run), judged by the eager tier",
-    "softmax_reduction": "a limit tau, eps_den -> 0: not a first-order statement at fixed parameters",
-}
+
+def _symbolic(contract: str) -> dict:
+    c = CONTRACTS.get(contract)
+    return c.symbolic_options if c is not None else {}
 
 
 @dataclasses.dataclass
@@ -417,11 +409,14 @@ def _input_terms(problem) -> list:
 
 
 def default_shape(op, contract: str) -> tuple:
-    """(n, d) for a cell: SHAPES, smaller for hosts (two blocks of everything) and for
+    """(n, d) for a cell: the contract's declared shape, smaller for hosts (two blocks of everything) and for
     normalisers whose random mask is enumerated (2**(n*n - n) masks)."""
-    if "host" in op.traits and contract in HOST_SHAPES:
-        return HOST_SHAPES[contract]
-    n, d = SHAPES[contract]
+    options = _symbolic(contract)
+    if "host" in op.traits and "host_shape" in options:
+        return options["host_shape"]
+    if "shape" not in options:
+        raise ValueError(f"contract {contract!r} declares no symbolic shape (@contract(symbolic=dict(shape=...)))")
+    n, d = options["shape"]
     if "score_normaliser" in op.traits and "causal" not in op.traits and op.domain.mask != "none" and d == 0:
         n = min(n, 2)
     return n, d
@@ -495,8 +490,9 @@ def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d
 
 
 def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
-    if contract in NO_SYMBOLIC_FORM:
-        return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic form: {NO_SYMBOLIC_FORM[contract]}", tier="symbolic")
+    none = _symbolic(contract).get("none")
+    if none:
+        return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic form: {none}", tier="symbolic")
     if contract not in L.LAWS:
         return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic law for {contract}", tier="symbolic")
     if contract == "null_source_insertion" and op.layers is not None and "closure" in L.LAWS:

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tokenlaw.kernels import capabilities, ops
-from tokenlaw.kernels.kernel_laws import nan_buffer
+from tokenlaw.properties.implementation_laws import nan_buffer
 from tokenlaw.operators.errors import InvalidArgument
 
 pytestmark = pytest.mark.skipif(not capabilities.interpreting(), reason="these tests run the CPU interpreter")
@@ -267,15 +267,15 @@ def test_layer_rejects_variants_without_a_kernel():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_kernel_weights_are_the_eager_weights(op, dtype, registry):
     """The v = I, k = F^-1 construction exposes the kernel's W(S); it must match the eager normaliser."""
-    from tokenlaw.kernels.kernel_laws import kernel_weights
+    from tokenlaw.kernels.backend import TRITON
     from tokenlaw.properties import score_laws
     from tokenlaw.properties.case import Case
 
     case = Case(op=registry[op], dtype=dtype, backend="triton", n=11, batch=2, seed=3)
     s = score_laws.scores(case)
     params = case.weight_params(torch.float64)
-    kern = kernel_weights(case, s, dtype, **params).double()
-    ref = kernel_weights(case, s, torch.float64, **params)         # the eager weights in float64
+    kern = TRITON.weights(case.op, s, case.mask, dtype, **params).double()
+    ref = TRITON.weights(case.op, s, case.mask, torch.float64, **params)    # the eager weights in float64
     # Rounding q = sqrt(n) S to the dtype moves each score by ~u |S|; pn's x^10
     # turns that into ~10 u |S| relative weight error, and W <= 1.
     u = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11}[dtype]

@@ -19,8 +19,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from tokenlaw.kernels import capabilities, ops
-from tokenlaw.kernels.backend import plan_rows
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.plan import plan
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS
 
@@ -49,9 +49,9 @@ def _judge(registry, op, contract, backend, dtype, n=20):
 
 
 def test_the_kernel_backend_plans_every_gradient_row(registry):
-    judged = {(r.operator, r.contract) for r in plan_rows(registry) if r.cells}
+    judged = {(r.operator, r.contract) for r in plan(registry, backend="triton") if r.cells}
     assert set(GRADIENT_ROWS) <= judged
-    cells = {c.id for r in plan_rows(registry) for c in r.cells}
+    cells = {c.id for r in plan(registry, backend="triton") for c in r.cells}
     for op, name in GRADIENT_ROWS:
         if CONTRACTS[name].dtypes != ("float64", "float32"):        # null_gradient is declared float64/float32
             assert {f"{op}-{name}-triton-float32", f"{op}-{name}-triton-float16"} <= cells

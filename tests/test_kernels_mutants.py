@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from tokenlaw.kernels import capabilities
-from tokenlaw.kernels.backend import plan_rows
 from tokenlaw.kernels.mutants import KERNEL_MUTANTS
 from tokenlaw.properties.case import Case
+from tokenlaw.properties.plan import plan
 from tokenlaw.properties.catalogue import CONTRACTS
 
 pytestmark = pytest.mark.skipif(not capabilities.interpreting(), reason="these tests run the CPU interpreter")
@@ -89,7 +89,7 @@ def test_search_finds_a_kill(mutant, registry):
     from tokenlaw.fuzz.engine import run_cell
 
     for op in mutant.operators:
-        rows = [r for r in plan_rows(registry, operators=[op]) if r.declared == "claims" and r.cells]
+        rows = [r for r in plan(registry, operators=[op], backend="triton") if r.declared == "claims" and r.cells]
         with mutant.patch():
             killed = [r.contract for r in rows
                       if run_cell(registry[op], CONTRACTS[r.contract], torch.float32, examples=30,

@@ -11,7 +11,6 @@ import torch
 
 from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.kernels import capabilities, implementation
-from tokenlaw.kernels.backend import KERNEL_CLAIMS, plan_rows
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
@@ -20,22 +19,36 @@ from tokenlaw.properties.plan import plan
 pytestmark = pytest.mark.skipif(not capabilities.interpreting(), reason="these tests run the CPU interpreter")
 
 
+IMPLEMENTATION_LAWS = {n for n, c in CONTRACTS.items() if c.implementation}
+
+
+def test_the_triton_backend_is_a_plug_in_found_through_its_entry_point():
+    from tokenlaw.kernels.backend import TRITON
+    from tokenlaw.properties import backends
+
+    assert "triton" in backends.names() and backends.get("triton") is TRITON
+    assert IMPLEMENTATION_LAWS == {"eager_agreement", "nan_padding", "determinism", "gradient_agreement"}
+
+
 def test_plan_covers_exactly_the_kernel_operators(registry):
     rows = plan(registry, backend="triton")
     assert {r.operator for r in rows} == {op.name for op in registry if op.kernel} == {"oattention", "sm_fir",
                                                                                         "pn_fir_tau"}
+    assert rows.left_out["sdpa"] == "operator 'sdpa' declares no kernel"    # the others are left out, with why
     for op in ("oattention", "sm_fir", "pn_fir_tau"):
         judged = {r.contract for r in rows if r.operator == op and r.cells}
-        assert set(KERNEL_CLAIMS) <= judged and "zero_transcendental" in judged
+        assert IMPLEMENTATION_LAWS <= judged and "zero_transcendental" in judged
+        assert set(registry[op].implementation_claims) <= judged
     assert all(c.backend == "triton" and c.dtype != "float64" for r in rows for c in r.cells)
 
 
 def test_contracts_not_judged_on_the_kernel_are_listed_with_a_reason(registry):
-    skipped = {(r.operator, r.contract): r.reason for r in plan_rows(registry) if not r.cells}
+    rows = plan(registry, backend="triton")
+    skipped = {(r.operator, r.contract): r.reason for r in rows if not r.cells}
     assert ("sm_fir", "silence") in skipped and ("oattention", "gradcheck") in skipped
-    assert all(reason.startswith("not judged on the kernel") for reason in skipped.values())
-    judged = {(r.operator, r.contract) for r in plan_rows(registry) if r.cells}
-    assert ("pn_fir_tau", "silence") in judged          # through tau (kernel_laws.kernel_silence)
+    assert all(reason.startswith("not judged on the triton backend") for reason in skipped.values())
+    judged = {(r.operator, r.contract) for r in rows if r.cells}
+    assert ("pn_fir_tau", "silence") in judged          # through tau (score_laws.silence_through_tau)
     assert {("sm_fir", "simplex"), ("pn_fir_tau", "sub_simplex"), ("pn_fir_tau", "tau_covariance")} <= judged
 
 

@@ -1,15 +1,19 @@
-"""Contracts about kernels themselves, judged on the kernel backend (``Case(backend="triton")``).
+"""Implementation laws: what every backend other than the reference owes the operators it implements.
+
+``@contract(implementation=...)`` laws are claimed by every non-reference
+backend (``tokenlaw check --backend NAME``: tokenlaw's Triton kernels, or a
+third party's) for every operator it implements:
 
 * ``eager_agreement`` -- the differential check against the float64 eager reference;
 * ``nan_padding``     -- inputs placed inside larger NaN-filled buffers give bit-identical outputs;
 * ``determinism``     -- reruns are bit-identical;
-* ``null_key_immunity`` -- a token with a null carrier is inert however large its key.
-
-Gradient laws, judged through whichever backend the case names (eager
-autograd, or the fused backward kernels), so one statement covers both:
-
 * ``gradient_agreement`` -- gradients w.r.t. the tokens, every weight and tau
-  match the float64 eager gradients within the predicted rounding error;
+  match the float64 eager gradients within the predicted rounding error.
+
+The others are claimed per operator (``implementation_claims=`` of its
+declaration), because the math has them only there:
+
+* ``null_key_immunity`` -- a token with a null carrier is inert however large its key;
 * ``null_carrier_gradient`` -- a token with a null carrier gets exactly 0
   gradient in its tokens and its carrier, however large its key;
 * ``masked_gradient`` -- a source gets exactly 0 gradient from the outputs of
@@ -18,8 +22,9 @@ autograd, or the fused backward kernels), so one statement covers both:
 * ``silent_gradient`` -- a silent row (no score above tau) has exactly 0
   gradient w.r.t. every input.
 
-They use the contract catalogue's marker so reports and the CLI treat them
-like every other law; ``kernels/backend.py`` decides which operators claim them.
+Every law runs the implementation through the case's backend (``Case.run``,
+``Case.call``, ``Backend.run_placed``): the gradient laws judge its backward
+(eager autograd, or a backend's fused backward kernels).
 """
 from __future__ import annotations
 
@@ -29,7 +34,6 @@ import torch
 
 from tokenlaw.operators import projections
 from tokenlaw.operators.fir import fir
-from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import cast, dtype_name
@@ -39,7 +43,7 @@ from tokenlaw.properties.judging import exact_zero, worst
 from tokenlaw.properties.tolerance import K, PROBE, UNIT_ROUNDOFF
 from tokenlaw.properties.tolerance import differential as compare_differential
 
-_KERNEL_DTYPES = ("float32", "float16", "bfloat16")
+_LOW = ("float32", "float16", "bfloat16")     # the dtypes an implementation is judged in (float64 is the reference)
 
 
 def _eager(case, x, mask, dtype, **overrides):
@@ -71,31 +75,20 @@ def agreement(case, kernel_out, reference, what) -> V.Verdict:
                                 f"(eager {dtype_name(case.dtype)} error {eager_err:.3g}, |ref| <= {scale:.3g})")
 
 
-@contract(exact=False, dtypes=_KERNEL_DTYPES)
+@contract(exact=False, dtypes=_LOW,
+          implementation="the implementation evaluates the operator's formula; with fp32 accumulation it stays "
+                         "within the eager operator's own rounding error in the same dtype")
 def eager_agreement(case):
     """The kernel's output equals the float64 eager reference within the eager operator's own error in that dtype."""
     return agreement(case, case.run(case.x, case.mask), lambda dt: _eager(case, case.x, case.mask, dt),
                      "differential check")
 
 
-def core_call(case, dtype, place=lambda t: t):
-    """Run the operator's kernel op directly on projected heads, each input passed through ``place``."""
-    from . import ops
-
-    p = cast(case.params, dtype)
-    x = case.x.to(dtype)
-    q, k, v = projections.project_qkv(TORCH, x, wq=p["wq"], bq=p["bq"], wk=p["wk"], bk=p["bk"],
-                                      wv=p["wv"], bv=p["bv"], heads=p["heads"])
+def placed_call(case, place=lambda t: t):
+    """The case's backend on the case's input in its dtype, every buffer it reads passed through ``place``."""
     with torch.no_grad():
-        if case.op.kernel == "oattention_fwd":
-            pres = presence(TORCH, x, tau=p["tau"])[..., 0].float()
-            mask = None if case.mask is None else case.mask.to(dtype)
-            return ops.oattention_fwd(place(q), place(k), place(v), place(pres),
-                                      None if mask is None else place(mask), float(p["eps_den"]), False)
-        if case.op.kernel == "sm_fir_fwd":
-            return ops.sm_fir_fwd(place(q), place(k), place(v))
-        tau = torch.tensor(float(p["tau"]), dtype=torch.float32)
-        return ops.pn_fir_tau_fwd(place(q), place(k), place(v), tau)
+        return case.implementation.run_placed(case.op, case.x.to(case.dtype), place,
+                                              **case.arguments(case.mask, case.dtype))
 
 
 def nan_buffer(t: torch.Tensor, pad: int = 3) -> torch.Tensor:
@@ -116,15 +109,16 @@ def _same_bits(a, b, what) -> V.Verdict:
     return V.violated(d, 0.0, f"{what}: outputs differ (max |diff| = {d:.3g}, NaNs: {int(nan.sum())})")
 
 
-@contract(exact=True, dtypes=_KERNEL_DTYPES)
+@contract(exact=True, dtypes=_LOW, implementation="every load is masked to the tensor's extent; strides are honoured")
 def nan_padding(case):
     """Placing every kernel input inside a larger NaN-filled buffer leaves the output bit-identical."""
-    plain = core_call(case, case.dtype)
-    padded = core_call(case, case.dtype, place=nan_buffer)
+    plain = placed_call(case)
+    padded = placed_call(case, place=nan_buffer)
     return _same_bits(plain, padded, "inputs embedded in NaN buffers (3 NaN slots around every axis)")
 
 
-@contract(exact=True, dtypes=_KERNEL_DTYPES)
+@contract(exact=True, dtypes=_LOW,
+          implementation="a fixed reduction order and no atomics: reruns are bit-identical")
 def determinism(case):
     """Rerunning the kernel on the same inputs gives bit-identical outputs."""
     first = case.run(case.x, case.mask)
@@ -198,13 +192,15 @@ def _affine(grads: dict) -> dict:
 
 
 def _eager_probe_only(op, dtype, backend):
-    if backend == "eager" and dtype == "float32":
+    if backend.reference and dtype == "float32":
         return ("eager float32 gradients are the error probe the bound is predicted from; "
                 "the float32 cell is judged for kernel backends")
     return None
 
 
-@contract(exact=False, dtypes=_KERNEL_DTYPES, skip=_eager_probe_only)
+@contract(exact=False, dtypes=_LOW, skip=_eager_probe_only, evaluated="autograd",
+          implementation="the backward evaluates the operator's derivative (a fused backward from saved row "
+                         "statistics, with fp32 accumulation)")
 def gradient_agreement(case):
     """Gradients in dtype D w.r.t. the tokens, weights and tau match the float64 eager gradients within D's predicted error."""
     # Each projection's [W; b] is judged as one tensor (_affine).
@@ -216,7 +212,7 @@ def gradient_agreement(case):
     # probe of the tolerance model (tolerance.PROBE: bfloat16).  Luck matters
     # most for the 0-d tau gradient, a signed sum over every score of the
     # case, whose float32 error can cancel to far below its terms' rounding.
-    reference = dataclasses.replace(case, backend="eager", _cache={})
+    reference = case.on_reference()
     got = _affine(gradients(case, case.dtype))
     exact = _affine(gradients(reference, torch.float64))
     second = _OTHER_HALF.get(case.dtype, PROBE[torch.float32])
@@ -230,7 +226,7 @@ def gradient_agreement(case):
     # the eager gradient leaves D's range there, the example says nothing (inconclusive).
     # (On the eager backend the implementation *is* the reference: no calibration, so its D
     # gradients are always judged against the prediction.)
-    eager_d = None if case.backend == reference.backend else _affine(gradients(reference, case.dtype))
+    eager_d = None if case.implementation.reference else _affine(gradients(reference, case.dtype))
     verdicts, inconclusive = [], []
     for name in got:
         tensors = {dt: p[name] for dt, p in probes.items()}
@@ -265,7 +261,7 @@ def gradient_agreement(case):
     return verdict
 
 
-@contract(exact=True, requires={"presence"}, dtypes=_KERNEL_DTYPES)
+@contract(exact=True, requires={"presence"}, dtypes=_LOW, evaluated="autograd")
 def null_carrier_gradient(case):
     """A token whose carrier is null gets exactly zero gradient in its token and its carrier, however large its key."""
     k = case.pos % case.n
@@ -280,7 +276,7 @@ def null_carrier_gradient(case):
                  exact_zero(g["carrier"][:, k], f"gradient at token {k}'s null carrier"))
 
 
-@contract(exact=True, requires={"masked"}, dtypes=_KERNEL_DTYPES)
+@contract(exact=True, requires={"masked"}, dtypes=_LOW, evaluated="autograd")
 def masked_gradient(case):
     """A source gets exactly zero gradient from the outputs of the receivers it is masked from."""
     j = case.pos % case.n
@@ -293,7 +289,7 @@ def masked_gradient(case):
     return exact_zero(g["x"][:, j], f"gradient at source {j} from the {case.n - 1} receivers masked from it")
 
 
-@contract(exact=True, requires={"causal"}, dtypes=_KERNEL_DTYPES)
+@contract(exact=True, requires={"causal"}, dtypes=_LOW, evaluated="autograd")
 def gradient_causality(case):
     """out_t has exactly zero gradient with respect to every token after t."""
     if case.n < 2:
@@ -314,7 +310,7 @@ def _fir_scores(case, dtype):
     return s.masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf"))
 
 
-@contract(exact=True, requires={"causal"}, dtypes=_KERNEL_DTYPES)
+@contract(exact=True, requires={"causal"}, dtypes=_LOW, evaluated="autograd")
 def silent_gradient(case):
     """A silent row (no score above tau in any head) has exactly zero gradient with respect to every input."""
     if "tau" not in case.params:
@@ -345,95 +341,3 @@ def silent_gradient(case):
     rows = f"{int(silent.sum())} silent of {silent.numel()} rows"
     return worst(*(exact_zero(t, f"gradient w.r.t. {name} of the outputs of {rows} (tau = {tau:.3g})")
                    for name, t in g.items()))
-
-
-def kernel_transcendentals(case) -> V.Verdict:
-    """zero_transcendental on the kernel backend: trace the interpreter, or read the kernel's source."""
-    from . import ops  # noqa: F401  (registers the kernels)
-    from .capabilities import interpreting
-    from .inspection import trace_transcendentals, transcendental_names
-    from .layers import KERNELS
-
-    kernel = KERNELS[case.op.kernel]
-    static = dict(transcendental_names(kernel))
-    if not interpreting():
-        n = sum(static.values())
-        return V.judge(n, 0, f"{case.op.kernel} source names: {static or 'no transcendental'} "
-                             "(compiled run: read from the kernel and its jit helpers)")
-    with trace_transcendentals() as calls:
-        case.run(case.x, case.mask, dtype=torch.float32)
-    n = sum(calls.values())
-    return V.judge(n, 0, f"interpreter evaluated {dict(calls) or 'no transcendental'} in {case.op.kernel}; "
-                         f"its source names {static or 'none'}")
-
-
-def kernel_silence(case) -> V.Verdict:
-    """silence on the kernel backend: with tau above every score, the output is exactly 0.
-
-    The kernel takes no scores, so the premise "all S - tau <= 0" is met by
-    raising tau above the largest FIR score of the case (computed in float64)
-    by a margin of 10% plus 0.1, far more than any dtype's score rounding.
-    """
-    from tokenlaw.operators.fir import fir
-
-    if "tau" not in case.params:
-        return V.Verdict(V.NOT_RUNNABLE, detail="the operator has no threshold tau to silence its rows on the kernel",
-                         tier="kernel")
-    p = case.params
-    q, k, _ = projections.project_qkv(TORCH, case.x, wq=p["wq"], bq=p["bq"], wk=p["wk"], bk=p["bk"],
-                                      wv=p["wv"], bv=p["bv"], heads=p["heads"])
-    top = float(projections.scores(TORCH, q, fir(TORCH, k)).abs().max())
-    tau = 1.1 * top + 0.1
-    out = case.run(case.x, case.mask, tau=tau)
-    return exact_zero(out, f"kernel output with tau = {tau:.3g} above every score (|S| <= {top:.3g})")
-
-
-def _register_if_imported_first():
-    # Imported before the catalogue, this module triggers the catalogue's
-    # collection while only half-initialised, so its laws were missed; add
-    # them now that they exist (a no-op when the catalogue came first).
-    from tokenlaw.properties import catalogue
-
-    if not hasattr(catalogue, "CONTRACTS"):    # the catalogue is collecting us right now
-        return
-    for name, law in catalogue.collect_contracts((__name__,)).items():
-        catalogue.CONTRACTS.setdefault(name, law)
-
-
-_register_if_imported_first()
-
-
-def kernel_weights(case, s, dtype, **params):
-    """The weights W(S) the operator's *kernel* applies to scores ``s`` (batch, n, n).
-
-    The kernels take q, k, v, not scores, so the inputs are built to make the
-    output equal W: one head of width n, values v = I, keys k = F^-1 (F the
-    causal FIR as an n x n lower-triangular Toeplitz matrix, invertible since
-    w_0 > 0, and well conditioned since the taps decrease), so the smoothed
-    keys are I and q = sqrt(n) S gives scores S.  float64 (and bf16 under the
-    interpreter) are evaluated by the eager weights, as ``layers.implementation`` does.
-    """
-    from tokenlaw.operators.fir import TAPS
-    from tokenlaw.properties.score_laws import visibility
-
-    from . import ops
-    from .capabilities import interpreting
-
-    if dtype == torch.float64 or (dtype == torch.bfloat16 and interpreting()):
-        m = visibility(case)
-        with torch.no_grad():
-            return case.op.weights(TORCH, s.to(dtype), None if m is None else m.to(dtype), **params)
-    b, n, _ = s.shape
-    fir_matrix = sum(w * torch.diag(torch.ones(n - t, dtype=torch.float64), -t) for t, w in enumerate(TAPS) if t < n)
-    keys = torch.linalg.solve_triangular(fir_matrix, torch.eye(n, dtype=torch.float64), upper=False)
-    q = (s * n ** 0.5)[:, None].to(dtype)
-    k = keys.expand(b, 1, n, n).to(dtype)
-    v = torch.eye(n, dtype=torch.float64).expand(b, 1, n, n).to(dtype)
-    with torch.no_grad():
-        if case.op.kernel == "sm_fir_fwd":
-            out = ops.sm_fir_fwd(q, k, v)
-        elif case.op.kernel == "pn_fir_tau_fwd":
-            out = ops.pn_fir_tau_fwd(q, k, v, torch.tensor(float(params["tau"]), dtype=torch.float32))
-        else:
-            raise ValueError(f"{case.op.kernel} has no row normaliser to expose")
-    return out[:, 0]
