@@ -174,26 +174,27 @@ def _tokenlaw(venv, *args, cwd, env=None):
 
 
 def _triton_rows(venv, cwd) -> dict:
-    """{contract: judged?} the installed tokenlaw plans for its own Triton kernel on OAttention."""
+    """{(operator, contract): judged?} the installed tokenlaw plans for its own Triton kernels."""
     code = ("import json; from tokenlaw.operators.registry import default_registry; "
             "from tokenlaw.properties.plan import plan; "
-            "print(json.dumps({r.contract: bool(r.cells) for r in "
-            "plan(default_registry(), operators=['oattention'], backend='triton')}))")
+            f"print(json.dumps([[r.operator, r.contract, bool(r.cells)] for r in "
+            f"plan(default_registry(), operators={list(IMPLEMENTED)!r}, backend='triton')]))")
     out = subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd=cwd, capture_output=True, text=True,
                          check=True, env=_clean_env(TRITON_INTERPRET="1"))
-    return json.loads(out.stdout)
+    return {(o, c): judged for o, c, judged in json.loads(out.stdout)}
 
 
-@pytest.mark.slow   # two wheel builds, a venv and two smoke runs of every OAttention row: minutes on 2 cores
+@pytest.mark.slow   # two wheel builds, a venv and smoke runs of every row of both operators: ~1 min on 2 cores
 def test_example_backend_from_a_fresh_venv(venv, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    ok = _tokenlaw(venv, "check", "--backend", "example", "--operator", "oattention", "--profile", "smoke",
-                   "--out", "good", "--progress", "off", cwd=run)
+    ok = _tokenlaw(venv, "check", "--backend", "example", "--operator", "oattention", "--operator", "pn_fir_tau",
+                   "--profile", "smoke", "--out", "good", "--progress", "off", cwd=run)
     assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
     good = json.loads((run / "good" / "conformance-example.json").read_text())
-    rows = {r["contract"]: r for r in good["rows"]}
-    assert {c: bool(r["cells"]) for c, r in rows.items()} == _triton_rows(venv, run)
+    rows = {(r["operator"], r["contract"]): r for r in good["rows"]}
+    # every row tokenlaw's own kernels of these operators get, judged alike
+    assert {k: bool(r["cells"]) for k, r in rows.items()} == _triton_rows(venv, run)
     for name, r in rows.items():
         if r["cells"]:
             assert r["outcome"] not in V.FAILING, (name, r["outcome"])
