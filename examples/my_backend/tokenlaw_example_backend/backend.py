@@ -2,8 +2,9 @@
 
 * ``example``       -- OAttention as a chunked online softmax (``oattention.py``) and pn_fir_tau as an
                        online power normalisation (``pn_fir_tau.py``), key blocks of 4, fp32 accumulation;
-* ``example_wrong`` -- the same OAttention with one realistic bug: presence gates the values only, so a
-                       null source's exp(s_ij) stays in the softmax denominator.  tokenlaw must reject it.
+* ``example_wrong`` -- the same OAttention with one realistic bug: presence gates the values only, so the
+                       denominator sums exp(s_ij) unweighted -- a null source's mass stays in it.
+                       tokenlaw must reject it.
 """
 from __future__ import annotations
 

@@ -17,8 +17,9 @@ accumulated in float32 (float64 for float64 inputs).
 
 ``values_only_gate=True`` is the deliberate bug of the ``example_wrong``
 backend: presence gates the *values* (numerator p_j v_j) but the denominator
-and the running maximum are the plain softmax's, so a null source still adds
-exp(s_ij) to the denominator -- exactly the SDPA defect OAttention removes.
+and the running maximum are the plain softmax's, sum_j m_ij exp(s_ij): a null
+source still adds its full exp(s_ij) there (the SDPA defect OAttention
+removes), and every partly present source counts as fully present.
 """
 from __future__ import annotations
 
