@@ -33,6 +33,7 @@ from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.operators.registry import default_registry
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import plan
 
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_SRC = ROOT / "examples" / "my_backend"
 sys.path.insert(0, str(EXAMPLE_SRC))        # the example package, importable without installing it
 from tokenlaw_example_backend.backend import ExampleBackend, WrongExampleBackend  # noqa: E402
+from tokenlaw_example_backend.common import CountTranscendentals  # noqa: E402
 
 sys.path.remove(str(EXAMPLE_SRC))
 
@@ -125,6 +127,19 @@ def test_wrong_example_backend_passes_the_laws_its_bug_does_not_touch():
         v = run_cell(op, CONTRACTS["null_receiver"], torch.float32, examples=6, seed=0, backend="example_wrong",
                      replay_dir=None)
     assert v.status == V.HOLDS, v.detail
+
+
+def test_transcendentals_are_measured_not_declared():
+    """The example counts the exp/log calls torch evaluates: OAttention's softmax has some, pn_fir_tau none."""
+    reg, b = default_registry(), ExampleBackend()
+    oa = b.transcendentals(reg["oattention"], Case(op=reg["oattention"], dtype=torch.float32, n=5))
+    pn = b.transcendentals(reg["pn_fir_tau"], Case(op=reg["pn_fir_tau"], dtype=torch.float32, n=5))
+    assert oa.get("exp", 0) > 0 and oa.get("log", 0) > 0, oa
+    assert pn == {}, pn
+    t = torch.rand(3)
+    with CountTranscendentals() as counter:      # the counter itself: functions and methods, not x ** 2
+        torch.exp(t), t.log(), t ** 2, t * t, torch.pow(t, 0.5)
+    assert counter.calls == {"exp": 1, "log": 1, "pow": 1}, counter.calls
 
 
 # -- slow: a user's fresh virtual environment, tokenlaw from its wheel ------------------------------------------
