@@ -64,6 +64,10 @@ def oattention_layer(x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, 
 def _online(q, k, v, p, vis, eps_den, block, values_only_gate):
     """sum_j w_ij v_j / (eps_den + sum_j w_ij), w_ij = m_ij p_j exp(s_ij), one key block at a time."""
     b, heads, n, dh = q.shape
+    # Dense row-major copies: the matmuls' reduction order (hence every bit) must not depend on how the
+    # caller laid its tensors out in memory (tokenlaw's nan_padding law: the same values in NaN-filled
+    # strided buffers give bit-identical outputs; strided BLAS paths sum in another order).
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     log_eps = torch.log(torch.tensor(float(eps_den), dtype=torch.float64)).to(q.dtype)
     top = log_eps.expand(b, heads, n, 1)              # running max of the active exponents
     mass = q.new_zeros(b, heads, n, 1)                # running denominator (without eps_den)
