@@ -66,7 +66,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def _registry(args):
-    from tokenlaw.operators.registry import collect, default_registry
+    from tokenlaw.properties.catalogue import collect, default_registry
 
     modules = getattr(args, "operators_module", None)
     if not modules:

@@ -104,7 +104,7 @@ def cmd_merge(args) -> int:
 
 
 def cmd_mutate(args) -> int:
-    from tokenlaw.operators.registry import default_registry
+    from tokenlaw.properties.catalogue import default_registry
 
     from tokenlaw.app.progress import Progress
 

@@ -59,7 +59,7 @@ class DeclaredCells(pytest.Collector):
     """The rows of the operators declared in the --tokenlaw modules."""
 
     def collect(self):
-        from tokenlaw.operators.registry import collect
+        from tokenlaw.properties.catalogue import collect
         from tokenlaw.properties.plan import plan, validate_dtypes
 
         modules = self.config.getoption("tokenlaw")

@@ -231,7 +231,8 @@ def _load(path: Path):
 
 def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, folder=None, registry=None) -> Path:
     """Write ``folder/NAME.py`` and check it collects; returns the path."""
-    from tokenlaw.operators.registry import TRAITS, collect, default_registry
+    from tokenlaw.operators.registry import TRAITS
+    from tokenlaw.properties.catalogue import collect, default_registry
     from tokenlaw.properties.catalogue import CONTRACTS
 
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", name or "") or keyword.iskeyword(name):

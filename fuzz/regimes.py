@@ -7,7 +7,7 @@ on (``@contract(regimes=...)``); :func:`tokenlaw.fuzz.engine.run_cell`
 counts the visits of every example and a cell that never visited a regime
 its contract depends on says so in its verdict.
 
->>> from tokenlaw.operators.registry import default_registry
+>>> from tokenlaw.properties.catalogue import default_registry
 >>> sorted(applicable(default_registry()["oattention"], ("scores_low", "long_row", "tau_far")))
 ['long_row', 'scores_low', 'tau_far']
 """

@@ -106,7 +106,7 @@ class Replayed:
 
 def replay(rid: str, directory=DEFAULT_DIR, *, registry=None) -> Replayed:
     """Rebuild the stored case, judge its contract again and compare the evidence."""
-    from tokenlaw.operators.registry import default_registry
+    from tokenlaw.properties.catalogue import default_registry
     from tokenlaw.properties.catalogue import CONTRACTS
 
     from .engine import judge_safely

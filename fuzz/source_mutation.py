@@ -12,7 +12,7 @@ operators that call it.  :func:`mutated_registry` collects the operators
 declared in the mutated modules and returns a *new* registry in which
 they replace their namesakes; the registry it was given is not touched.
 
->>> from tokenlaw.operators.registry import default_registry
+>>> from tokenlaw.properties.catalogue import default_registry
 >>> reg = default_registry()
 >>> mod = mutated_module("tokenlaw.operators.presence", [("tau + sq", "tau + sq + tau")])
 >>> bad = mutated_registry(reg, mod)
@@ -26,7 +26,8 @@ import importlib.util
 import types
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.registry import Registry, collect
+from tokenlaw.operators.registry import Registry
+from tokenlaw.properties.catalogue import collect
 
 
 def _source(name: str) -> tuple[str, str]:

@@ -122,7 +122,7 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
           backend: str = backends.EAGER.name):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
-    >>> from tokenlaw.operators.registry import default_registry
+    >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
     """
     if dtype not in (torch.float64, torch.float32, torch.float16, torch.bfloat16):

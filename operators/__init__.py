@@ -1,11 +1,13 @@
 """Operator declarations: one operator (or small family) per module.
 
-``collect()`` walks this package (and installed plug-ins) and returns the
-registry; :func:`declare` marks an operator function.
+``collect(contracts=...)`` walks this package (and installed plug-ins) and
+returns the registry (``tokenlaw.properties.catalogue.collect`` and
+``default_registry`` pass the contract catalogue); :func:`declare` marks an
+operator function.
 """
 from .errors import DeclarationError, InvalidArgument
-from .registry import Domain, OperatorSpec, Registry, collect, declare, default_registry
+from .registry import Domain, OperatorSpec, Registry, collect, declare
 from .xp import TORCH
 
 __all__ = ["DeclarationError", "InvalidArgument", "Domain", "OperatorSpec", "Registry",
-           "collect", "declare", "default_registry", "TORCH"]
+           "collect", "declare", "TORCH"]

@@ -2,8 +2,10 @@
 
 ``@declare(...)`` only attaches an :class:`OperatorSpec` to the function it
 decorates.  :func:`collect` imports the given modules, picks up every marked
-function, validates each declaration against the contract catalogue and
-returns a fresh :class:`Registry`.  Import order never matters and a test can
+function, validates each declaration against the contract catalogue it is
+given and returns a fresh :class:`Registry`
+(``tokenlaw.properties.catalogue.collect`` / ``default_registry`` pass the
+catalogue).  Import order never matters and a test can
 build its own registry from a scratch module.
 
 Example::
@@ -331,15 +333,14 @@ def _iter_modules(targets):
                     yield importlib.import_module(info.name)
 
 
-def collect(*targets, contracts: Mapping[str, Any] | None = None) -> Registry:
-    """Build a registry from modules or packages (names or module objects).
+def collect(*targets, contracts: Mapping[str, Any]) -> Registry:
+    """Build a registry from modules or packages (names or module objects), validated against ``contracts``
+    (name -> contract with ``requires`` and ``needs``: the catalogue, which lives a layer above; callers use
+    ``tokenlaw.properties.catalogue.collect``, which passes it).
 
     With no target: tokenlaw's own ``tokenlaw.operators`` package plus any
     package registered under the ``tokenlaw.operators`` entry-point group.
     """
-    from tokenlaw.properties.catalogue import CONTRACTS
-
-    contracts = CONTRACTS if contracts is None else contracts
     if not targets:
         targets = ("tokenlaw.operators", *_entry_point_modules())
     specs, seen = [], {}
@@ -360,14 +361,3 @@ def _entry_point_modules():
     from importlib.metadata import entry_points
 
     return [ep.value for ep in entry_points(group="tokenlaw.operators")]
-
-
-def default_registry() -> Registry:
-    """The registry of tokenlaw's own operators and installed plug-ins (cached)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = collect()
-    return _DEFAULT
-
-
-_DEFAULT = None

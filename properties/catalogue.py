@@ -27,9 +27,12 @@ tables of each tier:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import inspect
 from typing import Any, Callable
+
+from tokenlaw.operators import registry
 
 MARK = "__tokenlaw_contract__"
 ALL_DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -137,3 +140,15 @@ def collect_contracts(modules=MODULES) -> dict[str, Contract]:
 
 
 CONTRACTS = collect_contracts()
+
+
+def collect(*targets):
+    """``tokenlaw.operators.registry.collect`` validated against this catalogue: the registry of the operators
+    declared in ``targets`` (modules, packages or their names; none: tokenlaw's own and installed plug-ins)."""
+    return registry.collect(*targets, contracts=CONTRACTS)
+
+
+@functools.cache
+def default_registry() -> registry.Registry:
+    """The registry of tokenlaw's own operators and installed plug-ins (collected once)."""
+    return collect()

@@ -119,7 +119,7 @@ def _declared(op, backend) -> list[tuple]:
     return rows
 
 
-def plan(registry, *, operators=None, contracts=None, dtypes=None, backend="eager") -> Plan:
+def plan(registry, *, operators=None, contracts=None, dtypes=None, backend=backends.EAGER.name) -> Plan:
     """Every (operator, contract) row of a run on ``backend`` (a name), filtered; one cell per dtype.
 
     The rows of an operator are its declared contracts and the universal

@@ -6,6 +6,6 @@ import pytest
 
 @pytest.fixture(scope="session")
 def registry():
-    from tokenlaw.operators.registry import collect
+    from tokenlaw.properties.catalogue import collect
 
     return collect()

@@ -17,7 +17,7 @@ import torch
 
 from tokenlaw.operators import InvalidArgument
 from tokenlaw.operators.arguments import error_inputs
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.operators.xp import TORCH
 
 REGISTRY = default_registry()

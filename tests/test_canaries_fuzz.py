@@ -16,7 +16,7 @@ import pytest
 
 from tokenlaw.fuzz.campaign import run_rows
 from tokenlaw.fuzz.engine import PROFILES
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import plan
 

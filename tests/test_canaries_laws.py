@@ -20,7 +20,7 @@ import sys
 import pytest
 import torch
 
-from tokenlaw.operators.registry import collect
+from tokenlaw.properties.catalogue import collect
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 

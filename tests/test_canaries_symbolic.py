@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.operators.registry import collect
+from tokenlaw.properties.catalogue import collect
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.symbolic.prover import prove_cell

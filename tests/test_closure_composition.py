@@ -12,7 +12,7 @@ from tokenlaw.operators.ffn import offn
 from tokenlaw.operators.norms import onorm
 from tokenlaw.operators.oattention import oattention
 from tokenlaw.operators.ordered_xp import ORDERED
-from tokenlaw.operators.registry import collect
+from tokenlaw.properties.catalogue import collect
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.statement import insert_null

@@ -9,7 +9,7 @@ from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
 from tokenlaw.fuzz.engine import PROFILES
 from tokenlaw.reports.merge import merge
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.plan import plan
 from tokenlaw.app.cli import main
 

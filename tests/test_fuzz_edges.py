@@ -6,7 +6,7 @@ import torch
 
 from tokenlaw.fuzz.strategies import tiny_magnitudes
 from tokenlaw.operators import projections
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties.case import DTYPES, Case
 from tokenlaw.properties.catalogue import CONTRACTS

@@ -9,7 +9,7 @@ import pytest
 from tokenlaw.fuzz.mutants import EAGER_MUTANTS, Mutant, catalogue
 from tokenlaw.fuzz.mutation import run_mutant, run_mutants
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 
 REG = default_registry()
 # one cheap mutant per family; the whole catalogue is the slow test below

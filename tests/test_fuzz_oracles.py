@@ -10,7 +10,7 @@ from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.fuzz.regimes import REGIMES, applicable
 from tokenlaw.fuzz.strategies import cases, score_offsets
 from tokenlaw.operators.references import spec_presence, spec_taps
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS

@@ -12,7 +12,7 @@ import torch
 from tokenlaw.fuzz.database import KEY_PREFIX, open_database
 from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.catalogue import CONTRACTS
 
 REDIS = shutil.which("redis-server")

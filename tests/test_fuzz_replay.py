@@ -7,7 +7,7 @@ import torch
 
 from tokenlaw.fuzz import replay as R
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.app.cli import main
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 
 from tokenlaw.fuzz.strategies import LONG_LENGTHS, cases, magnitudes, tiny_magnitudes
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 
 REG = default_registry()
 CFG = settings(max_examples=400, database=None, suppress_health_check=list(HealthCheck),

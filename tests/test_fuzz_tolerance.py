@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import plan

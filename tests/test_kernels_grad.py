@@ -1,6 +1,6 @@
 """The fused backward kernels: gradient contracts on both backends, and nothing N x N saved for backward.
 
-The gradient contracts (``kernels/kernel_laws.py``) run autograd through the
+The gradient contracts (``properties/implementation_laws.py``) run autograd through the
 case's backend, so one statement is judged on the eager operator and on the
 kernels alike.  Shapes cross tile edges: the interpreter's tiles are 8 x 8,
 so n = 20 spans three query and three key tiles, and the FIR halo (6 rows

@@ -4,7 +4,7 @@ The fast tests judge one hand-picked example per mutant (the kind of input
 the search finds: a sequence crossing the tile edge for the halo and skip
 bugs); the slow test lets the fuzz engine search for the kill from scratch.
 Backward mutants leave the forward clean and are killed by the gradient
-contracts (``kernel_laws.gradient_agreement`` and the exact-zero ones).
+contracts (``implementation_laws.gradient_agreement`` and the exact-zero ones).
 Each fast test also checks the clean kernel passes the same example, so a
 kill is the mutant's doing.
 """

@@ -5,7 +5,8 @@ import math
 
 import torch
 
-from tokenlaw.operators import TORCH, default_registry
+from tokenlaw.operators import TORCH
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.operators.fir import TAPS, fir
 from tokenlaw.operators.modules import FIRAttention, Host, OAttention, SDPAttention
 from tokenlaw.operators.oattention import oattention, oattention_direct, oattention_params

@@ -8,7 +8,8 @@ import types
 import pytest
 
 from tokenlaw.operators.errors import DeclarationError
-from tokenlaw.operators.registry import Domain, Interval, collect, declare
+from tokenlaw.operators.registry import Domain, Interval, declare
+from tokenlaw.properties.catalogue import collect
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import plan
 
@@ -71,6 +72,12 @@ def test_scratch_operator_is_picked_up_with_no_other_file_touched():
     (dict(claims={"zero_absorption": ""}), "needs a one-line reason"),
     (dict(claims={"silence": "x"}), "needs traits"),
     (dict(claims={"zero_absorption": "x"}, traits={"token_local", "flying"}), "unknown traits"),
+    # implementation claims (laws every backend implementing the operator owes) are validated alike
+    (dict(claims={"zero_absorption": "x"}, implementation_claims={"no_such_law": "x"}),
+     "implementation_claims unknown contract 'no_such_law'"),
+    (dict(claims={"zero_absorption": "x"}, implementation_claims={"masked_gradient": "x"}), "needs traits"),
+    (dict(claims={"zero_absorption": "x"}, implementation_claims={"zero_absorption": "x"}),
+     "both declared and in implementation_claims"),
     # parameter domains (issue 11 point 3): declared once, checked against the drawn parameters
     (dict(claims={"zero_absorption": "x"}, domain=Domain(params=lambda g, d, dt=None: {"tau": 1.0},
                                                          positive=("tau", "eps_den"))),

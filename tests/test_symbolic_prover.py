@@ -9,7 +9,7 @@ import z3
 
 from tokenlaw.operators import oattention as oa_module
 from tokenlaw.operators import projections
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties import verdict as V
 from tokenlaw.symbolic.prover import prove_cell
 

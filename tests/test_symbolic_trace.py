@@ -15,7 +15,7 @@ import sympy
 import torch
 
 from tokenlaw.operators import normalisers
-from tokenlaw.operators.registry import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
 from tokenlaw.symbolic.inputs import draw_params

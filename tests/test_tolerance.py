@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tokenlaw.operators import default_registry
+from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.operators import oattention as oa_module
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.null_laws import null_source_insertion

@@ -81,7 +81,7 @@ def test_stub_fails_by_name_then_filled_reference_holds(userpkg, capsys):
 def test_like_copies_domain_traits_and_claims(userpkg, capsys):
     assert cli.main(["new", "myattn", "--like", "oattention", "--dir", str(userpkg), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["path"].endswith("myattn.py")
-    from tokenlaw.operators.registry import collect, default_registry
+    from tokenlaw.properties.catalogue import collect, default_registry
 
     spec = collect("userops")["myattn"]
     like = default_registry()["oattention"]

@@ -2,7 +2,8 @@
 import torch
 
 from tokenlaw.operators import projections
-from tokenlaw.operators.registry import Domain, Registry, collect, declare
+from tokenlaw.operators.registry import Domain, Registry, declare
+from tokenlaw.properties.catalogue import collect
 
 REASON = "torch.softmax evaluates exp even though no xp.exp call is traced"
 OPERATOR = "canary_softmax_zero_transcendental"
