@@ -30,11 +30,10 @@ import pytest
 import torch
 
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.operators.registry import default_registry
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
-from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.properties.catalogue import CONTRACTS, default_registry
 from tokenlaw.properties.plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,7 +199,7 @@ def _tokenlaw(venv, *args, cwd, env=None):
 
 def _triton_rows(venv, cwd) -> dict:
     """{(operator, contract): judged?} the installed tokenlaw plans for its own Triton kernels."""
-    code = ("import json; from tokenlaw.operators.registry import default_registry; "
+    code = ("import json; from tokenlaw.properties.catalogue import default_registry; "
             "from tokenlaw.properties.plan import plan; "
             f"print(json.dumps([[r.operator, r.contract, bool(r.cells)] for r in "
             f"plan(default_registry(), operators={list(IMPLEMENTED)!r}, backend='triton')]))")
