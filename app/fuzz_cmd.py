@@ -47,7 +47,7 @@ def register(sub):
 
 
 def cmd_replay(args) -> int:
-    from tokenlaw.app.cli import _registry
+    from tokenlaw.reports.runs import registry as load_registry
 
     from tokenlaw.fuzz.replay import load, replay, replay_dir
 
@@ -59,7 +59,7 @@ def cmd_replay(args) -> int:
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:   # json.JSONDecodeError is a ValueError
         raise InvalidArgument(f"id: {args.id!r} in {str(directory)!r} is not a readable replay artifact "
                               f"({type(err).__name__}: {str(err).splitlines()[0][:120]})") from None
-    registry = _registry(args)     # --operators: artifacts of operators declared outside tokenlaw
+    registry = load_registry(getattr(args, "operators_module", None))     # --operators: artifacts of operators declared outside tokenlaw
     if art.operator not in registry:
         raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
                               "pass the module that declares it: tokenlaw --operators MODULE replay ID")

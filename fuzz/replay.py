@@ -109,10 +109,7 @@ def replay(rid: str, directory=DEFAULT_DIR, *, registry=None, mutants=None) -> R
     mutants: the catalogue a stored mutant name is looked up in (default: the eager one; the app adds the
     kernel backend's).
     """
-    from tokenlaw.properties.catalogue import default_registry
-    from tokenlaw.properties.catalogue import CONTRACTS
-
-    from .engine import judge_safely
+    from tokenlaw.properties.catalogue import CONTRACTS, default_registry
 
     art = load(rid, directory)
     registry = default_registry() if registry is None else registry
@@ -124,7 +121,7 @@ def replay(rid: str, directory=DEFAULT_DIR, *, registry=None, mutants=None) -> R
         raise InvalidArgument(f"contract: {art.contract!r} (from {rid}) is not in the catalogue")
     case = Case.from_fields(op, art.case)
     with mutant.patch() if mutant is not None else contextlib.nullcontext():
-        v = judge_safely(CONTRACTS[art.contract], case)
+        v = CONTRACTS[art.contract].judge(case)
     same_inputs = _hex(case.x) == art.x and _hex(case.mask) == art.mask
     return Replayed(art, v, evidence(v) == art.verdict, same_inputs)
 

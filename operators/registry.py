@@ -28,6 +28,7 @@ import math
 import pkgutil
 import sys
 import types
+from importlib.metadata import entry_points
 from typing import Any, Callable, Iterable, Mapping
 
 import torch
@@ -334,11 +335,11 @@ def collect(*targets, contracts: Mapping[str, Any]) -> Registry:
     (name -> contract with ``requires`` and ``needs``: the catalogue, which lives a layer above; callers use
     ``tokenlaw.properties.catalogue.collect``, which passes it).
 
-    With no target: tokenlaw's own ``tokenlaw.operators`` package plus any
-    package registered under the ``tokenlaw.operators`` entry-point group.
+    ``tokenlaw.properties.catalogue.collect`` with no target collects tokenlaw's own operators plus every
+    package registered under the ``tokenlaw.operators`` entry-point group (:func:`entry_point_modules`).
     """
     if not targets:
-        targets = ("tokenlaw.operators", *_entry_point_modules())
+        raise DeclarationError("collect: name the modules or packages to collect operators from")
     specs, seen = [], {}
     for module in _iter_modules(targets):
         source = getattr(module, "__file__", None) or module.__name__
@@ -353,7 +354,6 @@ def collect(*targets, contracts: Mapping[str, Any]) -> Registry:
     return Registry(specs)
 
 
-def _entry_point_modules():
-    from importlib.metadata import entry_points
-
+def entry_point_modules() -> list[str]:
+    """The operator packages installed plug-ins register under the ``tokenlaw.operators`` entry-point group."""
     return [ep.value for ep in entry_points(group="tokenlaw.operators")]

@@ -38,6 +38,7 @@ def imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     tree = ast.parse(path.read_text(), str(path))
+    groups = {id(k.value) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg == "group"}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -52,7 +53,8 @@ def imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
             # `from pkg import mod` imports the submodule pkg.mod when it is one (then: that, not pkg)
             subs = [f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}", root)]
             out += [(node.lineno, s) for s in subs] if subs else [(node.lineno, target)]
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value):
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value)
+              and id(node) not in groups):      # an entry-point group's name (group="tokenlaw.x") is not an import
             out.append((node.lineno, node.value))
     return [(line, t) for line, t in out if t.startswith("tokenlaw.")]
 
