@@ -20,13 +20,14 @@ the same type; the app's ``mutate`` command gathers both catalogues (fuzz/ never
 """
 from __future__ import annotations
 
+from tokenlaw.properties.backends import EAGER
 from tokenlaw.properties.mutants import Mutant, select
 
 from .source_mutation import SourceEdit
 
 
 def _edit(name, operators, description, module, edits, users=()):
-    return Mutant(name, tuple(operators), description, "eager", SourceEdit(module, tuple(edits), tuple(users)))
+    return Mutant(name, tuple(operators), description, EAGER.name, SourceEdit(module, tuple(edits), tuple(users)))
 
 
 # -- OAttention: edits of oattention_core --------------------------------------------

@@ -20,6 +20,8 @@ from typing import Callable
 
 from tokenlaw.operators.errors import InvalidArgument
 
+from .backends import EAGER
+
 
 @dataclasses.dataclass(frozen=True)
 class Mutant:
@@ -28,7 +30,7 @@ class Mutant:
     name: str
     operators: tuple          # operator names whose declared cells are run against the mutant
     description: str
-    backend: str = "eager"    # the backend whose rows judge it
+    backend: str = EAGER.name  # the backend whose rows judge it
     mutate: Callable | None = None      # registry -> a mutated *copy* (None: the registry is used as is)
     patch: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext   # scoped kernel swap
 
