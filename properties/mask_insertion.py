@@ -44,4 +44,4 @@ def insert_into_mask(mask: torch.Tensor, convention: str, k: int, name: str = "m
         return insert_slice(mask, 1, k, value)
     if mask.ndim not in (2, 3) or mask.shape[-1] != mask.shape[-2]:
         raise InvalidArgument(f"{name}: a {convention} mask is (N, N) or (B, N, N), got shape {tuple(mask.shape)}")
-    return _insert(insert_slice(mask, mask.ndim - 2, k, value), mask.ndim - 1, k, value)
+    return insert_slice(insert_slice(mask, mask.ndim - 2, k, value), mask.ndim - 1, k, value)
