@@ -104,8 +104,14 @@ def _shared_state():
 def test_running_every_eager_mutant_leaves_the_default_registry_and_operator_modules_unchanged():
     before = _shared_state()
     reg = default_registry()
-    for m in EAGER_MUTANTS:            # apply, plan and judge one cheap row of each: a full run's steps
-        run_mutant(reg, dataclasses.replace(m, operators=m.operators[:1]), examples=1, seed=0)
+    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.properties.plan import plan
+
+    for m in EAGER_MUTANTS:            # what a run does (apply, plan, judge), on one row of each at 1 example
+        bad = m.apply(reg)
+        rows = [r for r in plan(bad, operators=[m.operators[0]]) if r.cells][:1]
+        run_rows(bad, rows, examples=1, seed=0, replay_dir=None, progress=False)
+        assert rows and all(c.verdict is not None for c in rows[0].cells)
     assert _shared_state() == before
     assert reg is default_registry()
 

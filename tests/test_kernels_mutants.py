@@ -15,10 +15,11 @@ import pytest
 import torch
 
 from tokenlaw.kernels import capabilities
-from tokenlaw.kernels.mutants import KERNEL_MUTANTS
+from tokenlaw.kernels.mutants import KERNEL_MUTANTS, catalogue
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.plan import plan
 from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.properties.mutants import Mutant
 
 pytestmark = pytest.mark.skipif(not capabilities.interpreting(), reason="these tests run the CPU interpreter")
 
@@ -42,8 +43,12 @@ KILLS = {
 
 def test_catalogue_shape():
     assert {m.name for m in KERNEL_MUTANTS} == set(KILLS)
+    assert catalogue() == tuple(KERNEL_MUTANTS)          # what the app's mutate command gathers
     for m in KERNEL_MUTANTS:
+        assert isinstance(m, Mutant)                       # the eager mutants' type
         assert m.backend == "triton" and m.operators and m.description and callable(m.patch)
+        registry = object()
+        assert m.apply(registry) is registry               # no registry copy: the bug lives in the patched kernel
 
 
 @pytest.mark.parametrize("mutant", KERNEL_MUTANTS, ids=lambda m: m.name)
