@@ -24,7 +24,7 @@ import platform
 import time
 from pathlib import Path
 
-EXIT_CANNOT_RUN = 3
+from .exits import EXIT_CANNOT_RUN, EXIT_OK
 KERNELS = ("oattention", "sm_fir", "pn_fir_tau")
 FULL = dict(ns=(1024, 2048, 4096, 8192, 16384), head_dims=(64, 128), dtype="bfloat16", heads=8, stack_n=1024,
             layers=6)
@@ -69,10 +69,10 @@ def cmd_bench(args) -> int:
     atomic_write(path, json.dumps(results, indent=1) + "\n")
     if args.json:
         print(json.dumps({"result": "MEASURED", "report": str(path), "rows": results}, indent=1))
-        return 0
+        return EXIT_OK
     print(table(results))
     print(f"\nwrote {path}")
-    return 0
+    return EXIT_OK
 
 
 # -- the measured functions ------------------------------------------------------
@@ -158,12 +158,15 @@ def _measure(fn, device, smoke):
 def _stack(kernel, layers, n, heads, dh, dtype, device, backend):
     import torch
 
+    from tokenlaw.kernels import implementation
     from tokenlaw.operators.modules import FIRAttention, OAttention
+    from tokenlaw.properties.catalogue import default_registry
 
     torch.manual_seed(0)
     d = heads * dh
-    make = (lambda: OAttention(d, heads, backend=backend)) if kernel == "oattention" else \
-        (lambda: FIRAttention(d, heads, variant=kernel, backend=backend))
+    impl = None if backend == "eager" else implementation(default_registry()[kernel], backend)
+    make = (lambda: OAttention(d, heads, implementation=impl)) if kernel == "oattention" else \
+        (lambda: FIRAttention(d, heads, variant=kernel, implementation=impl))
     blocks = torch.nn.ModuleList(make() for _ in range(layers)).to(device=device, dtype=dtype)
     x = torch.randn(1, n, d, device=device, dtype=dtype)
 

@@ -19,17 +19,17 @@ import importlib
 import json
 import os
 import sys
-import time
 import traceback
 from pathlib import Path
 
-from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
+from tokenlaw.properties import verdict as V
+from tokenlaw.reports import runs, writers
 
 from .progress import Progress
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_CANNOT_RUN, EXIT_INTERNAL = 0, 1, 2, 3, 70
+from .exits import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 70 internal error (a tokenlaw bug)")
 
@@ -40,7 +40,7 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.gate",
     "tokenlaw.app.scaffold",
     "tokenlaw.app.closure_cmd",
-    "tokenlaw.experiments",
+    "tokenlaw.app.reproduce_cmd",
     "tokenlaw.app.prove_cmd",
     "tokenlaw.app.bench_cmd",
     "tokenlaw.app.docs_cmd",
@@ -66,30 +66,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def _registry(args):
-    from tokenlaw.properties.catalogue import collect, default_registry
-
-    modules = getattr(args, "operators_module", None)
-    if not modules:
-        return default_registry()
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ImportError as err:
-            raise InvalidArgument(f"--operators: cannot import {name!r} ({err}); the current directory "
-                                  "and PYTHONPATH are searched") from None
-    return collect("tokenlaw.operators", *modules)
+    return runs.registry(getattr(args, "operators_module", None))
 
 
-def check_names(reg, operators=None, contracts=None):
-    """Unknown --operator / --contract names: an error suggesting the closest ones."""
-    from tokenlaw.properties.catalogue import CONTRACTS
-
-    for name in operators or ():
-        if name not in reg:
-            raise arguments.closest(name, reg.names(), "--operator")
-    for name in contracts or ():
-        if name not in CONTRACTS:
-            raise arguments.closest(name, CONTRACTS, "--contract")
+check_names = runs.check_names
 
 
 def cmd_list(args) -> int:
@@ -117,67 +97,34 @@ def cmd_list(args) -> int:
     return EXIT_OK
 
 
+def check_settings(args) -> runs.CheckSettings:
+    """The parsed ``check`` arguments as the library's settings."""
+    return runs.CheckSettings(operators=args.operator, contracts=args.contract, dtypes=args.dtype,
+                              backend=args.backend, profile=args.profile, examples=args.examples, seed=args.seed,
+                              workers=args.workers, shard=args.shard, database=args.database, replays=args.replays,
+                              out=args.out, operator_modules=getattr(args, "operators_module", None))
+
+
 def cmd_check(args) -> int:
-    import torch
-
-    from tokenlaw.fuzz.campaign import run_rows
-    from tokenlaw.fuzz.engine import PROFILES
-    from tokenlaw.properties import verdict as V
-    from tokenlaw.properties.plan import plan, validate_dtypes
-    from tokenlaw.reports import writers
-
-    reg = _registry(args)
-    check_names(reg, args.operator, args.contract)
-    validate_dtypes(args.dtype)
-    arguments.writable_dir(args.out, "--out")
-    if args.replays is None:
-        args.replays = str(Path(args.out) / "replays")
-    examples = args.examples or PROFILES[args.profile]
-    rows = plan(reg, operators=args.operator, contracts=args.contract, dtypes=args.dtype, backend=args.backend)
-    from tokenlaw.fuzz.campaign import parse_shard, shard
-
-    shard_i, shard_n = parse_shard(args.shard)
-    rows = shard(rows, shard_i, shard_n)
-    start = time.perf_counter()
-    progress = args.progress == "on" or (args.progress == "auto" and not args.json)
-    stream = Progress()
-    run_rows(reg, rows, examples=examples, seed=args.seed, progress=progress, workers=args.workers,
-             database=args.database, replay_dir=args.replays, stream=stream)
-    stream.close_line()
-    from tokenlaw.reports.provenance import snapshot
-
-    meta = dict(tier="fuzz" if args.backend == "eager" else "kernel", backend=args.backend, profile=args.profile,
-                examples=examples, seed=args.seed,
-                torch=torch.__version__, seconds=time.perf_counter() - start, workers=args.workers,
-                shard=f"{shard_i}/{shard_n}", database=str(args.database),
-                # relative to the report when under it, so the document does not depend on where --out is
-                replays=_relative(args.replays, args.out),
-                **snapshot(reg),
-                scope={"operators": args.operator, "contracts": args.contract, "dtypes": args.dtype,
-                       "operator_modules": getattr(args, "operators_module", None)})
-    stem = "conformance" if args.backend == "eager" else f"conformance-{args.backend}"
-    paths = writers.write_all(rows, meta, Path(args.out), stem=stem)
-    md, js = paths["md"], paths["json"]
-    failing = [r for r in rows if r.failing]
+    settings = check_settings(args)
+    doc = runs.check(settings, progress=args.progress == "on" or (args.progress == "auto" and not args.json),
+                     stream=Progress())
+    paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)
+    failing = doc.failing
     if args.json:
-        print(json.dumps({"report": str(js), "markdown": str(md), "junit": str(paths["xml"]),
-                          "html": str(paths["html"]), "timings": str(paths["timings"]), "rows": len(rows),
+        print(json.dumps({"report": str(paths["json"]), "markdown": str(paths["md"]), "junit": str(paths["xml"]),
+                          "html": str(paths["html"]), "timings": str(paths["timings"]), "rows": len(doc.rows),
                           "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))
     else:
-        print(f"\n{len(rows)} rows, {len(failing)} failing; wrote {', '.join(str(p) for p in paths.values())}")
+        print(f"\n{len(doc.rows)} rows, {len(failing)} failing; wrote {', '.join(str(p) for p in paths.values())}")
         for r in failing:
             print(f"  {r.outcome}: {r.id}")
-        for c in writers.not_runnable_cells(rows):
+        for c in writers.not_runnable_cells(doc.rows):
             print(f"  not runnable here: {c.id}: {c.verdict.detail}")
-        designed = sum(1 for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.BY_DESIGN)
+        designed = sum(1 for c in doc.cells if c.verdict is not None and c.verdict.status == V.BY_DESIGN)
         if designed:
             print(f"  {designed} cells not applicable by design (each reason listed once in the report)")
     return EXIT_FAIL if failing else EXIT_OK
-
-
-def _relative(path, base) -> str:
-    p, b = Path(path).resolve(), Path(base).resolve()
-    return str(p.relative_to(b)) if p.is_relative_to(b) else str(path)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
-EXIT_OK, EXIT_BREAKS = 0, 1
+from .exits import EXIT_FAIL, EXIT_OK
 
 
 def load_factory(target: str):
@@ -102,7 +102,7 @@ def cmd_closure(args) -> int:
         print(json.dumps(report.to_json(), indent=1))
     else:
         print(format_report(report))
-    return EXIT_OK if report.holds else EXIT_BREAKS
+    return EXIT_OK if report.holds else EXIT_FAIL
 
 
 def register(subparsers):

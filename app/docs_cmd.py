@@ -15,9 +15,9 @@ from pathlib import Path
 
 from tokenlaw.operators import arguments
 
-from .cli import _registry
+from tokenlaw.reports.runs import registry as _load_registry
 
-EXIT_OK = 0
+from .exits import EXIT_OK
 GENERATED = "laws"
 
 
@@ -62,7 +62,7 @@ def cmd_docs(args) -> int:
             print("tokenlaw docs TOPIC, where TOPIC is one of:\n" + "\n".join(f"  {n}" for n in names))
         return EXIT_OK
     if args.topic == GENERATED:
-        text = laws(_registry(args))
+        text = laws(_load_registry(getattr(args, "operators_module", None)))
     elif args.topic in pages:
         text = pages[args.topic]
     else:

@@ -14,7 +14,7 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
-EXIT_OK, EXIT_FAIL = 0, 1
+from .exits import EXIT_FAIL, EXIT_OK
 
 
 def register(sub):
@@ -47,7 +47,7 @@ def register(sub):
 
 
 def cmd_replay(args) -> int:
-    from tokenlaw.app.cli import _registry
+    from tokenlaw.reports.runs import registry as load_registry
 
     from tokenlaw.fuzz.replay import load, replay, replay_dir
 
@@ -59,12 +59,12 @@ def cmd_replay(args) -> int:
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:   # json.JSONDecodeError is a ValueError
         raise InvalidArgument(f"id: {args.id!r} in {str(directory)!r} is not a readable replay artifact "
                               f"({type(err).__name__}: {str(err).splitlines()[0][:120]})") from None
-    registry = _registry(args)     # --operators: artifacts of operators declared outside tokenlaw
+    registry = load_registry(getattr(args, "operators_module", None))     # --operators: artifacts of operators declared outside tokenlaw
     if art.operator not in registry:
         raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
                               "pass the module that declares it: tokenlaw --operators MODULE replay ID")
     try:
-        res = replay(args.id, directory, registry=registry)
+        res = replay(args.id, directory, registry=registry, mutants=mutant_catalogue())
     except (KeyError, TypeError, AttributeError) as err:
         raise InvalidArgument(f"id: the artifact {args.id!r} does not describe a case this tokenlaw can rebuild "
                               f"({type(err).__name__}: {err}); was it written by another version?") from None
@@ -85,14 +85,12 @@ def cmd_replay(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from tokenlaw.reports import writers
-
-    from tokenlaw.reports.merge import merge
+    from tokenlaw.reports import document, writers
 
     arguments.writable_dir(args.out, "--out")
-    rows, meta = merge([Path(p) for p in args.reports])
-    md, js = writers.write(rows, meta, Path(args.out))
-    failing = [r for r in rows if r.failing]
+    doc = document.merge_shard_files(args.reports)
+    paths = writers.write_doc(doc, Path(args.out))
+    md, js, rows, failing = paths["md"], paths["json"], doc.rows, doc.failing
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows),
                           "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))
@@ -108,11 +106,10 @@ def cmd_mutate(args) -> int:
 
     from tokenlaw.app.progress import Progress
 
-    from tokenlaw.fuzz.mutants import catalogue
     from tokenlaw.fuzz.mutation import run_mutants
     from tokenlaw.reports.mutations import write
 
-    mutants = catalogue(include_kernels=True, backend=args.backend)
+    mutants = mutant_catalogue(backend=args.backend)
     if args.mutant:
         known = {m.name for m in mutants}
         for name in args.mutant:
@@ -150,6 +147,20 @@ def cmd_mutate(args) -> int:
     for r in results:
         print(f"  {'killed  ' if r.killed else 'SURVIVED'} {r.name:<36} {', '.join(r.killers) or '-'}")
     return EXIT_OK if killed == len(results) else EXIT_FAIL
+
+
+def mutant_catalogue(*, backend: str | None = None) -> tuple:
+    """Every mutant: the eager catalogue, then the Triton backend's (when the kernels import), of ``backend``."""
+    from tokenlaw.fuzz.mutants import catalogue
+    from tokenlaw.properties.mutants import select
+
+    try:
+        from tokenlaw.kernels.mutants import catalogue as kernel_catalogue   # optional: needs triton
+    except ImportError:
+        kernels = ()
+    else:
+        kernels = kernel_catalogue()
+    return select(catalogue() + kernels, backend=backend)
 
 
 def _kernels_runnable() -> bool:

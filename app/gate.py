@@ -1,8 +1,15 @@
 """``tokenlaw gate``: fail a change that makes any cell worse than the committed baseline.
 
-Thin command over :mod:`.regressions` (the rules) and :mod:`.known_failures`.
-Without ``--current`` it runs ``tokenlaw check`` itself with the baseline's
-profile, example budget and seed, so the two reports drew the same inputs.
+Thin command over :mod:`tokenlaw.reports.regressions` (the rules) and
+:mod:`tokenlaw.reports.known_failures`.  Without ``--current`` it re-runs
+every run the baseline records (``meta.runs``: e.g. the eager run and a
+Triton run) through the library entry points ``reports.runs.check`` /
+``reports.runs.prove``, each with the settings that run recorded (scope,
+backend, profile, example budget, seed), so both sides drew the same inputs.
+A run that recorded ``env`` (``TRITON_INTERPRET=1`` for a Triton interpreter
+run) gets the same environment: the gate sets a recorded variable that is
+unset here before anything imports Triton, and refuses, naming what to set,
+when it cannot (``reports.runs.prepare_env``).
 
 Exit codes: 0 no regression (or the baseline was updated); 1 at least one
 regression not covered by a live known-failure entry, or an expired entry;
@@ -11,19 +18,19 @@ regression not covered by a live known-failure entry, or an expired entry;
 from __future__ import annotations
 
 import argparse
-import contextlib
+import dataclasses
 import datetime as dt
-import io
 import json
 import sys
 from pathlib import Path
 
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.reports import document, known_failures, proofs, provenance, regressions, runs, writers
 
-from tokenlaw.reports import known_failures, provenance, regressions, writers
+from .progress import Progress
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from .exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE  # noqa: F401
 
 
 def register(sub):
@@ -48,95 +55,42 @@ def register(sub):
     sp.set_defaults(func=cmd_gate)
 
 
-def _load(path, what) -> dict:
-    path = Path(path)
-    if not path.exists():
-        hint = " (create one with `tokenlaw gate --update-baseline`)" if what == "--baseline" else ""
-        raise InvalidArgument(f"{what}: no such report {str(path)!r}{hint}")
-    try:
-        doc = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InvalidArgument(f"{what}: {str(path)!r} is not JSON: {err}") from None
-    if not isinstance(doc, dict) or "rows" not in doc or "meta" not in doc:
-        raise InvalidArgument(f"{what}: {str(path)!r} is not a tokenlaw report (no rows/meta)")
-    _structure(doc, what, path)
-    if doc.get("schema", 1) > writers.SCHEMA_VERSION:
-        raise InvalidArgument(f"{what}: schema {doc['schema']} is newer than this tokenlaw "
-                              f"({writers.SCHEMA_VERSION})")
-    return doc
+def _run_checks(args, base: document.Document | None) -> document.Document:
+    """Re-run every run the baseline records, with its settings and scope, through the library entry points."""
+    recorded = base.runs if base else [{}]
+    for line in runs.prepare_env(recorded):
+        _say(args, f"tokenlaw gate: set {line} for the re-run, as the baseline's run recorded it")
+    modules = {"operator_modules": args.operators_module} if getattr(args, "operators_module", None) else {}
+    docs = []
+    for run in recorded:
+        if run.get("tier") == "symbolic":
+            settings = runs.ProveSettings.from_run(run, out=args.out, **modules)
+            _say(args, f"tokenlaw gate: re-running the symbolic run ({_describe(settings)})")
+            doc = runs.prove(settings)
+            proofs.write_doc(doc, args.out)
+        else:
+            settings = runs.CheckSettings.from_run(run, out=args.out, **modules)
+            _say(args, f"tokenlaw gate: re-running the {settings.backend} run ({_describe(settings)})")
+            doc = runs.check(settings, progress=not args.json, stream=Progress())
+            writers.write_doc(doc, Path(args.out), stem=settings.stem)
+        docs.append(doc)
+    return document.merge_runs(docs)
 
 
-def _structure(doc: dict, what: str, path) -> None:
-    """Valid JSON of the wrong shape is refused here, naming the first bad field, not deep inside the comparison."""
-    def bad(field, expected):
-        raise InvalidArgument(f"{what}: {str(path)!r} is not a tokenlaw report: {field} should be {expected}")
-
-    if not isinstance(doc["meta"], dict):
-        bad("meta", "an object")
-    if not isinstance(doc["rows"], list):
-        bad("rows", "a list")
-    if not isinstance(doc.get("schema", 1), int):
-        bad("schema", "an int")
-    for i, row in enumerate(doc["rows"]):
-        if not isinstance(row, dict):
-            bad(f"rows[{i}]", "an object")
-        for key in ("id", "operator", "contract"):
-            if not isinstance(row.get(key), str):
-                bad(f"rows[{i}].{key}", "a string")
-        if not isinstance(row.get("cells"), list):
-            bad(f"rows[{i}].cells", "a list")
-        for j, cell in enumerate(row["cells"]):
-            if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
-                bad(f"rows[{i}].cells[{j}]", "an object with a string id")
-            v = cell.get("verdict")
-            if v is not None and not (isinstance(v, dict) and isinstance(v.get("status"), str)):
-                bad(f"rows[{i}].cells[{j}].verdict", "null or an object with a string status")
-    runs = doc["meta"].get("runs")
-    if runs is not None and not (isinstance(runs, list) and all(isinstance(r, dict) for r in runs)):
-        bad("meta.runs", "a list of objects")
+def _describe(settings) -> str:
+    """The settings that differ from their defaults, e.g. 'backend=triton, profile=smoke, examples=10'."""
+    return ", ".join(f"{f.name}={getattr(settings, f.name)}" for f in dataclasses.fields(settings)
+                     if getattr(settings, f.name) != f.default)
 
 
-def _run_checks(args, base: dict | None) -> dict:
-    """Run `tokenlaw check` in-process once per run of the baseline, with its settings and scope."""
-    runs = regressions.normalise(base)["meta"]["runs"] if base else [{}]
-    return regressions.merge([_run_check(args, run) for run in runs])
-
-
-def _run_check(args, meta: dict) -> dict:
-    from .cli import build_parser
-
-    scope = meta.get("scope") or {}
-    argv = []
-    for m in getattr(args, "operators_module", None) or scope.get("operator_modules") or ():
-        argv += ["--operators", m]
-    argv += ["check", "--out", args.out, "--json", "--progress", "off" if args.json else "on",
-             "--profile", meta.get("profile", "smoke"),
-             "--seed", str(meta.get("seed", 0))]
-    if meta.get("examples"):
-        argv += ["--examples", str(meta["examples"])]
-    for flag, key in (("--operator", "operators"), ("--contract", "contracts"), ("--dtype", "dtypes")):
-        for v in scope.get(key) or ():
-            argv += [flag, v]
-    backend = meta.get("backend") or "eager"
-    if backend != "eager":
-        argv += ["--backend", backend]
-    try:
-        check = build_parser().parse_args(argv)
-    except SystemExit:
-        raise InvalidArgument(f"--baseline: cannot re-run its {backend!r} run with this tokenlaw "
-                              f"(`tokenlaw {' '.join(argv)}` is refused)") from None
+def _say(args, text) -> None:
     if not args.json:
-        print(f"tokenlaw gate: running `tokenlaw {' '.join(argv)}`", file=sys.stderr, flush=True)
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        check.func(check)   # exit status ignored: the gate judges against the baseline, not declarations
-    report = json.loads(buf.getvalue()).get("report") or str(Path(args.out) / "conformance.json")
-    return _load(report, "--current")
+        print(text, file=sys.stderr, flush=True)
 
 
 def _entries_match(entries, docs, path) -> None:
     """A known-failures entry that matches no row or cell is a typo, not a silent no-op."""
-    ids = {r["id"] for d in docs for r in d["rows"]} | {c["id"] for d in docs for r in d["rows"] for c in r["cells"]}
+    ids = {r.id for d in docs for r in d.rows} | {c.id for d in docs for c in d.cells}
     for e in entries:
         if not any(e.matches(i) for i in ids):
             raise arguments.closest(e.id, ids, f"{path}:{e.line}")
@@ -155,18 +109,19 @@ def cmd_gate(args) -> int:
     if args.bound_growth <= 1:
         raise InvalidArgument(f"--bound-growth: expected a factor > 1, got {args.bound_growth}")
     base_path = Path(args.baseline)
-    base = _load(base_path, "--baseline") if (base_path.exists() or not args.update_baseline) else None
+    exists = base_path.exists() or not args.update_baseline
+    base = document.load(base_path, "--baseline") if exists else None
     entries = known_failures.load(args.known_failures)
     if args.current:
-        cur = regressions.merge([_load(path, "--current") for path in args.current])
+        cur = document.merge_runs([document.load(path, "--current") for path in args.current])
     else:
         cur = _run_checks(args, base)
     _entries_match(entries, [d for d in (base, cur) if d], args.known_failures)
     disk = provenance.kernel_sources() if args.current else None
-    empty = {"meta": {"runs": cur["meta"]["runs"]}, "rows": []}
+    empty = document.Document([], {"runs": cur.runs}, backends=[])
     cmp = regressions.compare(base or empty, cur, bound_growth=args.bound_growth, disk_kernels=disk)
     if args.update_baseline:
-        writers.atomic_write(base_path, json.dumps(writers.stable(cur), indent=1) + "\n")
+        writers.atomic_write(base_path, json.dumps(cur.stable_json(), indent=1) + "\n")
         return _report_update(args, base_path, cmp, new=base is None)
     today = _today(args)
     live, known = [], []

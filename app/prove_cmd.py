@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
-import time
+
+from tokenlaw.reports import proofs, runs
+
+from .exits import EXIT_FAIL, EXIT_OK
+from .progress import Progress
 
 
 def register(subparsers):
@@ -27,43 +31,32 @@ def register(subparsers):
     sp.set_defaults(func=cmd_prove)
 
 
+def prove_settings(args) -> runs.ProveSettings:
+    """The parsed ``prove`` arguments as the library's settings."""
+    return runs.ProveSettings(operators=args.operator, contracts=args.contract, timeout=args.timeout, out=args.out,
+                              operator_modules=getattr(args, "operators_module", None))
+
+
 def cmd_prove(args) -> int:
-    from tokenlaw.operators.errors import InvalidArgument
-    from tokenlaw.properties.plan import plan
-    from tokenlaw.operators.arguments import writable_dir
-    from tokenlaw.app.cli import EXIT_FAIL, EXIT_OK, _registry, check_names
-    from tokenlaw.app.progress import Progress
-
-    from tokenlaw.reports import proofs as report
-    from tokenlaw.symbolic.prover import SOLVER, prove_rows
-
-    reg = _registry(args)
-    check_names(reg, args.operator, args.contract)
-    if not args.timeout > 0:
-        raise InvalidArgument(f"--timeout: must be > 0 seconds, got {args.timeout}")
-    writable_dir(args.out, "--out")
-    planned = plan(reg, operators=args.operator, contracts=args.contract, dtypes=["float64"])
-    start = time.perf_counter()
-
+    settings = prove_settings(args)
+    total = runs.planned_count(settings)
     stream, done = Progress(sys.stdout), [0]
 
     def progress(row, v):
         done[0] += 1
         if not args.json:
-            stream.write(f"[{done[0]:4d}/{len(planned)}] {row.id:<44} {v.status:<12} {v.seconds:6.2f}s\n")
+            stream.write(f"[{done[0]:4d}/{total}] {row.id:<44} {v.status:<12} {v.seconds:6.2f}s\n")
 
-    results = prove_rows(reg, planned, timeout=args.timeout, progress=progress)
+    doc = runs.prove(settings, progress=progress)
     stream.close_line()
-    rows = report.rows_from(results, planned)
-    meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=args.timeout,
-                seconds=time.perf_counter() - start, note=report.HEADER)
-    md, js = report.write(rows, meta, args.out)
-    bad = report.failing(rows)
+    md, js = proofs.write_doc(doc, args.out)
+    bad = proofs.failing(doc.rows)
+    seconds = doc.meta["seconds"]
     if args.json:
-        print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows), "seconds": meta["seconds"],
+        print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(doc.rows), "seconds": seconds,
                           "failing": [{"id": r.id, "outcome": r.outcome} for r in bad]}, indent=1))
     else:
-        print(f"\n{len(rows)} rows in {meta['seconds']:.1f}s, {len(bad)} failing; wrote {md} and {js}")
+        print(f"\n{len(doc.rows)} rows in {seconds:.1f}s, {len(bad)} failing; wrote {md} and {js}")
         for r in bad:
             print(f"  {r.outcome}: {r.id}")
     return EXIT_FAIL if bad else EXIT_OK

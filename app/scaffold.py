@@ -23,7 +23,7 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 
-EXIT_OK = 0
+from .exits import EXIT_OK
 DEFAULT_TRAITS = ("token_local",)
 ALWAYS = ("gradcheck",)      # every eager operator must pass fp64 gradcheck (SPEC 3)
 NEEDS_ORDER = ("weights", "layers", "reference")
@@ -111,7 +111,7 @@ def _domain_source(like, name) -> str:
     d = like.domain
     fields = [f"params={name}_params"]
     defaults = type(d)()
-    for f in ("kind", "d_model", "n_max", "mask", "dtypes", "scale", "depth", "positive", "nonnegative", "reals"):
+    for f in ("d_model", "n_max", "mask", "dtypes", "positive", "nonnegative", "reals"):
         if getattr(d, f) != getattr(defaults, f):
             value = getattr(d, f)
             fields.append(f"{f}={_q(value) if isinstance(value, str) else repr(value)}")

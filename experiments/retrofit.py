@@ -209,7 +209,7 @@ def to_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(args) -> int:
+def main(args) -> bool:
     from tokenlaw.operators.files import atomic_write
 
     from .retrofit_plot import plot
@@ -230,4 +230,4 @@ def main(args) -> int:
     print(md)
     print(f"wrote {out / 'retrofit.md'}, {out / 'retrofit.json'} and {png} ({result['seconds']:.1f} s)")
     finite = all(math.isfinite(s["mean_change_pct"]) for s in evaluation["summary"])
-    return 0 if finite else 1
+    return finite

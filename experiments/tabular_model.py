@@ -4,9 +4,10 @@ Every row of a task is a token.  A context row carries ``[x, y, 1]``, a query
 row ``[x, 0, 0]``; an embedding maps it to the hidden width, ``depth``
 pre-norm blocks mix rows (every row attends to the context rows only, so
 queries never see each other), and a small decoder reads the prediction off
-each query token.  The blocks are :class:`tokenlaw.operators.modules.Block`,
-whose three kinds share parameter names, so a model trained with
-``kind="standard"`` loads unchanged into
+each query token.  The embedding and the blocks are the host modules of
+:mod:`tokenlaw.operators.modules` (``Embedding``, ``Block``), built from the
+compositions the registry declares, whose kinds share parameter names, so a
+model trained with ``kind="standard"`` loads unchanged into
 
 * ``kind="oa_only"``: hidden-carrier OAttention swapped in, LayerNorm / FFN kept;
 * ``kind="otransformer"`` with ``inject="oinject"``: the full O stack
@@ -17,34 +18,15 @@ not swapped: it is a read-out, not part of the residual stream.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.modules import Block
-from tokenlaw.operators.oinject import linear
-from tokenlaw.operators.presence import presence
-from tokenlaw.operators.xp import TORCH
+from tokenlaw.operators.modules import Block, Embedding
 
 from .tabular_tasks import FEATURES
 
 INPUTS = FEATURES + 2      # x, y (0 for queries), is-context flag
-
-
-class Embedding(nn.Module):
-    """Row embedding ``t W + b``, or OInject ``rho(t) (t W + b)`` when ``tau`` is given."""
-
-    def __init__(self, inputs, width, tau=None):
-        super().__init__()
-        self.w = nn.Parameter(torch.randn(inputs, width) / math.sqrt(inputs))
-        self.b = nn.Parameter(torch.zeros(width))
-        self.tau = tau
-
-    def forward(self, t):
-        e = linear(TORCH, t, w=self.w, b=self.b)
-        return e if self.tau is None else presence(TORCH, t, tau=self.tau) * e
 
 
 def context_mask(n_tokens, n_ctx, dtype=torch.float32):
@@ -55,7 +37,8 @@ def context_mask(n_tokens, n_ctx, dtype=torch.float32):
 
 
 class TabularRegressor(nn.Module):
-    KINDS = {"standard": ("standard", None), "hidden_carrier": ("oa_only", None),
+    # variant -> (Block kind, the embedding's inject slot)
+    KINDS = {"standard": ("standard", "linear_inject"), "hidden_carrier": ("oa_only", "linear_inject"),
              "full_o": ("otransformer", "oinject")}
 
     def __init__(self, width=64, heads=4, depth=3, hidden=128, *, variant="standard", tau=1.0, eps_den=1e-6):
@@ -64,7 +47,7 @@ class TabularRegressor(nn.Module):
             raise InvalidArgument(f"variant: expected one of {sorted(self.KINDS)}, got {variant!r}")
         kind, inject = self.KINDS[variant]
         self.variant = variant
-        self.embed = Embedding(INPUTS, width, tau=tau if inject else None)
+        self.embed = Embedding(INPUTS, width, inject, tau=tau)
         self.blocks = nn.ModuleList(Block(width, heads, kind=kind, hidden=hidden, tau=tau, eps_den=eps_den)
                                     for _ in range(depth))
         self.decoder = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, width), nn.GELU(), nn.Linear(width, 1))

@@ -3,16 +3,21 @@
 A campaign is a list of rows (``tokenlaw.properties.plan``).  ``shard(rows,
 i, n)`` keeps every n-th row, so n machines split a campaign and ``tokenlaw
 report merge`` joins their reports; ``run_rows(..., workers=N)`` spreads the
-cells of one machine over N processes (forked, so they inherit the registry
-and any active mutant).  Every cell is judged by
+cells of one machine over N processes (forked, so they inherit the run's
+:class:`Campaign`: its registry, a mutant's copy included).  Every cell is judged by
 :func:`tokenlaw.fuzz.engine.run_cell`.
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
+import dataclasses
 import multiprocessing
+import pickle
+import queue
 import sys
 import time
+import traceback
+
+import torch
 
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.case import DTYPES
@@ -21,8 +26,6 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from . import replay as R
 from .database import open_database
 from .engine import run_cell
-
-_STATE: dict = {}     # what forked workers inherit: the registry and the run options
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -43,22 +46,50 @@ def shard(rows, i: int, n: int) -> list:
     return [r for k, r in enumerate(rows) if k % n == i - 1]
 
 
-def _run_one(task):
-    r, c, op_name, contract, dtype, backend = task
-    opts = _STATE["opts"]
-    if "db" not in _STATE:            # opened once per process (a Redis client must not cross a fork)
-        _STATE["db"] = open_database(opts["database"])
-    v = run_cell(_STATE["registry"][op_name], CONTRACTS[contract], DTYPES[dtype], examples=opts["examples"],
-                 seed=opts["seed"], backend=backend, database=_STATE["db"], replay_dir=opts["replay_dir"],
-                 mutant=opts["mutant"])
-    return r, c, v
+@dataclasses.dataclass
+class Campaign:
+    """What every cell of one run needs: the registry (the mutant's copy under ``tokenlaw mutate``) and the options.
+
+    ``run_rows`` makes one per run and hands it to each worker process; the
+    database is opened lazily by the process that uses it (a Redis client must
+    not cross a fork).  Nothing of a run outlives it.
+    """
+
+    registry: object
+    examples: int
+    seed: int
+    database: object = None
+    replay_dir: object = None
+    mutant: str | None = None
+    _db: object = dataclasses.field(default=None, repr=False)
+
+    def run(self, task):
+        """(row index, cell index, Verdict) of one planned cell."""
+        r, c, op_name, contract, dtype, backend = task
+        if self._db is None:
+            self._db = open_database(self.database)
+        v = run_cell(self.registry[op_name], CONTRACTS[contract], DTYPES[dtype], examples=self.examples,
+                     seed=self.seed, backend=backend, database=self._db, replay_dir=self.replay_dir,
+                     mutant=self.mutant)
+        return r, c, v
+
+    def serve(self, tasks, results):
+        """A forked worker: run tasks from ``tasks`` until None, put ('ok', result) or ('error', exc) on ``results``."""
+        torch.set_num_threads(1)          # the processes are the parallelism
+        self._db = None                   # this process opens its own
+        for task in iter(tasks.get, None):
+            try:
+                results.put(("ok", self.run(task)))
+            except BaseException as err:  # noqa: BLE001 -- handed to the parent, which raises it
+                results.put(("error", _picklable(err)))
 
 
-def _init_worker():
-    import torch
-
-    torch.set_num_threads(1)          # the processes are the parallelism
-    _STATE.pop("db", None)
+def _picklable(err: BaseException) -> BaseException:
+    try:
+        pickle.dumps(err)
+        return err
+    except Exception:  # noqa: BLE001 -- an exception that cannot cross processes is re-raised by its text
+        return RuntimeError(f"{type(err).__name__}: {err}\n{''.join(traceback.format_exception(err))}")
 
 
 def run_rows(registry, rows, *, examples=25, seed=0, workers=1, database=None, replay_dir=R.DEFAULT_DIR,
@@ -69,9 +100,7 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, database=None, r
     """
     if not isinstance(workers, int) or workers < 1:
         raise InvalidArgument(f"workers: expected an int >= 1, got {workers!r}")
-    _STATE.clear()
-    _STATE.update(registry=registry, opts=dict(examples=examples, seed=seed, database=database,
-                                               replay_dir=replay_dir, mutant=mutant))
+    campaign = Campaign(registry, examples, seed, database, replay_dir, mutant)
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
     left = {ri: len(row.cells) for ri, row in enumerate(rows)}
@@ -86,19 +115,47 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, database=None, r
             _report_row(rows[ri], done, len(tasks), time.perf_counter() - start, stream)
 
     if workers == 1:
-        _init_worker_inline()
         for t in tasks:
-            finished(*_run_one(t))
+            finished(*campaign.run(t))
     else:
-        ctx = multiprocessing.get_context("fork")
-        with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker) as pool:
-            for fut in cf.as_completed([pool.submit(_run_one, t) for t in tasks]):
-                finished(*fut.result())
+        for result in _forked(campaign, tasks, workers):
+            finished(*result)
     return rows
 
 
-def _init_worker_inline():
-    _STATE.pop("db", None)
+def _forked(campaign: Campaign, tasks, workers):
+    """Results of ``tasks`` run by ``workers`` forked processes, as they finish.
+
+    Forked, so each worker inherits the campaign object itself (a mutant's
+    registry copy holds functions of modules that are in no ``sys.modules``
+    and could not be pickled); only tasks and verdicts cross the pipes.
+    """
+    ctx = multiprocessing.get_context("fork")
+    todo, results = ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=campaign.serve, args=(todo, results), daemon=True) for _ in range(workers)]
+    for t in tasks:
+        todo.put(t)
+    for _ in procs:
+        todo.put(None)
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in tasks:
+            while True:
+                try:
+                    kind, value = results.get(timeout=1.0)
+                    break
+                except queue.Empty:
+                    if not any(proc.is_alive() for proc in procs):
+                        raise RuntimeError("every campaign worker process died before the run finished") from None
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
 
 
 def rate(v) -> float:

@@ -20,7 +20,7 @@ from hypothesis.errors import NoSuchExample
 
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.catalogue import Gap
+from tokenlaw.properties.contract import Gap
 from tokenlaw.properties.case import dtype_name
 
 from . import replay as R
@@ -34,16 +34,6 @@ PROFILES = {"smoke": 10, "quick": 100, "default": 300, "deep": 2000}
 # Per-contract bounds on the drawn domain are declared with each contract, with their reasons
 # (``@contract(fuzz=...)``: e.g. gradcheck's small smooth shapes, the unstabilised reference's
 # finite magnitudes for formula_equivalence): ``contract.fuzz_bounds``.
-
-
-def judge_safely(contract, case) -> V.Verdict:
-    """The contract's verdict; an operator that crashes on a valid input violates the law."""
-    try:
-        return contract(case)
-    except backends.Unanswerable as err:      # the backend cannot say (e.g. which weights it applies)
-        return V.Verdict(V.NOT_RUNNABLE, detail=str(err))
-    except Exception as err:
-        return V.violated(float("nan"), 0.0, f"raised {type(err).__name__}: {err}")
 
 
 def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0, backend: str = backends.EAGER.name,
@@ -70,7 +60,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     visits = dict.fromkeys(wanted, 0)
 
     def is_violation(case) -> bool:
-        v = judge_safely(contract, case)
+        v = contract.judge(case)
         seen["n"] += 1
         for name in visited(case, wanted):
             visits[name] += 1
@@ -100,7 +90,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         detail, extra = _coverage(best.detail, dict(best.extra), visits, seen)
         return V.Verdict(V.HOLDS, best.discrepancy, best.bound, detail, examples=seen["n"],
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra)
-    v = judge_safely(contract, found)
+    v = contract.judge(found)
     v.detail, v.extra = _coverage(v.detail, dict(v.extra), visits, seen)
     v.counterexample = found.describe()
     v.examples = seen["n"]

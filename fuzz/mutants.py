@@ -1,63 +1,33 @@
-"""A catalogue of seeded bugs: does the suite catch a plausibly wrong operator?
+"""The eager mutant catalogue: seeded bugs the suite must catch in the operators that ship.
 
-Every eager :class:`Mutant` is an edit of the code that ships: exact
+Every eager :class:`~tokenlaw.properties.mutants.Mutant` is an edit of the
+code that ships (:class:`~tokenlaw.fuzz.source_mutation.SourceEdit`): exact
 snippets of one operator module's source are replaced (each must occur
-exactly once, so a refactor that removes one fails loudly) and the module
-is loaded as a fresh copy under its own name
-(:mod:`tokenlaw.fuzz.source_mutation`).  Modules that import the mutated
-helper (``presence``, ``normalisers``, ``fir``) are reloaded with the
-mutated one bound in its place.  ``mutant.apply(registry)`` returns a *new*
-registry in which the affected operators are the mutated ones; the registry
-it is given, and every module, stay as they are.
+exactly once, so a refactor that removes one fails loudly) and the module is
+loaded as a fresh copy under its own name.  Modules that import the mutated
+helper (``presence``, ``normalisers``, ``fir``) are reloaded with the mutated
+one bound in its place.  ``mutant.apply(registry)`` returns a *new* registry
+in which the affected operators are the mutated ones; the registry it is
+given, and every module, stay as they are.
 
 ``tokenlaw mutate`` (:mod:`tokenlaw.fuzz.mutation`) runs those operators'
 declared cells on the mutated registry: a mutant is *killed* when some row
 no longer matches its declaration.  A survivor is a defect of the suite (a
 law missing, or a strategy that never reaches the input that shows the bug).
 
-Kernel mutants come from ``tokenlaw.kernels.mutants.KERNEL_MUTANTS`` (same
-fields, ``backend="triton"``, a ``patch()`` context that swaps a mutated
-kernel copy into its wrapper) when that module exists.
+Kernel mutants are the Triton backend's (``catalogue()`` of its ``kernels/mutants.py``), of
+the same type; the app's ``mutate`` command gathers both catalogues (fuzz/ never imports kernels/).
 """
 from __future__ import annotations
 
-import contextlib
-import dataclasses
+from tokenlaw.properties.backends import EAGER
+from tokenlaw.properties.mutants import Mutant, select
 
-from .source_mutation import mutated_module, mutated_registry
-
-OPS = "tokenlaw.operators."
+from .source_mutation import SourceEdit
 
 
-@dataclasses.dataclass(frozen=True)
-class Mutant:
-    name: str
-    operators: tuple          # operator names whose declared cells are run against the mutant
-    description: str
-    module: str               # the shipping module edited (under tokenlaw.operators)
-    edits: tuple              # (old snippet, new snippet) pairs, each old occurring exactly once
-    users: tuple = ()         # (module, names) reloaded with those names bound from the mutated module
-    backend: str = "eager"
-
-    def apply(self, registry):
-        """A new registry with the mutated operators (``registry`` itself is not touched)."""
-        mutated = mutated_module(OPS + self.module, self.edits)
-        modules = [mutated]
-        for user, names in self.users:
-            # a name the mutated module defines is that object (presence, fir, TAPS); else the module itself
-            binds = {n: getattr(mutated, n) if hasattr(mutated, n) else mutated for n in names}
-            modules.append(mutated_module(OPS + user, (), binds))
-        return mutated_registry(registry, *modules)
-
-    def patch(self):
-        """Nothing to patch: the bug lives in the registry ``apply`` returns."""
-        return contextlib.nullcontext()
-
-
-def mutated(mutant, registry):
-    """The registry a mutant's rows run on: ``apply``'s copy, or ``registry`` for patch-only (kernel) mutants."""
-    apply = getattr(mutant, "apply", None)
-    return apply(registry) if apply is not None else registry
+def _edit(name, operators, description, module, edits, users=()):
+    return Mutant(name, tuple(operators), description, EAGER.name, SourceEdit(module, tuple(edits), tuple(users)))
 
 
 # -- OAttention: edits of oattention_core --------------------------------------------
@@ -66,7 +36,7 @@ _DEN = "    den = xp.exp(log_eps - top) + xp.sum(e, axis=-1, keepdims=True)"
 
 
 def _oattn(name, description, *edits):
-    return Mutant(name, ("oattention",), description, "oattention", tuple(edits))
+    return _edit(name, ("oattention",), description, "oattention", edits)
 
 
 # -- helpers used by several operator modules -------------------------------------------
@@ -96,95 +66,83 @@ EAGER_MUTANTS = (
            "underflows every real source",
            ("    top = xp.max(xp.where(active, a, log_eps), axis=-1, keepdims=True)",
             "    top = xp.max(s, axis=-1, keepdims=True)")),
-    Mutant("presence_floor", _PRESENCE_OPS, "rho(0) = 1e-3 instead of 0 (a floor added to |h|^2)",
+    _edit("presence_floor", _PRESENCE_OPS, "rho(0) = 1e-3 instead of 0 (a floor added to |h|^2)",
            "presence", (("    return xp.div(sq, tau + sq)", "    return xp.div(sq + 1e-3 * tau, tau + sq)"),),
            _PRESENCE_USERS),
-    Mutant("presence_miscalibrated", _PRESENCE_OPS,
+    _edit("presence_miscalibrated", _PRESENCE_OPS,
            "rho = |h|^2 / (2 tau + |h|^2): zero at 0 and below 1, but 1/3 (not 1/2) at |h|^2 = tau",
            "presence", (("    return xp.div(sq, tau + sq)", "    return xp.div(sq, 2.0 * tau + sq)"),),
            _PRESENCE_USERS),
-    Mutant("onorm_gate_dropped", ("onorm_ln", "onorm_rms"), "ONorm returns Norm(h) without the presence gate",
+    _edit("onorm_gate_dropped", ("onorm_ln", "onorm_rms"), "ONorm returns Norm(h) without the presence gate",
            "norms", (("    return presence(xp, x if carrier is None else carrier, tau=tau) * NORMS[kind]",
                       "    return NORMS[kind]"),)),
-    Mutant("offn_bias_outside_gate", ("offn",), "OFFN adds the output bias b2 after the presence gate",
+    _edit("offn_bias_outside_gate", ("offn",), "OFFN adds the output bias b2 after the presence gate",
            "ffn", (("    return gate * ffn(xp, x, w1=w1, b1=b1, w2=w2, b2=b2)",
                     "    return gate * (ffn(xp, x, w1=w1, b1=b1, w2=w2, b2=b2) - b2) + b2"),)),
-    Mutant("ostd_unweighted_statistics", ("ostandardize",),
+    _edit("ostd_unweighted_statistics", ("ostandardize",),
            "OStandardize's mean and variance weight every token by 1 / N instead of its presence",
            "ostandardize", (("    w = xp.div(p, safe)",
                              "    w = xp.div(xp.ones_like(p), xp.sum(xp.ones_like(p), axis=-2, keepdims=True))"),)),
-    Mutant("ostd_empty_support_unguarded", ("ostandardize",),
+    _edit("ostd_empty_support_unguarded", ("ostandardize",),
            "OStandardize divides by the total presence without guarding 0: all-null input gives 0/0",
            "ostandardize", (("    safe = xp.where(xp.gt(mass, 0), mass, xp.ones_like(mass))\n"
                              "    floor = _division_floor(x)\n    if floor:\n        safe = xp.maximum(safe, floor)",
                              "    safe = mass"),)),
-    Mutant("fir_tap_off_by_one", ("fir",) + _FIR_ATTENTION,
+    _edit("fir_tap_off_by_one", ("fir",) + _FIR_ATTENTION,
            "every FIR tap after the first reads one token too far back",
            "fir", (("        out = out + taps[k] * shift(xp, x, k)", "        out = out + taps[k] * shift(xp, x, k + 1)"),),
            _FIR_USERS),
-    Mutant("fir_non_causal", ("fir",) + _FIR_ATTENTION, "the FIR reads k_{t+k} instead of k_{t-k}: keys from the future",
+    _edit("fir_non_causal", ("fir",) + _FIR_ATTENTION, "the FIR reads k_{t+k} instead of k_{t-k}: keys from the future",
            "fir", (("    return xp.concat([xp.zeros_like(x[..., :k, :]), x[..., : n - k, :]], axis=-2)",
                     "    return xp.concat([x[..., k:, :], xp.zeros_like(x[..., :k, :])], axis=-2)"),), _FIR_USERS),
-    Mutant("fir_taps_not_normalised", ("fir",), "the half-Gaussian taps are not normalised to sum 1 (DC gain ~ 3.1)",
+    _edit("fir_taps_not_normalised", ("fir",), "the half-Gaussian taps are not normalised to sum 1 (DC gain ~ 3.1)",
            "fir", ((_TAPS_SNIPPET, "    return tuple(raw)"),), _FIR_USERS),
-    Mutant("fir_taps_reversed", ("fir",) + _FIR_ATTENTION,
+    _edit("fir_taps_reversed", ("fir",) + _FIR_ATTENTION,
            "the tap constant is stored reversed: w_6 on the current key, w_0 six tokens back",
            "fir", ((_TAPS_SNIPPET, "    return tuple(r / total for r in reversed(raw))"),), _FIR_USERS),
-    Mutant("fir_taps_reordered", ("fir",) + _FIR_ATTENTION,
+    _edit("fir_taps_reordered", ("fir",) + _FIR_ATTENTION,
            "taps 1 and 2 swapped: still positive, summing to 1, but no longer decreasing",
            "fir", (("    raw = [math.exp(-k * k / (2 * sigma * sigma)) for k in range(n_taps)]",
                     "    raw = [math.exp(-k * k / (2 * sigma * sigma)) for k in range(n_taps)]\n"
                     "    raw[1], raw[2] = raw[2], raw[1]"),), _FIR_USERS),
-    Mutant("fir_applied_to_values", _FIR_ATTENTION, "the FIR smooths the values as well as the keys",
+    _edit("fir_applied_to_values", _FIR_ATTENTION, "the FIR smooths the values as well as the keys",
            "fir_attention", (("    return projections.output(xp, xp.matmul(w, v), wo)",
                               "    return projections.output(xp, xp.matmul(w, fir(xp, v, taps=taps)), wo)"),)),
-    Mutant("causal_mask_hides_diagonal", _PN_FAMILY,
+    _edit("causal_mask_hides_diagonal", _PN_FAMILY,
            "the causal mask is strictly lower triangular (j < t): a token cannot see its own key",
            "fir_attention", (("    tri = np.tril(np.ones((n, n)))", "    tri = np.tril(np.ones((n, n)), -1)"),)),
-    Mutant("pn_tau_sign_flipped", ("pn_fir_tau",), "pn_fir_tau rectifies S + tau instead of S - tau",
+    _edit("pn_tau_sign_flipped", ("pn_fir_tau",), "pn_fir_tau rectifies S + tau instead of S - tau",
            "normalisers", ((_RELU_TAU, "    r = xp.relu(s + tau) * m\n    peak"),), _NORMALISER_USERS),
-    Mutant("pn_tau_centred", ("pn_fir_tau",),
+    _edit("pn_tau_centred", ("pn_fir_tau",),
            "pn_fir_tau centres the scores by their row mean before subtracting tau (pn_fir_c's centring)",
            "normalisers", ((_RELU_TAU, "    mean = xp.div(xp.sum(s * m, axis=-1, keepdims=True), "
                                        "_safe(xp, xp.sum(m, axis=-1, keepdims=True)))\n"
                                        "    r = xp.relu(s - mean - tau) * m\n    peak"),), _NORMALISER_USERS),
-    Mutant("pn_tau_power_before_rectification", ("pn_fir_tau",),
+    _edit("pn_tau_power_before_rectification", ("pn_fir_tau",),
            "pn_fir_tau takes the power of S - tau before rectifying it: relu((S - tau)^10) = |S - tau|^10, so "
            "negative scores keep weight and the gate sees |S - tau|",
            "normalisers", ((_RELU_TAU, "    r = xp.abs(s - tau) * m\n    peak"),),
            _NORMALISER_USERS),
-    Mutant("gate_reaches_one", ("pn_fir_tau",), "the silence gate min(2m, 1) saturates: a weakly matching row gets full mass",
+    _edit("gate_reaches_one", ("pn_fir_tau",), "the silence gate min(2m, 1) saturates: a weakly matching row gets full mass",
            "normalisers", (("    return xp.div(peak, 1.0 + peak)", "    return xp.minimum(2.0 * peak, 1.0)"),),
            _NORMALISER_USERS),
-    Mutant("pn_rectification_dropped", ("pn",), "pn powers |S| instead of max(S, 0): negative scores receive weight",
+    _edit("pn_rectification_dropped", ("pn",), "pn powers |S| instead of max(S, 0): negative scores receive weight",
            "normalisers", (("    return power_norm(xp, xp.relu(s - tau) * m)", "    return power_norm(xp, xp.abs(s - tau) * m)"),),
            _NORMALISER_USERS),
-    Mutant("pn_centred_mean_over_future", ("pn_fir_c",), "pn_fir_c's row mean includes the masked (future) keys",
+    _edit("pn_centred_mean_over_future", ("pn_fir_c",), "pn_fir_c's row mean includes the masked (future) keys",
            "normalisers", (("    mean = xp.div(xp.sum(s * m, axis=-1, keepdims=True), _safe(xp, count))",
                             "    mean = xp.mean(s, axis=-1, keepdims=True)"),), _NORMALISER_USERS),
-    Mutant("softmax_without_max_subtraction", ("sm_fir", "sdpa"),
+    _edit("softmax_without_max_subtraction", ("sm_fir", "sdpa"),
            "softmax evaluates exp(s) without subtracting the row max: large scores overflow",
            "normalisers", (("    e = xp.exp(xp.where(active, s - top, xp.zeros_like(s))) * m", "    e = xp.exp(s) * m"),),
            _NORMALISER_USERS),
-    Mutant("body_differs_from_weights", ("pn_fir_tau",),
+    _edit("body_differs_from_weights", ("pn_fir_tau",),
            "pn_fir_tau's body normalises with ungated pn while its declared weights= is the gated pn_tau",
            "fir_attention", (("    return fir_attention(xp, x, normalisers.pn_tau, wq=wq,",
                               "    return fir_attention(xp, x, normalisers.pn, wq=wq,"),)),
 )
 
 
-def catalogue(*, include_kernels: bool = True, backend: str | None = None) -> tuple:
-    """The eager mutants plus the kernel mutants when ``tokenlaw.kernels.mutants`` imports.
-
-    ``backend`` keeps only the mutants of that backend ("eager", "triton").
-    """
-    out = list(EAGER_MUTANTS)
-    if include_kernels:
-        try:
-            from tokenlaw.kernels.mutants import KERNEL_MUTANTS
-        except ImportError:
-            KERNEL_MUTANTS = ()
-        out += list(KERNEL_MUTANTS)
-    if backend is not None:
-        out = [m for m in out if m.backend == backend]
-    return tuple(out)
+def catalogue(*, backend: str | None = None) -> tuple:
+    """The eager mutants (``backend`` other than "eager" or None: none)."""
+    return select(EAGER_MUTANTS, backend=backend)

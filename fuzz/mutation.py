@@ -1,7 +1,7 @@
 """Mutation testing: run the suite against each seeded bug and name the contracts that kill it.
 
 For every mutant the declared rows of its operators are planned and run
-on the registry copy the mutant returns (``mutants.mutated``); the mutant is killed when at least one
+on the registry copy the mutant returns (``mutant.apply``, inside ``mutant.patch()``); the mutant is killed when at least one
 row no longer matches its declaration (a claimed law violated, or an
 expected violation no longer reproduced).  The same rows are first run
 unmutated: a row that already fails there cannot count as a kill.
@@ -15,7 +15,6 @@ import time
 from tokenlaw.properties.plan import plan
 
 from .campaign import run_rows
-from .mutants import mutated
 
 
 @dataclasses.dataclass
@@ -43,7 +42,7 @@ def baseline_failures(registry, operators, backend, *, examples, seed, workers) 
 
 def run_mutant(registry, mutant, *, examples=30, seed=0, workers=1, replay_dir=None, baseline=frozenset()):
     start = time.perf_counter()
-    bad = mutated(mutant, registry)          # a copy: the registry passed in is never changed
+    bad = mutant.apply(registry)             # a copy: the registry passed in is never changed
     with mutant.patch():
         rows = plan(bad, operators=list(mutant.operators), backend=mutant.backend)
         run_rows(bad, rows, examples=examples, seed=seed, workers=workers, replay_dir=replay_dir,

@@ -27,10 +27,9 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 
-from .mutants import catalogue, mutated
+from .mutants import catalogue
 
 DEFAULT_DIR = Path("reports") / "replays"
-SCHEMA = 1
 MAX_STORED_ENTRIES = 1 << 14     # above this the inputs are regenerated from the seed only
 
 
@@ -104,33 +103,34 @@ class Replayed:
         return self.same_verdict and self.same_inputs
 
 
-def replay(rid: str, directory=DEFAULT_DIR, *, registry=None) -> Replayed:
-    """Rebuild the stored case, judge its contract again and compare the evidence."""
-    from tokenlaw.properties.catalogue import default_registry
-    from tokenlaw.properties.catalogue import CONTRACTS
+def replay(rid: str, directory=DEFAULT_DIR, *, registry=None, mutants=None) -> Replayed:
+    """Rebuild the stored case, judge its contract again and compare the evidence.
 
-    from .engine import judge_safely
+    mutants: the catalogue a stored mutant name is looked up in (default: the eager one; the app adds the
+    kernel backend's).
+    """
+    from tokenlaw.properties.catalogue import CONTRACTS, default_registry
 
     art = load(rid, directory)
     registry = default_registry() if registry is None else registry
-    mutant = _mutant(art.mutant)
+    mutant = _mutant(art.mutant, catalogue() if mutants is None else mutants)
     if mutant is not None:
-        registry = mutated(mutant, registry)
+        registry = mutant.apply(registry)
     op = registry[art.operator]
     if art.contract not in CONTRACTS:
         raise InvalidArgument(f"contract: {art.contract!r} (from {rid}) is not in the catalogue")
     case = Case.from_fields(op, art.case)
     with mutant.patch() if mutant is not None else contextlib.nullcontext():
-        v = judge_safely(CONTRACTS[art.contract], case)
+        v = CONTRACTS[art.contract].judge(case)
     same_inputs = _hex(case.x) == art.x and _hex(case.mask) == art.mask
     return Replayed(art, v, evidence(v) == art.verdict, same_inputs)
 
 
-def _mutant(name):
+def _mutant(name, mutants):
     """The catalogue's mutant of that name, or None for an artifact found without one."""
     if not name:
         return None
-    by_name = {m.name: m for m in catalogue(include_kernels=True)}
+    by_name = {m.name: m for m in mutants}
     if name not in by_name:
         raise InvalidArgument(f"mutant: {name!r} (stored in the artifact) is not in the mutant catalogue")
     return by_name[name]

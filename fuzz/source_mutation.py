@@ -11,6 +11,8 @@ bound to the given objects instead, so a mutated helper reaches the
 operators that call it.  :func:`mutated_registry` collects the operators
 declared in the mutated modules and returns a *new* registry in which
 they replace their namesakes; the registry it was given is not touched.
+:class:`SourceEdit` is one such edit, the ``mutate`` of an eager
+:class:`~tokenlaw.properties.mutants.Mutant`.
 
 >>> from tokenlaw.properties.catalogue import default_registry
 >>> reg = default_registry()
@@ -22,6 +24,7 @@ False
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.util
 import types
 
@@ -82,3 +85,29 @@ def mutated_registry(base: Registry, *modules) -> Registry:
     """A new registry: ``base`` with every operator declared in ``modules`` replaced by the mutated one."""
     fresh = collect(*modules)
     return Registry([fresh[s.name] if s.name in fresh else s for s in base])
+
+
+OPERATORS = "tokenlaw.operators."
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceEdit:
+    """Edit one shipping operator module and return the registry copy that uses it.
+
+    module: the module edited (under ``tokenlaw.operators``); edits: (old, new) snippet pairs, each old occurring
+    exactly once; users: (module, names) reloaded with those names bound from the mutated module (a name the
+    mutated module defines is that object, e.g. ``presence``, ``TAPS``; else the mutated module itself).
+    """
+
+    module: str
+    edits: tuple
+    users: tuple = ()
+
+    def __call__(self, registry: Registry) -> Registry:
+        """A new registry with the mutated operators (``registry`` itself is not touched)."""
+        mutated = mutated_module(OPERATORS + self.module, self.edits)
+        modules = [mutated]
+        for user, names in self.users:
+            binds = {n: getattr(mutated, n) if hasattr(mutated, n) else mutated for n in names}
+            modules.append(mutated_module(OPERATORS + user, (), binds))
+        return mutated_registry(registry, *modules)

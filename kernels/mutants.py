@@ -1,6 +1,8 @@
-"""Kernel mutants: deliberate kernel bugs the suite must catch (``tokenlaw mutate`` picks them up).
+"""Kernel mutants: deliberate kernel bugs the suite must catch (``tokenlaw mutate`` gathers :func:`catalogue`).
 
-A mutant never touches the real kernels.  Its ``patch()`` is a context
+They are :class:`~tokenlaw.properties.mutants.Mutant` s of the ``triton``
+backend, the type of the eager mutants.  A mutant never touches the files of
+the real kernels.  Its ``patch()`` is a context
 manager that, while active, makes the wrapper launch a *mutated copy*:
 
 * a source mutant copies the kernel's module source, replaces one exact
@@ -22,25 +24,22 @@ shows every one is killed by some contract on the interpreter backend.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import importlib
 import importlib.util
 import itertools
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
 from unittest import mock
+
+from tokenlaw.properties.mutants import Mutant
 
 _counter = itertools.count()
 
 
-@dataclasses.dataclass(frozen=True)
-class KernelMutant:
-    name: str
-    operators: tuple
-    description: str
-    patch: Callable[[], contextlib.AbstractContextManager]
-    backend: str = "triton"
+def _triton(name: str, operators: tuple, description: str, patch) -> Mutant:
+    """A mutant of the Triton backend: ``patch()`` swaps a mutated kernel copy in while it is active."""
+    return Mutant(name, operators, description, backend="triton", patch=patch)
 
 
 @contextlib.contextmanager
@@ -77,35 +76,35 @@ def _halo_short_by_one():
 
 
 KERNEL_MUTANTS = [
-    KernelMutant(
+    _triton(
         "running_max_over_nulls", ("oattention",),
         "the running maximum is taken over every in-range key, null and masked ones included, "
         "so a null token's huge key underflows the active tokens' weights",
         _source("oattention_fwd", "oattention_fwd_kernel",
                 "tl.max(tl.where(active, a, float(\"-inf\")), axis=1)",
                 "tl.max(tl.where(row_ok[:, None] & col_ok[None, :], s, float(\"-inf\")), axis=1)")),
-    KernelMutant(
+    _triton(
         "eps_den_not_rescaled", ("oattention",),
         "eps_den is added to the max-shifted denominator without the exp(-M) factor",
         _source("oattention_fwd", "oattention_fwd_kernel",
                 "den = tl.exp(log_eps - m_i) + l_i", "den = tl.exp(log_eps) + l_i")),
-    KernelMutant(
+    _triton(
         "receiver_gate_missing", ("oattention",),
         "the output is not multiplied by the receiver's presence p_i",
         _source("oattention_fwd", "oattention_fwd_kernel",
                 "out = p_rcv[:, None] * (acc / den[:, None])", "out = acc / den[:, None]")),
-    KernelMutant(
+    _triton(
         "fir_halo_off_by_one", ("sm_fir", "pn_fir_tau"),
         "the wrapper launches the FIR kernels with a 5-row halo: the 7th tap of a key tile's first row "
         "misses the row 6 tokens back in the previous tile",
         _halo_short_by_one),
-    KernelMutant(
+    _triton(
         "gate_missing", ("pn_fir_tau",),
         "the peak silence gate g = m / (1 + m) is dropped (a live row's mass becomes 1)",
         _source("pn_fir_tau_fwd", "pn_fir_tau_fwd_kernel",
                 "out = gate[:, None] * (acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None])",
                 "out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]")),
-    KernelMutant(
+    _triton(
         "tile_skip_drops_live_tile", ("pn_fir_tau",),
         "a key tile is skipped unless it raises the tile's running peak, dropping live tiles "
         "that carry mass below the peak",
@@ -113,42 +112,47 @@ KERNEL_MUTANTS = [
                 "live = tl.max(tl.max(r, axis=1), axis=0) > 0.0",
                 "live = tl.max(tl.max(r, axis=1), axis=0) > tl.max(m_i, axis=0)")),
     # -- backward mutants ------------------------------------------------------------
-    KernelMutant(
+    _triton(
         "delta_dropped", ("sm_fir",),
         "the backward drops delta = rowsum(dO . O) = sum_j P_tj dP_tj: ds = P dP instead of P (dP - delta) "
         "away from each row's top key, the softmax Jacobian without its rank-one correction",
         _source("sm_fir_bwd", "sm_fir_bwd",
                 "delta = rest_dp + top_dp", "delta = 0.0 * top_dp")),
-    KernelMutant(
+    _triton(
         "gate_derivative_dropped", ("pn_fir_tau",),
         "the backward forgets the silence gate's derivative g'(m) dO . y at the peak key "
         "(only the power normaliser's Jacobian is kept)",
         _source("pn_fir_tau_bwd", "pn_fir_tau_bwd",
                 "ds = slope * centred(dp, at_peak, delta, rest, rest_dp) + tl.where(at_peak, d_gate[:, None], 0.0)",
                 "ds = slope * centred(dp, at_peak, delta, rest, rest_dp)")),
-    KernelMutant(
+    _triton(
         "dk_fir_halo_dropped", ("sm_fir", "pn_fir_tau"),
         "the FIR transpose of dK reads no halo past its own key tile: a tile's last keys miss the "
         "smoothed-key gradients of the next tile they fed",
         _source("fir_key_grad", "fir_key_grad_kernel",
                 "hi = tl.minimum(start_n + BLOCK_N + HALO, n_ctx)",
                 "hi = tl.minimum(start_n + BLOCK_N, n_ctx)")),
-    KernelMutant(
+    _triton(
         "presence_gradient_leaks", ("oattention",),
         "the sources' presence gradient E = exp(s - M) / den is not zeroed on inactive entries: a masked "
         "or null source's presence picks up gradient from receivers that cannot see it",
         _source("oattention_bwd", "oattention_bwd",
                 "expo = tl.where(active, tl.exp(tl.where(active, s - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]",
                 "expo = tl.exp(s - row_max[:, None]) * inv_den[:, None]")),
-    KernelMutant(
+    _triton(
         "null_receiver_gradient_leaks", ("oattention",),
         "the backward forgets the receiver gate in dP (dy = dO instead of p dO): a null receiver's "
         "query gets gradient",
         _source("oattention_bwd", "oattention_bwd",
                 'dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]',
                 'dp = tl.dot(do, tl.trans(v), input_precision="ieee")')),
-    KernelMutant(
+    _triton(
         "dk_scale_missing", ("oattention",),
         "dK is not multiplied by the score scale 1/sqrt(dh)",
         _source("oattention_bwd", "oattention_bwd", "dk = dk * sm_scale", "dk = dk")),
 ]
+
+
+def catalogue() -> tuple:
+    """The Triton backend's mutants (what ``tokenlaw mutate --backend triton`` runs)."""
+    return tuple(KERNEL_MUTANTS)

@@ -9,20 +9,31 @@ dO the incoming gradient:
 
     dP_tj   = g_t dO_t . v_j
     delta_t = sum_j P_tj dP_tj                       (= g dO . y = rowsum(dO . O), y = sum_j P_tj v_j)
-    dr_tj   = 10 rho^9 / (m l) (dP_tj - delta_t)     (the normaliser: d r^10 / sum r^10)
+    dr_tj   = 10 rho^9 / (m l) (dP_tj - delta_t)     (the normaliser's part dN_tj: d r^10 / sum r^10)
             + [j = a_t] delta_t / (m_t (1 + m_t))    (the gate: g'(m) dO . y, through the peak)
     ds_tj   = dr_tj  where S_tj > tau, else 0        (the rectifier)
     dq_t = scale sum_j ds_tj k~_j,  dk~_j = scale sum_t ds_tj q_t,  dv_j = sum_t g_t P_tj dO_t,
-    dtau = -sum_tj ds_tj,
+    dtau = -sum_tj ds_tj = -sum_t (sum_j (1 - rho_tj) dN_tj + [gate term of row t]),
 
-and dk = F^T dk~ (``fir_key_grad.py``).  Unlike softmax, delta is not
-taken from rowsum(dO . O): the normaliser's slope 10 / r amplifies the
-rounding of dP - delta tenfold and more, and in a row with one positive
-score (every first row, every n = 1 sequence) dP - delta is exactly 0 only
-if delta is built from the very dP values it is subtracted from.  So the dQ
-kernel first sweeps its key tiles for delta (writing it for the dK/dV
-kernel, launched after it), then for dq: two more dots per tile in one of
-the two passes, and O is not needed at all.  The same sweep recomputes the
+and dk = F^T dk~ (``fir_key_grad.py``).  tau's gradient is not summed from
+ds as is.  The power normaliser is scale invariant (homogeneous of degree 0
+in r), so by Euler's identity its part dN_tj of ds has sum_j r_tj dN_tj =
+10 sum_j P_tj (dP_tj - delta_t) = 0, and its row sum equals
+sum_j (1 - rho_tj) dN_tj, whose weight is 0 at the peak and small on the
+keys that carry the mass.  Summed directly, a row's terms cancel (a
+hundredfold when a large value bias makes every dP ~100 while dP - delta
+~1) and the rounding of each dP - delta (u |dP|) lands in dtau whole; the
+(1 - rho) weights damp it where it is largest -- the order eager autograd
+reaches through the peak's path (its share -sum_j rho_j dN_j, 0 in the
+reals, is computed from the same rounded terms).
+
+Unlike softmax, delta is not taken from rowsum(dO . O): the normaliser's
+slope 10 / r amplifies the rounding of dP - delta tenfold and more, and in
+a row with one positive score (every first row, every n = 1 sequence)
+dP - delta is exactly 0 only if delta is built from the very dP values it
+is subtracted from.  So the dQ kernel first sweeps its key tiles for delta
+(writing it for the dK/dV kernel, launched after it), then for dq: two more
+dots per tile in one of the two passes, and O is not needed at all.  The same sweep recomputes the
 mass l against the stored peak: the forward's online l carries the
 rounding of every (m_old / m_new)^10 rescale (~10 u each), and a sum of P
 that is not 1 to within u lets a large component common to every dP
@@ -58,7 +69,8 @@ def power9(x):
 
 @triton.jit
 def pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale):
-    """(slope, prob, dp, at_peak) of one tile: d P / d r up to delta, P, dP = g dO . v, the peak key."""
+    """(slope, prob, dp, at_peak, gap) of one tile: d P / d r up to delta, P, dP = g dO . v, the peak key,
+    and 1 - rho = (m - r) / m (exactly 0 at the peak key: the weight of its normaliser term in tau's gradient)."""
     visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
     r = tl.where(visible, tl.maximum(s - tau, 0.0), 0.0)
@@ -71,15 +83,19 @@ def pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale):
     slope = 10.0 * rho9 / (safe_m * safe_l)[:, None]               # 10 r^9 / sum r^10
     dp = gate[:, None] * tl.dot(do, tl.trans(v), input_precision="ieee")
     at_peak = (offs_n[None, :] == arg[:, None]) & (r > 0.0)
-    return slope, prob, dp, at_peak
+    gap = tl.where(at_peak, 0.0, (peak[:, None] - r) / safe_m[:, None])     # m - r exact for r >= m / 2
+    return slope, prob, dp, at_peak, gap
 
 
 @triton.jit
-def pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak):
-    """ds = dL/dS: the normaliser's term plus, at the peak key, the gate's g'(m) dO . y = delta / (m (1 + m))."""
+def pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak, gap):
+    """(ds, ds_tau): ds = dL/dS, the normaliser's term plus, at the peak key, the gate's
+    g'(m) dO . y = delta / (m (1 + m)); ds_tau has ds's row sums (tau's gradient, up to sign):
+    the normaliser's term weighted by 1 - rho (0 at the peak), plus the gate's."""
     d_gate = tl.where(peak > 0.0, delta / (tl.where(peak > 0.0, peak, 1.0) * (1.0 + peak)), 0.0)
     ds = slope * centred(dp, at_peak, delta, rest, rest_dp) + tl.where(at_peak, d_gate[:, None], 0.0)
-    return ds
+    ds_tau = gap * ds + tl.where(at_peak, ds - slope * centred(dp, at_peak, delta, rest, rest_dp), 0.0)
+    return ds, ds_tau
 
 
 @triton.jit
@@ -133,7 +149,7 @@ def pn_fir_tau_bwd_dq_kernel(
                          BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
         v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                     mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
-        slope, power, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, ones, arg, sm_scale)
+        slope, power, dp, at_peak, _ = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, ones, arg, sm_scale)
         rest += tl.sum(tl.where(at_peak, 0.0, power), axis=1)      # rho^10 (mass 1 in pn_tile)
         rest_dp += tl.sum(tl.where(at_peak, 0.0, power * dp), axis=1)
         top += tl.sum(tl.where(at_peak, power, 0.0), axis=1)
@@ -148,7 +164,7 @@ def pn_fir_tau_bwd_dq_kernel(
     tl.store(REST + rows, rest, mask=row_ok)
     tl.store(REST_DP + rows, rest_dp, mask=row_ok)
 
-    # -- pass 2: dq, and each row's sum of ds for tau's gradient -------------
+    # -- pass 2: dq, and each row's sum of ds (as ds_tau) for tau's gradient ---
     dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     ds_row = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
@@ -157,10 +173,10 @@ def pn_fir_tau_bwd_dq_kernel(
                          BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
         v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                     mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
-        slope, prob, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
-        ds = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak)
+        slope, prob, dp, at_peak, gap = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
+        ds, ds_tau = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak, gap)
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
-        ds_row += tl.sum(ds, axis=1)
+        ds_row += tl.sum(ds_tau, axis=1)
 
     dq = dq * sm_scale
     tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
@@ -219,8 +235,8 @@ def pn_fir_tau_bwd_dkdv_kernel(
         delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
         rest = tl.load(REST + rows, mask=row_ok, other=0.0)
         rest_dp = tl.load(REST_DP + rows, mask=row_ok, other=0.0)
-        slope, prob, dp, at_peak = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
-        ds = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak)
+        slope, prob, dp, at_peak, gap = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
+        ds, _ = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak, gap)
         gate = peak / (1.0 + peak)
         dv += tl.dot(tl.trans(gate[:, None] * prob).to(do.dtype), do, input_precision="ieee")
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")

@@ -225,24 +225,33 @@ def _prefix(comp, xp, x, inject, ctx, seen) -> list:
     return states
 
 
+def residual_block(h, norm1, attention, norm2, ffn, seen=None, prefix="") -> list:
+    """The two sub-layer states of one pre-norm block (SPEC 1), the one definition every host uses:
+
+        h1 = h + attention(norm1(h); carrier h),    h2 = h1 + ffn(norm2(h1); carrier h1)
+
+    ``norm(h)``, ``attention(u, carrier)`` and ``ffn(u, carrier)`` are the block's components (the composition's
+    tables applied to a parameter dict here, ``nn`` modules in ``operators/modules.py``); ``seen(name, value)``
+    is shown each residual state as ``<prefix>residual1`` / ``residual2``.
+    """
+    h = h + attention(norm1(h), h)
+    if seen is not None:
+        seen(f"{prefix}residual1", h)
+    h2 = h + ffn(norm2(h), h)
+    if seen is not None:
+        seen(f"{prefix}residual2", h2)
+    return [h, h2]
+
+
 def _block(comp, xp, h, b, ctx, seen, i) -> list:
-    states = []
-    with arguments.within(f"blocks[{i}].norm1"):
-        u = NORM[comp.norm](xp, h, h, b["norm1"], ctx)
-    seen(f"block{i}.norm1", u)
-    with arguments.within(f"blocks[{i}].attn"):
-        a = ATTENTION[comp.attention](xp, u, h, b["attn"], ctx)
-    seen(f"block{i}.attn", a)
-    h = h + a
-    seen(f"block{i}.residual1", h)
-    states.append(h)
-    with arguments.within(f"blocks[{i}].norm2"):
-        u = NORM[comp.norm](xp, h, h, b["norm2"], ctx)
-    seen(f"block{i}.norm2", u)
-    with arguments.within(f"blocks[{i}].ffn"):
-        f = FFN[comp.ffn](xp, u, h, b["ffn"], ctx)
-    seen(f"block{i}.ffn", f)
-    h = h + f
-    seen(f"block{i}.residual2", h)
-    states.append(h)
-    return states
+    def component(table, slot, key):
+        def run(u, carrier):
+            with arguments.within(f"blocks[{i}].{key}"):
+                out = table[slot](xp, u, carrier, b[key], ctx)
+            seen(f"block{i}.{key}", out)
+            return out
+        return run
+
+    norm1, norm2 = component(NORM, comp.norm, "norm1"), component(NORM, comp.norm, "norm2")
+    return residual_block(h, lambda u: norm1(u, u), component(ATTENTION, comp.attention, "attn"),
+                          lambda u: norm2(u, u), component(FFN, comp.ffn, "ffn"), seen, f"block{i}.")

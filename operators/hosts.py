@@ -22,7 +22,6 @@ from .composition import host_params as _composition_params
 from .registry import Domain, declare
 
 DEPTH = 2
-DEPTHS = (1, 2, 3, 4)
 
 STANDARD = Composition("standard_host", norm="layernorm", attention="sdpa", ffn="ffn_update")
 OA_ONLY = Composition("oa_only_host", norm="layernorm", attention="oattention", ffn="ffn_update")
@@ -73,67 +72,73 @@ _REACTIVATE = "LayerNorm(0) = beta and FFN(beta) != 0 reactivate the null, a sou
 _SMOOTH = {"gradcheck": "smooth"}
 _EMPTY_ROW = "SDPA of a fully masked row is 0/0 = NaN"
 
-# (composition, extra traits, claims, violates) for the depth-2 hosts.
-_FAMILIES = (
-    (STANDARD, set(), _SMOOTH,
-     {"closure": "LN(0) = beta and SDPA make a null token active at the first sub-layer",
-      "null_source_insertion": "the null key adds softmax mass in block 1",
-      "null_receiver": "SDPA gives a null query the mean of the values",
-      "finite": _EMPTY_ROW}),
-    (OA_ONLY, {"presence"}, _SMOOTH,
-     {"closure": _REACTIVATE, "null_source_insertion": _REACTIVATE,
-      "null_receiver": "FFN(LN(0)) = FFN(beta) != 0 is added to the null token"}),
-    (OTRANSFORMER, {"presence"},
-     {"closure": "every sub-layer is O-closed: zero absorption and contextual erasure",
-      "null_source_insertion": "closure at the last layer",
-      "null_receiver": "every residual update of a null token is gated by rho(0) = 0",
-      "gradcheck": "smooth"},
-     {"null_gradient": "the residual stream's identity path passes gradient to a null token"}),
-)
-
-# The tabular hosts: standardisation over rows and an input embedding first.
-_TABULAR = (
-    (TABULAR_STANDARD, set(), _SMOOTH,
-     {"closure": "a null row shifts the standardisation mean and enters as the embedding bias",
-      "null_receiver": "standardize maps a null row to -mu / sigma, then x W + b",
-      "finite": _EMPTY_ROW}),
-    (TABULAR_OTRANSFORMER, {"presence"},
-     {"closure": "OStandardize gives a null row zero mass, OInject keeps it 0, O-blocks are closed",
-      "null_receiver": "every stage is gated by the presence of a null row, 0",
-      "null_source_insertion": "closure at the last layer", "gradcheck": "smooth"},
-     {}),
-)
+_STANDARD_CLAIMS = _SMOOTH
+_STANDARD_VIOLATES = {"closure": "LN(0) = beta and SDPA make a null token active at the first sub-layer",
+                      "null_source_insertion": "the null key adds softmax mass in block 1",
+                      "null_receiver": "SDPA gives a null query the mean of the values",
+                      "finite": _EMPTY_ROW}
+_OA_ONLY_CLAIMS = _SMOOTH
+_OA_ONLY_VIOLATES = {"closure": _REACTIVATE, "null_source_insertion": _REACTIVATE,
+                     "null_receiver": "FFN(LN(0)) = FFN(beta) != 0 is added to the null token"}
+_OTRANSFORMER_CLAIMS = {"closure": "every sub-layer is O-closed: zero absorption and contextual erasure",
+                        "null_source_insertion": "closure at the last layer",
+                        "null_receiver": "every residual update of a null token is gated by rho(0) = 0",
+                        "gradcheck": "smooth"}
+_OTRANSFORMER_VIOLATES = {"null_gradient": "the residual stream's identity path passes gradient to a null token"}
 
 
-def _declare(comp, traits, claims, violates):
-    layers = standard_layers if comp is STANDARD else oa_only_layers if comp is OA_ONLY else \
-        otransformer_layers if comp is OTRANSFORMER else _layers_of(comp)
+def _declare(comp, traits, claims, violates, layers=None):
+    """Declare host ``comp`` (its eager function generated from the composition) for the registry."""
+    layers = _layers_of(comp) if layers is None else layers
     params = functools.partial(host_params, depth=comp.depth, inject=comp.inject is not None)
-    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, depth=(comp.depth,),
-                    positive=("tau", "eps_den"))
+    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, positive=("tau", "eps_den"))
     return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
                    claims=claims, violates=violates)(_host_of(comp, layers))
 
 
-def _depth_variant(comp, depth, claims, violates):
+def _depth_variant(comp, depth, traits, claims, violates):
     """The depth-L variant declares closure plus one cheap claim (gradcheck of a deep host is slow)."""
     variant = comp.with_depth(depth, f"{comp.name}_l{depth}")
     kept = {k: v for k, v in claims.items() if k == "closure"}
     kept["permutation_equivariance"] = "no position terms in any component (masks permuted alike)"
-    return variant, kept, {k: v for k, v in violates.items() if k in ("closure", "finite")}
+    return _declare(variant, traits, kept, {k: v for k, v in violates.items() if k in ("closure", "finite")})
 
 
-HOSTS: dict = {}
-for _comp, _traits, _claims, _violates in _FAMILIES:
-    HOSTS[_comp.name] = _declare(_comp, _traits, _claims, _violates)
-    for _depth in DEPTHS:
-        if _depth != _comp.depth:
-            _v, _c, _x = _depth_variant(_comp, _depth, _claims, _violates)
-            HOSTS[_v.name] = _declare(_v, _traits, _c, _x)
-for _comp, _traits, _claims, _violates in _TABULAR:
-    HOSTS[_comp.name] = _declare(_comp, _traits, _claims, _violates)
+# -- the hosts the registry collects, each declared by name --------------------------------------
+# The depth-2 hosts, then their depth variants L = 1, 3, 4.
 
-# Registry collection picks marked functions from the module namespace.
-globals().update(HOSTS)
-standard_host, oa_only_host, otransformer = HOSTS["standard_host"], HOSTS["oa_only_host"], HOSTS["otransformer"]
+standard_host = _declare(STANDARD, set(), _STANDARD_CLAIMS, _STANDARD_VIOLATES, standard_layers)
+standard_host_l1 = _depth_variant(STANDARD, 1, set(), _STANDARD_CLAIMS, _STANDARD_VIOLATES)
+standard_host_l3 = _depth_variant(STANDARD, 3, set(), _STANDARD_CLAIMS, _STANDARD_VIOLATES)
+standard_host_l4 = _depth_variant(STANDARD, 4, set(), _STANDARD_CLAIMS, _STANDARD_VIOLATES)
+
+oa_only_host = _declare(OA_ONLY, {"presence"}, _OA_ONLY_CLAIMS, _OA_ONLY_VIOLATES, oa_only_layers)
+oa_only_host_l1 = _depth_variant(OA_ONLY, 1, {"presence"}, _OA_ONLY_CLAIMS, _OA_ONLY_VIOLATES)
+oa_only_host_l3 = _depth_variant(OA_ONLY, 3, {"presence"}, _OA_ONLY_CLAIMS, _OA_ONLY_VIOLATES)
+oa_only_host_l4 = _depth_variant(OA_ONLY, 4, {"presence"}, _OA_ONLY_CLAIMS, _OA_ONLY_VIOLATES)
+
+otransformer = _declare(OTRANSFORMER, {"presence"}, _OTRANSFORMER_CLAIMS, _OTRANSFORMER_VIOLATES,
+                        otransformer_layers)
+otransformer_l1 = _depth_variant(OTRANSFORMER, 1, {"presence"}, _OTRANSFORMER_CLAIMS, _OTRANSFORMER_VIOLATES)
+otransformer_l3 = _depth_variant(OTRANSFORMER, 3, {"presence"}, _OTRANSFORMER_CLAIMS, _OTRANSFORMER_VIOLATES)
+otransformer_l4 = _depth_variant(OTRANSFORMER, 4, {"presence"}, _OTRANSFORMER_CLAIMS, _OTRANSFORMER_VIOLATES)
+
+# The tabular hosts: standardisation over rows and an input embedding first.
+tabular_standard = _declare(
+    TABULAR_STANDARD, set(), _SMOOTH,
+    {"closure": "a null row shifts the standardisation mean and enters as the embedding bias",
+     "null_receiver": "standardize maps a null row to -mu / sigma, then x W + b",
+     "finite": _EMPTY_ROW})
+tabular_otransformer = _declare(
+    TABULAR_OTRANSFORMER, {"presence"},
+    {"closure": "OStandardize gives a null row zero mass, OInject keeps it 0, O-blocks are closed",
+     "null_receiver": "every stage is gated by the presence of a null row, 0",
+     "null_source_insertion": "closure at the last layer", "gradcheck": "smooth"},
+    {})
+
+HOSTS: dict = {fn.__name__: fn for fn in (
+    standard_host, standard_host_l1, standard_host_l3, standard_host_l4,
+    oa_only_host, oa_only_host_l1, oa_only_host_l3, oa_only_host_l4,
+    otransformer, otransformer_l1, otransformer_l3, otransformer_l4,
+    tabular_standard, tabular_otransformer)}
 COMPOSITIONS = {name: fn.composition for name, fn in HOSTS.items()}

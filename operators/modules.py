@@ -2,33 +2,47 @@
 
 The modules own parameters and call the same functions the registry
 declares (``oattention``, ``sdpa``, ``fir_attention`` ...), so a module and
-its registry entry can never disagree.  Inputs are ``batch_first``:
-(batch, tokens, features).  ``attn_mask`` is a 0/1 (or bool) visibility
-mask, 1 = may attend, of shape (tokens, tokens) or (batch, tokens, tokens).
+its registry entry can never disagree.  A :class:`Block` is built from the
+host's :class:`~tokenlaw.operators.composition.Composition` (the one the
+registry declares, ``hosts.STANDARD`` / ``OA_ONLY`` / ``OTRANSFORMER``): its
+slots choose the sub-modules, whose math is the composition's component
+table, and :func:`~tokenlaw.operators.composition.residual_block` wires them.
+Inputs are ``batch_first``: (batch, tokens, features).  ``attn_mask`` is a
+0/1 (or bool) visibility mask, 1 = may attend, of shape (tokens, tokens) or
+(batch, tokens, tokens).
+
+``implementation=`` runs an attention core elsewhere: a callable with the
+eager operator's signature minus ``xp`` (for example the Triton backend's
+``kernels.implementation(registry["oattention"])``); None (the
+default) is the eager operator.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 from torch import nn
 
 from . import arguments, normalisers
+from .composition import FFN, INJECT, NORM, residual_block
 from .errors import InvalidArgument
-from .ffn import ffn, offn
 from .fir_attention import fir_attention
-from .norms import layer_norm, onorm
+from .hosts import OA_ONLY, OTRANSFORMER, STANDARD
 from .oattention import oattention
 from .sdpa import sdpa
 from .xp import TORCH
 
-BACKENDS = ("eager", "triton")
 
-
-def _check_backend(backend):
-    if backend not in BACKENDS:
-        raise InvalidArgument(f"backend: expected one of {BACKENDS}, got {backend!r}")
-    return backend
+def _implementation(value, eager):
+    """``value`` when it is a callable, ``eager`` when None; anything else is refused, naming the argument."""
+    if value is None:
+        return eager
+    if not callable(value):
+        raise InvalidArgument(f"implementation: expected None (the eager operator) or a callable with the eager "
+                              f"operator's signature minus xp, e.g. the Triton backend's kernels.implementation(op); "
+                              f"got {value!r:.80}")
+    return value
 
 
 class _Projections(nn.Module):
@@ -49,9 +63,9 @@ class _Projections(nn.Module):
 
 
 class SDPAttention(_Projections):
-    """Standard softmax attention (the null-unsafe baseline)."""
+    """Standard softmax attention (the null-unsafe baseline); it takes no presence, so ``carrier`` is unused."""
 
-    def forward(self, x, attn_mask=None):
+    def forward(self, x, attn_mask=None, carrier=None):
         return sdpa(TORCH, x, attn_mask, **self.projection_params())
 
 
@@ -64,19 +78,15 @@ class OAttention(_Projections):
     True
     """
 
-    def __init__(self, d_model, heads=1, *, tau=1.0, eps_den=1e-6, bias=True, backend="eager"):
+    def __init__(self, d_model, heads=1, *, tau=1.0, eps_den=1e-6, bias=True, implementation=None):
         super().__init__(d_model, heads, bias)
         self.tau = arguments.positive(tau, "tau")
         self.eps_den = arguments.positive(eps_den, "eps_den")
-        self.backend = _check_backend(backend)
+        self.implementation = _implementation(implementation, functools.partial(oattention, TORCH))
 
     def forward(self, x, attn_mask=None, carrier=None):
         p = self.projection_params()
-        if self.backend == "triton":
-            from tokenlaw.kernels import oattention_layer  # noqa: WPS433 (optional dependency)
-
-            return oattention_layer(x, attn_mask, carrier=carrier, tau=self.tau, eps_den=self.eps_den, **p)
-        return oattention(TORCH, x, attn_mask, carrier=carrier, tau=self.tau, eps_den=self.eps_den, **p)
+        return self.implementation(x, attn_mask, carrier=carrier, tau=self.tau, eps_den=self.eps_den, **p)
 
 
 class FIRAttention(_Projections):
@@ -88,47 +98,47 @@ class FIRAttention(_Projections):
     VARIANTS = {"sm_fir": normalisers.softmax, "pn": normalisers.pn,
                 "pn_fir_c": normalisers.pn_centred, "pn_fir_tau": normalisers.pn_tau}
 
-    def __init__(self, d_model, heads=1, *, variant="pn_fir_tau", tau=0.0, bias=True, backend="eager"):
+    def __init__(self, d_model, heads=1, *, variant="pn_fir_tau", tau=0.0, bias=True, implementation=None):
         super().__init__(d_model, heads, bias)
         if variant not in self.VARIANTS:
             raise InvalidArgument(f"variant: expected one of {sorted(self.VARIANTS)}, got {variant!r}")
         self.variant = variant
-        self.backend = _check_backend(backend)
+        self.implementation = _implementation(implementation, functools.partial(_fir_eager, self.VARIANTS[variant]))
         if variant == "pn_fir_tau":
             self.tau = nn.Parameter(torch.tensor(float(arguments.finite_scalar(tau, "tau"))))
 
     def forward(self, x):
         p = self.projection_params()
         norm = {"tau": self.tau} if self.variant == "pn_fir_tau" else {}
-        if self.backend == "triton":
-            from tokenlaw.kernels import fir_attention_layer
+        return self.implementation(x, **p, **norm)
 
-            return fir_attention_layer(x, self.variant, **norm, **p)
-        return fir_attention(TORCH, x, self.VARIANTS[self.variant], **p, **norm)
+
+def _fir_eager(normaliser, x, **params):
+    return fir_attention(TORCH, x, normaliser, **params)
 
 
 class _Norm(nn.Module):
-    """Affine LayerNorm, or ONorm = rho(h) LayerNorm(h) when ``tau`` is given.
+    """The composition's norm slot (``layernorm``, ``rmsnorm``, ``onorm_ln``, ``onorm_rms``) with its parameters.
 
     A module of its own so forward hooks (the closure analyser) see it.
     """
 
-    def __init__(self, d_model, kind="layer", tau=None):
+    def __init__(self, d_model, slot="layernorm", tau=None):
         super().__init__()
         self.gamma = nn.Parameter(torch.ones(d_model))
         self.beta = nn.Parameter(torch.zeros(d_model))
-        self.kind, self.tau = kind, tau
+        self.slot, self.tau = slot, tau
 
     def forward(self, h):
-        if self.tau is not None:
-            return onorm(TORCH, h, gamma=self.gamma, beta=self.beta, tau=self.tau)
-        return layer_norm(TORCH, h, gamma=self.gamma, beta=self.beta)
+        return NORM[self.slot](TORCH, h, h, dict(gamma=self.gamma, beta=self.beta), {"tau": self.tau})
 
 
 class _FFN(nn.Module):
-    def __init__(self, d_model, hidden, tau=None):
+    """The composition's ffn slot: FFN(u) (``ffn_update``), or the OFFN branch rho(carrier) FFN(u) (``offn``)."""
+
+    def __init__(self, d_model, hidden, slot="ffn_update", tau=None):
         super().__init__()
-        self.tau = tau
+        self.slot, self.tau = slot, tau
         self.w1 = nn.Parameter(torch.randn(d_model, hidden) / math.sqrt(d_model))
         self.b1 = nn.Parameter(torch.zeros(hidden))
         self.w2 = nn.Parameter(torch.randn(hidden, d_model) / math.sqrt(hidden))
@@ -138,33 +148,54 @@ class _FFN(nn.Module):
         return dict(w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2)
 
     def forward(self, u, carrier=None):
-        """FFN(u), or the OFFN branch rho(carrier) FFN(u) when ``tau`` is given."""
-        if self.tau is not None:
-            return offn(TORCH, u, carrier=carrier, tau=self.tau, **self.params())
-        return ffn(TORCH, u, **self.params())
+        return FFN[self.slot](TORCH, u, carrier, self.params(), {"tau": self.tau})
+
+
+class Embedding(nn.Module):
+    """The composition's inject slot: ``x W + b`` (``linear_inject``), or OInject ``rho(x) (x W + b)`` (``oinject``)."""
+
+    def __init__(self, inputs, width, slot="linear_inject", tau=None):
+        super().__init__()
+        if slot not in INJECT:
+            raise InvalidArgument(f"slot: expected one of {sorted(INJECT)}, got {slot!r}")
+        self.w = nn.Parameter(torch.randn(inputs, width) / math.sqrt(inputs))
+        self.b = nn.Parameter(torch.zeros(width))
+        self.slot, self.tau = slot, tau
+
+    def forward(self, t):
+        return INJECT[self.slot](TORCH, t, dict(w=self.w, b=self.b), {"tau": self.tau})
 
 
 class Block(nn.Module):
-    """One pre-norm block of a host: ``kind`` in standard, oa_only, otransformer."""
+    """One pre-norm block of a host: ``kind`` in standard, oa_only, otransformer (the registry's compositions).
 
-    KINDS = ("standard", "oa_only", "otransformer")
+    ``implementation``: the OAttention core's (see the module doc); a standard block has none to replace.
+    """
 
-    def __init__(self, d_model, heads=1, *, kind="otransformer", hidden=None, tau=1.0, eps_den=1e-3, backend="eager"):
+    KINDS = {"standard": STANDARD, "oa_only": OA_ONLY, "otransformer": OTRANSFORMER}
+
+    def __init__(self, d_model, heads=1, *, kind="otransformer", hidden=None, tau=1.0, eps_den=1e-3,
+                 implementation=None):
         super().__init__()
         if kind not in self.KINDS:
-            raise InvalidArgument(f"kind: expected one of {self.KINDS}, got {kind!r}")
+            raise InvalidArgument(f"kind: expected one of {tuple(self.KINDS)}, got {kind!r}")
+        comp = self.composition = self.KINDS[kind]
         self.kind, self.tau, self.eps_den = kind, arguments.positive(tau, "tau"), arguments.positive(eps_den, "eps_den")
-        self.attn = (SDPAttention(d_model, heads) if kind == "standard"
-                     else OAttention(d_model, heads, tau=tau, eps_den=eps_den, backend=backend))
-        gate = self.tau if kind == "otransformer" else None   # ONorm and OFFN gating
-        self.norm1, self.norm2 = _Norm(d_model, tau=gate), _Norm(d_model, tau=gate)
-        self.ffn = _FFN(d_model, hidden or 4 * d_model, tau=gate)
+        if comp.attention == "oattention":
+            self.attn = OAttention(d_model, heads, tau=tau, eps_den=eps_den, implementation=implementation)
+        elif implementation is not None:
+            raise InvalidArgument(f"implementation: a {kind} block's attention is {comp.attention}, which takes no "
+                                  "implementation (only OAttention does)")
+        else:
+            self.attn = SDPAttention(d_model, heads)
+        self.norm1 = _Norm(d_model, comp.norm, tau=self.tau)
+        self.norm2 = _Norm(d_model, comp.norm, tau=self.tau)
+        self.ffn = _FFN(d_model, hidden or 4 * d_model, comp.ffn, tau=self.tau)
 
     def forward(self, h, attn_mask=None):
         arguments.tokens(h, "h")
-        u = self.norm1(h)
-        h = h + (self.attn(u, attn_mask) if self.kind == "standard" else self.attn(u, attn_mask, carrier=h))
-        return h + self.ffn(self.norm2(h), carrier=h)
+        return residual_block(h, self.norm1, lambda u, carrier: self.attn(u, attn_mask, carrier=carrier),
+                              self.norm2, self.ffn)[-1]
 
 
 class Host(nn.Module):

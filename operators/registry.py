@@ -13,7 +13,7 @@ Example::
     @declare(
         name="double",
         traits={"token_local"},
-        domain=Domain(kind="tokens"),
+        domain=Domain(),
         claims={"zero_absorption": "2*0 = 0"},
     )
     def double(xp, x, **params):
@@ -28,6 +28,7 @@ import math
 import pkgutil
 import sys
 import types
+from importlib.metadata import entry_points
 from typing import Any, Callable, Iterable, Mapping
 
 import torch
@@ -99,15 +100,14 @@ NONNEGATIVE = Interval(0.0, math.inf)
 class Domain:
     """How to build valid inputs for an operator.
 
-    kind:       "tokens" (x is B x N x D hidden states).
+    Inputs are tokens: x is B x N x D hidden states.
+
     params:     ``params(gen, d_model, dtype) -> dict`` builds parameters
                 (weights, tau, eps_den...) from a torch.Generator.
     d_model:    model widths to draw from.
     n_max:      longest sequence drawn by default.
-    heads:      head counts (must divide d_model).
     mask:       "none", "random" or "causal": what masks the operator accepts.
     dtypes:     dtypes the operator supports.
-    scale:      typical magnitude of drawn token entries.
 
     The domain of every real scalar parameter (a float in ``params``, named by
     its key at any nesting level) is declared here, once:
@@ -119,13 +119,10 @@ class Domain:
     """
 
     params: Callable[..., dict] | None = None
-    kind: str = "tokens"
     d_model: tuple = (4, 8)
     n_max: int = 6
     mask: str = "none"
     dtypes: tuple = ("float64", "float32", "float16", "bfloat16")
-    scale: float = 1.0
-    depth: tuple = ()
     positive: tuple = ()
     nonnegative: tuple = ()
     reals: tuple = ()
@@ -338,11 +335,11 @@ def collect(*targets, contracts: Mapping[str, Any]) -> Registry:
     (name -> contract with ``requires`` and ``needs``: the catalogue, which lives a layer above; callers use
     ``tokenlaw.properties.catalogue.collect``, which passes it).
 
-    With no target: tokenlaw's own ``tokenlaw.operators`` package plus any
-    package registered under the ``tokenlaw.operators`` entry-point group.
+    ``tokenlaw.properties.catalogue.collect`` with no target collects tokenlaw's own operators plus every
+    package registered under the ``tokenlaw.operators`` entry-point group (:func:`entry_point_modules`).
     """
     if not targets:
-        targets = ("tokenlaw.operators", *_entry_point_modules())
+        raise DeclarationError("collect: name the modules or packages to collect operators from")
     specs, seen = [], {}
     for module in _iter_modules(targets):
         source = getattr(module, "__file__", None) or module.__name__
@@ -357,7 +354,6 @@ def collect(*targets, contracts: Mapping[str, Any]) -> Registry:
     return Registry(specs)
 
 
-def _entry_point_modules():
-    from importlib.metadata import entry_points
-
+def entry_point_modules() -> list[str]:
+    """The operator packages installed plug-ins register under the ``tokenlaw.operators`` entry-point group."""
     return [ep.value for ep in entry_points(group="tokenlaw.operators")]

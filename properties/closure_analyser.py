@@ -32,7 +32,7 @@ from torch import nn
 
 from tokenlaw.operators.errors import InvalidArgument
 
-from .mask_insertion import insert_into_mask
+from .mask_insertion import insert_into_mask, insert_slice
 from .module_trace import trace
 from .tolerance import compare
 
@@ -142,13 +142,6 @@ def _cast(value, dtype):
     return value
 
 
-def _insert_null(x, axis, k):
-    shape = list(x.shape)
-    shape[axis] = 1
-    zero = torch.zeros(shape, dtype=x.dtype, device=x.device)
-    return torch.cat([x.narrow(axis, 0, k), zero, x.narrow(axis, k, x.shape[axis] - k)], dim=axis)
-
-
 def _runs(example, k):
     """{(inserted, dtype): {(name, index): Call}} for the four runs."""
     out = {}
@@ -158,7 +151,7 @@ def _runs(example, k):
             x = _cast(example.x, dtype)
             kwargs = {n: _cast(v, dtype) for n, v in example.kwargs.items()}
             if inserted:
-                x = _insert_null(x, example.token_axis, k)
+                x = insert_slice(x, example.token_axis, k)
                 for n, conv in example.masks.items():
                     if kwargs.get(n) is not None:
                         kwargs[n] = insert_into_mask(kwargs[n], conv, k, n)

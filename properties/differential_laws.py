@@ -7,7 +7,7 @@ from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
 from .case import cast, lay_out
-from .catalogue import Gap, contract
+from .contract import Gap, contract
 from .tolerance import UNIT_ROUNDOFF
 from .tolerance import differential as compare_differential
 

@@ -6,7 +6,7 @@ import torch
 from . import statement as S
 from tokenlaw.operators.references import spec_taps
 
-from .catalogue import contract
+from .contract import contract
 from .judging import relation, worst
 
 _FILTER = dict(requires={"filter"})

@@ -17,7 +17,10 @@ from tokenlaw.operators.errors import InvalidArgument
 CONVENTIONS = {"visibility": True, "blocked": False, "additive": 0.0, "padding": False}
 
 
-def _insert(t: torch.Tensor, axis: int, k: int, value) -> torch.Tensor:
+def insert_slice(t: torch.Tensor, axis: int, k: int, value=0) -> torch.Tensor:
+    """``t`` with one slice filled with ``value`` inserted before index k along ``axis``: a null token
+    (value 0) in a model's input, or its visible row / column in a mask (the relation's torch form for any
+    model; the laws' own form over ``xp`` is ``statement.insert_null``)."""
     shape = list(t.shape)
     shape[axis] = 1
     fill = torch.full(shape, value, dtype=t.dtype, device=t.device)
@@ -38,7 +41,7 @@ def insert_into_mask(mask: torch.Tensor, convention: str, k: int, name: str = "m
     if convention == "padding":
         if mask.ndim != 2:
             raise InvalidArgument(f"{name}: a padding mask is (batch, tokens), got shape {tuple(mask.shape)}")
-        return _insert(mask, 1, k, value)
+        return insert_slice(mask, 1, k, value)
     if mask.ndim not in (2, 3) or mask.shape[-1] != mask.shape[-2]:
         raise InvalidArgument(f"{name}: a {convention} mask is (N, N) or (B, N, N), got shape {tuple(mask.shape)}")
-    return _insert(_insert(mask, mask.ndim - 2, k, value), mask.ndim - 1, k, value)
+    return insert_slice(insert_slice(mask, mask.ndim - 2, k, value), mask.ndim - 1, k, value)

@@ -7,7 +7,7 @@ from tokenlaw.operators.xp import TORCH
 
 from . import statement as S
 from . import verdict as V
-from .catalogue import contract
+from .contract import contract
 from .judging import exact_zero, max_abs, relation
 from .tolerance import PROBE
 

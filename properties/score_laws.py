@@ -17,7 +17,7 @@ from . import backends
 from . import statement as S
 from . import verdict as V
 from .applied import law_params
-from .catalogue import contract
+from .contract import contract
 from .judging import exact_zero
 
 _SCORE = dict(requires={"score_normaliser"}, needs={"weights"}, evaluated="weights")

@@ -11,7 +11,7 @@ from tokenlaw.operators.xp import TORCH
 from . import statement as S
 from . import verdict as V
 from .case import cast
-from .catalogue import contract
+from .contract import contract
 from .judging import relation
 
 

@@ -10,7 +10,7 @@ from tokenlaw.operators.xp import TORCH, Recording
 
 from . import backends
 from . import verdict as V
-from .catalogue import contract
+from .contract import contract
 
 
 @contract(exact=True, dtypes=("float64",),

@@ -20,7 +20,8 @@ from xml.sax.saxutils import escape
 from tokenlaw.properties import verdict as V
 
 from .svgplot import PALETTE, Series, chart
-from .writers import HOW_TO_READ, by_design, by_reason, first_counterexample, headline, ratio, run_line, summary
+from .document import ratio, summary
+from .text import HOW_TO_READ, by_design, by_reason, first_counterexample, headline, run_line
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
          V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.OUT_BY_DESIGN: "na",
@@ -90,7 +91,7 @@ def _cell_tip(row, cell) -> str:
 def _cell_class(row, cell) -> str:
     """The plot class of a cell.  'failing' only when its *row* fails: a dtype that did not reproduce an
     expected violation which another dtype reproduced is 'not reproduced in this dtype', not a failure."""
-    out = cell.get("outcome", row["outcome"])
+    out = cell["outcome"]
     if out == V.BAD_NOT_REPRODUCED and row["outcome"] not in V.FAILING:
         return "miss"
     return CLASS.get(out, "unk")

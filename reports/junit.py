@@ -12,7 +12,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from tokenlaw.properties import verdict as V
 
-from .writers import example, ratio
+from .document import ratio
+from .text import example
 
 
 def _case(row: dict, cell: dict) -> tuple[str, str]:
@@ -20,8 +21,7 @@ def _case(row: dict, cell: dict) -> tuple[str, str]:
     v = cell["verdict"]
     if v is None:
         return "skipped", "not run"
-    # Documents written before cells carried their outcome: derive it from the status.
-    out = cell.get("outcome") or V.outcome(row["declared"], V.Verdict(v["status"]))
+    out = cell["outcome"]      # computed once, by Document.to_json
     status = v["status"]
     if out == V.BAD_UNEXPECTED:
         return "failure", (f"UNEXPECTED violation of claimed contract {row['contract']} ({row['law']}): "

@@ -1,8 +1,8 @@
 """The proofs report: the symbolic tier's rows as Markdown and JSON (reports/proofs.{md,json}).
 
-Same Verdict objects and JSON schema as the conformance report
-(``reports.writers.to_json``), one cell per row: backend "symbolic",
-dtype "real".  The Markdown shows, per cell, the shapes, the solver, the time
+The same :class:`~.document.Document` as the conformance report (its rows are
+:class:`~.document.ProofRow`, one cell per row: backend "symbolic", dtype
+"real"), written as JSON with a top-level ``note``.  The Markdown shows, per cell, the shapes, the solver, the time
 and, for a refutation, the counterexample and its measured eager replay.
 """
 from __future__ import annotations
@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.plan import Cell, Row
-from .writers import atomic_write, to_json
-
+from tokenlaw.properties.plan import Cell
 from tokenlaw.symbolic.prover import is_mismatch
+
+from .document import Document, ProofRow
+from .writers import atomic_write
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
           "operators' own code traced to z3 terms (the axioms: `tokenlaw docs symbolic`).")
@@ -34,15 +35,6 @@ LEGEND = [
     "on a traced value, a direct torch.* / math.* / numpy call); file:line given. Not a failure of the suite.",
     "`not runnable here`: the contract has no real-arithmetic statement (gradients, limits, trace properties).",
 ]
-
-
-class ProofRow(Row):
-    """A row with one symbolic cell: its outcome is ``verdict.outcome`` of that cell
-    (so an undecided expected violation reads "unknown", not "NOT reproduced")."""
-
-    @property
-    def outcome(self) -> str:
-        return V.outcome(self.declared, self.cells[0].verdict)
 
 
 def rows_from(results, planned) -> list:
@@ -67,7 +59,13 @@ def _short_ce(v: V.Verdict) -> str:
     return text if len(text) <= 240 else text[:237] + "..."
 
 
-def to_markdown(rows, meta: dict) -> str:
+def document(rows, meta: dict) -> Document:
+    """The proofs report's document: the rows and the run's meta, with the scope note on top."""
+    return Document(rows, dict(meta), extra={"note": HEADER})
+
+
+def to_markdown(doc: Document) -> str:
+    rows, meta = doc.rows, doc.meta
     counts: dict = {}
     for r in rows:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
@@ -113,11 +111,15 @@ def _listed(rows, title, statuses) -> list:
     return [f"## {title}", ""] + out + [""] if out else []
 
 
-def write(rows, meta: dict, out_dir) -> tuple:
+def write_doc(doc: Document, out_dir) -> tuple:
+    """Write proofs.json (the document) and proofs.md (its rendering); returns their paths."""
     out_dir = Path(out_dir)
     md, js = out_dir / "proofs.md", out_dir / "proofs.json"
-    data = to_json(rows, meta)
-    data["note"] = HEADER
-    atomic_write(js, json.dumps(data, indent=1) + "\n")
-    atomic_write(md, to_markdown(rows, meta))
+    atomic_write(js, json.dumps(doc.to_json(), indent=1) + "\n")
+    atomic_write(md, to_markdown(doc))
     return md, js
+
+
+def write(rows, meta: dict, out_dir) -> tuple:
+    """:func:`write_doc` of :func:`document` (rows, meta)."""
+    return write_doc(document(rows, meta), out_dir)

@@ -1,7 +1,6 @@
 """Compare two report documents cell by cell: what regressed, what improved, what came and went.
 
-This is the logic of ``tokenlaw gate``; it works on the JSON documents of
-:mod:`tokenlaw.reports.writers` only, so any tier that writes verdicts
+This is the logic of ``tokenlaw gate``; it works on report documents only, so any tier that writes verdicts
 (fuzz, symbolic, kernels) is compared the same way, by cell id and by the
 verdict's ``status`` and ``tier``.
 
@@ -39,11 +38,13 @@ Regression kinds (each names the cell, row or kernel it concerns):
     the current report's recorded kernel hashes differ from the kernel
     files on disk now (its kernel cells predate the edit).
 
-Several reports (the eager run and a kernel backend's run, each written by
-its own ``tokenlaw check``) are compared as one: :func:`merge` concatenates
-their rows, keeps each run's meta under ``meta["runs"]`` and keys a row by
-``id@backend`` for non-eager runs, since a row id names the same
-(operator, contract) on every backend while its cell ids differ.
+Both sides are :class:`~.document.Document` objects; the rules read their
+JSON view (:func:`view`), whose outcomes the document computed.  Several
+reports (the eager run and a kernel backend's run) are compared as one:
+:func:`.document.merge_runs` concatenates their rows, keeps each run's meta
+under ``meta["runs"]`` and keys a row by ``id@backend`` for non-eager runs,
+since a row id names the same (operator, contract) on every backend while its
+cell ids differ.
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ import dataclasses
 
 from tokenlaw.properties import verdict as V
 
-from .writers import ratio
+from .document import Document, merge_runs, ratio
 
 BOUND_GROWTH = 2.0
 RATIO_ALERT = 0.5
@@ -86,48 +87,29 @@ class Comparison:
         return {k: [c.to_json() for c in getattr(self, k)] for k in ("regressions", "improvements", "added", "notes")}
 
 
-def normalise(doc: dict) -> dict:
-    """Give every row its run's backend and the meta a ``runs`` list (a single report is one run)."""
-    meta = doc["meta"]
-    backend = meta.get("backend") or "eager"
-    for r in doc["rows"]:
+def view(doc: Document) -> dict:
+    """The JSON view the rules read: every row with its run's backend, the meta with its ``runs`` list.
+
+    Outcomes in it are the document's own (``Document.to_json``): nothing here re-derives one.
+    """
+    out = doc.to_json()
+    for r, backend in zip(out["rows"], doc.row_backends()):
         r.setdefault("backend", backend)
-    if "runs" not in meta:
-        meta["runs"] = [{k: v for k, v in meta.items() if k != "runs"}]
-    return doc
+    out["meta"]["runs"] = doc.runs
+    return out
 
 
-def merge(docs: list[dict]) -> dict:
-    """One document from several runs' reports (rows concatenated, metas kept under meta["runs"])."""
-    from .writers import SCHEMA_VERSION, summary
-
-    docs = [normalise(d) for d in docs]
-    meta = {k: v for k, v in docs[0]["meta"].items() if k != "runs"}
-    meta["runs"] = [run for d in docs for run in d["meta"]["runs"]]
-    rows = [r for d in docs for r in d["rows"]]
-    keys = [row_key(r) for r in rows]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        from tokenlaw.operators.errors import InvalidArgument
-
-        raise InvalidArgument(f"--current: rows {dup[:5]} appear in more than one report")
-    return {"schema": SCHEMA_VERSION, "meta": meta, "summary": summary(rows), "rows": rows}
+def merge(docs: list[Document]) -> Document:
+    """One document from several runs' reports (:func:`.document.merge_runs`)."""
+    return merge_runs(docs)
 
 
-def row_key(row) -> str:
-    backend = row.get("backend", "eager")
-    return row["id"] if backend == "eager" else f"{row['id']}@{backend}"
+def row_key(row: dict) -> str:
+    return row["id"] if row.get("backend", "eager") == "eager" else f"{row['id']}@{row['backend']}"
 
 
 def _cells(doc) -> dict:
     return {c["id"]: (r, c) for r in doc["rows"] for c in r["cells"]}
-
-
-def _outcome(row, cell) -> str:
-    if cell.get("outcome"):
-        return cell["outcome"]
-    v = cell.get("verdict")
-    return V.outcome(row["declared"], None if v is None else V.Verdict(v["status"]))
 
 
 def _status(cell) -> str:
@@ -138,7 +120,7 @@ def _status(cell) -> str:
 def _describe(row, cell) -> str:
     v = cell.get("verdict") or {}
     tier = v.get("tier", "?")
-    return f"{_outcome(row, cell)} [{tier}]"
+    return f"{cell['outcome']} [{tier}]"
 
 
 def _draws(run: dict) -> tuple:
@@ -146,10 +128,10 @@ def _draws(run: dict) -> tuple:
 
 
 def comparable(base: dict, cur: dict) -> dict:
-    """{backend: True when both documents' runs of that backend drew the same inputs}."""
+    """{backend: True when both documents' runs of that backend drew the same inputs} (JSON views)."""
     def by_backend(doc):
         out: dict[str, set] = {}
-        for run in normalise(doc)["meta"]["runs"]:
+        for run in doc["meta"]["runs"]:
             out.setdefault(run.get("backend") or "eager", set()).add(_draws(run))
         return out
 
@@ -157,12 +139,13 @@ def comparable(base: dict, cur: dict) -> dict:
     return {k: b.get(k) == c.get(k) for k in set(b) | set(c)}
 
 
-def compare(base: dict, cur: dict, *, bound_growth: float = BOUND_GROWTH, ratio_alert: float = RATIO_ALERT,
-            disk_kernels: dict | None = None) -> Comparison:
+def compare(base: Document, cur: Document, *, bound_growth: float = BOUND_GROWTH,
+            ratio_alert: float = RATIO_ALERT, disk_kernels: dict | None = None) -> Comparison:
     """Every regression, improvement, added cell and note from ``base`` to ``cur``.
 
     ``disk_kernels`` ({"kernels/x.py": sha256}) enables the stale-report check.
     """
+    base, cur = view(base), view(cur)
     out = Comparison([], [], [], [])
     same = comparable(base, cur)
     for backend, ok in sorted(same.items()):
@@ -193,7 +176,7 @@ def compare(base: dict, cur: dict, *, bound_growth: float = BOUND_GROWTH, ratio_
         if cid in bcells:
             continue
         out.added.append(Change("added", cid, "", _describe(cr, cc)))
-        if _outcome(cr, cc) == V.BAD_UNEXPECTED:
+        if cc["outcome"] == V.BAD_UNEXPECTED:
             out.regressions.append(Change("unexpected-violation", cid, "new cell", _describe(cr, cc),
                                           (cc.get("verdict") or {}).get("detail", "")))
     _kernels(out, base, cur, disk_kernels)
@@ -201,7 +184,7 @@ def compare(base: dict, cur: dict, *, bound_growth: float = BOUND_GROWTH, ratio_
 
 
 def _compare_cell(out, cid, br, bc, cr, cc, same_draws, bound_growth, ratio_alert):
-    bo, co = _outcome(br, bc), _outcome(cr, cc)
+    bo, co = bc["outcome"], cc["outcome"]
     bs, cs = _status(bc), _status(cc)
     bv, cv = bc.get("verdict") or {}, cc.get("verdict") or {}
     was, now = _describe(br, bc), _describe(cr, cc)
@@ -232,7 +215,7 @@ def _compare_cell(out, cid, br, bc, cr, cc, same_draws, bound_growth, ratio_aler
 
 
 def _num(x) -> float:
-    return float(x) if isinstance(x, (int, float)) else float(str(x))
+    return float(x) if isinstance(x, (int, float)) else float(str(x))   # "nan" / "inf" strings
 
 
 def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
@@ -248,7 +231,7 @@ def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
 
 def _sources(doc) -> dict | None:
     """The kernel hashes a document recorded (its first run that recorded any)."""
-    for run in normalise(doc)["meta"]["runs"]:
+    for run in doc["meta"]["runs"]:
         if run.get("kernel_sources") is not None:
             return run["kernel_sources"]
     return None

@@ -199,32 +199,50 @@ def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=Fal
     return s
 
 
-# Proved queries, keyed by the exact set of formulas (z3 hash-conses terms, so equal
-# ids are equal formulas; the formulas are held so their ids are never recycled).  The
-# same formulas are unsat wherever they come from: an obligation that does not depend on
-# the enumerated mask is proved once, not once per mask.
-_PROVED: dict = {}
+class ProofCache:
+    """The queries one run has proved, keyed by the exact set of their formulas.
+
+    z3 hash-conses terms, so equal ids are equal formulas; the formulas are
+    held so their ids are never recycled.  The same formulas are unsat
+    wherever they come from: an obligation that does not depend on the
+    enumerated mask is proved once, not once per mask (or per row).  A run
+    (``prove_rows``) makes one and passes it down; nothing is kept between runs.
+    """
+
+    def __init__(self):
+        self._proved: dict = {}
+
+    def __len__(self) -> int:
+        return len(self._proved)
+
+    def tactic(self, formulas) -> str | None:
+        """The tactic that proved exactly these formulas, or None."""
+        hit = self._proved.get(frozenset(f.get_id() for f in formulas))
+        return hit[1] if hit else None
+
+    def add(self, formulas, tactic: str) -> None:
+        self._proved[frozenset(f.get_id() for f in formulas)] = (formulas, tactic)
 
 
-def _check(q: Query, timeout: float, goal, assume_obligations=False, rewrite=()):
+def _check(q: Query, timeout: float, goal, assume_obligations=False, rewrite=(), *, cache: ProofCache):
     """(result, solver, reason): the first portfolio member that decides, else unknown."""
     formulas = _formulas(q, goal, assume_obligations, rewrite)
-    key = frozenset(f.get_id() for f in formulas)
-    if key in _PROVED:
-        return z3.unsat, None, _PROVED[key][1] + " (same query proved before)"
+    known = cache.tactic(formulas)
+    if known is not None:
+        return z3.unsat, None, known + " (same query proved before)"
     reasons = []
     for tactic, share in PORTFOLIO:
         s = _solver(q, timeout * share, goal, tactic, formulas=formulas)
         r = s.check()
         if r == z3.unsat:
-            _PROVED[key] = (formulas, tactic)
+            cache.add(formulas, tactic)
         if r != z3.unknown:
             return r, s, tactic
         reasons.append(f"{tactic}: {s.reason_unknown()}")
     return z3.unknown, s, "; ".join(reasons)
 
 
-def _decide(q: Query, timeout: float, deadline: float = float("inf")):
+def _decide(q: Query, timeout: float, deadline: float = float("inf"), *, cache: ProofCache):
     """(result, model, how) for "some claim or obligation fails".
 
     First the whole conjunction with a slice of the budget; if z3 cannot
@@ -233,7 +251,7 @@ def _decide(q: Query, timeout: float, deadline: float = float("inf")):
     valid(O -> C) give valid(O and C)), each with the full budget.
     """
     all_ok = z3.And([c for c, _ in q.claims + q.obligations])
-    result, s, how = _check(q, timeout * FIRST_SHARE, z3.Not(all_ok))
+    result, s, how = _check(q, timeout * FIRST_SHARE, z3.Not(all_ok), cache=cache)
     if result != z3.unknown:
         return result, (s.model() if result == z3.sat else None), how
     seen, proved_eq = set(), set()
@@ -252,9 +270,9 @@ def _decide(q: Query, timeout: float, deadline: float = float("inf")):
             left = deadline - time.perf_counter()
             if left <= 0:
                 return z3.unknown, None, f"cell budget spent before '{what}'"
-            r, s, why = _check(q, min(timeout, left), goal, assume, rewrite)
+            r, s, why = _check(q, min(timeout, left), goal, assume, rewrite, cache=cache)
             if r == z3.sat and rewrite:
-                r, s, why = _check(q, min(timeout, left), z3.Not(c), assume)  # a model must be of the original
+                r, s, why = _check(q, min(timeout, left), z3.Not(c), assume, cache=cache)  # a model must be of the original
             if lemma and r != z3.unsat:
                 continue                      # an unproved lemma is simply not used
             if r == z3.sat:
@@ -307,13 +325,16 @@ def shapes_text(problem) -> str:
     return ", ".join(f"{k}={v}" for k, v in problem.shapes.items()) + ", batch=1, heads=1"
 
 
-def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline: float | None = None) -> V.Verdict:
+def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline: float | None = None,
+                  cache: ProofCache | None = None) -> V.Verdict:
     """Run the three-way decision of the module docstring on one problem.
 
     Enumerated inputs (masks, case selectors) give one query each: proved
     needs every query unsat; the first sat query is refuted and replayed;
-    otherwise an unknown query makes the cell unknown.
+    otherwise an unknown query makes the cell unknown.  ``cache``: the run's
+    proved queries (a fresh one when None).
     """
+    cache = ProofCache() if cache is None else cache
     start = time.perf_counter()
     extra = dict(solver=SOLVER, shapes=problem.shapes, statement=problem.statement,
                  premises=sorted({why for _, why in problem.sym.premises}))
@@ -325,7 +346,8 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline
     for assignment, premises in problem.sym.assignments():
         q = build_query(problem, assignment, premises)
         queries += 1
-        result, model, how = _decide(q, timeout, deadline if deadline is not None else start + CELL_BUDGET * timeout)
+        result, model, how = _decide(q, timeout, deadline if deadline is not None else start + CELL_BUDGET * timeout,
+                                     cache=cache)
         if result == z3.sat:
             extra["queries"] = queries
             return _refute(q, assignment, model, timeout, start, base)
@@ -470,7 +492,8 @@ def untraceable(op, contract, err: BaseException, start: float) -> V.Verdict | N
                      seconds=time.perf_counter() - start, extra=dict(where=where, construct=what))
 
 
-def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d=None, mode=None) -> V.Verdict:
+def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d=None, mode=None,
+               cache: ProofCache | None = None) -> V.Verdict:
     """Verdict of the symbolic tier for one (operator, contract) cell.
 
     Parameters are first symbols (the strongest statement); if z3 cannot
@@ -478,10 +501,12 @@ def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d
     and eps_den stay symbols): a proof then only covers that sample, and its
     status is ``holds_for_sampled_weights``, never ``proved``.  Code the
     namespaces cannot model soundly gives ``not_traceable`` (file:line).
+    ``cache``: the proved queries of the run this cell belongs to (a fresh one when None).
     """
     start = time.perf_counter()
+    cache = ProofCache() if cache is None else cache
     try:
-        return _prove_cell(op, contract, timeout=timeout, n=n, d=d, mode=mode, start=start)
+        return _prove_cell(op, contract, timeout=timeout, n=n, d=d, mode=mode, start=start, cache=cache)
     except Exception as err:  # noqa: BLE001 -- classified, or re-raised as the tier's own bug
         verdict = untraceable(op, contract, err, start)
         if verdict is None:
@@ -489,7 +514,7 @@ def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d
         return verdict
 
 
-def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
+def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict:
     none = _symbolic(contract).get("none")
     if none:
         return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic form: {none}", tier="symbolic")
@@ -499,7 +524,7 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
         # Block-wise closure (every block commutes with null insertion at every sub-layer)
         # implies the output statement by induction; a failure proves nothing about the
         # output, so then the layered whole-host law below decides.
-        via = prove_cell(op, "closure", timeout=timeout, mode=mode)
+        via = prove_cell(op, "closure", timeout=timeout, mode=mode, cache=cache)
         if via.status in (V.PROVED, V.SAMPLED, V.NOT_TRACEABLE):
             via.detail = f"{via.status} via closure (which implies it for the output): " + via.detail
             via.seconds = time.perf_counter() - start
@@ -515,13 +540,13 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
                 raise
             return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract} for {op.name}: {type(err).__name__}: {err}",
                              tier="symbolic", seconds=time.perf_counter() - start)
-        verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout)
+        verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout, cache)
         if verdict.extra.get("step") and problem.fallback is not None:
             # closure: only an induction step is refuted (a block is not closed on some state),
             # which is no counterexample of the host, so the direct statement decides.  (An
             # undecided induction goes on to the next mode instead: the direct statement is harder.)
             first = verdict
-            verdict = prove_problem(problem.fallback(), timeout, start + CELL_BUDGET * timeout)
+            verdict = prove_problem(problem.fallback(), timeout, start + CELL_BUDGET * timeout, cache)
             verdict.detail += f" (the stronger statement was not proved: {first.status}: {first.detail[:400]})"
         verdict.extra["params"] = "symbols" if m == "symbolic" else \
             "weights: drawn values rounded to rationals /100; scalars (tau, eps_den, taps) symbols"
@@ -537,10 +562,13 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start) -> V.Verdict:
 
 
 def prove_rows(registry, rows, *, timeout: float = DEFAULT_TIMEOUT, progress=None) -> list:
-    """[(operator, contract, Verdict)] for planned rows (``properties.plan``): the symbolic column."""
-    out = []
+    """[(operator, contract, Verdict)] for planned rows (``properties.plan``): the symbolic column.
+
+    The rows share one :class:`ProofCache`: a query proved for one row is not solved again for another.
+    """
+    out, cache = [], ProofCache()
     for r in rows:
-        v = prove_cell(registry[r.operator], r.contract, timeout=timeout)
+        v = prove_cell(registry[r.operator], r.contract, timeout=timeout, cache=cache)
         if progress:
             progress(r, v)
         out.append((r.operator, r.contract, v))

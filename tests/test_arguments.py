@@ -90,8 +90,12 @@ def test_modules_validate_up_front():
         OAttention(8, 3)
     with pytest.raises(InvalidArgument, match="variant"):
         FIRAttention(8, 2, variant="nope")
-    with pytest.raises(InvalidArgument, match="backend"):
-        OAttention(8, 2, backend="cuda-magic")
+    with pytest.raises(InvalidArgument, match="implementation"):
+        OAttention(8, 2, implementation="cuda-magic")
+    with pytest.raises(InvalidArgument, match="implementation"):
+        FIRAttention(8, 2, implementation="triton")
+    with pytest.raises(InvalidArgument, match="implementation"):
+        Host(8, 2, kind="standard", implementation=lambda *a, **k: None)
     with pytest.raises(InvalidArgument, match="depth"):
         Host(8, 2, depth=0)
     with pytest.raises(InvalidArgument, match="kind"):

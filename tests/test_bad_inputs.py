@@ -9,7 +9,6 @@ the argument at fault.  Nothing may be broadcast, cast or computed into NaN.
 from __future__ import annotations
 
 import inspect
-import os
 import re
 
 import pytest
@@ -70,8 +69,6 @@ def test_operator_rejects(op, bad):
 # -- kernel entry points ----------------------------------------------------------------------
 # The custom ops and the layer-level wrappers validate before any launch, so these run on the
 # CPU under the interpreter's rules without launching a kernel.
-os.environ.setdefault("TRITON_INTERPRET", "1")   # before Triton decorates the kernels (as the kernel tests do)
-
 kernels = pytest.importorskip("tokenlaw.kernels", reason="the Triton backend is not installed")
 
 from tokenlaw.kernels import layers, ops, validate  # noqa: E402

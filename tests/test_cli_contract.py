@@ -234,8 +234,8 @@ def test_plain_mutate_without_gpu_runs_what_it_can_and_says_what_it_left_out(her
     assert rc == 0, err
     assert ran and all(m.backend == "eager" for m in ran)
     left = json.loads(out)["left_out"]
-    from tokenlaw.fuzz.mutants import catalogue
-    kernel = [m.name for m in catalogue(include_kernels=True) if m.backend != "eager"]
+    from tokenlaw.app.fuzz_cmd import mutant_catalogue
+    kernel = [m.name for m in mutant_catalogue() if m.backend != "eager"]
     assert left == kernel
     if kernel:
         assert "TRITON_INTERPRET=1 tokenlaw mutate --backend triton" in err

@@ -5,9 +5,10 @@ import json
 
 import pytest
 
-from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
+from tokenlaw.fuzz import campaign as campaign_module
+from tokenlaw.fuzz.campaign import Campaign, _forked, parse_shard, run_rows, shard
 from tokenlaw.fuzz.engine import PROFILES
-from tokenlaw.reports.merge import merge
+from tokenlaw.reports.document import merge_shard_files as merge
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.plan import plan
@@ -42,6 +43,33 @@ def test_workers_give_the_same_outcomes_as_one_process():
     assert [[c.verdict.examples for c in r.cells] for r in one] == [[c.verdict.examples for c in r.cells] for r in two]
     with pytest.raises(InvalidArgument, match="workers"):
         run_rows(REG, [], workers=0)
+
+
+def test_forked_workers_run_a_mutants_registry_copy_that_cannot_be_pickled():
+    """The campaign object is inherited by fork, not pickled: a mutant's registry (functions of modules that
+    are in no sys.modules) runs on 2 workers and is caught there as in one process."""
+    from tokenlaw.fuzz.mutants import EAGER_MUTANTS
+
+    mutant = next(m for m in EAGER_MUTANTS if m.name == "presence_floor")
+    bad = mutant.apply(REG)
+    rows = dict(operators=["presence"], dtypes=["float64"])
+    one = run_rows(bad, plan(bad, **rows), examples=10, seed=0, workers=1, replay_dir=None, progress=False)
+    two = run_rows(bad, plan(bad, **rows), examples=10, seed=0, workers=2, replay_dir=None, progress=False)
+    assert [r.outcome for r in one] == [r.outcome for r in two]
+    assert any(r.failing for r in two)
+
+
+def test_a_worker_error_is_raised_in_the_parent():
+    empty = Campaign(registry={}, examples=1, seed=0)
+    with pytest.raises(KeyError, match="nosuchop"):
+        list(_forked(empty, [(0, 0, "nosuchop", "finite", "float64", "eager")], 2))
+
+
+def test_the_campaign_keeps_no_module_state():
+    """Everything a run needs travels in its Campaign: the module holds no dict, list or set of its own to fill."""
+    imported = {"CONTRACTS", "DTYPES", "__builtins__"}    # the catalogue's, imported read-only
+    mutable = {n for n, v in vars(campaign_module).items() if isinstance(v, (dict, list, set))}
+    assert mutable == imported
 
 
 def test_shard_reports_merge_into_the_full_report(tmp_path, capsys):

@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import pkgutil
+import sys
 
 import pytest
 
-from tokenlaw.fuzz.mutants import EAGER_MUTANTS, Mutant, catalogue
+import tokenlaw.operators
+from tokenlaw.app.fuzz_cmd import mutant_catalogue
+from tokenlaw.fuzz.mutants import EAGER_MUTANTS, catalogue
 from tokenlaw.fuzz.mutation import run_mutant, run_mutants
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
+from tokenlaw.properties.mutants import Mutant
 
 REG = default_registry()
 # one cheap mutant per family; the whole catalogue is the slow test below
@@ -28,8 +33,27 @@ def test_catalogue_has_at_least_12_mutants_spread_over_the_families():
 
 
 def test_catalogue_filters_by_backend():
-    assert all(m.backend == "eager" for m in catalogue(backend="eager"))
-    assert all(m.backend == "triton" for m in catalogue(backend="triton"))
+    assert catalogue(backend="eager") == EAGER_MUTANTS and catalogue(backend="triton") == ()
+    everything = mutant_catalogue()
+    assert everything[:len(EAGER_MUTANTS)] == EAGER_MUTANTS
+    assert all(isinstance(m, Mutant) for m in everything)                 # one type for eager and kernel mutants
+    assert all(m.backend == "triton" for m in mutant_catalogue(backend="triton"))
+    assert mutant_catalogue(backend="eager") == EAGER_MUTANTS
+
+
+def test_the_eager_catalogue_does_not_import_the_kernels():
+    """fuzz/ and kernels/ are peers: the app gathers both catalogues."""
+    import ast
+    import inspect
+
+    import tokenlaw.fuzz.mutants as M
+    import tokenlaw.fuzz.source_mutation as S
+
+    for module in (M, S):
+        names = [n.module or "" for n in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(n, ast.ImportFrom)]
+        names += [a.name for n in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(n, ast.Import)
+                  for a in n.names]
+        assert not [n for n in names if "kernels" in n], module.__name__
 
 
 def _state():
@@ -56,9 +80,54 @@ def test_mutant_is_a_registry_copy_of_the_shipping_code(mutant):
 
 
 def test_a_stale_snippet_fails_loudly():
-    stale = dataclasses.replace(EAGER_MUTANTS[0], edits=(("this line is not in the module", "x"),))
+    first = EAGER_MUTANTS[0]
+    stale = dataclasses.replace(first, mutate=dataclasses.replace(first.mutate, edits=(("this line is not in the module", "x"),)))
     with pytest.raises(InvalidArgument, match="occurs 0 times"):
         stale.apply(REG)
+
+
+def _shared_state():
+    """Everything a mutant must leave alone, by identity: the default registry (its specs and every field of
+    each), every attribute of every tokenlaw.operators module, and which tokenlaw modules are imported."""
+    reg = default_registry()
+    out = {("registry", "object"): id(reg), ("registry", "names"): tuple(s.name for s in reg)}
+    for spec in reg:
+        out[("spec", spec.name)] = id(spec)
+        out.update({(spec.name, f.name): id(getattr(spec, f.name)) for f in dataclasses.fields(spec)})
+    for info in pkgutil.iter_modules(tokenlaw.operators.__path__):
+        mod = importlib.import_module(f"tokenlaw.operators.{info.name}")
+        out.update({(info.name, k): id(v) for k, v in vars(mod).items()})
+    out[("sys.modules", "tokenlaw")] = tuple(sorted(m for m in sys.modules if m.startswith("tokenlaw.operators")))
+    return out
+
+
+def test_running_every_eager_mutant_leaves_the_default_registry_and_operator_modules_unchanged():
+    before = _shared_state()
+    reg = default_registry()
+    for m in EAGER_MUTANTS:            # apply, plan and judge one cheap row of each: a full run's steps
+        run_mutant(reg, dataclasses.replace(m, operators=m.operators[:1]), examples=1, seed=0)
+    assert _shared_state() == before
+    assert reg is default_registry()
+
+
+def test_the_shared_state_check_sees_a_mutant_that_patches_the_default_registry():
+    """Attack: a mutant written the old way (object.__setattr__ on the shared spec) is caught by the check."""
+    reg = default_registry()
+    spec = reg["presence"]
+    original = spec.fn
+    bad = EAGER_MUTANTS[[m.name for m in EAGER_MUTANTS].index("presence_floor")].apply(reg)["presence"].fn
+
+    def patch_shared(registry):
+        object.__setattr__(registry["presence"], "fn", bad)
+        return registry
+
+    before = _shared_state()
+    try:
+        Mutant("patches_shared_state", ("presence",), "the old way", mutate=patch_shared).apply(reg)
+        assert _shared_state() != before
+    finally:
+        object.__setattr__(spec, "fn", original)
+    assert _shared_state() == before
 
 
 @pytest.mark.parametrize("name", FAST)

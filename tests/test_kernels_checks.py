@@ -6,9 +6,6 @@ masked tail.
 """
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")   # before Triton decorates the kernels
 
 import pytest
 import torch

@@ -1,17 +1,14 @@
 """Compiled kernels on a CUDA GPU, bf16 included (the interpreter cannot judge bf16).
 
-Skipped, with the reason, on machines without a GPU or when TRITON_INTERPRET is set.
+Marked ``gpu``: they run in a pytest session that chose the GPU (``--triton=gpu``, or ``auto`` on a
+machine with one; see ``tests/conftest.py``) and are skipped with the reason otherwise.
 """
 from __future__ import annotations
-
-import os
 
 import pytest
 import torch
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
-    not torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"),
-    reason="needs a CUDA GPU and compiled (not interpreted) Triton")]
+pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])

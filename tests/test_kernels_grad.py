@@ -10,9 +10,6 @@ an edge.  bf16 is not runnable under the interpreter (``capabilities``);
 """
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")   # before Triton decorates the kernels
 
 import pytest
 import torch
@@ -279,3 +276,47 @@ def test_backward_ops_reject_a_bad_incoming_gradient():
     out, *stats = ops.OPS["sm_fir_fwd"](q, k, v)
     with pytest.raises(InvalidArgument, match="do: shape"):
         ops.sm_fir_bwd_op(out[:, :, :4], q, k, v, *stats)
+
+
+# -- the seed-0 smoke counterexample: tau's gradient at the x^10 overflow edge -------------
+# Stored as pn_fir_tau-gradient_agreement-float32-d7083da0b7 by `tokenlaw check --backend triton
+# --profile smoke --seed 0`: scores 2831 .. 8492 and a value bias of ~100 (every dP ~ 100, while
+# dP - delta ~ 1).  Summing each row's ds directly, the old backward's d/dtau was 4.07e-9 off
+# (-8.2203e-5 exactly; predicted bound 3.33e-9, eager fp32 error 2.9e-10); the row sums of the
+# normaliser's terms weighted by 1 - rho (kernels/pn_fir_tau_bwd.py) are 1.4e-11 off.
+EDGE = dict(dtype="float32", seed=2, batch=1, n=6, d=4, null=[0], pos=0, perm_seed=0, shift=0.0, mask_density=1.0,
+            scale=1.0, backend="triton", near_null=[], tiny=0.0, bias_scale=100.0, mask_kind="random", tau=None,
+            eps_den=None, heads=None, layout="contiguous", score_offset=7844.70518921595)
+OLD_TAU_DISCREPANCY = 4.07e-9
+
+
+def test_tau_gradient_at_the_overflow_edge_holds(registry):
+    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["pn_fir_tau"], EDGE))
+    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
+
+
+def _tau_verdict(registry, monkeypatch, change):
+    real = ops.pn_fir_tau_bwd_op
+
+    def changed(*args):
+        dq, dk, dv, dtau = real(*args)
+        return dq, dk, dv, change(dtau)
+
+    monkeypatch.setattr(ops, "pn_fir_tau_bwd_op", changed)
+    return CONTRACTS["gradient_agreement"](Case.from_fields(registry["pn_fir_tau"], EDGE))
+
+
+def test_tau_gradient_bound_at_the_overflow_edge_is_not_vacuous(registry, monkeypatch):
+    """d/dtau moved by 10 x the old discrepancy (4e-8, relative 5e-4) is a violation, reported at tau."""
+    verdict = _tau_verdict(registry, monkeypatch, lambda dtau: dtau + 10 * OLD_TAU_DISCREPANCY)
+    assert verdict.violated and "d/dtau" in verdict.detail, verdict.detail
+
+
+def test_summing_ds_as_is_for_tau_is_caught_at_the_overflow_edge(registry):
+    """The old order of summation (each row's ds as is, cancelling ~100x) is rejected on this case."""
+    from tokenlaw.kernels.mutants import _source_mutant
+
+    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", "ds_row += tl.sum(ds_tau, axis=1)",
+                        "ds_row += tl.sum(ds, axis=1)"):
+        verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["pn_fir_tau"], EDGE))
+    assert verdict.violated and "d/dtau" in verdict.detail, verdict.detail

@@ -1,9 +1,6 @@
 """What the kernels call, and the interpreter limit the backend declares (bf16 tl.dot)."""
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
 import torch

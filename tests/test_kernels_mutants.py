@@ -10,9 +10,6 @@ kill is the mutant's doing.
 """
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
 import torch

@@ -1,15 +1,13 @@
 """The kernels as torch custom ops: opcheck (autograd registration included), the fused backward, the nn.Module backend."""
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest
 import torch
 
-from tokenlaw.kernels import capabilities, ops
+from tokenlaw.kernels import capabilities, implementation, ops
 from tokenlaw.operators.modules import FIRAttention, OAttention
+from tokenlaw.properties.catalogue import default_registry
 
 pytestmark = pytest.mark.skipif(not capabilities.interpreting(), reason="these tests run the CPU interpreter")
 
@@ -76,14 +74,14 @@ def test_backward_equals_the_eager_reference_gradient(name):
 @pytest.mark.parametrize("make", [lambda: OAttention(16, heads=2, tau=0.5, eps_den=1e-3),
                                   lambda: FIRAttention(16, heads=2, variant="pn_fir_tau", tau=-0.1),
                                   lambda: FIRAttention(16, heads=4, variant="sm_fir")])
-def test_module_backend_triton_matches_eager_forward_and_gradients(make):
+def test_module_with_the_kernel_implementation_matches_eager_forward_and_gradients(make):
     torch.manual_seed(0)
     layer = make()
     x = torch.randn(2, 10, 16)
     x[0, 4] = 0.0
     eager = layer(x)
     g_eager = torch.autograd.grad(eager.sum(), list(layer.parameters()))
-    layer.backend = "triton"
+    layer.implementation = implementation(default_registry()[getattr(layer, "variant", "oattention")])
     fused = layer(x)
     g_fused = torch.autograd.grad(fused.sum(), list(layer.parameters()))
     assert (fused - eager).abs().max() < 1e-5

@@ -145,3 +145,18 @@ def test_new_statuses_count_and_render_honestly():
     doc = to_json([sampled, vacuous, untraceable], dict(tier="symbolic"))
     for fmt in FORMATS:
         assert render(doc, fmt)
+
+
+def test_proved_queries_are_kept_in_the_run_cache_passed_down_not_in_the_module():
+    from tokenlaw.symbolic import prover
+
+    x, y = z3.Reals("x y")
+    cache = prover.ProofCache()
+    assert cache.tactic([x + y == y + x]) is None
+    cache.add([x + y == y + x], "smt")
+    assert cache.tactic([x + y == y + x]) == "smt" and cache.tactic([x == y]) is None
+    op = default_registry()["presence"]
+    run, other = prover.ProofCache(), prover.ProofCache()
+    assert prove_cell(op, "zero_absorption", cache=run).status == V.PROVED
+    assert len(run) > 0 and len(other) == 0          # only the cache of the run that proved it
+    assert not [n for n, v in vars(prover).items() if isinstance(v, dict) and n.startswith("_") and n != "__builtins__"]

@@ -10,7 +10,8 @@ import torch
 from tokenlaw.operators.arguments import null_threshold
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
-from tokenlaw.reports import cli, docs_cmd, writers
+from tokenlaw.app import cli, docs_cmd
+from tokenlaw.reports import writers
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -6,11 +6,15 @@ broken by monkeypatching a module constant, so nothing in tokenlaw changes.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from tokenlaw.reports import cli, known_failures, regressions, writers
+from tokenlaw.app import cli
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.reports import known_failures, regressions, runs, writers
+from tokenlaw.reports.document import Document
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OPS = ["--operators", "gate_scratch_ops"]
@@ -113,8 +117,17 @@ def _doc(status="holds", outcome="holds", declared="claims", backend="eager", bo
     return {"schema": 1, "meta": meta, "rows": [row]}
 
 
+def _d(doc):
+    """A JSON document (as written) read back as the report model the gate compares."""
+    return doc if isinstance(doc, Document) else Document.from_json(doc)
+
+
+def merge(docs):
+    return regressions.merge([_d(d) for d in docs])
+
+
 def kinds(base, cur, **kw):
-    return [(c.kind, c.id) for c in regressions.compare(base, cur, **kw).regressions]
+    return [(c.kind, c.id) for c in regressions.compare(_d(base), _d(cur), **kw).regressions]
 
 
 def test_rules_proof_lost_and_disappeared():
@@ -147,9 +160,9 @@ def test_rules_kernel_changed_without_rerun():
     # the kernel backend's own report (same row ids, other cell ids), merged with the eager one
     triton = _doc(backend="triton", kernel_sha="b" * 64)
     triton["meta"]["backend"] = "triton"
-    cur = regressions.merge([_doc(kernel_sha="b" * 64), triton])
+    cur = merge([_doc(kernel_sha="b" * 64), triton])
     assert [k for k in kinds(_doc(), cur) if k[0] != "disappeared"] == []
-    assert ("op-law@triton" in {regressions.row_key(r) for r in cur["rows"]})
+    assert ("op-law@triton" in {regressions.row_key(r) for r in regressions.view(cur)["rows"]})
     # a shared helper (no kernel's own file) changes every kernel
     base, cur = _doc(), _doc()
     base["meta"]["kernel_sources"]["kernels/tiles.py"] = "a" * 64
@@ -163,10 +176,10 @@ def test_rules_kernel_changed_without_rerun():
 def test_merged_baseline_gates_each_backend():
     triton = _doc(backend="triton")
     triton["meta"]["backend"] = "triton"
-    base = regressions.merge([_doc(), triton])
+    base = merge([_doc(), triton])
     broken = _doc(backend="triton", status="violated", outcome="UNEXPECTED violation")
     broken["meta"]["backend"] = "triton"
-    got = kinds(base, regressions.merge([_doc(), broken]))
+    got = kinds(base, merge([_doc(), broken]))
     assert got == [("unexpected-violation", "op-law-triton-float32")]
     assert ("disappeared", "op-law@triton") in kinds(base, _doc())     # the kernel run went missing
 
@@ -202,3 +215,92 @@ def test_baseline_of_two_runs_is_rerun_run_by_run(scratch, capsys, monkeypatch):
     assert rc == 1
     assert {c["id"] for c in json.loads(out)["regressions"]} >= {
         "scratch_mix-permutation_equivariance-eager-float32"}
+
+
+# -- a baseline of two runs: eager and the Triton kernels on the interpreter ----------------------
+
+SMALL = ["--operator", "oattention", "--contract", "eager_agreement", "--contract", "null_receiver", "--examples", "3"]
+
+
+def _cell(doc, cid):
+    return next(c for r in doc["rows"] for c in r["cells"] if c["id"] == cid)
+
+
+def test_gate_reruns_the_eager_and_the_interpreter_run_of_its_baseline(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert cli.main(["check", *SMALL, "--out", "r", "--json"]) == 0
+    assert cli.main(["check", *SMALL, "--backend", "triton", "--out", "r", "--json"]) == 0
+    assert cli.main(["gate", "--update-baseline", "--current", "r/conformance.json",
+                     "--current", "r/conformance-triton.json", "--json"]) == 0
+    base = json.loads(Path("reports/baseline.json").read_text())
+    assert [(r["backend"], (r.get("env") or {}).get("TRITON_INTERPRET")) for r in base["meta"]["runs"]] == \
+        [("eager", None), ("triton", "1")]
+
+    seen = []
+    real = runs.check
+    monkeypatch.setattr(runs, "check", lambda settings, **kw: seen.append(settings) or real(settings, **kw))
+    capsys.readouterr()
+    assert cli.main(["gate", "--json"]) == 0, capsys.readouterr()
+    assert [s.backend for s in seen] == ["eager", "triton"]
+    assert {(s.operators, s.contracts, s.examples, s.seed) for s in seen} == \
+        {(("oattention",), ("eager_agreement", "null_receiver"), 3, 0)}
+    assert Path("reports/conformance.json").exists() and Path("reports/conformance-triton.json").exists()
+
+    # Attack: one changed cell in each run's part of the baseline is reported, each under its own id.
+    kernel_cell, eager_cell = "oattention-eager_agreement-triton-float32", "oattention-null_receiver-eager-float64"
+    assert _cell(base, kernel_cell)["verdict"]["bound"] > 0
+    _cell(base, kernel_cell)["verdict"]["bound"] /= 100         # the kernel's bound "was" 100x tighter
+    _cell(base, eager_cell)["verdict"]["status"] = "proved"     # the eager cell "was" proved
+    Path("reports/baseline.json").write_text(json.dumps(base, indent=1) + "\n")
+    capsys.readouterr()
+    assert cli.main(["gate", "--json"]) == 1
+    got = {(c["kind"], c["id"]) for c in json.loads(capsys.readouterr().out)["regressions"]}
+    assert got == {("tolerance-grew", kernel_cell), ("proof-lost", eager_cell)}
+
+
+def test_gate_refuses_an_interpreter_run_it_cannot_reproduce(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    run = {"backend": "triton", "profile": "smoke", "examples": 3, "seed": 0, "env": {"TRITON_INTERPRET": "1"},
+           "scope": {"operators": ["oattention"], "contracts": ["null_receiver"]}}
+    Path("reports").mkdir()
+    Path("reports/baseline.json").write_text(json.dumps({"schema": 1, "meta": {"runs": [run]}, "rows": []}))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setitem(sys.modules, "triton", sys.modules.get("triton") or object())   # Triton already imported
+    capsys.readouterr()
+    assert cli.main(["gate"]) == 2
+    assert "TRITON_INTERPRET=1" in capsys.readouterr().err
+
+
+def test_prepare_env_sets_a_recorded_variable_only_while_it_can_take_effect():
+    interp = {"backend": "triton", "env": {"TRITON_INTERPRET": "1"}}
+    env = {}
+    assert runs.prepare_env([{"backend": "eager"}, interp], env, imported={}) == ["TRITON_INTERPRET=1"]
+    assert env == {"TRITON_INTERPRET": "1"}
+    assert runs.prepare_env([interp], env, imported={"triton": object()}) == []       # already as recorded
+    with pytest.raises(InvalidArgument, match="TRITON_INTERPRET=1"):                  # too late to set it
+        runs.prepare_env([interp], {}, imported={"triton": object()})
+    with pytest.raises(InvalidArgument, match="TRITON_INTERPRET=1"):                  # set to something else
+        runs.prepare_env([interp], {"TRITON_INTERPRET": "0"}, imported={})
+    with pytest.raises(InvalidArgument, match="one process"):                         # two runs disagree
+        runs.prepare_env([interp, {"backend": "triton", "env": {"TRITON_INTERPRET": "0"}}], {}, imported={})
+    assert runs.prepare_env([{"backend": "eager"}], {}, imported={}) == []            # nothing recorded
+
+
+def test_gate_reruns_a_symbolic_run_through_prove(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["prove", "--operator", "oattention", "--contract", "null_receiver", "--out", "p", "--json"]) == 0
+    assert cli.main(["gate", "--update-baseline", "--current", "p/proofs.json", "--json"]) == 0
+    seen = []
+    real = runs.prove
+    monkeypatch.setattr(runs, "prove", lambda settings, **kw: seen.append(settings) or real(settings, **kw))
+    capsys.readouterr()
+    assert cli.main(["gate", "--json"]) == 0, capsys.readouterr()
+    assert [(s.operators, s.contracts) for s in seen] == [(("oattention",), ("null_receiver",))]
+    base = json.loads(Path("reports/baseline.json").read_text())
+    cid = base["rows"][0]["cells"][0]["id"]
+    base["rows"][0]["cells"][0]["verdict"]["status"] = "refuted"     # attack: the baseline "was" refuted...
+    Path("reports/baseline.json").write_text(json.dumps(base))
+    capsys.readouterr()
+    assert cli.main(["gate", "--json"]) == 0                         # ...now proved: an improvement
+    assert [c["id"] for c in json.loads(capsys.readouterr().out)["improvements"]] == [cid]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.reports import cli, writers
+from tokenlaw.app import cli
+from tokenlaw.reports import writers
 
 ARGS = ["check", "--operator", "presence", "--operator", "otransformer", "--contract", "closure",
         "--contract", "zero_absorption", "--contract", "null_source_insertion", "--examples", "3", "--json"]

@@ -1,0 +1,25 @@
+"""The exit codes of every ``tokenlaw`` command, defined once.
+
+Lower layers return results (a report, a verdict, a bool); the commands in
+``tokenlaw.app`` map them to these codes.
+
+* 0 ``EXIT_OK``: every row matches its declaration / no regression / the replay reproduced / every
+  mutant killed / the experiment's acceptance checks hold;
+* 1 ``EXIT_FAIL``: a row fails (a claimed law violated, an expected violation not reproduced), a
+  regression, a replay that differs, a surviving mutant, a failed experiment check;
+* 2 ``EXIT_USAGE``: bad arguments or input files;
+* 3 ``EXIT_CANNOT_RUN``: this machine cannot run what was asked (no GPU for a benchmark);
+* 70 ``EXIT_INTERNAL``: an internal error, a tokenlaw bug (EX_SOFTWARE of sysexits.h).
+"""
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+EXIT_CANNOT_RUN = 3
+EXIT_INTERNAL = 70
+
+
+def passed(ok: bool) -> int:
+    """``EXIT_OK`` when ``ok``, else ``EXIT_FAIL``."""
+    return EXIT_OK if ok else EXIT_FAIL

@@ -1,0 +1,92 @@
+"""``tokenlaw reproduce ablation|retrofit``: run a paper experiment, write its report, map its result to an exit code.
+
+The experiments live in ``tokenlaw.experiments`` (one module each, returning
+results); this command only parses arguments, calls one and writes
+``<out>/<name>.md`` / ``.json`` (and the retrofit plot).  Exit code 0 when the
+run completed and its acceptance checks hold, 1 otherwise (``exits``).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from pathlib import Path
+
+from tokenlaw.operators.arguments import writable_dir
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.files import atomic_write
+
+from .exits import EXIT_OK, passed
+
+
+def _positive_int(value, name):
+    if not isinstance(value, int) or value < 1:
+        raise InvalidArgument(f"{name}: expected a positive int, got {value!r}")
+    return value
+
+
+def cmd_ablation(args) -> int:
+    from tokenlaw.experiments import ablation   # deferred like every command's tier: `tokenlaw --help` imports no torch
+
+    writable_dir(args.out, "--out")
+    _positive_int(args.width, "--width")
+    _positive_int(args.seeds, "--seeds")
+    for w in args.sweep_widths:
+        _positive_int(w, "--sweep-widths")
+    cfg = ablation.Config(width=args.width, seeds=args.seeds, gains=tuple(args.gains),
+                          sweep_widths=tuple(args.sweep_widths))
+    start = time.perf_counter()
+    result = ablation.run(cfg)
+    result["seconds"] = time.perf_counter() - start
+    md = ablation.to_markdown(result)
+    out = Path(args.out)
+    atomic_write(out / "ablation.md", md)
+    atomic_write(out / "ablation.json", json.dumps(result, indent=1))
+    rows = {(r["variant"], r["gain"]): r for r in result["rows"]}
+    ok = all(rows[("otransformer", g)]["exact_zero"] for g in cfg.gains) and \
+        all(rows[("oa_only", g)]["old_shift_max"] > 1e-3 for g in cfg.gains)
+    if args.json:
+        print(json.dumps({"result": "PASS" if ok else "FAIL", "markdown": str(out / "ablation.md"),
+                          "report": str(out / "ablation.json")}, indent=1))
+    else:
+        print(md)
+        print(f"wrote {out / 'ablation.md'} and {out / 'ablation.json'} ({result['seconds']:.1f} s)")
+    return passed(ok)
+
+
+def cmd_retrofit(args) -> int:
+    from tokenlaw.experiments import retrofit   # deferred (see cmd_ablation)
+
+    writable_dir(args.out, "--out")
+    if not args.json:
+        return passed(retrofit.main(args))
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = passed(retrofit.main(args))
+    out = Path(args.out)
+    print(json.dumps({"result": "PASS" if code == EXIT_OK else "FAIL", "markdown": str(out / "retrofit.md"),
+                      "report": str(out / "retrofit.json")}, indent=1))
+    return code
+
+
+def register(subparsers):
+    sp = subparsers.add_parser("reproduce", help="reproduce the papers' ablation and retrofit experiments")
+    sub = sp.add_subparsers(dest="experiment", required=True)
+
+    a = sub.add_parser("ablation", help="two-block null-insertion ablation with per-component attribution")
+    a.add_argument("--width", type=int, default=64)
+    a.add_argument("--seeds", type=int, default=8)
+    a.add_argument("--gains", type=float, nargs="+", default=[1.0, 2.0], help="weight gains (std gain/sqrt(fan_in))")
+    a.add_argument("--sweep-widths", type=int, nargs="+", default=[16, 64, 256],
+                   help="widths of the OA-only width x gain sweep")
+    a.add_argument("--out", default="reports")
+    a.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+    a.set_defaults(func=cmd_ablation)
+
+    r = sub.add_parser("retrofit", help="train a small in-context tabular regressor, swap in O components, report RMSE")
+    r.add_argument("--out", default="reports")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--quick", action="store_true", help="tiny run for tests (not the reported numbers)")
+    r.add_argument("--retrain", action="store_true", help="ignore cached weights in <out>/retrofit_model.pt")
+    r.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+    r.set_defaults(func=cmd_retrofit)

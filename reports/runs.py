@@ -1,0 +1,245 @@
+"""Library entry points: run the tiers with frozen settings and get a :class:`~.document.Document` back.
+
+``check(CheckSettings(...))`` is ``tokenlaw check`` without the command
+line (plan the rows, run them on the fuzz tier or a kernel backend, record
+how); ``prove(ProveSettings(...))`` is ``tokenlaw prove``.  The CLI parses
+its arguments into settings and writes the document; the gate rebuilds the
+settings of every run its baseline records (:meth:`CheckSettings.from_run`)
+and calls the same functions.  Neither function writes a report: the caller
+does (``writers.write_doc``, ``proofs.write_doc``); ``check`` stores
+counterexample replays under ``settings.replays`` as the run goes.
+
+Some backends decide how they run from the environment when they are first
+imported: Triton interprets its kernels on the CPU when ``TRITON_INTERPRET=1``
+is set before the first kernel is decorated.  A run of a backend other than
+the reference records those variables (:data:`RUN_ENV`) in its meta as
+``env``, so the gate can re-run it the same way (:func:`prepare_env`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
+from tokenlaw.fuzz.engine import PROFILES
+from tokenlaw.operators import arguments
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import backends
+from tokenlaw.properties.catalogue import collect, default_registry
+from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.properties.plan import plan, validate_dtypes
+from tokenlaw.symbolic.prover import SOLVER, prove_rows
+
+from . import proofs
+from .document import Document
+from .provenance import snapshot
+
+# Environment variables that decide how a backend runs and must be set before it is imported.
+RUN_ENV = ("TRITON_INTERPRET",)
+# Modules whose import fixes that decision (a Triton kernel is interpreted or compiled when decorated).
+ENV_FIXED_BY = ("triton",)
+
+
+def _names(values) -> tuple | None:
+    return tuple(values) if values else None
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckSettings:
+    """Everything that decides a ``check`` run (the fields of ``tokenlaw check``)."""
+
+    operators: tuple | None = None          # None: every operator
+    contracts: tuple | None = None
+    dtypes: tuple | None = None
+    backend: str = "eager"
+    profile: str = "quick"
+    examples: int | None = None             # None: the profile's
+    seed: int = 0
+    workers: int = 1
+    shard: str | None = None                # "I/N"
+    database: str = "none"
+    replays: str | None = None              # None: OUT/replays
+    out: str = "reports"
+    operator_modules: tuple | None = None   # --operators MODULE: extra importable operator modules
+
+    def __post_init__(self):
+        for f in ("operators", "contracts", "dtypes", "operator_modules"):
+            object.__setattr__(self, f, _names(getattr(self, f)))   # lists -> tuples: frozen, hashable
+
+    @classmethod
+    def from_run(cls, run: dict, **overrides) -> "CheckSettings":
+        """The settings a report's run meta records (its scope, backend, budget and seed), then ``overrides``."""
+        scope = run.get("scope") or {}
+        kw = dict(operators=scope.get("operators"), contracts=scope.get("contracts"), dtypes=scope.get("dtypes"),
+                  operator_modules=scope.get("operator_modules"), backend=run.get("backend") or "eager",
+                  profile=run.get("profile", "smoke"), examples=run.get("examples"), seed=run.get("seed", 0))
+        kw.update(overrides)
+        return cls(**kw)
+
+    @property
+    def stem(self) -> str:
+        """The report's file stem: conformance (eager), conformance-<backend> otherwise."""
+        return "conformance" if backends.get(self.backend).reference else f"conformance-{self.backend}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ProveSettings:
+    """Everything that decides a ``prove`` run (the fields of ``tokenlaw prove``)."""
+
+    operators: tuple | None = None
+    contracts: tuple | None = None
+    timeout: float = 5.0
+    out: str = "reports"
+    operator_modules: tuple | None = None
+
+    def __post_init__(self):
+        for f in ("operators", "contracts", "operator_modules"):
+            object.__setattr__(self, f, _names(getattr(self, f)))
+
+    @classmethod
+    def from_run(cls, run: dict, **overrides) -> "ProveSettings":
+        scope = run.get("scope") or {}
+        kw = dict(operators=scope.get("operators"), contracts=scope.get("contracts"),
+                  operator_modules=scope.get("operator_modules"), timeout=run.get("timeout", 5.0))
+        kw.update(overrides)
+        return cls(**kw)
+
+
+def registry(modules=None):
+    """The default registry, or the registry collected with the user's operator ``modules`` (importable names)."""
+    if not modules:
+        return default_registry()
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise InvalidArgument(f"--operators: cannot import {name!r} ({err}); the current directory "
+                                  "and PYTHONPATH are searched") from None
+    return collect("tokenlaw.operators", *modules)
+
+
+def check_names(reg, operators=None, contracts=None) -> None:
+    """Unknown --operator / --contract names: an error suggesting the closest ones."""
+    for name in operators or ():
+        if name not in reg:
+            raise arguments.closest(name, reg.names(), "--operator")
+    for name in contracts or ():
+        if name not in CONTRACTS:
+            raise arguments.closest(name, CONTRACTS, "--contract")
+
+
+def _relative(path, base) -> str:
+    p, b = Path(path).resolve(), Path(base).resolve()
+    return str(p.relative_to(b)) if p.is_relative_to(b) else str(path)
+
+
+def _list(values):
+    return None if values is None else list(values)
+
+
+def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Document:
+    """Run every planned cell of ``settings`` and return the report document (nothing is written but replays)."""
+    reg = registry(settings.operator_modules)
+    check_names(reg, settings.operators, settings.contracts)
+    validate_dtypes(settings.dtypes)
+    if settings.profile not in PROFILES:
+        raise InvalidArgument(f"profile: expected one of {sorted(PROFILES)}, got {settings.profile!r}")
+    if settings.examples is not None and settings.examples < 1:
+        raise InvalidArgument(f"examples: expected an int >= 1, got {settings.examples}")
+    arguments.writable_dir(settings.out, "--out")
+    replays = settings.replays or str(Path(settings.out) / "replays")
+    examples = settings.examples or PROFILES[settings.profile]
+    rows = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=settings.dtypes,
+                backend=settings.backend)
+    shard_i, shard_n = parse_shard(settings.shard)
+    rows = shard(rows, shard_i, shard_n)
+    start = time.perf_counter()
+    run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
+             database=settings.database, replay_dir=replays, stream=stream)
+    if stream is not None:
+        stream.close_line()
+    reference = backends.get(settings.backend).reference
+    meta = dict(tier="fuzz" if reference else "kernel", backend=settings.backend,
+                profile=settings.profile, examples=examples, seed=settings.seed, torch=torch.__version__,
+                seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
+                database=str(settings.database),
+                # relative to the report when under it, so the document does not depend on where --out is
+                replays=_relative(replays, settings.out),
+                **snapshot(reg),
+                scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
+                       "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})
+    env = {k: os.environ[k] for k in RUN_ENV if os.environ.get(k)}
+    if not reference and env:
+        meta["env"] = env
+    return Document(rows, meta)
+
+
+def prove(settings: ProveSettings, *, progress=None) -> Document:
+    """Prove or refute every planned row with z3 and return the proofs document.
+
+    ``progress(row, verdict)`` is called after each row when given.
+    """
+    reg = registry(settings.operator_modules)
+    check_names(reg, settings.operators, settings.contracts)
+    if not settings.timeout > 0:
+        raise InvalidArgument(f"--timeout: must be > 0 seconds, got {settings.timeout}")
+    arguments.writable_dir(settings.out, "--out")
+    planned = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"])
+    start = time.perf_counter()
+    results = prove_rows(reg, planned, timeout=settings.timeout, progress=progress)
+    rows = proofs.rows_from(results, planned)
+    meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout,
+                seconds=time.perf_counter() - start, note=proofs.HEADER)
+    scope = {"operators": _list(settings.operators), "contracts": _list(settings.contracts),
+             "operator_modules": _list(settings.operator_modules)}
+    if any(scope.values()):
+        meta["scope"] = scope
+    return proofs.document(rows, meta)
+
+
+def planned_count(settings: ProveSettings) -> int:
+    """How many rows :func:`prove` will judge (for a progress display)."""
+    reg = registry(settings.operator_modules)
+    return len(plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"]))
+
+
+def prepare_env(runs: list[dict], environ=None, imported=None) -> list[str]:
+    """Make the environment match what the ``runs`` recorded in ``env`` before any of them is re-run.
+
+    A variable a run recorded and the environment lacks is set (returned as "NAME=value" lines to
+    report), as long as no module that reads it at import (:data:`ENV_FIXED_BY`) is loaded yet.
+    Refused, naming what to set: two runs that recorded different values (one process cannot
+    run both), a variable that differs while such a module is already loaded, and a variable set
+    to another value than the run recorded.
+    """
+    environ = os.environ if environ is None else environ
+    imported = sys.modules if imported is None else imported
+    wanted: dict[str, set] = {}
+    for run in runs:
+        for k, v in (run.get("env") or {}).items():
+            wanted.setdefault(k, set()).add(v)
+    done = []
+    for k, values in sorted(wanted.items()):
+        if len(values) > 1:
+            raise InvalidArgument(f"--baseline: its runs recorded {k} as {sorted(values)}; one process cannot "
+                                  f"re-run both: gate each with `--current` reports made separately")
+        (v,) = values
+        have = environ.get(k)
+        if have == v:
+            continue
+        if have:
+            raise InvalidArgument(f"--baseline: a run recorded {k}={v} but it is {have} here; "
+                                  f"run the gate with {k}={v}")
+        loaded = [m for m in ENV_FIXED_BY if m in imported]
+        if loaded:
+            raise InvalidArgument(f"--baseline: a run recorded {k}={v}, unset here, and {', '.join(loaded)} "
+                                  f"is already imported; run the gate with {k}={v}")
+        environ[k] = v
+        done.append(f"{k}={v}")
+    return done

@@ -1,0 +1,97 @@
+"""Text shared by the renderings of a report document (Markdown, HTML, JUnit): labels, the reading guide,
+how a counterexample and a run are described, and the cells grouped by the reason they were not judged."""
+from __future__ import annotations
+
+import dataclasses
+
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.case import Case
+
+
+def _status(cell: dict) -> str | None:
+    return (cell.get("verdict") or {}).get("status")
+
+
+def by_reason(rows: list[dict], status: str) -> dict:
+    """{reason: [cell ids]} of the cells with ``status`` (not runnable / by design), each reason once."""
+    out: dict[str, list] = {}
+    for r in rows:
+        for c in r["cells"]:
+            if _status(c) == status:
+                out.setdefault(c["verdict"].get("detail", ""), []).append(c["id"])
+    return out
+
+
+def by_design(rows: list[dict]) -> dict:
+    """{reason: [cell ids]} of the cells not applicable by design."""
+    return by_reason(rows, V.BY_DESIGN)
+
+
+def headline(summ: dict) -> str:
+    """'156 rows, 452 cells: 38 expected violation reproduced, 115 holds' (by-design cells apart)."""
+    return (f"{summ['rows']} declared (operator, contract) rows, {summ['cells']} cells judged; "
+            + ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items()))
+
+
+ALWAYS_SHOWN = ("n", "batch", "d", "seed")
+FIELD_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Case)
+                  if not f.name.startswith("_") and f.default is not dataclasses.MISSING}
+
+
+def _differs(value, default) -> bool:
+    if isinstance(default, tuple):
+        return list(value or ()) != list(default)
+    return value != default
+
+
+def example(ce: dict | None) -> str:
+    """The drawn choices of a counterexample: its sizes and seed, then every field that differs from its default.
+
+    'n=2, batch=1, d=4, seed=3, null=[0], bias_scale=10000.0, mask_kind=padding, tau=0.5': the
+    fields that decided the failure are never left out.
+    """
+    ce = ce or {}
+    keys = [k for k in ALWAYS_SHOWN if k in ce]
+    keys += [k for k, d in FIELD_DEFAULTS.items() if k in ce and k not in ALWAYS_SHOWN and _differs(ce[k], d)]
+    return ", ".join(f"{k}={ce[k]}" for k in keys)
+
+
+SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (expected)",
+         V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
+         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.OUT_BY_DESIGN: "n/a",
+         V.NOT_APPLICABLE: "-", V.OK_SAMPLED: "holds (sampled weights)", V.OUT_VACUOUS: "vacuous",
+         V.OUT_NOT_TRACEABLE: "not traceable"}
+
+HOW_TO_READ = (
+    "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
+    "or **violates** (the suite must reproduce the violation). Outcomes: `holds` / `proved`, "
+    "`expected violation reproduced`, `UNEXPECTED violation`, `expected violation NOT reproduced`, "
+    "`unknown` (never counted as proved), `not runnable here` (this machine cannot run it: the reason is "
+    "listed), `not applicable by design` (the contract itself excludes the cell, e.g. the eager float32 "
+    "differential cell whose float32 run is the error probe; counted apart, listed once); from the symbolic "
+    "tier also `holds for sampled weights` (proved only with the weights fixed to one drawn sample: a pass, "
+    "never `proved`), `vacuous` (no enumerated input met the premises: nothing was checked) and `not "
+    "symbolically traceable` (the code does something z3/sympy cannot model soundly; file:line given). "
+    "`proved` means z3 showed the law for every real input and parameter over the declared domain at the "
+    "stated shapes (`tokenlaw docs symbolic`). Exact contracts compare bit-for-bit; the "
+    "others use the derived bound of `tokenlaw.properties.tolerance` (each side's own error against "
+    "float64, plus float64's estimated slack). `max disc/bound` is the worst ratio seen (<= 1 holds). "
+    "The operators' formulas, the contracts' laws and the tolerance model are printed by "
+    "`tokenlaw docs mathematics` and `tokenlaw docs laws`; a stored counterexample replays with "
+    "`tokenlaw replay ID`.")
+
+
+def run_line(meta: dict) -> str:
+    """One sentence naming how the run was made (no timings: see VOLATILE)."""
+    return (f"Tier: {meta.get('tier', 'fuzz')} (backend {meta.get('backend')}), profile `{meta.get('profile')}` "
+            f"({meta.get('examples')} examples per cell per dtype), seed {meta.get('seed')}, "
+            f"torch {meta.get('torch')}.")
+
+
+def first_counterexample(row: dict) -> str:
+    for c in row["cells"]:
+        v = c["verdict"]
+        if v and v["status"] in (V.VIOLATED, V.REFUTED):
+            ce = f"{c['dtype']}: {example(v.get('counterexample'))}; {v.get('detail', '')}"
+            return ce + (f" (replay: `tokenlaw replay {v['replay']}`)" if v.get("replay") else "")
+    return ""

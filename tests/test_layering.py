@@ -1,0 +1,183 @@
+"""The layers run one way: every import of a tokenlaw module goes down the order, never sideways or up.
+
+The order (README "Layout"):
+
+    0 docs (data only)  <  1 operators  <  2 properties  <  3 fuzz | symbolic | kernels  <  4 reports  <  5 experiments  <  6 app
+
+Peers in layer 3 never import each other.  Every import counts: module-level,
+inside a function, relative, and a string literal that names a tokenlaw module
+(``importlib.import_module("tokenlaw.x")``, a tuple of module names): a
+dependency hidden in a string is still a dependency.  A cycle between modules
+is refused too, inside one package as well.  Plug-ins are found through entry
+points (``tokenlaw.backends``, ``tokenlaw.operators``), which is how a lower
+layer reaches code it does not import.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = {"docs": 0, "operators": 1, "properties": 2, "fuzz": 3, "symbolic": 3, "kernels": 3, "reports": 4,
+          "experiments": 5, "app": 6}
+MODULE_NAME = re.compile(r"tokenlaw(\.[A-Za-z_]\w*)+")
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(["tokenlaw", *parts])
+
+
+def imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+    """(line, imported tokenlaw module) for every import in ``path``, at any depth, and module-name strings."""
+    name = module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text(), str(path))
+    groups = {id(k.value) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg == "group"}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            # `from pkg import mod` imports the submodule pkg.mod when it is one (then: that, not pkg)
+            subs = [f"{target}.{a.name}" for a in node.names if _is_module(f"{target}.{a.name}", root)]
+            out += [(node.lineno, s) for s in subs] if subs else [(node.lineno, target)]
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value)
+              and id(node) not in groups):      # an entry-point group's name (group="tokenlaw.x") is not an import
+            out.append((node.lineno, node.value))
+    return [(line, t) for line, t in out if t.startswith("tokenlaw.")]
+
+
+def _is_module(name: str, root: Path) -> bool:
+    rel = Path(*name.split(".")[1:])
+    return (root / rel).with_suffix(".py").is_file() or (root / rel / "__init__.py").is_file()
+
+
+def layer(module: str) -> tuple[str, int] | None:
+    top = module.split(".")[1] if module.count(".") else ""
+    return (top, LAYERS[top]) if top in LAYERS else None
+
+
+def modules(root: Path = ROOT) -> list[Path]:
+    return sorted(p for top in LAYERS for p in (root / top).rglob("*.py"))
+
+
+def violations(root: Path = ROOT) -> list[str]:
+    """Every import that climbs a layer or crosses to a peer, as 'file:line: a -> b (why)'."""
+    out = []
+    for path in modules(root):
+        src = layer(module_name(path, root))
+        for line, target in imports(path, root):
+            dst = layer(target)
+            if dst is None or dst[0] == src[0]:
+                continue
+            if dst[1] > src[1]:
+                out.append(f"{path.relative_to(root)}:{line}: {src[0]} (layer {src[1]}) imports {target} "
+                           f"(layer {dst[1]}): an import that climbs")
+            elif dst[1] == src[1]:
+                out.append(f"{path.relative_to(root)}:{line}: {src[0]} imports its peer {target}")
+    return out
+
+
+def cycles(root: Path = ROOT) -> list[list[str]]:
+    """Strongly connected components of more than one module in the import graph (Tarjan)."""
+    graph: dict[str, set] = {}
+    for path in modules(root):
+        name = module_name(path, root)
+        graph.setdefault(name, set())
+        for _, target in imports(path, root):
+            if target != name and _is_module(target, root):
+                graph[name].add(target)
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_folder_of_the_package_has_a_layer():
+    mapped = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
+    assert mapped <= set(LAYERS), f"folders without a layer: {sorted(mapped - set(LAYERS))}"
+
+
+def test_imports_only_go_down():
+    assert violations() == []
+
+
+def test_no_import_cycles():
+    assert cycles() == []
+
+
+# -- the test can fail: attack it on a copy of the tree -------------------------------------
+
+def _copy(tmp_path: Path) -> Path:
+    for top in LAYERS:
+        for p in (ROOT / top).rglob("*.py"):
+            dst = tmp_path / p.relative_to(ROOT)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(p.read_text())
+    return tmp_path
+
+
+@pytest.mark.parametrize("where, line, expect", [
+    ("operators/xp.py", "from tokenlaw.properties import verdict", "climbs"),
+    ("properties/verdict.py", "    from tokenlaw.kernels import capabilities", "climbs"),       # late, still counted
+    ("fuzz/engine.py", "from tokenlaw.symbolic import prover", "peer"),
+    ("symbolic/prover.py", "X = 'tokenlaw.reports.writers'", "climbs"),                        # a module-name string
+    ("kernels/ops.py", "from ..reports import writers", "climbs"),                              # relative
+])
+def test_an_added_upward_import_is_caught(tmp_path, where, line, expect):
+    root = _copy(tmp_path)
+    before = set(violations(root))
+    path = root / where
+    body = path.read_text()
+    if line.startswith("    "):
+        body += "\n\ndef _added():\n" + line + "\n"
+    else:
+        body += "\n" + line + "\n"
+    path.write_text(body)
+    found = sorted(set(violations(root)) - before)
+    assert len(found) == 1 and where in found[0] and expect in found[0], found
+
+
+def test_an_added_cycle_is_caught(tmp_path):
+    root = _copy(tmp_path)
+    before = cycles(root)
+    (root / "properties/verdict.py").write_text((root / "properties/verdict.py").read_text()
+                                                 + "\nfrom tokenlaw.properties import plan\n")
+    found = [c for c in cycles(root) if c not in before]
+    assert any({"tokenlaw.properties.verdict", "tokenlaw.properties.plan"} <= set(c) for c in found), found
