@@ -24,6 +24,8 @@ What it declares about itself:
 """
 from __future__ import annotations
 
+import importlib.util
+
 import torch
 
 from tokenlaw.operators import projections
@@ -35,6 +37,7 @@ from tokenlaw.properties.backends import Backend
 
 from . import capabilities
 from .capabilities import interpreting
+from .inspection import trace_transcendentals, transcendental_names
 
 # The kernels by the name an operator's declaration gives (``kernel=``), and the variant of
 # layers.fir_attention_layer that launches each FIR kernel.
@@ -63,6 +66,8 @@ class TritonBackend(Backend):
     autograd = True
 
     def available(self) -> str | None:
+        if importlib.util.find_spec("triton") is None:
+            return "Triton is not installed (pip install triton)"
         if not interpreting() and not torch.cuda.is_available():
             return ("no GPU here and TRITON_INTERPRET is not set; run with TRITON_INTERPRET=1 to use "
                     "Triton's CPU interpreter")
@@ -79,7 +84,7 @@ class TritonBackend(Backend):
         return capabilities.not_runnable(_dtype(dtype))
 
     def _layer(self, op):
-        from . import layers   # imports Triton: only once a kernel is run
+        from . import layers   # late: Triton is an optional dependency (available() answers without it)
 
         why = self.implements(op)
         if why:
@@ -103,7 +108,7 @@ class TritonBackend(Backend):
         """The kernel launched directly on the projected heads, each of its inputs passed through ``place``
         (the kernel's own loads are what a NaN-padded buffer tests; the torch projections before it are not
         the kernel's)."""
-        from . import ops
+        from . import ops      # late: Triton is an optional dependency (available() answers without it)
 
         dtype = x.dtype
         q, k, v = projections.project_qkv(TORCH, x, wq=kwargs["wq"], bq=kwargs["bq"], wk=kwargs["wk"],
@@ -130,7 +135,7 @@ class TritonBackend(Backend):
         keys are I and q = sqrt(n) S gives scores S.  float64 (and bf16 under the
         interpreter) are evaluated by the eager operator, as :meth:`run` does.
         """
-        from . import ops
+        from . import ops      # late: Triton is an optional dependency (available() answers without it)
 
         if _eager_here(dtype):
             return super().weights(op, s, mask, dtype, **params)
@@ -153,8 +158,7 @@ class TritonBackend(Backend):
     def transcendentals(self, op, case) -> dict | None:
         """Under the interpreter: the exp/log/... it evaluated running the case in fp32 (the kernel and its jit
         helpers, traced); compiled: the ``tl.*`` transcendentals the kernel's source names."""
-        from . import layers
-        from .inspection import trace_transcendentals, transcendental_names
+        from . import layers   # late: Triton is an optional dependency (available() answers without it)
 
         kernel = layers.KERNELS[op.kernel]
         if not interpreting():
