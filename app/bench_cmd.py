@@ -24,7 +24,16 @@ import platform
 import time
 from pathlib import Path
 
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from tokenlaw.operators.files import atomic_write
+from tokenlaw.operators.modules import FIRAttention, OAttention
+from tokenlaw.properties.catalogue import default_registry
+
 from .exits import EXIT_CANNOT_RUN, EXIT_OK
+
 KERNELS = ("oattention", "sm_fir", "pn_fir_tau")
 FULL = dict(ns=(1024, 2048, 4096, 8192, 16384), head_dims=(64, 128), dtype="bfloat16", heads=8, stack_n=1024,
             layers=6)
@@ -44,11 +53,10 @@ def register(subparsers):
 
 
 def cmd_bench(args) -> int:
-    import torch
 
     if args.smoke:
         os.environ.setdefault("TRITON_INTERPRET", "1")
-        from tokenlaw.kernels.capabilities import interpreting
+        from tokenlaw.kernels.capabilities import interpreting  # optional: Triton
 
         if not interpreting():
             print("tokenlaw bench --smoke: TRITON_INTERPRET must be 1 before the kernels are imported")
@@ -64,7 +72,6 @@ def cmd_bench(args) -> int:
         cfg, device = FULL, "cuda"
     results = run(cfg, device, smoke=args.smoke, skip_eager_above=args.skip_eager_above)
     path = Path(args.out) / ("bench-smoke.json" if args.smoke else "bench.json")
-    from tokenlaw.operators.files import atomic_write
 
     atomic_write(path, json.dumps(results, indent=1) + "\n")
     if args.json:
@@ -77,7 +84,6 @@ def cmd_bench(args) -> int:
 
 # -- the measured functions ------------------------------------------------------
 def _inputs(kernel, b, h, n, dh, dtype, device):
-    import torch
 
     g = torch.Generator(device=device).manual_seed(0)
     q, k, v = (torch.randn(b, h, n, dh, generator=g, device=device).to(dtype).requires_grad_() for _ in range(3))
@@ -86,8 +92,6 @@ def _inputs(kernel, b, h, n, dh, dtype, device):
 
 
 def _sdpa_flash(q, k, v, causal):
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -95,9 +99,8 @@ def _sdpa_flash(q, k, v, causal):
 
 def _callables(kernel, q, k, v, p):
     """{impl: forward()} for the fused kernel, the eager reference and torch SDPA (flash)."""
-    import torch
 
-    from tokenlaw.kernels import ops
+    from tokenlaw.kernels import ops  # optional: Triton
 
     causal = kernel != "oattention"
     if kernel == "oattention":
@@ -117,7 +120,6 @@ def _callables(kernel, q, k, v, p):
 
 def _modes(forward):
     """{mode: fn}: the forward alone (no graph kept), and forward + backward with a fixed output gradient."""
-    import torch
 
     def fwd():
         with torch.no_grad():
@@ -132,7 +134,6 @@ def _modes(forward):
 
 def _measure(fn, device, smoke):
     """(median seconds, peak bytes allocated beyond what was live before the call or None on CPU)."""
-    import torch
 
     if smoke:
         fn()
@@ -142,7 +143,7 @@ def _measure(fn, device, smoke):
             fn()
             times.append(time.perf_counter() - t)
         return sorted(times)[len(times) // 2], None
-    import triton.testing
+    import triton.testing  # optional: Triton
 
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
@@ -156,11 +157,8 @@ def _measure(fn, device, smoke):
 
 
 def _stack(kernel, layers, n, heads, dh, dtype, device, backend):
-    import torch
 
-    from tokenlaw.kernels import implementation
-    from tokenlaw.operators.modules import FIRAttention, OAttention
-    from tokenlaw.properties.catalogue import default_registry
+    from tokenlaw.kernels import implementation  # optional: Triton
 
     torch.manual_seed(0)
     d = heads * dh
@@ -180,7 +178,6 @@ def _stack(kernel, layers, n, heads, dh, dtype, device, backend):
 
 
 def run(cfg, device, *, smoke, skip_eager_above):
-    import torch
 
     dtype = getattr(torch, cfg["dtype"])
     rows = []

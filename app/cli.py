@@ -25,11 +25,12 @@ from pathlib import Path
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import runs, writers
 
+from .exits import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
 from .progress import Progress
 
-from .exits import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 70 internal error (a tokenlaw bug)")
 
@@ -73,7 +74,6 @@ check_names = runs.check_names
 
 
 def cmd_list(args) -> int:
-    from tokenlaw.properties.catalogue import CONTRACTS
 
     reg = _registry(args)
     if args.json:

@@ -11,8 +11,11 @@ import importlib
 import json
 from pathlib import Path
 
+import torch
+
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties.closure_analyser import analyse, as_example
 
 from .exits import EXIT_FAIL, EXIT_OK
 
@@ -34,7 +37,6 @@ def load_factory(target: str):
 
 def _finite_inputs(example):
     """NaN / inf in the factory's inputs is bad input, not a closure break of the model."""
-    import torch   # deferred: `tokenlaw --help` needs no torch
 
     if torch.is_tensor(example.x) and example.x.is_floating_point():
         arguments.finite(example.x, "target: the factory's x")
@@ -81,7 +83,6 @@ def format_report(report) -> str:
 
 
 def cmd_closure(args) -> int:
-    from tokenlaw.properties.closure_analyser import analyse, as_example
 
     factory, shape = load_factory(args.target), _shape(args.shape)
     if args.out:

@@ -14,10 +14,11 @@ from importlib import resources
 from pathlib import Path
 
 from tokenlaw.operators import arguments
-
+from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports.runs import registry as _load_registry
 
 from .exits import EXIT_OK
+
 GENERATED = "laws"
 
 
@@ -38,7 +39,6 @@ def topics() -> dict:
 
 def laws(registry) -> str:
     """Every contract's law, then who claims it and who is expected to violate it, with their reasons."""
-    from tokenlaw.properties.catalogue import CONTRACTS
 
     lines = ["# Contracts and the operators that declare them", "",
              "Generated from the installed contract catalogue and operator registry.", ""]

@@ -11,8 +11,19 @@ import os
 import sys
 from pathlib import Path
 
+import torch
+
+from tokenlaw.app.progress import Progress
+from tokenlaw.fuzz.mutants import catalogue
+from tokenlaw.fuzz.mutation import run_mutants
+from tokenlaw.fuzz.replay import load, replay, replay_dir
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties.catalogue import default_registry
+from tokenlaw.properties.mutants import select
+from tokenlaw.reports import document, writers
+from tokenlaw.reports.mutations import write
+from tokenlaw.reports.runs import registry as load_registry
 
 from .exits import EXIT_FAIL, EXIT_OK
 
@@ -47,9 +58,7 @@ def register(sub):
 
 
 def cmd_replay(args) -> int:
-    from tokenlaw.reports.runs import registry as load_registry
 
-    from tokenlaw.fuzz.replay import load, replay, replay_dir
 
     directory = replay_dir(args.replays)
     try:
@@ -85,7 +94,6 @@ def cmd_replay(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from tokenlaw.reports import document, writers
 
     arguments.writable_dir(args.out, "--out")
     doc = document.merge_shard_files(args.reports)
@@ -102,12 +110,8 @@ def cmd_merge(args) -> int:
 
 
 def cmd_mutate(args) -> int:
-    from tokenlaw.properties.catalogue import default_registry
 
-    from tokenlaw.app.progress import Progress
 
-    from tokenlaw.fuzz.mutation import run_mutants
-    from tokenlaw.reports.mutations import write
 
     mutants = mutant_catalogue(backend=args.backend)
     if args.mutant:
@@ -151,11 +155,9 @@ def cmd_mutate(args) -> int:
 
 def mutant_catalogue(*, backend: str | None = None) -> tuple:
     """Every mutant: the eager catalogue, then the Triton backend's (when the kernels import), of ``backend``."""
-    from tokenlaw.fuzz.mutants import catalogue
-    from tokenlaw.properties.mutants import select
 
     try:
-        from tokenlaw.kernels.mutants import catalogue as kernel_catalogue   # optional: needs triton
+        from tokenlaw.kernels.mutants import catalogue as kernel_catalogue  # optional: Triton
     except ImportError:
         kernels = ()
     else:
@@ -165,6 +167,5 @@ def mutant_catalogue(*, backend: str | None = None) -> tuple:
 
 def _kernels_runnable() -> bool:
     """Kernel mutants need the kernels to run: a GPU, or TRITON_INTERPRET=1 set before they were imported."""
-    import torch   # deferred: `tokenlaw list` and `--help` need no torch
 
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or torch.cuda.is_available()

@@ -59,8 +59,8 @@ class DeclaredCells(pytest.Collector):
     """The rows of the operators declared in the --tokenlaw modules."""
 
     def collect(self):
-        from tokenlaw.properties.catalogue import collect
-        from tokenlaw.properties.plan import plan, validate_dtypes
+        from tokenlaw.properties.catalogue import collect  # optional: only with --tokenlaw
+        from tokenlaw.properties.plan import plan, validate_dtypes  # optional: only with --tokenlaw
 
         modules = self.config.getoption("tokenlaw")
         dtypes = validate_dtypes(self.config.getoption("tokenlaw_dtype"))
@@ -86,10 +86,10 @@ class ContractRow(pytest.Item):
         self.row, self.spec = row, spec
 
     def runtest(self):
-        from tokenlaw.fuzz.engine import run_cell
-        from tokenlaw.properties import verdict as V
-        from tokenlaw.properties.case import DTYPES
-        from tokenlaw.properties.catalogue import CONTRACTS
+        from tokenlaw.fuzz.engine import run_cell  # optional: only with --tokenlaw
+        from tokenlaw.properties import verdict as V  # optional: only with --tokenlaw
+        from tokenlaw.properties.case import DTYPES  # optional: only with --tokenlaw
+        from tokenlaw.properties.catalogue import CONTRACTS  # optional: only with --tokenlaw
 
         examples = self.config.getoption("tokenlaw_examples")
         seed = self.config.getoption("tokenlaw_seed")
@@ -105,7 +105,7 @@ class ContractRow(pytest.Item):
             pytest.skip(f"{self.row.id}: {outcome} ({details})")
 
     def _explain(self, outcome) -> str:
-        from tokenlaw.reports.writers import example
+        from tokenlaw.reports.writers import example  # optional: only with --tokenlaw
 
         lines = [f"{self.row.id}: {outcome}", f"  declared: {self.row.declared} - {self.row.reason}"]
         for c in self.row.cells:

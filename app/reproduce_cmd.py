@@ -13,6 +13,7 @@ import json
 import time
 from pathlib import Path
 
+from tokenlaw.experiments import ablation, retrofit
 from tokenlaw.operators.arguments import writable_dir
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.files import atomic_write
@@ -27,7 +28,6 @@ def _positive_int(value, name):
 
 
 def cmd_ablation(args) -> int:
-    from tokenlaw.experiments import ablation   # deferred like every command's tier: `tokenlaw --help` imports no torch
 
     writable_dir(args.out, "--out")
     _positive_int(args.width, "--width")
@@ -56,7 +56,6 @@ def cmd_ablation(args) -> int:
 
 
 def cmd_retrofit(args) -> int:
-    from tokenlaw.experiments import retrofit   # deferred (see cmd_ablation)
 
     writable_dir(args.out, "--out")
     if not args.json:

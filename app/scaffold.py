@@ -18,12 +18,17 @@ import inspect
 import json
 import keyword
 import re
+import sysconfig
 from pathlib import Path
 
+import tokenlaw.operators as ops
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.registry import TRAITS
+from tokenlaw.properties.catalogue import CONTRACTS, collect, default_registry
 
 from .exits import EXIT_OK
+
 DEFAULT_TRAITS = ("token_local",)
 ALWAYS = ("gradcheck",)      # every eager operator must pass fp64 gradcheck (SPEC 3)
 NEEDS_ORDER = ("weights", "layers", "reference")
@@ -58,9 +63,7 @@ def default_dir() -> Path:
     scaffold goes into the current directory when it is a project (it has
     pyproject.toml, setup.py, setup.cfg or .git), and is refused otherwise.
     """
-    import sysconfig
 
-    import tokenlaw.operators as ops
 
     own = Path(list(ops.__path__)[0]).resolve()
     installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
@@ -75,7 +78,6 @@ def default_dir() -> Path:
 
 def applicable(traits, contracts=None) -> list[str]:
     """Catalogue contracts whose required traits the operator has (in catalogue order)."""
-    from tokenlaw.properties.catalogue import CONTRACTS
 
     contracts = CONTRACTS if contracts is None else contracts
     return [n for n, c in contracts.items() if c.requires <= set(traits)]
@@ -83,7 +85,6 @@ def applicable(traits, contracts=None) -> list[str]:
 
 def choose(traits, like=None, claims=None) -> tuple[dict, dict, list]:
     """(claims {name: reason}, violates {name: reason}, other applicable names) for the template."""
-    from tokenlaw.properties.catalogue import CONTRACTS
 
     fits = applicable(traits)
     if claims is not None:
@@ -143,7 +144,6 @@ def _q(text: str) -> str:
 
 
 def _needs(claims) -> list[str]:
-    from tokenlaw.properties.catalogue import CONTRACTS
 
     wanted = set()
     for n in claims:
@@ -166,7 +166,6 @@ def _stub(name, attr, like, where) -> str:
 
 def render(name: str, *, traits, claims: dict, violates: dict, others: list, like=None, where="") -> str:
     """The source text of NAME.py."""
-    from tokenlaw.properties.catalogue import CONTRACTS
 
     needs = _needs(claims)
     sig = _signature(like.fn) if like else ", **params"
@@ -231,9 +230,6 @@ def _load(path: Path):
 
 def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, folder=None, registry=None) -> Path:
     """Write ``folder/NAME.py`` and check it collects; returns the path."""
-    from tokenlaw.operators.registry import TRAITS
-    from tokenlaw.properties.catalogue import collect, default_registry
-    from tokenlaw.properties.catalogue import CONTRACTS
 
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", name or "") or keyword.iskeyword(name):
         raise InvalidArgument(f"name: expected a lowercase Python identifier, got {name!r}")
@@ -286,7 +282,6 @@ def cmd_new(args) -> int:
     claims = _split(args.claims) if args.claims is not None else None
     path = scaffold(args.name, like=args.like, traits=_split(args.traits) or None, claims=claims,
                     folder=args.dir)
-    import tokenlaw.operators as ops
 
     inside = path.parent.resolve() == Path(list(ops.__path__)[0]).resolve()
     run = f"tokenlaw check --operator {args.name}" if inside else \

@@ -30,7 +30,10 @@ from pathlib import Path
 
 import torch
 
+from tokenlaw.operators.files import atomic_write
+
 from . import tabular_tasks as T
+from .retrofit_plot import plot
 from .tabular_model import TabularRegressor, swapped
 
 TAUS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0, 10.0, 100.0)
@@ -210,9 +213,7 @@ def to_markdown(result: dict) -> str:
 
 
 def main(args) -> bool:
-    from tokenlaw.operators.files import atomic_write
 
-    from .retrofit_plot import plot
 
     torch.set_num_threads(1)
     cfg = dataclasses.replace(QUICK if args.quick else Config(), seed=args.seed)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 def plot(summary: list, path: Path) -> Path:
     """Write a PNG of mean (and median) RMSE change % vs tau (log axis); returns the path."""
-    import matplotlib
+    import matplotlib  # optional: matplotlib, only for the figure
 
     matplotlib.use("Agg")   # no display on a build machine
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # optional: matplotlib, only for the figure
 
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     labels = {"hidden_carrier": "hidden-carrier OAttention", "full_o": "full O (OInject, ONorm, OAttention, OFFN)"}

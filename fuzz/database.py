@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis.database import DirectoryBasedExampleDatabase
+
 from tokenlaw.operators.errors import InvalidArgument
 
 DEFAULT_DIR = Path(".hypothesis") / "tokenlaw"
@@ -28,15 +30,14 @@ def open_database(spec=DEFAULT_DIR):
         return _redis(text)
     if "://" in text:
         raise InvalidArgument(f"--database: expected a directory, 'none' or a redis:// URL, got {text!r}")
-    from hypothesis.database import DirectoryBasedExampleDatabase
 
     return DirectoryBasedExampleDatabase(text)
 
 
 def _redis(url: str):
     try:
-        import redis
-        from hypothesis.extra.redis import RedisExampleDatabase
+        import redis  # optional: the redis client, only for a redis:// database
+        from hypothesis.extra.redis import RedisExampleDatabase  # optional: needs the redis client
     except ImportError as err:       # pragma: no cover - redis is a declared dependency
         raise InvalidArgument(f"--database {url}: the redis client is not installed ({err})") from None
     client = redis.Redis.from_url(url)

@@ -24,8 +24,10 @@ from pathlib import Path
 import torch
 
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.files import atomic_write
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
+from tokenlaw.properties.catalogue import CONTRACTS, default_registry
 
 from .mutants import catalogue
 
@@ -71,7 +73,6 @@ def _digest(payload: dict) -> str:
 
 def store(case: Case, contract_name: str, verdict: V.Verdict, directory=DEFAULT_DIR, *, mutant: str | None = None) -> str:
     """Write the artifact for ``verdict`` on ``case``; returns its id."""
-    from tokenlaw.operators.files import atomic_write
 
     body = dict(operator=case.op.name, contract=contract_name, dtype=case.fields()["dtype"], backend=case.backend,
                 case=case.fields(), verdict=evidence(verdict), mutant=mutant,
@@ -109,7 +110,6 @@ def replay(rid: str, directory=DEFAULT_DIR, *, registry=None, mutants=None) -> R
     mutants: the catalogue a stored mutant name is looked up in (default: the eager one; the app adds the
     kernel backend's).
     """
-    from tokenlaw.properties.catalogue import CONTRACTS, default_registry
 
     art = load(rid, directory)
     registry = default_registry() if registry is None else registry

@@ -84,7 +84,7 @@ class TritonBackend(Backend):
         return capabilities.not_runnable(_dtype(dtype))
 
     def _layer(self, op):
-        from . import layers   # late: Triton is an optional dependency (available() answers without it)
+        from . import layers  # optional: Triton; available() answers without it
 
         why = self.implements(op)
         if why:
@@ -108,7 +108,7 @@ class TritonBackend(Backend):
         """The kernel launched directly on the projected heads, each of its inputs passed through ``place``
         (the kernel's own loads are what a NaN-padded buffer tests; the torch projections before it are not
         the kernel's)."""
-        from . import ops      # late: Triton is an optional dependency (available() answers without it)
+        from . import ops  # optional: Triton; available() answers without it
 
         dtype = x.dtype
         q, k, v = projections.project_qkv(TORCH, x, wq=kwargs["wq"], bq=kwargs["bq"], wk=kwargs["wk"],
@@ -135,7 +135,7 @@ class TritonBackend(Backend):
         keys are I and q = sqrt(n) S gives scores S.  float64 (and bf16 under the
         interpreter) are evaluated by the eager operator, as :meth:`run` does.
         """
-        from . import ops      # late: Triton is an optional dependency (available() answers without it)
+        from . import ops  # optional: Triton; available() answers without it
 
         if _eager_here(dtype):
             return super().weights(op, s, mask, dtype, **params)
@@ -158,7 +158,7 @@ class TritonBackend(Backend):
     def transcendentals(self, op, case) -> dict | None:
         """Under the interpreter: the exp/log/... it evaluated running the case in fp32 (the kernel and its jit
         helpers, traced); compiled: the ``tl.*`` transcendentals the kernel's source names."""
-        from . import layers   # late: Triton is an optional dependency (available() answers without it)
+        from . import layers  # optional: Triton; available() answers without it
 
         kernel = layers.KERNELS[op.kernel]
         if not interpreting():

@@ -18,6 +18,7 @@ import collections
 import contextlib
 import inspect
 import textwrap
+from unittest import mock
 
 TRANSCENDENTAL = ("exp", "exp2", "log", "log2", "sin", "cos", "erf")
 
@@ -25,9 +26,8 @@ TRANSCENDENTAL = ("exp", "exp2", "log", "log2", "sin", "cos", "erf")
 @contextlib.contextmanager
 def trace_transcendentals():
     """Yield a Counter of transcendental evaluations by the Triton interpreter while active."""
-    from unittest import mock
 
-    from triton.runtime import interpreter
+    from triton.runtime import interpreter  # optional: the interpreter, only when tracing under it
 
     calls: collections.Counter = collections.Counter()
     builder = interpreter.InterpreterBuilder

@@ -15,7 +15,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 
-from . import ops, validate
+from . import oattention_fwd, ops, pn_fir_tau_fwd, sm_fir_fwd, validate
 
 FIR_KERNELS = {"sm_fir": "sm_fir_fwd", "pn_fir_tau": "pn_fir_tau_fwd"}
 
@@ -65,7 +65,6 @@ def fir_attention_layer(x, variant, *, tau=None, wq, bq, wk, bk, wv, bv, wo, hea
 
 
 def _kernels():
-    from . import oattention_fwd, pn_fir_tau_fwd, sm_fir_fwd
 
     return {"oattention_fwd": oattention_fwd.oattention_fwd_kernel, "sm_fir_fwd": sm_fir_fwd.sm_fir_fwd_kernel,
             "pn_fir_tau_fwd": pn_fir_tau_fwd.pn_fir_tau_fwd_kernel}

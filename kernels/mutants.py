@@ -34,6 +34,8 @@ from unittest import mock
 
 from tokenlaw.properties.mutants import Mutant
 
+from . import fir_launch
+
 _counter = itertools.count()
 
 
@@ -69,7 +71,6 @@ def _source(module_name, kernel_name, old, new):
 
 @contextlib.contextmanager
 def _halo_short_by_one():
-    from . import fir_launch
 
     with mock.patch.object(fir_launch, "HALO", fir_launch.N_TAPS - 2):
         yield

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import functools
 
-from .composition import Composition, block_layers, compose_layers, prefix_layers
+import torch
+
+from .composition import Composition, block_layers, compose_layers
 from .composition import host_params as _composition_params
+from .composition import prefix_layers
 from .registry import Domain, declare
 
 DEPTH = 2
@@ -34,7 +37,6 @@ TABULAR_OTRANSFORMER = Composition("tabular_otransformer", norm="onorm_ln", atte
 
 def host_params(gen, d_model, dtype=None, *, depth=DEPTH, inject=False):
     """Parameters of a host: ``dict(blocks=[{attn, norm1, norm2, ffn}] * depth, tau, eps_den[, inject])``."""
-    import torch
 
     return _composition_params(gen, d_model, torch.float64 if dtype is None else dtype, depth=depth, inject=inject)
 

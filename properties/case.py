@@ -18,6 +18,7 @@ presence ``tau`` and ``eps_den``, an explicit ``heads`` count and a memory
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 import torch
@@ -177,7 +178,6 @@ class Case:
 
     def weight_params(self, dtype=None) -> dict:
         """The subset of parameters the operator's row normaliser takes (e.g. tau)."""
-        import inspect
 
         names = inspect.signature(self.op.weights).parameters
         return {k: v for k, v in cast(self.params, dtype or self.dtype).items() if k in names and k not in ("xp", "s", "mask")}

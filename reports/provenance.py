@@ -14,7 +14,7 @@ from pathlib import Path
 def kernels_dir() -> Path | None:
     """The folder of the ``tokenlaw.kernels`` package, or None when it cannot be imported."""
     try:
-        import tokenlaw.kernels as k
+        import tokenlaw.kernels as k  # optional: Triton; reports are written without it
     except ImportError:
         return None
     paths = list(getattr(k, "__path__", ()))

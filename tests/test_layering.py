@@ -129,6 +129,21 @@ def cycles(root: Path = ROOT) -> list[list[str]]:
     return out
 
 
+def late_imports(root: Path = ROOT) -> list[str]:
+    """Imports inside a function without an ``# optional:`` comment saying which optional dependency it defers."""
+    out = []
+    for path in modules(root):
+        lines = path.read_text().split("\n")
+        for fn in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)):
+                        text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+                        if "# optional:" not in text:
+                            out.append(f"{path.relative_to(root)}:{node.lineno}: {text.strip()}")
+    return out
+
+
 def test_every_folder_of_the_package_has_a_layer():
     mapped = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
     assert mapped <= set(LAYERS), f"folders without a layer: {sorted(mapped - set(LAYERS))}"
@@ -140,6 +155,12 @@ def test_imports_only_go_down():
 
 def test_no_import_cycles():
     assert cycles() == []
+
+
+def test_late_imports_only_defer_optional_dependencies():
+    """An import inside a function is for an optional dependency (Triton, redis, matplotlib; the pytest
+    plug-in's tiers, which load only with --tokenlaw) and says so; every other import is at the top."""
+    assert late_imports() == []
 
 
 # -- the test can fail: attack it on a copy of the tree -------------------------------------
@@ -172,6 +193,13 @@ def test_an_added_upward_import_is_caught(tmp_path, where, line, expect):
     path.write_text(body)
     found = sorted(set(violations(root)) - before)
     assert len(found) == 1 and where in found[0] and expect in found[0], found
+
+
+def test_an_added_late_import_is_caught(tmp_path):
+    root = _copy(tmp_path)
+    path = root / "reports/writers.py"
+    path.write_text(path.read_text() + "\n\ndef _late():\n    from tokenlaw.properties import plan\n")
+    assert [v for v in late_imports(root) if "reports/writers.py" in v] != []
 
 
 def test_an_added_cycle_is_caught(tmp_path):
