@@ -6,7 +6,7 @@ reason, never silently passed.  The one known interpreter limit: the CPU
 interpreter's bf16 ``tl.dot`` multiplies the raw bit patterns of its operands
 instead of their values (triton-lang/triton#11584), so every bf16 kernel
 result under ``TRITON_INTERPRET=1`` is wrong (see
-``tests/test_kernels_interpreter.py``, which shows it).
+``tests/kernels/test_kernels_interpreter.py``, which shows it).
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ A backward mutant patches the backward wrapper (``oattention_bwd``,
 the FIR-transpose kernel, so the mutated copy's kernels run in the
 backward while the forward stays clean.
 
-Each mutant lists the operators it affects; ``tests/test_kernels_mutants.py``
+Each mutant lists the operators it affects; ``tests/kernels/test_kernels_mutants.py``
 shows every one is killed by some contract on the interpreter backend.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ the argument and the reason, with the eager operators' rules
 scalars that are Python reals or 0-d tensors.  Non-contiguous tensors are
 fine: the wrappers pass strides, so any layout whose last-but-one axis is the
 token axis works.  :func:`error_inputs` generates the bad calls every custom
-op must reject (``tests/test_bad_inputs.py``).
+op must reject (``tests/operators/test_bad_inputs.py``).
 """
 from __future__ import annotations
 

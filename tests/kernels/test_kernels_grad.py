@@ -6,7 +6,7 @@ kernels alike.  Shapes cross tile edges: the interpreter's tiles are 8 x 8,
 so n = 20 spans three query and three key tiles, and the FIR halo (6 rows
 before a key tile in the forward, 6 after it in the dK transpose) crosses
 an edge.  bf16 is not runnable under the interpreter (``capabilities``);
-``tests/test_kernels_gpu.py`` covers it compiled.
+``tests/kernels/test_kernels_gpu.py`` covers it compiled.
 """
 from __future__ import annotations
 

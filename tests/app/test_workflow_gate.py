@@ -16,7 +16,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.reports import known_failures, regressions, runs, writers
 from tokenlaw.reports.document import Document
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OPS = ["--operators", "gate_scratch_ops"]
 
 

@@ -20,8 +20,8 @@ from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import plan
 
-sys.path.insert(0, str(Path(__file__).parent))
-CANARIES = sorted(i.name for i in pkgutil.iter_modules([str(Path(__file__).parent / "canaries")])
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+CANARIES = sorted(i.name for i in pkgutil.iter_modules([str(Path(__file__).resolve().parents[1] / "canaries")])
                   if i.name.startswith("fuzz_"))
 DEFAULT_EXAMPLES = PROFILES["quick"]      # what `tokenlaw check` runs without --profile
 

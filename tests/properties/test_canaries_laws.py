@@ -24,7 +24,7 @@ from tokenlaw.properties.catalogue import collect
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
-HERE = pathlib.Path(__file__).parent / "canaries"
+HERE = pathlib.Path(__file__).resolve().parents[1] / "canaries"
 PREFIXES = ("domain_", "weights_")
 FILES = sorted(p for p in HERE.glob("*.py") if p.name.startswith(PREFIXES))
 GREEN = {V.PROVED, V.HOLDS}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tokenlaw.app import exits
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("operators", "properties", "symbolic", "fuzz", "kernels", "reports", "experiments", "app")
 DEFINES_CODE = re.compile(r"^\s*EXIT_\w+(\s*,\s*EXIT_\w+)*\s*=", re.M)
 

@@ -11,7 +11,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.reports import document, proofs, runs, writers
 from tokenlaw.reports.document import Document
 
-BASELINE = Path(__file__).parent.parent / "reports" / "baseline.json"
+BASELINE = Path(__file__).resolve().parents[2] / "reports" / "baseline.json"
 
 
 def test_committed_baseline_round_trips_byte_for_byte():

@@ -17,7 +17,7 @@ import pytest
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.app import cli, scaffold
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import workflow_env as W  # noqa: E402
 
 pytest_plugins = ["pytester"]

@@ -17,7 +17,7 @@ import pytest
 
 from tokenlaw.app import cli
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 MYMOD = textwrap.dedent('''
     """A user's own operators, in a module next to them (not installed)."""
@@ -207,7 +207,7 @@ def test_every_command_has_json():
 
 
 def test_every_commands_json_is_documented():
-    schema = (Path(__file__).parent.parent / "docs" / "report-schema.md").read_text()
+    schema = (Path(__file__).resolve().parents[2] / "docs" / "report-schema.md").read_text()
     for command in ("tokenlaw list --json", "tokenlaw check --json", "tokenlaw replay", "tokenlaw report merge",
                     "tokenlaw mutate --json", "tokenlaw gate --json", "tokenlaw new", "tokenlaw closure",
                     "tokenlaw reproduce", "tokenlaw prove --json", "tokenlaw bench --json", "tokenlaw docs"):

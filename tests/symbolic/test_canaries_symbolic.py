@@ -21,7 +21,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.symbolic.prover import prove_cell
 
-HERE = pathlib.Path(__file__).parent / "canaries"
+HERE = pathlib.Path(__file__).resolve().parents[1] / "canaries"
 MINE = ("prefix_host", "raw_division", "python_branch", "torch_call", "drawn_weights", "vacuous_mask",
         "misguarded_division")
 

@@ -95,7 +95,7 @@ def test_finite_contract_reports_the_pre_fix_half_precision_gradient():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from canaries import fuzz_fp16_collapse
 
     bad = fuzz_fp16_collapse.registry(REG)["oattention"]

@@ -136,7 +136,7 @@ def test_tau_sweep_chart_drawn_when_a_verdict_carries_one():
 
 def test_ci_workflow_and_pre_commit_hook_run_the_gate():
     yaml = pytest.importorskip("yaml", reason="PyYAML not installed: the example files are not parsed")
-    docs = Path(__file__).resolve().parents[1] / "docs"
+    docs = Path(__file__).resolve().parents[2] / "docs"
     ci = yaml.safe_load((docs / "ci-workflow.yml").read_text())
     steps = [s.get("run", "") for s in ci["jobs"]["gate"]["steps"]]
     assert any(s.startswith("tokenlaw gate") for s in steps)
