@@ -217,8 +217,7 @@ def test_every_commands_json_is_documented():
 def test_plain_mutate_without_gpu_runs_what_it_can_and_says_what_it_left_out(here, capsys, monkeypatch):
     import torch
 
-    from tokenlaw.fuzz import mutation
-    from tokenlaw.reports import mutations as mutation_report
+    from tokenlaw.app import fuzz_cmd
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -228,8 +227,8 @@ def test_plain_mutate_without_gpu_runs_what_it_can_and_says_what_it_left_out(her
         ran.extend(mutants)
         return [], set()
 
-    monkeypatch.setattr(mutation, "run_mutants", run_mutants)
-    monkeypatch.setattr(mutation_report, "write", lambda *a, **k: (Path("m.md"), Path("m.json")))
+    monkeypatch.setattr(fuzz_cmd, "run_mutants", run_mutants)       # the names the command calls
+    monkeypatch.setattr(fuzz_cmd, "write", lambda *a, **k: (Path("m.md"), Path("m.json")))
     rc, out, err = run(capsys, "mutate", "--json")
     assert rc == 0, err
     assert ran and all(m.backend == "eager" for m in ran)
