@@ -44,6 +44,19 @@ exp(log eps_den - M_i) / den_i the share eps_den takes; P_a + rest = 1 in
 the reals) and rest_dP = sum_{j != a} P_ij dP_ij: small terms only, where
 dP_a - delta = dP_a (1 - P_a) - ... would lose them to cancellation in a
 saturated row (``tiles.centred``).
+
+ds itself takes that top term in another form.  Each row of ds sums to
+e_i delta_i in the reals (0 but for eps_den's share), so
+dq_i = scale sum_j ds_ij k_j keeps almost no multiple of what the keys have
+in common -- which can dwarf their spread (a large key bias: |k| 576
+against a spread of 0.07 in the 30-example search's case).  It cancels in
+floating point only if the computed row sums to e_i delta_i: formed on its
+own, the top term left a residue ~u |P_a (dP_a - delta)| that reached dq
+times |k| (6x eager's dq error there).  So, as eager autograd's max shift
+does, the top source takes ds_ia = e_i delta_i - sum_{j != a} ds_ij, from
+the other terms as computed (in the dot's input dtype); the dQ kernel adds
+it with k_a (picked out of its tile by a one-hot dot: exact) and stores it
+for the dK/dV kernel.  The presence gradient keeps ``centred``.
 """
 from __future__ import annotations
 
@@ -98,7 +111,7 @@ def oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, of
 @triton.jit
 def oattention_bwd_dq_kernel(
     # pointers
-    Q, K, V, P, MASK, DO, ROW_MAX, ROW_DEN, ROW_ARG, DELTA, REST, REST_DP, DQ, DP_RCV,   # DELTA, REST, REST_DP: written
+    Q, K, V, P, MASK, DO, ROW_MAX, ROW_DEN, ROW_ARG, DELTA, REST, REST_DP, TOP_DS, DQ, DP_RCV,   # DELTA .. TOP_DS: written
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
@@ -141,7 +154,8 @@ def oattention_bwd_dq_kernel(
 
     # -- sweep 1: delta_i = sum_j P_ij dP_ij from the dP that ds subtracts it from, split at the
     #    row's top source a: rest = e + sum_{j != a} P_ij, rest_dp = sum_{j != a} P_ij dP_ij
-    rest = tl.exp(log_eps - row_max) * inv_den                     # eps_den's share e
+    share = tl.exp(log_eps - row_max) * inv_den                    # eps_den's share e
+    rest = share
     rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
     top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
@@ -159,18 +173,27 @@ def oattention_bwd_dq_kernel(
     tl.store(REST + pid_bh * n_ctx + offs_m, rest, mask=row_ok)
     tl.store(REST_DP + pid_bh * n_ctx + offs_m, rest_dp, mask=row_ok)
 
-    # -- sweep 2: ds = P (dP - delta), dq; and y = sum_j P_ij v_j for the gate -
+    # -- sweep 2: ds = P (dP - delta) off the top source, dq; y = sum_j P_ij v_j for the gate;
+    #    the top's ds is e delta minus the row's others, added at the end with its key k_a
     dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     y = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    ds_rest = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    k_top = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
-        ds = prob * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
-        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
+        at_top = offs_n[None, :] == arg[:, None]
+        ds = tl.where(at_top, 0.0, prob * (dp - delta[:, None])).to(k.dtype)   # summed as the dot sees it
+        dq += tl.dot(ds, k, input_precision="ieee")
+        ds_rest += tl.sum(ds.to(tl.float32), axis=1)
+        k_top += tl.dot(at_top.to(k.dtype), k, input_precision="ieee")         # one-hot: exactly k_a
         y += tl.dot(prob.to(v.dtype), v, input_precision="ieee")
+    top_ds = tl.where(arg >= 0, share * delta - ds_rest, 0.0)
+    dq += top_ds[:, None] * k_top
+    tl.store(TOP_DS + pid_bh * n_ctx + offs_m, top_ds, mask=row_ok)
 
     # -- epilogue: dq, and the receiver gate's gradient dO_i . y_i -----------
     dq = dq * sm_scale
@@ -182,7 +205,7 @@ def oattention_bwd_dq_kernel(
 @triton.jit
 def oattention_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, P, MASK, DO, ROW_MAX, ROW_DEN, ROW_ARG, DELTA, REST, REST_DP, DK, DV, DP_SRC,
+    Q, K, V, P, MASK, DO, ROW_MAX, ROW_DEN, ROW_ARG, DELTA, REST, REST_DP, TOP_DS, DK, DV, DP_SRC,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, log_eps,
     # strides
@@ -233,15 +256,17 @@ def oattention_bwd_dkdv_kernel(
         delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
         rest = tl.load(REST + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
         rest_dp = tl.load(REST_DP + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        top_ds = tl.load(TOP_DS + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
         k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
 
-        # dv_j += sum_i P_ij p_i dO_i;  ds = P (dP - delta);  dk_j += sum_i ds_ij q_i
+        # dv_j += sum_i P_ij p_i dO_i;  ds = P (dP - delta) (the top's from the dQ kernel);  dk_j += sum_i ds_ij q_i
         dv += tl.dot(tl.trans(prob * p_rcv[:, None]).to(do.dtype), do, input_precision="ieee")
-        g = centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
-        ds = prob * g
+        at_top = offs_n[None, :] == arg[:, None]
+        g = centred(dp, at_top, delta, rest, rest_dp)
+        ds = tl.where(at_top, top_ds[:, None], prob * g)
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
         # the sources' presence: d P_ij / d p_j = E_ij (P_ij / p_j without dividing by a tiny p_j).
         # E <= 1 / p_j overflows for a subnormal p_j; a row whose g is exactly 0 (a null receiver)
@@ -265,7 +290,7 @@ def oattention_bwd(do, q, k, v, p, mask, row_max, row_den, row_arg, *, eps_den, 
     """
     b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)      # the forward's checks, and dO's
     p32 = p.float()
-    delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
+    delta, rest, rest_dp, top_ds = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(4))
     dq, dk, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(3))
     dp_rcv = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
     dp_src = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
@@ -277,8 +302,8 @@ def oattention_bwd(do, q, k, v, p, mask, row_max, row_den, row_arg, *, eps_den, 
               *do.stride(), *dq.stride())      # dq, dk, dv: one contiguous layout
     meta = dict(HAS_MASK=mask is not None, IS_CAUSAL=bool(causal), **t)
     oattention_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](
-        q, k, v, p32, m_arg, do, row_max, row_den, row_arg, delta, rest, rest_dp, dq, dp_rcv, *common, **meta)
+        q, k, v, p32, m_arg, do, row_max, row_den, row_arg, delta, rest, rest_dp, top_ds, dq, dp_rcv, *common, **meta)
     oattention_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](
-        q, k, v, p32, m_arg, do, row_max, row_den, row_arg, delta, rest, rest_dp, dk, dv, dp_src, *common, **meta)
+        q, k, v, p32, m_arg, do, row_max, row_den, row_arg, delta, rest, rest_dp, top_ds, dk, dv, dp_src, *common, **meta)
     dp = (dp_rcv + dp_src).sum(1)                    # p is shared by the heads
     return dq, dk, dv, dp.to(p.dtype)

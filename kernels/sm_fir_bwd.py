@@ -10,16 +10,30 @@ incoming gradient:
 and the raw keys' gradient is the FIR's transpose dk = F^T dk~
 (``fir_key_grad.py``: each raw key fed the 7 smoothed keys after it).
 ``sm_fir_bwd_dq_kernel`` owns a query tile and streams its causal key tiles
-twice: first for delta (written for the other kernel), then for dq;
-``sm_fir_bwd_dkdv_kernel``, launched after it, owns a key tile and streams
-the query tiles at or after it.  Both rebuild the smoothed key tile in
-registers (``tiles.fir_key_tile``), the weights and dP with
-``sm_fir_tile``; nothing N x N is stored, dk~ is O(N).  delta is summed from
-the very dP it is subtracted from, not taken from rowsum(dO . O): in a row
-whose weight sits on one key (every first row) dP - delta then cancels to
-exactly 0, as in eager autograd, and at the row's top key dP - delta is
-formed from the other keys' small terms (``tiles.centred``; see
-``oattention_bwd.py``).
+twice: first for delta, then for dq and the top key's ds (both written for
+the other kernel); ``sm_fir_bwd_dkdv_kernel``, launched after it, owns a
+key tile and streams the query tiles at or after it.  Both rebuild the
+smoothed key tile in registers (``tiles.fir_key_tile``), the weights and dP
+with ``sm_fir_tile``; nothing N x N is stored, dk~ is O(N).
+
+delta is summed from the very dP it is subtracted from, not taken from
+rowsum(dO . O): in a row whose weight sits on one key (every first row)
+dP - delta then cancels to exactly 0, as in eager autograd.
+
+Each row of ds sums to 0 in the reals (softmax ignores a per-row constant),
+so dq_t = scale sum_j ds_tj k~_j keeps no multiple of what the keys have in
+common: a large key bias (|k~| ~ 13 against a spread of ~6 at the fp32 exp
+edge) or a large score offset cancels.  In floating point it cancels only
+if the computed ds rows sum to 0: with each ds_tj formed on its own (the
+top key's as rest dP_a - rest_dP), a row summed to ~u |dP| (a value bias
+makes every dP ~100), and that residue times the common component reached
+dq whole -- 29x eager's dq error there.  So, as eager autograd's max shift
+does, the row's top key a takes ds_ta = -sum_{j != a} ds_tj, minus the
+other keys' terms as computed (in the dot's input dtype); the dQ kernel
+adds it as -(sum_{j != a} ds_tj) k~_a, with k~_a picked out of its tile by
+a one-hot dot (exact), and stores ds_ta for the dK/dV kernel.  Summing
+those small terms also keeps a saturated row's top term accurate, where
+dP_a - delta would subtract two nearly equal numbers.
 """
 from __future__ import annotations
 
@@ -31,7 +45,7 @@ from . import validate
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
-from .tiles import centred, fir_key_tile
+from .tiles import fir_key_tile
 
 
 @triton.jit
@@ -54,7 +68,7 @@ def sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, sta
 @triton.jit
 def sm_fir_bwd_dq_kernel(
     # pointers
-    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, REST, REST_DP, DQ,     # DELTA, REST, REST_DP: written here
+    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, TOP_DS, DQ,     # DELTA, TOP_DS: written here
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -88,9 +102,8 @@ def sm_fir_bwd_dq_kernel(
     V += b * stride_vb + h * stride_vh
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
 
-    # -- sweep 1: delta_t = sum_j P_tj dP_tj from the dP that ds subtracts it from, split at the
-    #    row's top key a: rest = sum_{j != a} P_tj, rest_dp = sum_{j != a} P_tj dP_tj (tiles.centred)
-    rest = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    # -- sweep 1: delta_t = sum_j P_tj dP_tj from the dP that ds subtracts it from; the other keys'
+    #    small terms first, the top key a's last -----------------------------
     rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
     top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
@@ -98,23 +111,28 @@ def sm_fir_bwd_dq_kernel(
         k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
         at_top = offs_n[None, :] == arg[:, None]
-        rest += tl.sum(tl.where(at_top, 0.0, p), axis=1)
         rest_dp += tl.sum(tl.where(at_top, 0.0, p * dp), axis=1)
         top_dp += tl.sum(tl.where(at_top, p * dp, 0.0), axis=1)
     delta = rest_dp + top_dp
     rows = pid_bh * n_ctx + offs_m
     tl.store(DELTA + rows, delta, mask=row_ok)
-    tl.store(REST + rows, rest, mask=row_ok)
-    tl.store(REST_DP + rows, rest_dp, mask=row_ok)
 
-    # -- sweep 2: causal key tiles, ds = P (dP - delta), dq -----------------
+    # -- sweep 2: ds = P (dP - delta) off the top key, dq; the top key's ds is minus the
+    #    row's others (each row of ds sums to 0), added at the end with its key k~_a
     dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
+    ds_rest = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    k_top = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
-        ds = p * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
-        dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
+        at_top = offs_n[None, :] == arg[:, None]
+        ds = tl.where(at_top, 0.0, p * (dp - delta[:, None])).to(k.dtype)    # summed as the dot sees it
+        dq += tl.dot(ds, k, input_precision="ieee")
+        ds_rest += tl.sum(ds.to(tl.float32), axis=1)
+        k_top += tl.dot(at_top.to(k.dtype), k, input_precision="ieee")      # one-hot: exactly k~_a
+    dq -= ds_rest[:, None] * k_top
+    tl.store(TOP_DS + rows, -ds_rest, mask=row_ok)
 
     dq = dq * sm_scale
     tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
@@ -124,7 +142,7 @@ def sm_fir_bwd_dq_kernel(
 @triton.jit
 def sm_fir_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, REST, REST_DP, DKS, DV,
+    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, TOP_DS, DKS, DV,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -168,12 +186,11 @@ def sm_fir_bwd_dkdv_kernel(
         rows = pid_bh * n_ctx + offs_m
         arg = tl.load(ROW_ARG + rows, mask=row_ok, other=-1)
         delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
-        rest = tl.load(REST + rows, mask=row_ok, other=0.0)
-        rest_dp = tl.load(REST_DP + rows, mask=row_ok, other=0.0)
+        top_ds = tl.load(TOP_DS + rows, mask=row_ok, other=0.0)
         k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
         dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision="ieee")
-        ds = p * centred(dp, offs_n[None, :] == arg[:, None], delta, rest, rest_dp)
+        ds = tl.where(offs_n[None, :] == arg[:, None], top_ds[:, None], p * (dp - delta[:, None]))
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
 
     dk = dk * sm_scale
@@ -185,14 +202,14 @@ def sm_fir_bwd_dkdv_kernel(
 def sm_fir_bwd(do, q, k, v, row_max, row_sum, row_arg):
     """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; the row statistics from the forward."""
     b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)
-    delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
+    delta, top_ds = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(2))
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
     t = tiles(n, dh)
     common = (h, n, dh, dh ** -0.5, *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
     meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
     taps = taps_tensor(q.device)
-    sm_fir_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, rest, rest_dp, dq, *common, **meta)
-    sm_fir_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, rest, rest_dp, dks, dv,
+    sm_fir_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, top_ds, dq, *common, **meta)
+    sm_fir_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, top_ds, dks, dv,
                                                                   *common, **meta)
     return dq, fir_key_grad(dks, k.dtype), dv

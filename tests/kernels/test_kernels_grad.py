@@ -16,6 +16,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from tokenlaw.kernels import capabilities, ops
+from tokenlaw.kernels.mutants import _source_mutant
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import plan
 from tokenlaw.properties.case import Case
@@ -314,9 +315,62 @@ def test_tau_gradient_bound_at_the_overflow_edge_is_not_vacuous(registry, monkey
 
 def test_summing_ds_as_is_for_tau_is_caught_at_the_overflow_edge(registry):
     """The old order of summation (each row's ds as is, cancelling ~100x) is rejected on this case."""
-    from tokenlaw.kernels.mutants import _source_mutant
-
     with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", "ds_row += tl.sum(ds_tau, axis=1)",
                         "ds_row += tl.sum(ds, axis=1)"):
         verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["pn_fir_tau"], EDGE))
     assert verdict.violated and "d/dtau" in verdict.detail, verdict.detail
+
+
+# -- the 30-example counterexample: sm_fir's dq at the fp32 exp overflow edge ----------------
+# Found by `tokenlaw check --backend triton --operator sm_fir --contract gradient_agreement
+# --examples 30 --seed 0` (sm_fir-gradient_agreement-float32-991cb48b0a): n = 6, d = 4 (2 heads
+# of 2), bias_scale 100, score offset 97.6 -- keys with a common component (|k~| up to 13.5, spread
+# ~6) and values ~100 (every dP ~100).  Each row of ds sums to 0 in the reals; the old backward formed
+# every ds_tj on its own (the top key's as rest dP_a - rest_dP), its rows summed to ~u |dP| (4e-6
+# against sum |ds| 1.35), and dq = scale sum_j ds_tj k~_j carried that residue times the keys' common
+# component: dq 2.66e-5 off (eager fp32: 9.3e-7), d/d[wq; bq] 2.36e-5 against the predicted 9.11e-6.
+# The top key's ds is now minus the row's other ds as computed (kernels/sm_fir_bwd.py): dq 8.5e-7 off.
+SM_EDGE = dict(dtype="float32", seed=0, batch=1, n=6, d=4, null=[], pos=0, perm_seed=0, shift=0.0, mask_density=1.0,
+               scale=1.0, backend="triton", near_null=[], tiny=0.0, bias_scale=100.0, mask_kind="random", tau=None,
+               eps_den=None, heads=None, layout="contiguous", score_offset=97.5951229572752)
+OLD_DQ_DISCREPANCY = 2.66e-5
+
+
+def test_sm_fir_dq_at_the_exp_overflow_edge_holds(registry):
+    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
+    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
+
+
+def test_sm_fir_dq_bound_at_the_exp_overflow_edge_is_not_vacuous(registry, monkeypatch):
+    """dq's last row moved by the old discrepancy (2.66e-5, ~5e-4 of |dq|) is a violation, reported at [wq; bq]."""
+    real = ops.sm_fir_bwd_op
+
+    def off(*args):
+        dq, dk, dv = real(*args)
+        return dq + torch.zeros_like(dq).index_fill_(2, torch.tensor([dq.shape[2] - 1]), OLD_DQ_DISCREPANCY), dk, dv
+
+    monkeypatch.setattr(ops, "sm_fir_bwd_op", off)
+    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
+    assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
+
+
+# The old order inside the new kernel's dq sweep: every ds on its own, the top key's as
+# rest dP_a - rest_dP (rest and rest_dP summed over this key tile: the whole row for n <= 8);
+# ds_rest = -(that top ds), so the end's correction adds it with k~_a and the dK/dV kernel gets it.
+_OLD_DS = """        ds = tl.where(at_top, 0.0, p * (dp - delta[:, None])).to(k.dtype)    # summed as the dot sees it
+        dq += tl.dot(ds, k, input_precision="ieee")
+        ds_rest += tl.sum(ds.to(tl.float32), axis=1)
+"""
+_OLD_DS_ON_ITS_OWN = """        rest = tl.sum(tl.where(at_top, 0.0, p), axis=1)
+        rest_dp = tl.sum(tl.where(at_top, 0.0, p * dp), axis=1)
+        ds = p * tl.where(at_top, rest[:, None] * dp - rest_dp[:, None], dp - delta[:, None])
+        dq += tl.dot(tl.where(at_top, 0.0, ds).to(k.dtype), k, input_precision="ieee")
+        ds_rest -= tl.sum(tl.where(at_top, ds, 0.0), axis=1)
+"""
+
+
+def test_forming_each_ds_on_its_own_is_caught_at_the_exp_overflow_edge(registry):
+    """The old order (a row of ds not summing to 0 as computed) is rejected on this case, at [wq; bq]."""
+    with _source_mutant("sm_fir_bwd", "sm_fir_bwd", _OLD_DS, _OLD_DS_ON_ITS_OWN):
+        verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
+    assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
