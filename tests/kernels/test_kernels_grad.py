@@ -374,3 +374,51 @@ def test_forming_each_ds_on_its_own_is_caught_at_the_exp_overflow_edge(registry)
     with _source_mutant("sm_fir_bwd", "sm_fir_bwd", _OLD_DS, _OLD_DS_ON_ITS_OWN):
         verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
+
+
+# -- the same defect in OAttention's backward, at a key bias of 10^4 ---------------------------
+# Found by `tokenlaw check --backend triton --operator oattention --contract gradient_agreement
+# --examples 30 --seed 0` on the kernel before the fix (oattention-gradient_agreement-float32-f90342e9a6):
+# n = 2, bias_scale 1e4, score offset -7845 -- keys with a common component |k| ~576 and a spread of ~0.07.
+# Each row of ds sums to e delta (eps_den's share) in the reals; formed term by term, the top source's ds
+# left a residue that dq carried times |k|: d/d[wq; bq] 4.0e-8 off against a predicted 3.3e-8.  The top
+# source's ds is now e delta minus the row's other ds as computed (kernels/oattention_bwd.py).
+OA_EDGE = dict(SM_EDGE, n=2, bias_scale=10000.0, score_offset=-7844.70518921595)
+OLD_OA_DQ_DISCREPANCY = 4.0e-8
+
+
+def test_oattention_dq_at_a_large_key_bias_holds(registry):
+    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], OA_EDGE))
+    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
+
+
+def test_oattention_dq_bound_at_a_large_key_bias_is_not_vacuous(registry, monkeypatch):
+    """dq's last row moved by the old discrepancy (4e-8) is a violation, reported at [wq; bq]."""
+    real = ops.oattention_bwd_op
+
+    def off(*args):
+        dq, dk, dv, dp = real(*args)
+        return dq + torch.zeros_like(dq).index_fill_(2, torch.tensor([dq.shape[2] - 1]), OLD_OA_DQ_DISCREPANCY), dk, dv, dp
+
+    monkeypatch.setattr(ops, "oattention_bwd_op", off)
+    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], OA_EDGE))
+    assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
+
+
+# The old order inside the new kernel's dq sweep: every ds on its own (the top source's through
+# tiles.centred); ds_rest is set so that the end's top_ds = e delta - ds_rest is that top term.
+_OLD_OA_DS_NEW = """        ds = tl.where(at_top, 0.0, prob * (dp - delta[:, None])).to(k.dtype)   # summed as the dot sees it
+        dq += tl.dot(ds, k, input_precision="ieee")
+        ds_rest += tl.sum(ds.to(tl.float32), axis=1)
+"""
+_OLD_OA_DS_OLD = """        ds = prob * centred(dp, at_top, delta, rest, rest_dp)
+        dq += tl.dot(tl.where(at_top, 0.0, ds).to(k.dtype), k, input_precision="ieee")
+        ds_rest += tl.sum(tl.where(at_top, share[:, None] * delta[:, None] - ds, 0.0), axis=1)
+"""
+
+
+def test_forming_each_ds_on_its_own_is_caught_at_a_large_key_bias(registry):
+    """OAttention's old order (the top source's ds formed on its own) is rejected on this case, at [wq; bq]."""
+    with _source_mutant("oattention_bwd", "oattention_bwd", _OLD_OA_DS_NEW, _OLD_OA_DS_OLD):
+        verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], OA_EDGE))
+    assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
