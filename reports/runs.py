@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
-from tokenlaw.fuzz.engine import PROFILES
+from tokenlaw.fuzz.engine import PROFILES, draws
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
@@ -167,7 +167,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     reference = backends.get(settings.backend).reference
     meta = dict(tier="fuzz" if reference else "kernel", backend=settings.backend,
                 profile=settings.profile, examples=examples, seed=settings.seed, torch=torch.__version__,
-                seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
+                draws=draws(), seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
                 database=str(settings.database),
                 # relative to the report when under it, so the document does not depend on where --out is
                 replays=_relative(replays, settings.out),
