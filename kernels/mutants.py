@@ -115,10 +115,12 @@ KERNEL_MUTANTS = [
     # -- backward mutants ------------------------------------------------------------
     _triton(
         "delta_dropped", ("sm_fir",),
-        "the backward drops delta = rowsum(dO . O) = sum_j P_tj dP_tj: ds = P dP instead of P (dP - delta) "
-        "away from each row's top key, the softmax Jacobian without its rank-one correction",
+        "the backward drops delta = sum_j P_tj (dP_tj - dP_ta) (rowsum(dO . O) centred on the top key a): "
+        "ds = P (dP - dP_a) instead of P (dP - dP_a - delta) away from each row's top key, the softmax "
+        "Jacobian without its rank-one correction",
         _source("sm_fir_bwd", "sm_fir_bwd",
-                "delta = rest_dp + top_dp", "delta = 0.0 * top_dp")),
+                "delta += tl.sum(p * (dp - dp_top[:, None]), axis=1)",
+                "delta += 0.0 * tl.sum(p * (dp - dp_top[:, None]), axis=1)")),
     _triton(
         "gate_derivative_dropped", ("pn_fir_tau",),
         "the backward forgets the silence gate's derivative g'(m) dO . y at the peak key "

@@ -17,8 +17,14 @@ smoothed key tile in registers (``tiles.fir_key_tile``), the weights and dP
 with ``sm_fir_tile``; nothing N x N is stored, dk~ is O(N).
 
 delta is summed from the very dP it is subtracted from, not taken from
-rowsum(dO . O): in a row whose weight sits on one key (every first row)
-dP - delta then cancels to exactly 0, as in eager autograd.
+rowsum(dO . O), and centred on the row's top key a: the dQ kernel first
+sweeps dP_ta (from the same dot as every other dP), then
+delta'_t = sum_j P_tj (dP_tj - dP_ta), and ds = P ((dP - dP_a) - delta').
+In the reals that is P (dP - delta) (sum_j P_tj = 1); in float32 it is
+exactly 0 wherever a row's dP are all equal -- every first row, and every
+row whose values are equal (null tokens with a large value bias: the true
+ds is 0, while P (dP - sum P dP) left ~u |dP| P, which dk = sum_t ds q_t
+carried times |q|), as eager autograd's is.
 
 Each row of ds sums to 0 in the reals (softmax ignores a per-row constant),
 so dq_t = scale sum_j ds_tj k~_j keeps no multiple of what the keys have in
@@ -68,7 +74,7 @@ def sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, sta
 @triton.jit
 def sm_fir_bwd_dq_kernel(
     # pointers
-    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, TOP_DS, DQ,     # DELTA, TOP_DS: written here
+    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, DP_TOP, TOP_DS, DQ,     # DELTA .. TOP_DS: written here
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -102,20 +108,25 @@ def sm_fir_bwd_dq_kernel(
     V += b * stride_vb + h * stride_vh
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
 
-    # -- sweep 1: delta_t = sum_j P_tj dP_tj from the dP that ds subtracts it from; the other keys'
-    #    small terms first, the top key a's last -----------------------------
-    rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    # -- sweep 0: dP_ta, the row's top key's dP, from the same dot as every other dP --------
+    dp_top = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
+        dp = tl.dot(do, tl.trans(v), input_precision="ieee")
+        dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)
+
+    # -- sweep 1: delta_t = sum_j P_tj (dP_tj - dP_ta), from the dP that ds subtracts it from ---
+    delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
-        at_top = offs_n[None, :] == arg[:, None]
-        rest_dp += tl.sum(tl.where(at_top, 0.0, p * dp), axis=1)
-        top_dp += tl.sum(tl.where(at_top, p * dp, 0.0), axis=1)
-    delta = rest_dp + top_dp
+        delta += tl.sum(p * (dp - dp_top[:, None]), axis=1)
     rows = pid_bh * n_ctx + offs_m
     tl.store(DELTA + rows, delta, mask=row_ok)
+    tl.store(DP_TOP + rows, dp_top, mask=row_ok)
 
     # -- sweep 2: ds = P (dP - delta) off the top key, dq; the top key's ds is minus the
     #    row's others (each row of ds sums to 0), added at the end with its key k~_a
@@ -127,7 +138,7 @@ def sm_fir_bwd_dq_kernel(
         k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
         at_top = offs_n[None, :] == arg[:, None]
-        ds = tl.where(at_top, 0.0, p * (dp - delta[:, None])).to(k.dtype)    # summed as the dot sees it
+        ds = tl.where(at_top, 0.0, p * ((dp - dp_top[:, None]) - delta[:, None])).to(k.dtype)   # as the dot sees it
         dq += tl.dot(ds, k, input_precision="ieee")
         ds_rest += tl.sum(ds.to(tl.float32), axis=1)
         k_top += tl.dot(at_top.to(k.dtype), k, input_precision="ieee")      # one-hot: exactly k~_a
@@ -142,7 +153,7 @@ def sm_fir_bwd_dq_kernel(
 @triton.jit
 def sm_fir_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, TOP_DS, DKS, DV,
+    Q, K, V, TAPS, DO, ROW_MAX, ROW_SUM, ROW_ARG, DELTA, DP_TOP, TOP_DS, DKS, DV,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale,
     # strides
@@ -186,11 +197,12 @@ def sm_fir_bwd_dkdv_kernel(
         rows = pid_bh * n_ctx + offs_m
         arg = tl.load(ROW_ARG + rows, mask=row_ok, other=-1)
         delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
+        dp_top = tl.load(DP_TOP + rows, mask=row_ok, other=0.0)
         top_ds = tl.load(TOP_DS + rows, mask=row_ok, other=0.0)
         k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
         dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision="ieee")
-        ds = tl.where(offs_n[None, :] == arg[:, None], top_ds[:, None], p * (dp - delta[:, None]))
+        ds = tl.where(offs_n[None, :] == arg[:, None], top_ds[:, None], p * ((dp - dp_top[:, None]) - delta[:, None]))
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
 
     dk = dk * sm_scale
@@ -202,14 +214,14 @@ def sm_fir_bwd_dkdv_kernel(
 def sm_fir_bwd(do, q, k, v, row_max, row_sum, row_arg):
     """Gradients (dq, dk, dv) of sm_fir for the incoming gradient ``do``; the row statistics from the forward."""
     b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)
-    delta, top_ds = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(2))
+    delta, dp_top, top_ds = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(3))
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
     t = tiles(n, dh)
     common = (h, n, dh, dh ** -0.5, *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride())
     meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
     taps = taps_tensor(q.device)
-    sm_fir_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, top_ds, dq, *common, **meta)
-    sm_fir_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, top_ds, dks, dv,
+    sm_fir_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, dp_top, top_ds, dq, *common, **meta)
+    sm_fir_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](q, k, v, taps, do, row_max, row_sum, row_arg, delta, dp_top, top_ds, dks, dv,
                                                                   *common, **meta)
     return dq, fir_key_grad(dks, k.dtype), dv

@@ -357,13 +357,13 @@ def test_sm_fir_dq_bound_at_the_exp_overflow_edge_is_not_vacuous(registry, monke
 # The old order inside the new kernel's dq sweep: every ds on its own, the top key's as
 # rest dP_a - rest_dP (rest and rest_dP summed over this key tile: the whole row for n <= 8);
 # ds_rest = -(that top ds), so the end's correction adds it with k~_a and the dK/dV kernel gets it.
-_OLD_DS = """        ds = tl.where(at_top, 0.0, p * (dp - delta[:, None])).to(k.dtype)    # summed as the dot sees it
+_OLD_DS = """        ds = tl.where(at_top, 0.0, p * ((dp - dp_top[:, None]) - delta[:, None])).to(k.dtype)   # as the dot sees it
         dq += tl.dot(ds, k, input_precision="ieee")
         ds_rest += tl.sum(ds.to(tl.float32), axis=1)
 """
 _OLD_DS_ON_ITS_OWN = """        rest = tl.sum(tl.where(at_top, 0.0, p), axis=1)
         rest_dp = tl.sum(tl.where(at_top, 0.0, p * dp), axis=1)
-        ds = p * tl.where(at_top, rest[:, None] * dp - rest_dp[:, None], dp - delta[:, None])
+        ds = p * tl.where(at_top, rest[:, None] * dp - rest_dp[:, None], dp - (delta + dp_top)[:, None])
         dq += tl.dot(tl.where(at_top, 0.0, ds).to(k.dtype), k, input_precision="ieee")
         ds_rest -= tl.sum(tl.where(at_top, ds, 0.0), axis=1)
 """
@@ -422,3 +422,29 @@ def test_forming_each_ds_on_its_own_is_caught_at_a_large_key_bias(registry):
     with _source_mutant("oattention_bwd", "oattention_bwd", _OLD_OA_DS_NEW, _OLD_OA_DS_OLD):
         verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], OA_EDGE))
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
+
+
+# -- sm_fir's ds at tied top keys: dP centred on the top key's -----------------------------------
+# Found by `TRITON_INTERPRET=1 tokenlaw check --backend triton --profile smoke --seed 0` once the draws were
+# pinned (sm_fir-gradient_agreement-float32-7addb4f5ca): n = 9 (two tiles), every token null, bias_scale 1e4,
+# so every token's q, k, v is its projection's bias; the FIR's full-length keys (j >= 6) tie exactly, every
+# dP of a row is the same number (|dP| ~ 1e4) and the true ds, dq, dk are exactly 0 (eager float32: exactly 0
+# too).  delta = sum_j P dP rounds to dP (sum P) with sum P != 1 in float32, so P (dP - delta) was ~u |dP| P
+# instead of 0, and dk = sum_t ds q_t carried it times |q| ~ 1e4: d/dx 0.417 off against a predicted 1.4e-6
+# (4.39 before the top key's ds fix).  dP is now centred on the top key's dP_a (from the same dot):
+# ds = P ((dP - dP_a) - delta') with delta' = sum_j P (dP_j - dP_a), the same in the reals (sum P = 1), and
+# exactly 0 when the row's dP are equal.
+SM_TIES = dict(SM_EDGE, seed=1169, n=9, d=6, null=list(range(9)), bias_scale=10000.0, score_offset=0.0)
+
+
+def test_sm_fir_gradient_at_tied_keys_holds(registry):
+    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_TIES))
+    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
+
+
+def test_an_uncentred_delta_is_caught_at_tied_keys(registry):
+    """The previous form (dP_a taken as 0: delta = sum_j P dP_j, ds = P (dP - delta)) is rejected on this case."""
+    line = "dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)"
+    with _source_mutant("sm_fir_bwd", "sm_fir_bwd", line, line.replace("+= ", "+= 0.0 * ")):
+        verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_TIES))
+    assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
