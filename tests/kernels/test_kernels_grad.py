@@ -336,6 +336,17 @@ SM_EDGE = dict(dtype="float32", seed=0, batch=1, n=6, d=4, null=[], pos=0, perm_
 OLD_DQ_DISCREPANCY = 2.66e-5
 
 
+def _dq_moved(monkeypatch, op_name, amount):
+    """Make the kernel's backward op return dq with its last row moved by ``amount`` (its other outputs as is)."""
+    real = getattr(ops, op_name)
+
+    def off(*args):
+        dq, *rest = real(*args)
+        return (dq + torch.zeros_like(dq).index_fill_(2, torch.tensor([dq.shape[2] - 1]), amount), *rest)
+
+    monkeypatch.setattr(ops, op_name, off)
+
+
 def test_sm_fir_dq_at_the_exp_overflow_edge_holds(registry):
     verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
     assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
@@ -343,13 +354,7 @@ def test_sm_fir_dq_at_the_exp_overflow_edge_holds(registry):
 
 def test_sm_fir_dq_bound_at_the_exp_overflow_edge_is_not_vacuous(registry, monkeypatch):
     """dq's last row moved by the old discrepancy (2.66e-5, ~5e-4 of |dq|) is a violation, reported at [wq; bq]."""
-    real = ops.sm_fir_bwd_op
-
-    def off(*args):
-        dq, dk, dv = real(*args)
-        return dq + torch.zeros_like(dq).index_fill_(2, torch.tensor([dq.shape[2] - 1]), OLD_DQ_DISCREPANCY), dk, dv
-
-    monkeypatch.setattr(ops, "sm_fir_bwd_op", off)
+    _dq_moved(monkeypatch, "sm_fir_bwd_op", OLD_DQ_DISCREPANCY)
     verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
 
@@ -394,13 +399,7 @@ def test_oattention_dq_at_a_large_key_bias_holds(registry):
 
 def test_oattention_dq_bound_at_a_large_key_bias_is_not_vacuous(registry, monkeypatch):
     """dq's last row moved by the old discrepancy (4e-8) is a violation, reported at [wq; bq]."""
-    real = ops.oattention_bwd_op
-
-    def off(*args):
-        dq, dk, dv, dp = real(*args)
-        return dq + torch.zeros_like(dq).index_fill_(2, torch.tensor([dq.shape[2] - 1]), OLD_OA_DQ_DISCREPANCY), dk, dv, dp
-
-    monkeypatch.setattr(ops, "oattention_bwd_op", off)
+    _dq_moved(monkeypatch, "oattention_bwd_op", OLD_OA_DQ_DISCREPANCY)
     verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], OA_EDGE))
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
 
