@@ -291,9 +291,9 @@ EDGE = dict(dtype="float32", seed=2, batch=1, n=6, d=4, null=[0], pos=0, perm_se
 OLD_TAU_DISCREPANCY = 4.07e-9
 
 
-def test_tau_gradient_at_the_overflow_edge_holds(registry):
-    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["pn_fir_tau"], EDGE))
-    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
+def _agreement(registry, operator, fields):
+    """gradient_agreement judged on ``operator`` at the case ``fields``."""
+    return CONTRACTS["gradient_agreement"](Case.from_fields(registry[operator], fields))
 
 
 def _tau_verdict(registry, monkeypatch, change):
@@ -304,7 +304,7 @@ def _tau_verdict(registry, monkeypatch, change):
         return dq, dk, dv, change(dtau)
 
     monkeypatch.setattr(ops, "pn_fir_tau_bwd_op", changed)
-    return CONTRACTS["gradient_agreement"](Case.from_fields(registry["pn_fir_tau"], EDGE))
+    return _agreement(registry, "pn_fir_tau", EDGE)
 
 
 def test_tau_gradient_bound_at_the_overflow_edge_is_not_vacuous(registry, monkeypatch):
@@ -317,7 +317,7 @@ def test_summing_ds_as_is_for_tau_is_caught_at_the_overflow_edge(registry):
     """The old order of summation (each row's ds as is, cancelling ~100x) is rejected on this case."""
     with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", "ds_row += tl.sum(ds_tau, axis=1)",
                         "ds_row += tl.sum(ds, axis=1)"):
-        verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["pn_fir_tau"], EDGE))
+        verdict = _agreement(registry, "pn_fir_tau", EDGE)
     assert verdict.violated and "d/dtau" in verdict.detail, verdict.detail
 
 
@@ -347,15 +347,10 @@ def _dq_moved(monkeypatch, op_name, amount):
     monkeypatch.setattr(ops, op_name, off)
 
 
-def test_sm_fir_dq_at_the_exp_overflow_edge_holds(registry):
-    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
-    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
-
-
 def test_sm_fir_dq_bound_at_the_exp_overflow_edge_is_not_vacuous(registry, monkeypatch):
     """dq's last row moved by the old discrepancy (2.66e-5, ~5e-4 of |dq|) is a violation, reported at [wq; bq]."""
     _dq_moved(monkeypatch, "sm_fir_bwd_op", OLD_DQ_DISCREPANCY)
-    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
+    verdict = _agreement(registry, "sm_fir", SM_EDGE)
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
 
 
@@ -377,7 +372,7 @@ _OLD_DS_ON_ITS_OWN = """        rest = tl.sum(tl.where(at_top, 0.0, p), axis=1)
 def test_forming_each_ds_on_its_own_is_caught_at_the_exp_overflow_edge(registry):
     """The old order (a row of ds not summing to 0 as computed) is rejected on this case, at [wq; bq]."""
     with _source_mutant("sm_fir_bwd", "sm_fir_bwd", _OLD_DS, _OLD_DS_ON_ITS_OWN):
-        verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_EDGE))
+        verdict = _agreement(registry, "sm_fir", SM_EDGE)
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
 
 
@@ -392,15 +387,10 @@ OA_EDGE = dict(SM_EDGE, n=2, bias_scale=10000.0, score_offset=-7844.70518921595)
 OLD_OA_DQ_DISCREPANCY = 4.0e-8
 
 
-def test_oattention_dq_at_a_large_key_bias_holds(registry):
-    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], OA_EDGE))
-    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
-
-
 def test_oattention_dq_bound_at_a_large_key_bias_is_not_vacuous(registry, monkeypatch):
     """dq's last row moved by the old discrepancy (4e-8) is a violation, reported at [wq; bq]."""
     _dq_moved(monkeypatch, "oattention_bwd_op", OLD_OA_DQ_DISCREPANCY)
-    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], OA_EDGE))
+    verdict = _agreement(registry, "oattention", OA_EDGE)
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
 
 
@@ -419,7 +409,7 @@ _OLD_OA_DS_OLD = """        ds = prob * centred(dp, at_top, delta, rest, rest_dp
 def test_forming_each_ds_on_its_own_is_caught_at_a_large_key_bias(registry):
     """OAttention's old order (the top source's ds formed on its own) is rejected on this case, at [wq; bq]."""
     with _source_mutant("oattention_bwd", "oattention_bwd", _OLD_OA_DS_NEW, _OLD_OA_DS_OLD):
-        verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], OA_EDGE))
+        verdict = _agreement(registry, "oattention", OA_EDGE)
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
 
 
@@ -436,14 +426,19 @@ def test_forming_each_ds_on_its_own_is_caught_at_a_large_key_bias(registry):
 SM_TIES = dict(SM_EDGE, seed=1169, n=9, d=6, null=list(range(9)), bias_scale=10000.0, score_offset=0.0)
 
 
-def test_sm_fir_gradient_at_tied_keys_holds(registry):
-    verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_TIES))
-    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
-
-
 def test_an_uncentred_delta_is_caught_at_tied_keys(registry):
     """The previous form (dP_a taken as 0: delta = sum_j P dP_j, ds = P (dP - delta)) is rejected on this case."""
     line = "dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)"
     with _source_mutant("sm_fir_bwd", "sm_fir_bwd", line, line.replace("+= ", "+= 0.0 * ")):
-        verdict = CONTRACTS["gradient_agreement"](Case.from_fields(registry["sm_fir"], SM_TIES))
+        verdict = _agreement(registry, "sm_fir", SM_TIES)
     assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
+
+
+@pytest.mark.parametrize("operator, fields", [("pn_fir_tau", EDGE), ("sm_fir", SM_EDGE), ("oattention", OA_EDGE),
+                                              ("sm_fir", SM_TIES)],
+                         ids=["pn_fir_tau-tau-at-the-x10-edge", "sm_fir-dq-at-the-exp-edge",
+                              "oattention-dq-at-a-large-key-bias", "sm_fir-at-tied-keys"])
+def test_each_found_case_holds_on_the_fixed_kernel(registry, operator, fields):
+    """Every case above, found by a search and fixed in its kernel, holds (and is not set aside as inconclusive)."""
+    verdict = _agreement(registry, operator, fields)
+    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
