@@ -44,11 +44,20 @@ PROFILES = {"smoke": 10, "quick": 100, "default": 300, "deep": 2000}
 # finite magnitudes for formula_equivalence): ``contract.fuzz_bounds``.
 
 
+def _pin_hooks():
+    """(the constants cache, the pool type) when this Hypothesis has what pinning needs, else None."""
+    cache = getattr(getattr(_providers, "CONSTANTS_CACHE", None), "cache", None)
+    pool = getattr(_providers, "Constants", None)
+    if getattr(_providers, "_get_local_constants", None) is None or cache is None or pool is None:
+        return None
+    return cache, pool
+
+
 def draws() -> str:
     """What a seed's draws depend on, for the report's meta: the Hypothesis version and whether mined
     constants are pinned out (then the same seed and budget draw the same inputs whatever the source)."""
-    pinnable = all(getattr(_providers, a, None) is not None for a in ("_get_local_constants", "CONSTANTS_CACHE", "Constants"))
-    return f"hypothesis {hypothesis.__version__}, " + ("local constants pinned out" if pinnable else "local constants mixed in")
+    pinned = "local constants pinned out" if _pin_hooks() else "local constants mixed in"
+    return f"hypothesis {hypothesis.__version__}, {pinned}"
 
 
 @contextlib.contextmanager
@@ -64,15 +73,15 @@ def pinned_constants():
     different inputs.  Pinning the pool to empty (Hypothesis's built-in
     constants stay) makes a seed draw the same inputs whatever the source
     around it.  It reaches into Hypothesis's internals; where they are absent
-    (another version) nothing is patched and the caller records False.
+    (another version) nothing is patched, and :func:`draws` (the report's
+    meta) says so from the same check.
     """
-    get = getattr(_providers, "_get_local_constants", None)
-    cache = getattr(getattr(_providers, "CONSTANTS_CACHE", None), "cache", None)
-    empty_pool = getattr(_providers, "Constants", None)
-    if get is None or cache is None or empty_pool is None:
+    hooks = _pin_hooks()
+    if hooks is None:
         yield False
         return
-    empty = empty_pool()
+    cache, pool = hooks
+    empty = pool()
     cache.clear()                       # it holds each (type, bounds)'s local constants as computed
     try:
         with mock.patch.object(_providers, "_get_local_constants", lambda: empty):
