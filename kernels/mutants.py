@@ -124,10 +124,10 @@ KERNEL_MUTANTS = [
     _triton(
         "gate_derivative_dropped", ("pn_fir_tau",),
         "the backward forgets the silence gate's derivative g'(m) dO . y at the peak key "
-        "(only the power normaliser's Jacobian is kept)",
+        "(only the power normaliser's Jacobian is kept, in dq, dk and tau's gradient)",
         _source("pn_fir_tau_bwd", "pn_fir_tau_bwd",
-                "ds = slope * centred(dp, at_peak, delta, rest, rest_dp) + tl.where(at_peak, d_gate[:, None], 0.0)",
-                "ds = slope * centred(dp, at_peak, delta, rest, rest_dp)")),
+                "d_gate = tl.where(peak > 0.0, delta / (tl.where(peak > 0.0, peak, 1.0) * (1.0 + peak)), 0.0)",
+                "d_gate = 0.0 * delta")),
     _triton(
         "dk_fir_halo_dropped", ("sm_fir", "pn_fir_tau"),
         "the FIR transpose of dK reads no halo past its own key tile: a tile's last keys miss the "
@@ -137,11 +137,12 @@ KERNEL_MUTANTS = [
                 "hi = tl.minimum(start_n + BLOCK_N, n_ctx)")),
     _triton(
         "presence_gradient_leaks", ("oattention",),
-        "the sources' presence gradient E = exp(s - M) / den is not zeroed on inactive entries: a masked "
-        "or null source's presence picks up gradient from receivers that cannot see it",
+        "the sources' presence gradient takes its weight p_j exp(s - M) / den from the scores alone, not "
+        "zeroed on inactive entries: a masked source's presence picks up gradient from receivers that "
+        "cannot see it",
         _source("oattention_bwd", "oattention_bwd",
-                "expo = tl.where(active, tl.exp(tl.where(active, s - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]",
-                "expo = tl.exp(s - row_max[:, None]) * inv_den[:, None]")),
+                "dp_src += tl.sum(prob * g, axis=0)",
+                "dp_src += tl.sum(p_src[None, :] * tl.exp(s - row_max[:, None]) * inv_den[:, None] * g, axis=0)")),
     _triton(
         "null_receiver_gradient_leaks", ("oattention",),
         "the backward forgets the receiver gate in dP (dy = dO instead of p dO): a null receiver's "

@@ -7,7 +7,7 @@ round at the scale of M).  With
 y_i = sum_j P_ij v_j the un-gated output (O_i = p_i y_i) and
 
     P_ij = exp(s_ij + log(m_ij p_j) - M_i) / den_i   (active: m_ij p_j > 0; else 0)
-    E_ij = exp(s_ij - M_i) / den_i                  (d P_ij / d p_j on active entries)
+    E_ij = exp(s_ij - M_i) / den_i = P_ij / p_j     (d P_ij / d p_j on active entries)
 
 the gradients, for dO the incoming gradient, are
 
@@ -15,8 +15,8 @@ the gradients, for dO the incoming gradient, are
     delta_i = dy_i . y_i = sum_j P_ij dP_ij   (one fp32 per row),
     ds_ij  = P_ij (dP_ij - delta_i),   dq_i = scale sum_j ds_ij k_j,   dk_j = scale sum_i ds_ij q_i,
     dv_j   = sum_i P_ij dy_i,
-    dp_j   = sum_i E_ij (dP_ij - delta_i)        (as a source: through its mass)
-           + sum_h dO_i . y_i                     (as a receiver: through the gate),
+    dp_j   = (sum_i P_ij (dP_ij - delta_i)) / p_j     (as a source: through its mass)
+           + sum_h dO_i . y_i                          (as a receiver: through the gate),
 
 summed over heads (p is shared by the heads).  eps_den only makes the
 weights sum below 1; it is inside den and has no term of its own.  Inactive
@@ -57,6 +57,15 @@ does, the top source takes ds_ia = e_i delta_i - sum_{j != a} ds_ij, from
 the other terms as computed (in the dot's input dtype); the dQ kernel adds
 it with k_a (picked out of its tile by a one-hot dot: exact) and stores it
 for the dK/dV kernel.  The presence gradient keeps ``centred``.
+
+A source's presence gradient is summed as sum_i P_ij (dP_ij - delta_i) and
+divided by p_j once, at the end, never as sum_i E_ij (...): E_ij <= 1 / p_j
+is the derivative's size, and for a subnormal p_j (a near-null token, 1e-40
+in fp32) it overflows to inf while the gradient itself, E times a
+(dP - delta) that is 0 up to the rest of the row, is finite -- the
+30-example search found dp_j = -inf where eager autograd (which divides
+d log p / d p = 1 / p last) had ~1e37.  P_ij <= 1 is in range; so is the
+quotient wherever the gradient is.
 """
 from __future__ import annotations
 
@@ -92,7 +101,7 @@ def tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb
 def oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx, head_dim, sm_scale,
                     stride_kn, stride_kd, stride_vn, stride_vd, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                     HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
-    """(k, v, P, E, dP) of one (rows, keys) tile, rebuilt from the scores and the rows' M, den (module docstring)."""
+    """(k, v, s, P, dP) of one (rows, keys) tile, rebuilt from the scores s and the rows' M, den (module docstring)."""
     kv_ok = (offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :]
     k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd, mask=kv_ok, other=0.0)
     v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd, mask=kv_ok, other=0.0)
@@ -102,10 +111,9 @@ def oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, of
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
     a = s + tl.log(tl.where(active, mass, 1.0))
     prob = tl.where(active, tl.exp(tl.where(active, a - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]
-    expo = tl.where(active, tl.exp(tl.where(active, s - row_max[:, None], 0.0)), 0.0) * inv_den[:, None]
     # dP_ij = dy_i . v_j with dy = p dO (the receiver gate)
     dp = tl.dot(do, tl.trans(v), input_precision="ieee") * p_rcv[:, None]
-    return k, v, prob, expo, dp
+    return k, v, s, prob, dp
 
 
 @triton.jit
@@ -160,7 +168,7 @@ def oattention_bwd_dq_kernel(
     top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+        k, v, s, prob, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
@@ -181,7 +189,7 @@ def oattention_bwd_dq_kernel(
     k_top = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+        k, v, s, prob, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
@@ -238,6 +246,7 @@ def oattention_bwd_dkdv_kernel(
     dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     dp_src = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    p_src = tl.load(P + b * stride_pb + offs_n * stride_pn, mask=col_ok, other=0.0)
     # causal: only receivers i >= j see this tile; start at the query tile holding its first key
     lo = 0
     if IS_CAUSAL:
@@ -257,7 +266,7 @@ def oattention_bwd_dkdv_kernel(
         rest = tl.load(REST + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
         rest_dp = tl.load(REST_DP + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
         top_ds = tl.load(TOP_DS + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        k, v, prob, expo, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
+        k, v, s, prob, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                                                HAS_MASK, IS_CAUSAL)
@@ -268,12 +277,12 @@ def oattention_bwd_dkdv_kernel(
         g = centred(dp, at_top, delta, rest, rest_dp)
         ds = tl.where(at_top, top_ds[:, None], prob * g)
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
-        # the sources' presence: d P_ij / d p_j = E_ij (P_ij / p_j without dividing by a tiny p_j).
-        # E <= 1 / p_j overflows for a subnormal p_j; a row whose g is exactly 0 (a null receiver)
-        # contributes exactly 0, never inf * 0 = NaN
-        dp_src += tl.sum(tl.where(g == 0.0, 0.0, expo * g), axis=0)
+        # the sources' presence: d P_ij / d p_j = P_ij / p_j on active entries (0 elsewhere, like P);
+        # summed as P g and divided by p_j once, after the loop (P <= 1: no overflow on the way)
+        dp_src += tl.sum(prob * g, axis=0)
 
     dk = dk * sm_scale
+    dp_src = tl.where(p_src > 0.0, dp_src / tl.where(p_src > 0.0, p_src, 1.0), 0.0)
     tl.store(DK + b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd,
              dk.to(DK.dtype.element_ty), mask=tile_ok)
     tl.store(DV + b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd,

@@ -9,6 +9,7 @@ dO the incoming gradient:
 
     dP_tj   = g_t dO_t . v_j
     delta_t = sum_j P_tj dP_tj                       (= g dO . y = rowsum(dO . O), y = sum_j P_tj v_j)
+            = dP_ta + delta'_t,  delta'_t = sum_j P_tj (dP_tj - dP_ta)     (a_t: the peak key)
     dr_tj   = 10 rho^9 / (m l) (dP_tj - delta_t)     (the normaliser's part dN_tj: d r^10 / sum r^10)
             + [j = a_t] delta_t / (m_t (1 + m_t))    (the gate: g'(m) dO . y, through the peak)
     ds_tj   = dr_tj  where S_tj > tau, else 0        (the rectifier)
@@ -31,14 +32,21 @@ Unlike softmax, delta is not taken from rowsum(dO . O): the normaliser's
 slope 10 / r amplifies the rounding of dP - delta tenfold and more, and in
 a row with one positive score (every first row, every n = 1 sequence)
 dP - delta is exactly 0 only if delta is built from the very dP values it
-is subtracted from.  So the dQ kernel first sweeps its key tiles for delta
-(writing it for the dK/dV kernel, launched after it), then for dq: two more
-dots per tile in one of the two passes, and O is not needed at all.  The same sweep recomputes the
-mass l against the stored peak: the forward's online l carries the
-rounding of every (m_old / m_new)^10 rescale (~10 u each), and a sum of P
-that is not 1 to within u lets a large component common to every dP
-(a large value bias) leak into dP - delta.  At the peak key dP - delta is
-formed from the other keys' small terms (``tiles.centred``).  A silent row (m = 0) has O = 0,
+is subtracted from.  It is also centred on the peak key a: the dQ kernel
+first sweeps dP_ta (the same dot as every other dP), then
+delta'_t = sum_j P_tj (dP_tj - dP_ta) and the mass l against the stored
+peak (both written for the dK/dV kernel, launched after it), then dq, with
+the normaliser's term 10 rho^9 / (m l) ((dP - dP_a) - delta').  In the
+reals that is dP - delta (sum_j P_tj = 1); in float32 it is exactly 0
+wherever a row's dP are all equal (null tokens with a large value bias,
+whose dP ~100 are equal: dP - sum P dP left ~u |dP|, times the slope 10 / r
+and |k~| in dq -- 18x eager's dq error), and at the peak key it is
+-delta', the other keys' small terms, where dP_a - delta would subtract
+two nearly equal numbers in a saturated row.  The gate's term takes the
+whole delta = dP_a + delta' (a product, no cancellation).  The mass is
+recomputed because the forward's online l carries the rounding of every
+(m_old / m_new)^10 rescale (~10 u each), and a sum of P that is not 1 to
+within u would bias delta'.  O is not needed at all.  A silent row (m = 0) has O = 0,
 delta = 0 and no positive r: every term is exactly 0 (the gate's term is
 guarded, never 0/0).  The peak's derivative goes to the first key at the
 peak, a subgradient; eager autograd of ``amax`` splits it among exact ties,
@@ -55,7 +63,7 @@ from . import validate
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
-from .tiles import centred, fir_key_tile
+from .tiles import fir_key_tile
 
 
 @triton.jit
@@ -68,9 +76,9 @@ def power9(x):
 
 
 @triton.jit
-def pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale):
-    """(slope, prob, dp, at_peak, gap) of one tile: d P / d r up to delta, P, dP = g dO . v, the peak key,
-    and 1 - rho = (m - r) / m (exactly 0 at the peak key: the weight of its normaliser term in tau's gradient)."""
+def pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, sm_scale):
+    """(r, slope, prob, dp, gap) of one tile: the rectified scores r, d P / d r up to delta, P, dP = g dO . v,
+    and 1 - rho = (m - r) / m (the weight of a key's normaliser term in tau's gradient)."""
     visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
     r = tl.where(visible, tl.maximum(s - tau, 0.0), 0.0)
@@ -82,26 +90,35 @@ def pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale):
     prob = rho9 * rho / safe_l[:, None]                           # P = rho^10 / l
     slope = 10.0 * rho9 / (safe_m * safe_l)[:, None]               # 10 r^9 / sum r^10
     dp = gate[:, None] * tl.dot(do, tl.trans(v), input_precision="ieee")
-    at_peak = (offs_n[None, :] == arg[:, None]) & (r > 0.0)
-    gap = tl.where(at_peak, 0.0, (peak[:, None] - r) / safe_m[:, None])     # m - r exact for r >= m / 2
-    return slope, prob, dp, at_peak, gap
+    gap = (peak[:, None] - r) / safe_m[:, None]                    # m - r exact for r >= m / 2
+    return r, slope, prob, dp, gap
 
 
 @triton.jit
-def pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak, gap):
-    """(ds, ds_tau): ds = dL/dS, the normaliser's term plus, at the peak key, the gate's
-    g'(m) dO . y = delta / (m (1 + m)); ds_tau has ds's row sums (tau's gradient, up to sign):
-    the normaliser's term weighted by 1 - rho (0 at the peak), plus the gate's."""
+def peak_keys(r, r_top):
+    """The keys at the row's peak: r equal to the peak key's r as this backward computes it (ties included)."""
+    return (r == r_top[:, None]) & (r > 0.0)
+
+
+@triton.jit
+def gate_share(dp_top, delta_c, peak, n_peak):
+    """The gate's derivative g'(m) dO . y = (dP_a + delta') / (m (1 + m)), split evenly among the row's
+    n_peak keys at the peak (0 in a silent row)."""
+    delta = dp_top + delta_c
     d_gate = tl.where(peak > 0.0, delta / (tl.where(peak > 0.0, peak, 1.0) * (1.0 + peak)), 0.0)
-    ds = slope * centred(dp, at_peak, delta, rest, rest_dp) + tl.where(at_peak, d_gate[:, None], 0.0)
-    ds_tau = gap * ds + tl.where(at_peak, ds - slope * centred(dp, at_peak, delta, rest, rest_dp), 0.0)
-    return ds, ds_tau
+    return tl.where(n_peak > 0.0, d_gate / tl.where(n_peak > 0.0, n_peak, 1.0), 0.0)
+
+
+@triton.jit
+def normaliser_grad(slope, dp, dp_top, delta_c):
+    """The power normaliser's part of ds = dL/dS: 10 rho^9 / (m l) ((dP - dP_a) - delta')."""
+    return slope * ((dp - dp_top[:, None]) - delta_c[:, None])
 
 
 @triton.jit
 def pn_fir_tau_bwd_dq_kernel(
     # pointers
-    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, REST, REST_DP, DQ, DS_ROW,     # MASS .. REST_DP: written here
+    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DP_TOP, DELTA, R_TOP, SHARE, DQ, DS_ROW,     # MASS .. SHARE: written here
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, tau,
     # strides
@@ -135,49 +152,64 @@ def pn_fir_tau_bwd_dq_kernel(
     V += b * stride_vb + h * stride_vh
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
 
-    # -- pass 1: the mass l_t = sum_j rho^10 and delta_t = sum_j P_tj dP_tj, from the very
-    #    rho and dP the gradient uses (written for the dK/dV kernel)
-    #    (split at the peak key a like tiles.centred: rest = sum_{j != a} P, rest_dp = sum_{j != a} P dP)
+    # -- pass 0: dP_ta, the peak key's dP, from the same dot as every other dP --------------
+    gate = peak / (1.0 + peak)
+    dp_top = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
+        dp = gate[:, None] * tl.dot(do, tl.trans(v), input_precision="ieee")
+        dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)
+
+    # -- pass 1: the mass l_t = sum_j rho^10 and delta'_t = sum_j P_tj (dP_tj - dP_ta), from the
+    #    very rho and dP the gradient uses, and r_ta, the peak key's r as this backward computes it
     ones = tl.full((BLOCK_M,), 1.0, dtype=tl.float32)
-    rest = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    rest_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    top = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    top_dp = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    mass = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    delta = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    r_top = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
                          BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
         v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                     mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
-        slope, power, dp, at_peak, _ = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, ones, arg, sm_scale)
-        rest += tl.sum(tl.where(at_peak, 0.0, power), axis=1)      # rho^10 (mass 1 in pn_tile)
-        rest_dp += tl.sum(tl.where(at_peak, 0.0, power * dp), axis=1)
-        top += tl.sum(tl.where(at_peak, power, 0.0), axis=1)
-        top_dp += tl.sum(tl.where(at_peak, power * dp, 0.0), axis=1)
-    mass = rest + top
-    inv_mass = 1.0 / tl.where(mass > 0.0, mass, 1.0)
-    delta = (rest_dp + top_dp) * inv_mass
-    rest = rest * inv_mass
-    rest_dp = rest_dp * inv_mass
+        r, slope, power, dp, _ = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, ones, sm_scale)
+        mass += tl.sum(power, axis=1)                              # rho^10 (mass 1 in pn_tile)
+        delta += tl.sum(power * (dp - dp_top[:, None]), axis=1)
+        r_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], r, 0.0), axis=1)
+    delta = delta / tl.where(mass > 0.0, mass, 1.0)
     tl.store(MASS + rows, mass, mask=row_ok)
+    tl.store(DP_TOP + rows, dp_top, mask=row_ok)
     tl.store(DELTA + rows, delta, mask=row_ok)
-    tl.store(REST + rows, rest, mask=row_ok)
-    tl.store(REST_DP + rows, rest_dp, mask=row_ok)
+    tl.store(R_TOP + rows, r_top, mask=row_ok)
 
-    # -- pass 2: dq, and each row's sum of ds (as ds_tau) for tau's gradient ---
+    # -- pass 2: dq from the normaliser's ds, each row's sum of it weighted by 1 - rho (tau's
+    #    gradient), and the keys at the peak: how many, and the sum of their k~ (for the gate's term)
     dq = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     ds_row = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    n_peak = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    k_peak = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
                          BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
         v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
                     mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
-        slope, prob, dp, at_peak, gap = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
-        ds, ds_tau = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak, gap)
+        r, slope, prob, dp, gap = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, sm_scale)
+        ds = normaliser_grad(slope, dp, dp_top, delta)
+        at_peak = peak_keys(r, r_top)
         dq += tl.dot(ds.to(k.dtype), k, input_precision="ieee")
-        ds_row += tl.sum(ds_tau, axis=1)
+        ds_row += tl.sum(tl.where(at_peak, 0.0, gap * ds), axis=1)
+        n_peak += tl.sum(at_peak.to(tl.float32), axis=1)
+        k_peak += tl.dot(at_peak.to(k.dtype), k, input_precision="ieee")       # 0/1 weights: the peak keys' k~
 
+    # -- the gate's term g'(m) dO . y, split evenly among the keys at the peak (as eager autograd
+    #    splits amax's gradient among exact ties); it adds g'(m) dO . y to the row's sum once
+    share = gate_share(dp_top, delta, peak, n_peak)
+    dq += share[:, None] * k_peak
+    ds_row += share * n_peak
+    tl.store(SHARE + rows, share, mask=row_ok)
     dq = dq * sm_scale
     tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
              dq.to(DQ.dtype.element_ty), mask=tile_ok)
@@ -187,7 +219,7 @@ def pn_fir_tau_bwd_dq_kernel(
 @triton.jit
 def pn_fir_tau_bwd_dkdv_kernel(
     # pointers
-    Q, K, V, TAPS, DO, PEAK, ARG, MASS, DELTA, REST, REST_DP, DKS, DV,
+    Q, K, V, TAPS, DO, PEAK, MASS, DP_TOP, DELTA, R_TOP, SHARE, DKS, DV,
     # sizes and scalars
     H, n_ctx, head_dim, sm_scale, tau,
     # strides
@@ -231,12 +263,12 @@ def pn_fir_tau_bwd_dkdv_kernel(
         rows = pid_bh * n_ctx + offs_m
         peak = tl.load(PEAK + rows, mask=row_ok, other=0.0)
         mass = tl.load(MASS + rows, mask=row_ok, other=0.0)
-        arg = tl.load(ARG + rows, mask=row_ok, other=-1)
+        dp_top = tl.load(DP_TOP + rows, mask=row_ok, other=0.0)
         delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
-        rest = tl.load(REST + rows, mask=row_ok, other=0.0)
-        rest_dp = tl.load(REST_DP + rows, mask=row_ok, other=0.0)
-        slope, prob, dp, at_peak, gap = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, arg, sm_scale)
-        ds, _ = pn_score_grad(slope, dp, delta, rest, rest_dp, at_peak, peak, gap)
+        r_top = tl.load(R_TOP + rows, mask=row_ok, other=0.0)
+        share = tl.load(SHARE + rows, mask=row_ok, other=0.0)
+        r, slope, prob, dp, _ = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, sm_scale)
+        ds = normaliser_grad(slope, dp, dp_top, delta) + tl.where(peak_keys(r, r_top), share[:, None], 0.0)
         gate = peak / (1.0 + peak)
         dv += tl.dot(tl.trans(gate[:, None] * prob).to(do.dtype), do, input_precision="ieee")
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
@@ -250,7 +282,8 @@ def pn_fir_tau_bwd_dkdv_kernel(
 def pn_fir_tau_bwd(do, q, k, v, tau, peak, arg):
     """Gradients (dq, dk, dv, dtau) of pn_fir_tau for ``do``; ``peak`` and ``arg`` from the forward."""
     b, h, n, dh = validate.heads_tensors(q=q, k=k, v=v, do=do)
-    mass, delta, rest, rest_dp = (torch.empty((b, h, n), dtype=torch.float32, device=q.device) for _ in range(4))
+    mass, dp_top, delta, r_top, share = (torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+                                         for _ in range(5))
     dq, dv = (torch.empty((b, h, n, dh), dtype=q.dtype, device=q.device) for _ in range(2))
     dks = torch.empty((b, h, n, dh), dtype=torch.float32, device=q.device)
     ds_row = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
@@ -260,8 +293,8 @@ def pn_fir_tau_bwd(do, q, k, v, tau, peak, arg):
     meta = dict(N_TAPS=N_TAPS, HALO=HALO, **t)
     taps = taps_tensor(q.device)
     pn_fir_tau_bwd_dq_kernel[(triton.cdiv(n, t["BLOCK_M"]), b * h)](
-        q, k, v, taps, do, peak, arg, mass, delta, rest, rest_dp, dq, ds_row, *common, **meta)
+        q, k, v, taps, do, peak, arg, mass, dp_top, delta, r_top, share, dq, ds_row, *common, **meta)
     pn_fir_tau_bwd_dkdv_kernel[(triton.cdiv(n, t["BLOCK_N"]), b * h)](
-        q, k, v, taps, do, peak, arg, mass, delta, rest, rest_dp, dks, dv, *common, **meta)
+        q, k, v, taps, do, peak, mass, dp_top, delta, r_top, share, dks, dv, *common, **meta)
     dtau = -ds_row.sum()                              # S - tau: every ds enters tau with a minus sign
     return dq, fir_key_grad(dks, k.dtype), dv, dtau.to(tau.dtype).reshape(tau.shape)

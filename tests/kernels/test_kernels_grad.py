@@ -313,11 +313,20 @@ def test_tau_gradient_bound_at_the_overflow_edge_is_not_vacuous(registry, monkey
     assert verdict.violated and "d/dtau" in verdict.detail, verdict.detail
 
 
-def test_summing_ds_as_is_for_tau_is_caught_at_the_overflow_edge(registry):
-    """The old order of summation (each row's ds as is, cancelling ~100x) is rejected on this case."""
-    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", "ds_row += tl.sum(ds_tau, axis=1)",
+# Since dP is centred on the peak key's dP (below), the direct sum holds at EDGE too (6.3e-10 against the
+# bound 3.33e-9; the weighted sums: 4.2e-10).  It still fails elsewhere: with the weighting swapped for the
+# direct sum, `--examples 30 --seed 0` found pn_fir_tau-gradient_agreement-float32-7ea6c889bf -- two
+# sequences of n = 7, a null and two near-null tokens, scale 100, value bias 100, score offset 7845, tau 0:
+# d/dtau 8.2e-8 off against a predicted 3.56e-8; the weighted sums are 1.4e-8 off.
+TAU_SUM = dict(EDGE, seed=469, batch=2, n=7, null=[1], near_null=[2, 4], tiny=5.421010862427522e-20, scale=100.0,
+               tau=0.0)
+
+
+def test_summing_ds_as_is_for_tau_is_caught(registry):
+    """The direct order of summation (each row's normaliser terms as is, not weighted by 1 - rho) is rejected."""
+    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", "ds_row += tl.sum(tl.where(at_peak, 0.0, gap * ds), axis=1)",
                         "ds_row += tl.sum(ds, axis=1)"):
-        verdict = _agreement(registry, "pn_fir_tau", EDGE)
+        verdict = _agreement(registry, "pn_fir_tau", TAU_SUM)
     assert verdict.violated and "d/dtau" in verdict.detail, verdict.detail
 
 
@@ -434,10 +443,81 @@ def test_an_uncentred_delta_is_caught_at_tied_keys(registry):
     assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
 
 
+# -- pn_fir_tau's ds at equal dP: centred on the peak key's dP, as sm_fir's ---------------------
+# Found by `TRITON_INTERPRET=1 tokenlaw check --backend triton --contract gradient_agreement --examples 30
+# --seed 5` (pn_fir_tau-gradient_agreement-float32-6bcbe28d9a): n = 6, d = 8, one head, tokens 0..4 null,
+# value bias 100 -- rows 0..4 see only null keys, whose v (the bias) are equal, so every dP of such a row
+# is the same ~100 and the normaliser's true ds is exactly 0.  With delta = sum_j P dP / sum_j P (sum P
+# rounded off 1) dP - delta was ~u |dP|, times the slope 10 / r and |k~| in dq: d/d[wq; bq] 2.3e-6 off
+# against a predicted 1.71e-6 (eager fp32: 1.9e-7).  Centred on the peak key's dP (kernels/pn_fir_tau_bwd.py)
+# it is 2.2e-8 off.  The uncentred error is ~u |dP| noise, 0.7 to 1.6 times the bound depending on the
+# draw: this case's neighbour with one more null token (n = 9, two tiles) rejects it at ratio 1.6, where the
+# centred kernel's worst ratio is 0.04.
+PN_EQUAL_DP = dict(SM_EDGE, seed=1, n=6, d=8, null=[0, 1, 2, 3, 4], heads=1, score_offset=0.0)
+PN_EQUAL_DP_9 = dict(PN_EQUAL_DP, n=9, null=list(range(8)))
+
+
+def test_an_uncentred_delta_is_caught_at_equal_dp(registry):
+    """pn_fir_tau's uncentred form (dP_a taken as 0: delta = sum_j P dP_j / l, ds = slope (dP - delta)) is rejected."""
+    line = "dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)"
+    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", line, line.replace("+= ", "+= 0.0 * ")):
+        verdict = _agreement(registry, "pn_fir_tau", PN_EQUAL_DP_9)
+    assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
+
+
+# -- pn_fir_tau's gate derivative at tied peaks: split evenly, as eager autograd's amax ------------
+# Found by the same search at --seed 7 (pn_fir_tau-gradient_agreement-float32-8972794b4d): n = 8, d = 4,
+# every token null, so every key is the key bias through the FIR's prefix of taps, and the full-length
+# keys 6 and 7 are equal: rows 6 and 7 peak at two keys exactly.  The peak m is an amax; eager autograd
+# splits its gradient evenly among exact ties, the kernel gave all of it to the forward's first peak key,
+# and through the FIR's transpose raw key 7 (which feeds k~_7 only) got none of the gate's term: d/dx 0.049
+# off against a predicted 7.2e-6.  The kernel now splits the gate's term among the keys whose r equals the
+# peak key's r as the backward computes it: 7.2e-7 off (eager fp32: 6.7e-7).
+PN_TIED_PEAK = dict(SM_EDGE, seed=0, n=8, d=4, null=list(range(8)), bias_scale=1.0, score_offset=0.0)
+
+
+def test_a_gate_term_not_split_among_tied_peaks_is_caught(registry):
+    """The gate's term given whole to every key at a tied peak (not split) is rejected on this case, at x."""
+    line = "return tl.where(n_peak > 0.0, d_gate / tl.where(n_peak > 0.0, n_peak, 1.0), 0.0)"
+    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", line, "return tl.where(n_peak > 0.0, d_gate, 0.0)"):
+        verdict = _agreement(registry, "pn_fir_tau", PN_TIED_PEAK)
+    assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
+
+
+# -- OAttention's presence gradient at a subnormal presence ------------------------------------------
+# Found by the same search at --seed 2 (oattention-gradient_agreement-float32-b833cfce71): n = 2, d = 8,
+# value bias 100, token 0 near-null with presence 5.9e-41 (subnormal in fp32), yet row 1's top source
+# (its score is far above row 1's other).  d P_10 / d p_0 = E_10 = exp(s - M) / den ~ 1 / p_0 overflows
+# fp32, and the old sum_i E_ij (dP_ij - delta_i) made d/dx -inf, where eager autograd (dividing by p last)
+# has a finite ~1e18.  The kernel now sums P_ij (dP_ij - delta_i) and divides by p_j once.
+OA_SUBNORMAL = dict(SM_EDGE, seed=65536, n=2, d=8, near_null=[0], tiny=6.776263578034403e-21, score_offset=0.0)
+_PRESENCE_NEW = """        dp_src += tl.sum(prob * g, axis=0)
+
+    dk = dk * sm_scale
+    dp_src = tl.where(p_src > 0.0, dp_src / tl.where(p_src > 0.0, p_src, 1.0), 0.0)
+"""
+_PRESENCE_OLD = """        expo = tl.where(prob > 0.0, tl.exp(s - row_max[:, None]), 0.0) * inv_den[:, None]
+        dp_src += tl.sum(tl.where(g == 0.0, 0.0, expo * g), axis=0)
+
+    dk = dk * sm_scale
+"""
+
+
+def test_the_presence_gradient_through_e_is_caught_at_a_subnormal_presence(registry):
+    """The old form (sum_i E_ij g_ij, E = exp(s - M) / den overflowing for a subnormal p_j) is rejected, at x."""
+    with _source_mutant("oattention_bwd", "oattention_bwd", _PRESENCE_NEW, _PRESENCE_OLD):
+        verdict = _agreement(registry, "oattention", OA_SUBNORMAL)
+    assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
+
+
 @pytest.mark.parametrize("operator, fields", [("pn_fir_tau", EDGE), ("sm_fir", SM_EDGE), ("oattention", OA_EDGE),
-                                              ("sm_fir", SM_TIES)],
+                                              ("sm_fir", SM_TIES), ("pn_fir_tau", PN_EQUAL_DP),
+                                              ("pn_fir_tau", PN_TIED_PEAK), ("oattention", OA_SUBNORMAL),
+                                              ("pn_fir_tau", TAU_SUM)],
                          ids=["pn_fir_tau-tau-at-the-x10-edge", "sm_fir-dq-at-the-exp-edge",
-                              "oattention-dq-at-a-large-key-bias", "sm_fir-at-tied-keys"])
+                              "oattention-dq-at-a-large-key-bias", "sm_fir-at-tied-keys", "pn_fir_tau-at-equal-dp",
+                              "pn_fir_tau-at-a-tied-peak", "oattention-at-a-subnormal-presence",
+                              "pn_fir_tau-tau-summed-over-rows"])
 def test_each_found_case_holds_on_the_fixed_kernel(registry, operator, fields):
     """Every case above, found by a search and fixed in its kernel, holds (and is not set aside as inconclusive)."""
     verdict = _agreement(registry, operator, fields)
