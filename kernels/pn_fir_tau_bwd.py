@@ -11,10 +11,12 @@ dO the incoming gradient:
     delta_t = sum_j P_tj dP_tj                       (= g dO . y = rowsum(dO . O), y = sum_j P_tj v_j)
             = dP_ta + delta'_t,  delta'_t = sum_j P_tj (dP_tj - dP_ta)     (a_t: the peak key)
     dr_tj   = 10 rho^9 / (m l) (dP_tj - delta_t)     (the normaliser's part dN_tj: d r^10 / sum r^10)
-            + [j = a_t] delta_t / (m_t (1 + m_t))    (the gate: g'(m) dO . y, through the peak)
+            + [j in A_t] delta_t / (|A_t| m_t (1 + m_t))   (the gate: g'(m) dO . y, through the peak)
     ds_tj   = dr_tj  where S_tj > tau, else 0        (the rectifier)
     dq_t = scale sum_j ds_tj k~_j,  dk~_j = scale sum_t ds_tj q_t,  dv_j = sum_t g_t P_tj dO_t,
     dtau = -sum_tj ds_tj = -sum_t (sum_j (1 - rho_tj) dN_tj + [gate term of row t]),
+
+with A_t the keys at row t's peak (a_t and any key tied with it).
 
 and dk = F^T dk~ (``fir_key_grad.py``).  tau's gradient is not summed from
 ds as is.  The power normaliser is scale invariant (homogeneous of degree 0
@@ -48,9 +50,23 @@ recomputed because the forward's online l carries the rounding of every
 (m_old / m_new)^10 rescale (~10 u each), and a sum of P that is not 1 to
 within u would bias delta'.  O is not needed at all.  A silent row (m = 0) has O = 0,
 delta = 0 and no positive r: every term is exactly 0 (the gate's term is
-guarded, never 0/0).  The peak's derivative goes to the first key at the
-peak, a subgradient; eager autograd of ``amax`` splits it among exact ties,
-which only differ at ties.  10 rho^9 is rho^8 rho by multiplications: the
+guarded, never 0/0).
+
+The peak m = max_j r_j is not differentiable where keys tie; eager autograd
+of ``amax`` splits its gradient evenly among the exact ties, and so does the
+kernel.  Ties are structural, not rare: equal inputs give bitwise equal
+scores (null tokens' keys are the key bias through the FIR's prefix of taps,
+so every full-length key j >= 6 is the same), and giving the whole term to
+the first key at the peak, as a subgradient may, sent none of it through
+the FIR's transpose to the raw keys feeding only the later ones (d/dx 0.049
+off against a predicted 7.2e-6 in the 30-example search).  The peak's keys
+A_t are those whose r equals r_ta as the backward computes it (pass 1 picks
+r_ta out of its tiles; both kernels recompute r with the same ``pn_tile`` on
+the same tile pairs, so they agree on A_t bit for bit, whatever the forward's
+rounding).  The dQ kernel counts |A_t| and sums their k~ in its last pass
+(a 0/1 dot), adds the gate's share g'(m) dO . y / |A_t| times that sum to dq
+and g'(m) dO . y once to tau's row sum, and writes the share for the dK/dV
+kernel.  10 rho^9 is rho^8 rho by multiplications: the
 backward, like the forward, evaluates no transcendental function.
 """
 from __future__ import annotations
