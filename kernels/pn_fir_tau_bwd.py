@@ -79,7 +79,7 @@ from . import validate
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
-from .tiles import fir_key_tile
+from .tiles import fir_key_tile, top_key_dp
 
 
 @triton.jit
@@ -168,15 +168,9 @@ def pn_fir_tau_bwd_dq_kernel(
     V += b * stride_vb + h * stride_vh
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
 
-    # -- pass 0: dP_ta, the peak key's dP, from the same dot as every other dP --------------
+    # -- pass 0: dP_ta = g dO . v_a, the peak key's dP, from the same dot as every other dP ----
     gate = peak / (1.0 + peak)
-    dp_top = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
-        dp = gate[:, None] * tl.dot(do, tl.trans(v), input_precision="ieee")
-        dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)
+    dp_top = gate * top_key_dp(do, V, arg, offs_d, hi, n_ctx, head_dim, stride_vn, stride_vd, BLOCK_M, BLOCK_N)
 
     # -- pass 1: the mass l_t = sum_j rho^10 and delta'_t = sum_j P_tj (dP_tj - dP_ta), from the
     #    very rho and dP the gradient uses, and r_ta, the peak key's r as this backward computes it

@@ -51,7 +51,7 @@ from . import validate
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
-from .tiles import fir_key_tile
+from .tiles import fir_key_tile, top_key_dp
 
 
 @triton.jit
@@ -109,13 +109,7 @@ def sm_fir_bwd_dq_kernel(
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
 
     # -- sweep 0: dP_ta, the row's top key's dP, from the same dot as every other dP --------
-    dp_top = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
-        dp = tl.dot(do, tl.trans(v), input_precision="ieee")
-        dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)
+    dp_top = top_key_dp(do, V, arg, offs_d, hi, n_ctx, head_dim, stride_vn, stride_vd, BLOCK_M, BLOCK_N)
 
     # -- sweep 1: delta_t = sum_j P_tj (dP_tj - dP_ta), from the dP that ds subtracts it from ---
     delta = tl.zeros((BLOCK_M,), dtype=tl.float32)

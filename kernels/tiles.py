@@ -26,6 +26,21 @@ def fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, s
 
 
 @triton.jit
+def top_key_dp(do, V, arg, offs_d, hi, n_ctx, head_dim, stride_vn, stride_vd,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """dP_ta = dO_t . v_a for each row t of the tile, a_t its top key (``arg``; -1: none, 0), from the same
+    ``dO . v^T`` dot over the key tiles below ``hi`` as every other dP of the row."""
+    acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=(offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :], other=0.0)
+        dp = tl.dot(do, tl.trans(v), input_precision="ieee")
+        acc += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)
+    return acc
+
+
+@triton.jit
 def power10(x):
     """x**10 as x2 = x*x, x4 = x2*x2, x8 = x4*x4, x8*x2: multiplications only."""
     x2 = x * x

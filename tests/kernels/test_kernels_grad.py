@@ -437,8 +437,7 @@ SM_TIES = dict(SM_EDGE, seed=1169, n=9, d=6, null=list(range(9)), bias_scale=100
 
 def test_an_uncentred_delta_is_caught_at_tied_keys(registry):
     """The previous form (dP_a taken as 0: delta = sum_j P dP_j, ds = P (dP - delta)) is rejected on this case."""
-    line = "dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)"
-    with _source_mutant("sm_fir_bwd", "sm_fir_bwd", line, line.replace("+= ", "+= 0.0 * ")):
+    with _source_mutant("sm_fir_bwd", "sm_fir_bwd", "dp_top = top_key_dp(", "dp_top = 0.0 * top_key_dp("):
         verdict = _agreement(registry, "sm_fir", SM_TIES)
     assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
 
@@ -459,8 +458,8 @@ PN_EQUAL_DP_9 = dict(PN_EQUAL_DP, n=9, null=list(range(8)))
 
 def test_an_uncentred_delta_is_caught_at_equal_dp(registry):
     """pn_fir_tau's uncentred form (dP_a taken as 0: delta = sum_j P dP_j / l, ds = slope (dP - delta)) is rejected."""
-    line = "dp_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)"
-    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", line, line.replace("+= ", "+= 0.0 * ")):
+    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", "dp_top = gate * top_key_dp(",
+                        "dp_top = 0.0 * top_key_dp("):
         verdict = _agreement(registry, "pn_fir_tau", PN_EQUAL_DP_9)
     assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
 
