@@ -322,14 +322,6 @@ TAU_SUM = dict(EDGE, seed=469, batch=2, n=7, null=[1], near_null=[2, 4], tiny=5.
                tau=0.0)
 
 
-def test_summing_ds_as_is_for_tau_is_caught(registry):
-    """The direct order of summation (each row's normaliser terms as is, not weighted by 1 - rho) is rejected."""
-    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", "ds_row += tl.sum(tl.where(at_peak, 0.0, gap * ds), axis=1)",
-                        "ds_row += tl.sum(ds, axis=1)"):
-        verdict = _agreement(registry, "pn_fir_tau", TAU_SUM)
-    assert verdict.violated and "d/dtau" in verdict.detail, verdict.detail
-
-
 # -- the 30-example counterexample: sm_fir's dq at the fp32 exp overflow edge ----------------
 # Found by `tokenlaw check --backend triton --operator sm_fir --contract gradient_agreement
 # --examples 30 --seed 0` (sm_fir-gradient_agreement-float32-991cb48b0a): n = 6, d = 4 (2 heads
@@ -378,13 +370,6 @@ _OLD_DS_ON_ITS_OWN = """        rest = tl.sum(tl.where(at_top, 0.0, p), axis=1)
 """
 
 
-def test_forming_each_ds_on_its_own_is_caught_at_the_exp_overflow_edge(registry):
-    """The old order (a row of ds not summing to 0 as computed) is rejected on this case, at [wq; bq]."""
-    with _source_mutant("sm_fir_bwd", "sm_fir_bwd", _OLD_DS, _OLD_DS_ON_ITS_OWN):
-        verdict = _agreement(registry, "sm_fir", SM_EDGE)
-    assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
-
-
 # -- the same defect in OAttention's backward, at a key bias of 10^4 ---------------------------
 # Found by `tokenlaw check --backend triton --operator oattention --contract gradient_agreement
 # --examples 30 --seed 0` on the kernel before the fix (oattention-gradient_agreement-float32-f90342e9a6):
@@ -415,13 +400,6 @@ _OLD_OA_DS_OLD = """        ds = prob * centred(dp, at_top, delta, rest, rest_dp
 """
 
 
-def test_forming_each_ds_on_its_own_is_caught_at_a_large_key_bias(registry):
-    """OAttention's old order (the top source's ds formed on its own) is rejected on this case, at [wq; bq]."""
-    with _source_mutant("oattention_bwd", "oattention_bwd", _OLD_OA_DS_NEW, _OLD_OA_DS_OLD):
-        verdict = _agreement(registry, "oattention", OA_EDGE)
-    assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
-
-
 # -- sm_fir's ds at tied top keys: dP centred on the top key's -----------------------------------
 # Found by `TRITON_INTERPRET=1 tokenlaw check --backend triton --profile smoke --seed 0` once the draws were
 # pinned (sm_fir-gradient_agreement-float32-7addb4f5ca): n = 9 (two tiles), every token null, bias_scale 1e4,
@@ -433,13 +411,6 @@ def test_forming_each_ds_on_its_own_is_caught_at_a_large_key_bias(registry):
 # ds = P ((dP - dP_a) - delta') with delta' = sum_j P (dP_j - dP_a), the same in the reals (sum P = 1), and
 # exactly 0 when the row's dP are equal.
 SM_TIES = dict(SM_EDGE, seed=1169, n=9, d=6, null=list(range(9)), bias_scale=10000.0, score_offset=0.0)
-
-
-def test_an_uncentred_delta_is_caught_at_tied_keys(registry):
-    """The previous form (dP_a taken as 0: delta = sum_j P dP_j, ds = P (dP - delta)) is rejected on this case."""
-    with _source_mutant("sm_fir_bwd", "sm_fir_bwd", "dp_top = top_key_dp(", "dp_top = 0.0 * top_key_dp("):
-        verdict = _agreement(registry, "sm_fir", SM_TIES)
-    assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
 
 
 # -- pn_fir_tau's ds at equal dP: centred on the peak key's dP, as sm_fir's ---------------------
@@ -456,14 +427,6 @@ PN_EQUAL_DP = dict(SM_EDGE, seed=1, n=6, d=8, null=[0, 1, 2, 3, 4], heads=1, sco
 PN_EQUAL_DP_9 = dict(PN_EQUAL_DP, n=9, null=list(range(8)))
 
 
-def test_an_uncentred_delta_is_caught_at_equal_dp(registry):
-    """pn_fir_tau's uncentred form (dP_a taken as 0: delta = sum_j P dP_j / l, ds = slope (dP - delta)) is rejected."""
-    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", "dp_top = gate * top_key_dp(",
-                        "dp_top = 0.0 * top_key_dp("):
-        verdict = _agreement(registry, "pn_fir_tau", PN_EQUAL_DP_9)
-    assert verdict.violated and "d/dwq|bq" in verdict.detail, verdict.detail
-
-
 # -- pn_fir_tau's gate derivative at tied peaks: split evenly, as eager autograd's amax ------------
 # Found by the same search at --seed 7 (pn_fir_tau-gradient_agreement-float32-8972794b4d): n = 8, d = 4,
 # every token null, so every key is the key bias through the FIR's prefix of taps, and the full-length
@@ -473,14 +436,6 @@ def test_an_uncentred_delta_is_caught_at_equal_dp(registry):
 # off against a predicted 7.2e-6.  The kernel now splits the gate's term among the keys whose r equals the
 # peak key's r as the backward computes it: 7.2e-7 off (eager fp32: 6.7e-7).
 PN_TIED_PEAK = dict(SM_EDGE, seed=0, n=8, d=4, null=list(range(8)), bias_scale=1.0, score_offset=0.0)
-
-
-def test_a_gate_term_not_split_among_tied_peaks_is_caught(registry):
-    """The gate's term given whole to every key at a tied peak (not split) is rejected on this case, at x."""
-    line = "return tl.where(n_peak > 0.0, d_gate / tl.where(n_peak > 0.0, n_peak, 1.0), 0.0)"
-    with _source_mutant("pn_fir_tau_bwd", "pn_fir_tau_bwd", line, "return tl.where(n_peak > 0.0, d_gate, 0.0)"):
-        verdict = _agreement(registry, "pn_fir_tau", PN_TIED_PEAK)
-    assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
 
 
 # -- OAttention's presence gradient at a subnormal presence ------------------------------------------
@@ -502,13 +457,6 @@ _PRESENCE_OLD = """        expo = tl.where(prob > 0.0, tl.exp(s - row_max[:, Non
 """
 
 
-def test_the_presence_gradient_through_e_is_caught_at_a_subnormal_presence(registry):
-    """The old form (sum_i E_ij g_ij, E = exp(s - M) / den overflowing for a subnormal p_j) is rejected, at x."""
-    with _source_mutant("oattention_bwd", "oattention_bwd", _PRESENCE_NEW, _PRESENCE_OLD):
-        verdict = _agreement(registry, "oattention", OA_SUBNORMAL)
-    assert verdict.violated and "d/dx" in verdict.detail, verdict.detail
-
-
 @pytest.mark.parametrize("operator, fields", [("pn_fir_tau", EDGE), ("sm_fir", SM_EDGE), ("oattention", OA_EDGE),
                                               ("sm_fir", SM_TIES), ("pn_fir_tau", PN_EQUAL_DP),
                                               ("pn_fir_tau", PN_TIED_PEAK), ("oattention", OA_SUBNORMAL),
@@ -521,3 +469,36 @@ def test_each_found_case_holds_on_the_fixed_kernel(registry, operator, fields):
     """Every case above, found by a search and fixed in its kernel, holds (and is not set aside as inconclusive)."""
     verdict = _agreement(registry, operator, fields)
     assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
+
+
+# Each case above with its kernel's old form put back (a source mutant of the fixed kernel):
+# (kernel module, snippet of the fixed kernel, the old form, operator, case, the gradient it must fail at).
+OLD_FORMS = {
+    # the direct order of tau's row sums (normaliser terms as is, not weighted by 1 - rho)
+    "pn_fir_tau-tau-summed-as-is": ("pn_fir_tau_bwd", "ds_row += tl.sum(tl.where(at_peak, 0.0, gap * ds), axis=1)",
+                                    "ds_row += tl.sum(ds, axis=1)", "pn_fir_tau", TAU_SUM, "d/dtau"),
+    # a row of ds not summing to 0 as computed (every ds formed on its own)
+    "sm_fir-ds-on-its-own-at-the-exp-edge": ("sm_fir_bwd", _OLD_DS, _OLD_DS_ON_ITS_OWN, "sm_fir", SM_EDGE, "d/dwq|bq"),
+    "oattention-ds-on-its-own-at-a-large-key-bias": ("oattention_bwd", _OLD_OA_DS_NEW, _OLD_OA_DS_OLD, "oattention",
+                                                     OA_EDGE, "d/dwq|bq"),
+    # dP_a taken as 0: delta = sum_j P dP_j (/ l for pn), ds from dP - delta
+    "sm_fir-uncentred-at-tied-keys": ("sm_fir_bwd", "dp_top = top_key_dp(", "dp_top = 0.0 * top_key_dp(", "sm_fir",
+                                      SM_TIES, "d/dx"),
+    "pn_fir_tau-uncentred-at-equal-dp": ("pn_fir_tau_bwd", "dp_top = gate * top_key_dp(", "dp_top = 0.0 * top_key_dp(",
+                                         "pn_fir_tau", PN_EQUAL_DP_9, "d/dwq|bq"),
+    # the gate's term given whole to every key at a tied peak, not split
+    "pn_fir_tau-gate-not-split-at-a-tied-peak": (
+        "pn_fir_tau_bwd", "return tl.where(n_peak > 0.0, d_gate / tl.where(n_peak > 0.0, n_peak, 1.0), 0.0)",
+        "return tl.where(n_peak > 0.0, d_gate, 0.0)", "pn_fir_tau", PN_TIED_PEAK, "d/dx"),
+    # the presence gradient as sum_i E_ij g_ij, E = exp(s - M) / den overflowing for a subnormal p_j
+    "oattention-presence-through-e-at-a-subnormal-presence": ("oattention_bwd", _PRESENCE_NEW, _PRESENCE_OLD,
+                                                              "oattention", OA_SUBNORMAL, "d/dx"),
+}
+
+
+@pytest.mark.parametrize("module, old, new, operator, fields, where", OLD_FORMS.values(), ids=OLD_FORMS.keys())
+def test_each_old_form_is_rejected_at_its_case(registry, module, old, new, operator, fields, where):
+    """Each fixed kernel's old form, put back, is a gradient_agreement violation at its case, reported at ``where``."""
+    with _source_mutant(module, module, old, new):
+        verdict = _agreement(registry, operator, fields)
+    assert verdict.violated and where in verdict.detail, verdict.detail
