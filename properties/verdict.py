@@ -18,6 +18,17 @@ Three statuses say exactly how much less than a proof was established:
   namespaces cannot model soundly (Python ``/``, a Python ``if`` on a traced
   value, a direct ``torch.*`` / ``math.*`` call...); the detail names the
   file and line.  Not runnable symbolically, not a failure of the suite.
+
+Two more say what went wrong with the *evidence* rather than the law:
+
+* ``trace_differs``: the symbolic trace did not follow the code the eager
+  float64 run executes on the same (or on other in-domain) shapes -- a branch
+  on ``isinstance``, on a shape, on a type -- or the traced expression does not
+  evaluate to what eager returns; the detail names the first divergent
+  file:line.  A proof of another path: never green (undecided);
+* ``domain_mismatch``: a counterexample inside the declared domain is
+  rejected by the eager code's own argument validation: the declaration's
+  domain is wider than the code accepts (a defect of the declaration: failing).
 """
 from __future__ import annotations
 
@@ -31,7 +42,9 @@ UNKNOWN, NOT_RUNNABLE = "unknown", "not_runnable"
 # differential cell, whose float32 run *is* the error probe).  Unlike NOT_RUNNABLE, no machine would run it.
 BY_DESIGN = "not_applicable"
 SAMPLED, VACUOUS, NOT_TRACEABLE = "holds_for_sampled_weights", "vacuous", "not_traceable"
-STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE, BY_DESIGN, SAMPLED, VACUOUS, NOT_TRACEABLE)
+TRACE_DIFFERS, DOMAIN_MISMATCH = "trace_differs", "domain_mismatch"
+STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE, BY_DESIGN, SAMPLED, VACUOUS, NOT_TRACEABLE,
+            TRACE_DIFFERS, DOMAIN_MISMATCH)
 
 # Outcomes of a cell: the observation judged against the declaration.
 OK_HOLDS = "holds"
@@ -45,10 +58,12 @@ OUT_NOT_RUNNABLE = "not runnable here"
 OUT_BY_DESIGN = "not applicable by design"
 OUT_VACUOUS = "vacuous"
 OUT_NOT_TRACEABLE = "not symbolically traceable"
+OUT_TRACE_DIFFERS = "trace differs from eager"
+BAD_DOMAIN_MISMATCH = "domain mismatch"
 NOT_APPLICABLE = "not applicable"
-FAILING = frozenset({BAD_UNEXPECTED, BAD_NOT_REPRODUCED})
+FAILING = frozenset({BAD_UNEXPECTED, BAD_NOT_REPRODUCED, BAD_DOMAIN_MISMATCH})
 # Outcomes that decided nothing either way (reported, never green, never failing).
-UNDECIDED = frozenset({OUT_UNKNOWN, OUT_VACUOUS})
+UNDECIDED = frozenset({OUT_UNKNOWN, OUT_VACUOUS, OUT_TRACE_DIFFERS})
 NOT_RUN = frozenset({OUT_NOT_RUNNABLE, OUT_NOT_TRACEABLE})
 _NOT_RUN_STATUS = {NOT_RUNNABLE: OUT_NOT_RUNNABLE, NOT_TRACEABLE: OUT_NOT_TRACEABLE}
 
@@ -122,6 +137,10 @@ def outcome(declared: str | None, verdict: Verdict | None) -> str:
         return OUT_UNKNOWN
     if verdict.status == VACUOUS:
         return OUT_VACUOUS
+    if verdict.status == TRACE_DIFFERS:
+        return OUT_TRACE_DIFFERS
+    if verdict.status == DOMAIN_MISMATCH:
+        return BAD_DOMAIN_MISMATCH
     if verdict.status == BY_DESIGN:
         return OUT_BY_DESIGN
     if verdict.status in _NOT_RUN_STATUS:

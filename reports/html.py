@@ -25,7 +25,8 @@ from .text import HOW_TO_READ, by_design, by_reason, first_counterexample, headl
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
          V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.OUT_BY_DESIGN: "na",
-         V.NOT_APPLICABLE: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk"}
+         V.NOT_APPLICABLE: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk",
+         V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad"}
 COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "miss": "#9c36b5", "unk": "#868e96", "na": "#ced4da"}
 DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
 # The matrix shows one short mark per row (the full outcome is in the cell's tooltip and the legend).

@@ -60,7 +60,8 @@ SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (e
          V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
          V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.OUT_BY_DESIGN: "n/a",
          V.NOT_APPLICABLE: "-", V.OK_SAMPLED: "holds (sampled weights)", V.OUT_VACUOUS: "vacuous",
-         V.OUT_NOT_TRACEABLE: "not traceable"}
+         V.OUT_NOT_TRACEABLE: "not traceable", V.OUT_TRACE_DIFFERS: "**trace differs**",
+         V.BAD_DOMAIN_MISMATCH: "**domain mismatch**"}
 
 HOW_TO_READ = (
     "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
