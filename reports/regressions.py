@@ -54,6 +54,7 @@ cell ids differ.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from tokenlaw.properties import verdict as V
 
@@ -132,10 +133,12 @@ def _describe(row, cell) -> str:
 def _draws(run: dict) -> tuple:
     """What decides the inputs a run drew.  ``draws`` (the Hypothesis version, and whether the constants it
     mines from local source were pinned out) is part of it: without the pin, an edit to any literal in a
-    checkout changes what a seed draws, so such a run is never comparable, not even with itself."""
+    checkout changes what a seed draws, so such a run is never comparable, not even with itself.  So are
+    the CPU code paths (``cpu_paths``: pinned or native, and the probe's digest), which decide the predicted
+    bounds' last bits (``tokenlaw.operators.cpu_paths``)."""
     if run.get("tier") in ("fuzz", "kernel") and "pinned out" not in str(run.get("draws")):
         return (object(),)
-    return tuple(run.get(k) for k in ("seed", "examples", "profile", "draws"))
+    return tuple(json.dumps(run.get(k), sort_keys=True) for k in ("seed", "examples", "profile", "draws", "cpu_paths"))
 
 
 def comparable(base: dict, cur: dict) -> dict:
@@ -161,8 +164,8 @@ def compare(base: Document, cur: Document, *, bound_growth: float = BOUND_GROWTH
     same = comparable(base, cur)
     for backend, ok in sorted(same.items()):
         if not ok:
-            out.notes.append(Change("setup", backend, "", "", "a different seed/budget/Hypothesis, or draws not pinned (see draws in "
-                                    "the runs' meta), for this backend: "
+            out.notes.append(Change("setup", backend, "", "", "a different seed/budget/Hypothesis/CPU paths, or draws not pinned "
+                                    "(see draws and cpu_paths in the runs' meta), for this backend: "
                                     "per-dtype reproduction and tolerance checks skipped"))
     bcells, ccells = _cells(base), _cells(cur)
     brows = {row_key(r): r for r in base["rows"]}

@@ -28,7 +28,7 @@ import torch
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
 from tokenlaw.fuzz.engine import PROFILES, draws
-from tokenlaw.operators import arguments
+from tokenlaw.operators import arguments, cpu_paths
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import collect, default_registry
@@ -167,7 +167,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     reference = backends.get(settings.backend).reference
     meta = dict(tier="fuzz" if reference else "kernel", backend=settings.backend,
                 profile=settings.profile, examples=examples, seed=settings.seed, torch=torch.__version__,
-                draws=draws(), seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
+                draws=draws(), cpu_paths=cpu_paths.record(), seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
                 database=str(settings.database),
                 # relative to the report when under it, so the document does not depend on where --out is
                 replays=_relative(replays, settings.out),
@@ -194,7 +194,7 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
     start = time.perf_counter()
     results = prove_rows(reg, planned, timeout=settings.timeout, progress=progress)
     rows = proofs.rows_from(results, planned)
-    meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout,
+    meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout, cpu_paths=cpu_paths.record(),
                 seconds=time.perf_counter() - start, note=proofs.HEADER)
     scope = {"operators": _list(settings.operators), "contracts": _list(settings.contracts),
              "operator_modules": _list(settings.operator_modules)}

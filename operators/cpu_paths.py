@@ -1,0 +1,75 @@
+"""Pin the CPU code paths that decide float rounding, so a verdict does not depend on the machine.
+
+A tolerance bound is predicted from the operator's own float32 (and float64)
+error on an input (``properties/tolerance.py``).  That error depends on the
+order in which a matmul or a softmax sums its terms, and on a CPU that order
+is chosen at run time from the instruction set: MKL picks an AVX-512, AVX2 or
+SSE kernel for ``sgemm`` / ``dgemm`` (measured on an AVX-512 CPU: a 3 x 5 @ 5 x 4
+float32 product differs in its last bits between ``MKL_CBWR`` unset, ``AVX2``
+and ``COMPATIBLE``), and ATen's vectorised kernels (softmax among them) differ
+between its AVX-512 and AVX2 builds.  So the same code, seed and input gave a
+different bound, a different verdict and a baseline that was bit-identical on
+one CPU model only (issue 19: two gradient tests failed on an AVX-512 + AMX CPU
+and passed with ``MKL_CBWR=COMPATIBLE``).
+
+:func:`pin` fixes both, for this process, before the first BLAS call:
+
+* ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility mode,
+  the same results on every x86 CPU (MKL reads it at its first call, so setting
+  it after ``import torch`` but before any matmul takes effect);
+* ``ATEN_CPU_CAPABILITY=avx2``: ATen's vectorised kernels at AVX2 width on
+  every CPU that has AVX2 (read at the first dispatch of such a kernel).
+
+A value the user set is overridden (and the pin is recorded in every report's
+``meta.cpu_paths``); ``TOKENLAW_CPU_PATHS=native`` leaves the machine's choice
+alone, recorded as ``native`` (the gate then compares bits only between runs
+with the same record).  Importing ``tokenlaw.operators`` pins: every tier,
+the CLI and the pytest plug-in import it before any tensor arithmetic.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import torch
+
+PINNED = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2"}
+OPT_OUT = "TOKENLAW_CPU_PATHS"
+
+
+def native() -> bool:
+    """True when the user asked to keep the machine's own code paths."""
+    return os.environ.get(OPT_OUT, "").strip().lower() == "native"
+
+
+def pin() -> None:
+    """Set the reproducible code paths in this process's environment (unless opted out)."""
+    if not native():
+        os.environ.update(PINNED)
+
+
+def probe() -> str:
+    """A short digest of a fixed float32 matmul and softmax: equal on two machines iff their paths agree.
+
+    The inputs are exact functions of the indices (no random generator, no
+    transcendental), so only the summation order of the two ops can move
+    the digest.
+    """
+    parts = []
+    for m, k, n in ((64, 37, 29), (3, 5, 4), (2, 6, 6), (17, 8, 8)):      # MKL picks kernels by shape too
+        i = torch.arange(m * k, dtype=torch.float64).reshape(m, k)
+        j = torch.arange(k * n, dtype=torch.float64).reshape(k, n)
+        a = (((i * 31) % 101) / 101 - 0.5).to(torch.float32)
+        b = (((j * 17) % 89) / 89 - 0.5).to(torch.float32)
+        parts += [(a @ b).flatten(), torch.softmax(a * 8, dim=-1).flatten()]
+    out = torch.cat(parts)
+    return hashlib.sha256(out.numpy().tobytes()).hexdigest()[:16]
+
+
+def record() -> dict:
+    """What a report records: the paths this process runs with, and the probe's digest."""
+    if native():
+        return {"mode": "native", "ATEN_CPU_CAPABILITY": torch.backends.cpu.get_cpu_capability(),
+                "probe": probe()}
+    return {"mode": "pinned", "MKL_CBWR": os.environ.get("MKL_CBWR"),
+            "ATEN_CPU_CAPABILITY": torch.backends.cpu.get_cpu_capability(), "probe": probe()}

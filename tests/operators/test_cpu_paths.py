@@ -1,0 +1,56 @@
+"""Verdicts independent of the machine: tokenlaw pins the CPU code paths that decide float rounding.
+
+Each check runs in a fresh interpreter (MKL and ATen read their settings at their first call), under the
+settings a user or another CPU model would bring: MKL's AVX2 or compatible kernels, ATen's AVX-512 or AVX2
+kernels.  Pinned, every one rounds alike; opted out (``TOKENLAW_CPU_PATHS=native``), the probe sees them differ,
+so the probe is not blind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORD = "import json; from tokenlaw.operators import cpu_paths; print(json.dumps(cpu_paths.record()))"
+SETTINGS = ({}, {"MKL_CBWR": "COMPATIBLE"}, {"MKL_CBWR": "AVX2"}, {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx512"})
+
+
+def _run(code: str, env: dict) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "TOKENLAW_CPU_PATHS")}
+    return subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+def _record(env: dict) -> dict:
+    out = _run(RECORD, env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_pinned_paths_round_alike_whatever_the_environment_says():
+    records = [_record(env) for env in SETTINGS]
+    assert all(r["mode"] == "pinned" and r["MKL_CBWR"] == "COMPATIBLE" for r in records), records
+    assert len({r["probe"] for r in records}) == 1, records
+
+
+def test_the_probe_sees_a_native_path_change():
+    """The attack on the invariant: with the pin off, the same probe tells MKL's (or ATen's) paths apart."""
+    native = [_record({**env, "TOKENLAW_CPU_PATHS": "native"}) for env in SETTINGS]
+    assert all(r["mode"] == "native" for r in native)
+    if len({r["probe"] for r in native}) == 1:
+        pytest.skip("this CPU's native MKL / ATen paths round alike for the probe (nothing to tell apart here)")
+    assert len({r["probe"] for r in native}) > 1
+
+
+def test_cpu_sensitive_gradient_cases_pass_under_mkl_avx2():
+    """The two cases that failed on an AVX-512 + AMX CPU with MKL's default path (issue 19) hold under MKL_CBWR=AVX2."""
+    ids = ["tests/kernels/test_kernels_grad.py::test_each_old_form_is_rejected_at_its_case[pn_fir_tau-tau-summed-as-is]",
+           "tests/kernels/test_kernels_grad.py::test_each_old_form_is_rejected_at_its_case[sm_fir-uncentred-at-tied-keys]"]
+    code = f"import sys, pytest; sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', *{ids!r}]))"
+    out = _run(code, {"MKL_CBWR": "AVX2", "TRITON_INTERPRET": "1"})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
