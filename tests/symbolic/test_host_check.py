@@ -129,3 +129,14 @@ def test_controls_keep_their_verdicts_after_the_check():
             assert v.status == status, (name, contract, v.detail)
             assert v.extra["host_check"].startswith("checked before the induction"), v.extra
             assert "judged as a whole" not in v.detail
+
+
+def test_without_a_witness_the_open_last_host_is_unknown_with_the_reason(monkeypatch):
+    # If the search finds nothing, the direct statement decides; z3 cannot decide it in the budget,
+    # so the row is unknown -- never proved -- and says what the search tried.
+    from tokenlaw.symbolic import host_witness
+
+    monkeypatch.setattr(host_witness, "search", lambda *a: (None, "no host input found (forced by the test)"))
+    v = prove_cell(_op("host_open_last"), "closure", timeout=1, mode="symbolic")
+    assert v.status == V.UNKNOWN, v.detail
+    assert "no host input found (forced by the test)" in v.detail and "induction step refuted" in v.detail
