@@ -15,12 +15,14 @@ evaluate (:mod:`tokenlaw.properties.statement`); a builder here only makes
 its inputs symbolic and instantiates it for *every* position instead of one
 drawn position (null_receiver proves ``out_i = 0`` for each i) and turns its
 claims into facts.  Still written here alone: ``dc_gain`` and the proof
-strategies of hosts (the layered insertion and ``closure``).
+strategies of hosts (the layered insertion and ``closure``); a host whose declared pieces do
+not check out (``host_check``) is judged by the direct statements of ``WHOLE_HOST`` instead.
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from typing import Callable
 
 import numpy as np
@@ -161,12 +163,13 @@ def null_receiver(op, n, d, mode):
 
 
 @law("null_source_insertion")
-def null_source_insertion(op, n, d, mode):
+def null_source_insertion(op, n, d, mode, *, layered=True):
+    """``layered=False``: the statement on ``op.fn`` alone (a host judged as a whole, see WHOLE_HOST)."""
     sym, params, inputs = _setup(op, n, d, mode)
 
     def relation(xp, v):
         x, m = v["x"], _mask(v)
-        if op.layers is not None:
+        if op.layers is not None and layered:
             return _layered_insertion(op, xp, x, m, v["params"], n)
         run = runner(op, xp, v)
         return [f for k in range(n + 1) for f in facts(xp, N.null_insertion(xp, run, x, m, k))]
@@ -409,6 +412,9 @@ def silence(op, n, d, mode):
 
 CLOSURE_ARGUMENT = (
     "Induction over the host H = B_L o ... o B_1 o P (P: the prefix, standardize / inject, possibly empty). "
+    "(0) Checked first, not assumed (symbolic/host_check.py): P followed by the blocks B_i = layers.block(blocks[i]) "
+    "returns the host's layers state by state, and the operator's output is the last of them, numerically on "
+    "random float64 inputs and symbolically (equal z3 terms at the shape below); "
     "(i) P(ins_k x) = ins_k P(x) for every input x, every k, at each prefix stage; "
     "(ii) for every block B: B(ins_k h) = ins_k B(h) at each of its sub-layers, for EVERY state h "
     "(fresh symbols, not the prefix's outputs) and every mask; "
@@ -426,6 +432,15 @@ def _host_pieces(op):
         raise InvalidArgument(f"layers: {op.name}'s layers expose no .prefix / .block: closure by induction "
                               "needs them (see operators/composition.py prefix_layers, block_layers)")
     return prefix, block
+
+
+STEP_AT = re.compile(r"^block (\d+) on any state h\1 ")
+
+
+def step_block(what: str) -> int | None:
+    """The block index of an induction-step claim's description (as :func:`closure` words it), else None."""
+    hit = STEP_AT.match(what)
+    return int(hit.group(1)) if hit else None
 
 
 def _commutes(xp, f, h, m, n, at, step=False):
@@ -481,17 +496,33 @@ def closure(op, n, d, mode):
                    argument=CLOSURE_ARGUMENT, fallback=lambda: closure_whole_host(op, n, d, mode))
 
 
-def closure_whole_host(op, n, d, mode):
-    """The composed model itself: H(ins_k x) = ins_k H(x) at every layer, for symbolic x (no induction)."""
+def closure_whole_host(op, n, d, mode, *, output=False):
+    """The composed model itself: H(ins_k x) = ins_k H(x) at every layer, for symbolic x (no induction).
+
+    ``output``: op.fn's output is one more layer (a host whose fn is not shown to be the last
+    state of its layers, see ``host_check``: the closure of what runs includes its output)."""
     sym = Symbols()
     params = symbolic_params(op, sym, d, mode=mode)
     inputs = {"x": sym.array("x", (1, n, d)), "mask": sym.bits("mask", (1, n, n), diagonal=True)}
 
+    def states(xp, h, mm, p):
+        out = list(op.layers(xp, h, mm, **p))
+        return out + [R.run(op, xp, h, mm, p)] if output else out
+
     def relation(xp, v):
         p = v["params"]
-        return _commutes(xp, lambda h, mm: op.layers(xp, h, mm, **p), v["x"], v["mask"], n, "whole host layer")
+        return _commutes(xp, lambda h, mm: states(xp, h, mm, p), v["x"], v["mask"], n, "whole host layer")
 
+    last = " and its output op.fn" if output else ""
     return Problem("closure", op.name, dict(n=n, d=d, inserted=1, blocks=len(params["blocks"]), heads=1), sym,
-                   inputs, params, relation, "the whole host: H(ins_k x) = ins_k H(x) at every layer, for all "
-                   "inputs x and all k (direct, no induction)",
-                   argument="Direct: the composed model's every layer, traced from a symbolic input x.")
+                   inputs, params, relation, f"the whole host: H(ins_k x) = ins_k H(x) at every layer{last}, for "
+                   "all inputs x and all k (direct, no induction)",
+                   argument=f"Direct: the composed model's every layer{last}, traced from a symbolic input x.")
+
+
+# A host whose declarations do not check out (host_check) is judged by these statements, never by
+# the induction: closure on every layer and the output, null insertion on op.fn's output.
+WHOLE_HOST = {
+    "closure": lambda op, n, d, mode: closure_whole_host(op, n, d, mode, output=True),
+    "null_source_insertion": lambda op, n, d, mode: null_source_insertion(op, n, d, mode, layered=False),
+}

@@ -21,6 +21,13 @@ every denominator non-zero, every radicand non-negative).
 
 The proof is about the code that runs: the law calls ``op.fn`` /
 ``op.weights`` / ``op.layers`` / ``op.reference`` from the registry entry.
+
+Hosts (closure, null_source_insertion): before any induction the host's
+declared pieces are checked against what it runs (``host_check``: prefix then
+blocks = ``op.layers``, ``op.fn`` = its last state); a mismatch judges the host
+as a whole (``laws.WHOLE_HOST``).  A refuted induction step is searched for a
+host input that reaches it (``host_witness``), replayed on the eager whole
+host: found, the host is refuted; else the direct statement decides.
 """
 from __future__ import annotations
 
@@ -38,6 +45,8 @@ import z3
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
+from . import host_check
+from . import host_witness
 from . import laws as L
 from .replay import concrete_inputs, measure, reproduces
 from .objarray import NotTraceable, traced
@@ -444,9 +453,11 @@ def default_shape(op, contract: str) -> tuple:
     return n, d
 
 
-def build_problem(op, contract: str, *, n=None, d=None, mode=None):
-    """The contract's symbolic law for this operator at the default (or given) shapes, or None."""
-    builder = L.LAWS.get(contract)
+def build_problem(op, contract: str, *, n=None, d=None, mode=None, whole=False):
+    """The contract's symbolic law for this operator at the default (or given) shapes, or None.
+
+    ``whole``: a host's direct whole-host statement (``laws.WHOLE_HOST``), never its induction."""
+    builder = L.WHOLE_HOST.get(contract) if whole else L.LAWS.get(contract)
     if builder is None:
         return None
     n0, d0 = default_shape(op, contract)
@@ -520,19 +531,16 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
         return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic form: {none}", tier="symbolic")
     if contract not in L.LAWS:
         return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic law for {contract}", tier="symbolic")
-    if contract == "null_source_insertion" and op.layers is not None and "closure" in L.LAWS:
-        # Block-wise closure (every block commutes with null insertion at every sub-layer)
-        # implies the output statement by induction; a failure proves nothing about the
-        # output, so then the layered whole-host law below decides.
-        via = prove_cell(op, "closure", timeout=timeout, mode=mode, cache=cache)
-        if via.status in (V.PROVED, V.SAMPLED, V.NOT_TRACEABLE):
-            via.detail = f"{via.status} via closure (which implies it for the output): " + via.detail
-            via.seconds = time.perf_counter() - start
+    checked = _host_checked(op, contract, n, d)
+    whole = checked is not None and not checked.ok
+    if contract == "null_source_insertion" and checked is not None and checked.ok and "closure" in L.LAWS:
+        via = _via_closure(op, timeout=timeout, mode=mode, start=start, cache=cache)
+        if via is not None:
             return via
     verdict = None
     for m in ((mode,) if mode else MODES):
         try:
-            problem = build_problem(op, contract, n=n, d=d, mode=m)
+            problem = build_problem(op, contract, n=n, d=d, mode=m, whole=whole)
         except NotTraceable:
             raise
         except Exception as err:  # a law that cannot be stated for this operator is reported, not hidden
@@ -542,12 +550,7 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
                              tier="symbolic", seconds=time.perf_counter() - start)
         verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout, cache)
         if verdict.extra.get("step") and problem.fallback is not None:
-            # closure: only an induction step is refuted (a block is not closed on some state),
-            # which is no counterexample of the host, so the direct statement decides.  (An
-            # undecided induction goes on to the next mode instead: the direct statement is harder.)
-            first = verdict
-            verdict = prove_problem(problem.fallback(), timeout, start + CELL_BUDGET * timeout, cache)
-            verdict.detail += f" (the stronger statement was not proved: {first.status}: {first.detail[:400]})"
+            verdict = _after_step(op, problem, verdict, timeout, start, cache)
         verdict.extra["params"] = "symbols" if m == "symbolic" else \
             "weights: drawn values rounded to rationals /100; scalars (tau, eps_den, taps) symbols"
         if m == "concrete" and verdict.status == V.PROVED:
@@ -558,6 +561,84 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
         if verdict.status != V.UNKNOWN or verdict.extra.get("mismatch"):
             break
     verdict.seconds = time.perf_counter() - start
+    if checked is not None:
+        verdict.extra["host_check"] = checked.detail
+        if whole:
+            verdict.detail = f"judged as a whole, not by induction: host check failed: {checked.detail}; " \
+                             + verdict.detail
+    return verdict
+
+
+# -- hosts: the declarations checked first, step refutations turned into host refutations --------
+
+def _host_checked(op, contract, n=None, d=None) -> host_check.HostCheck | None:
+    """For a host's closure / null_source_insertion: do its prefix, blocks and fn match its layers
+    (``host_check``, at the cell's shape)?  None for every other cell.  A failed check means the host
+    is judged as a whole (``laws.WHOLE_HOST``), never by the induction."""
+    if op.layers is None or contract not in L.WHOLE_HOST:
+        return None
+    n0, d0 = default_shape(op, contract)
+    return host_check.check(op, n or n0, d or d0 or 1)
+
+
+def _via_closure(op, *, timeout, mode, start, cache) -> V.Verdict | None:
+    """null_source_insertion of a checked host from its closure, or None (then the layered law decides).
+
+    Closure (every layer, the last one being op.fn's output: host_check) implies the output
+    statement.  A closure refutation on a host input (a witness, ``host_witness``) is replayed on
+    the output statement itself: it refutes null insertion only if op.fn breaks it there.  Any other
+    failure of closure proves nothing about the output."""
+    via = prove_cell(op, "closure", timeout=timeout, mode=mode, cache=cache)
+    if via.status in (V.PROVED, V.SAMPLED, V.NOT_TRACEABLE):
+        via.detail = f"{via.status} via closure (which implies it for the output): " + via.detail
+        via.seconds = time.perf_counter() - start
+        return via
+    if via.status != V.REFUTED or not via.extra.get("witness"):
+        return None
+    n, d = default_shape(op, "null_source_insertion")
+    mode = "symbolic" if via.extra.get("params") == "symbols" else "concrete"
+    direct = build_problem(op, "null_source_insertion", n=n, d=d, mode=mode, whole=True)
+    ce = via.counterexample
+    if ce is None or np.shape(ce["x"]) != (1, n, d or 1):
+        return None
+    v = {"x": torch.as_tensor(ce["x"], dtype=torch.float64),
+         "params": host_witness.tensors(direct.params, ce["params"])}
+    if "mask" in direct.inputs:
+        v["mask"] = torch.as_tensor(ce["mask"], dtype=torch.float64)
+    disc, bound, what = measure(direct, v)
+    if not reproduces(disc, bound):
+        return None
+    return V.Verdict(V.REFUTED, disc, bound,
+                     f"refuted at {shapes_text(direct)} via closure's host counterexample ({via.extra['witness']}), "
+                     f"replayed on op.fn's output: {what}: discrepancy {disc:.3g} > {bound:.3g} "
+                     f"[parameters: {via.extra.get('params')}]",
+                     counterexample=_counterexample(direct, v, [what]), seconds=time.perf_counter() - start,
+                     tier="symbolic", dtype="real",
+                     extra=dict(solver=SOLVER, shapes=direct.shapes, statement=direct.statement,
+                                witness=via.extra["witness"], params=via.extra.get("params")))
+
+
+def _after_step(op, problem, first: V.Verdict, timeout, start, cache) -> V.Verdict:
+    """closure: only an induction step is refuted (block b is not closed on some state h_b), which is
+    no counterexample of the host by itself.  First a host input reaching a violating state is searched
+    (``host_witness``) and replayed on the eager whole host: found, the host is refuted there.  Else
+    the direct whole-host statement decides; unknown says what the search tried.  (An undecided
+    induction goes on to the next mode instead: the direct statement is harder.)"""
+    whole = problem.fallback()
+    ce = first.counterexample or {}
+    found, why = host_witness.search(op, ce, ce.get("failed", []), whole)
+    if found is not None:
+        extra = {k: v for k, v in first.extra.items() if k not in ("step", "argument")}
+        extra.update(statement=whole.statement, witness=found.how)
+        return V.Verdict(V.REFUTED, found.discrepancy, found.bound,
+                         f"refuted at {shapes_text(whole)}: the induction was not proved (an induction step is "
+                         f"refuted: '{ce.get('failed', ['?'])[0]}'), and a host input that reaches a violating "
+                         f"state ({found.how}), replayed on the eager whole host: {found.what}: discrepancy "
+                         f"{found.discrepancy:.3g} > {found.bound:.3g}",
+                         counterexample=_counterexample(whole, found.values, [found.what]),
+                         seconds=time.perf_counter() - start, tier="symbolic", dtype="real", extra=extra)
+    verdict = prove_problem(whole, timeout, start + CELL_BUDGET * timeout, cache)
+    verdict.detail += f" (the stronger statement was not proved: {first.status}: {first.detail[:400]}; {why})"
     return verdict
 
 

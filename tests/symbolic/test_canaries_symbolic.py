@@ -23,7 +23,7 @@ from tokenlaw.symbolic.prover import prove_cell
 
 HERE = pathlib.Path(__file__).resolve().parents[1] / "canaries"
 MINE = ("prefix_host", "raw_division", "python_branch", "torch_call", "drawn_weights", "vacuous_mask",
-        "misguarded_division")
+        "misguarded_division", "host_wrong_block", "host_output_shift", "host_open_last")
 
 
 def _load(stem):
@@ -64,6 +64,13 @@ EXPECTED = {
     ("canary_drawn_weights", "zero_absorption"): V.REFUTED,
     ("canary_vacuous_mask", "mask_respect"): V.REFUTED,
     ("canary_misguarded_division", "empty_support"): V.REFUTED,
+    # hosts checked before induction (issue 19): judged as a whole, or refuted on a host input
+    ("canary_host_wrong_block", "closure"): V.REFUTED,
+    ("canary_host_wrong_block", "null_source_insertion"): V.REFUTED,
+    ("canary_host_output_shift", "closure"): V.REFUTED,
+    ("canary_host_output_shift", "null_source_insertion"): V.REFUTED,
+    ("canary_host_open_last", "closure"): V.REFUTED,
+    ("canary_host_open_last", "null_source_insertion"): V.REFUTED,
 }
 
 
@@ -113,10 +120,14 @@ def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
 
 
 # The fuzz tier on the canaries whose eager code breaks the law (torch_call is correct eagerly;
-# drawn_weights breaks it only for weights the domain never draws).
+# drawn_weights breaks it only for weights the domain never draws; host_output_shift's layers are
+# closed -- the fuzz tier's closure judges op.layers -- and only its op.fn breaks null insertion).
 FUZZ = [("canary_prefix_host", "closure"), ("canary_prefix_host", "null_source_insertion"),
         ("canary_raw_division", "empty_support"), ("canary_python_branch", "zero_absorption"),
-        ("canary_vacuous_mask", "mask_respect"), ("canary_misguarded_division", "empty_support")]
+        ("canary_vacuous_mask", "mask_respect"), ("canary_misguarded_division", "empty_support"),
+        ("canary_host_wrong_block", "closure"), ("canary_host_wrong_block", "null_source_insertion"),
+        ("canary_host_output_shift", "null_source_insertion"),
+        ("canary_host_open_last", "closure"), ("canary_host_open_last", "null_source_insertion")]
 
 
 @pytest.mark.parametrize("op,contract", FUZZ, ids=[f"{o}-{c}" for o, c in FUZZ])
