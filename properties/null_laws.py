@@ -102,14 +102,19 @@ def null_gradient(case):
 
 @contract(exact=False, requires={"host"}, needs={"layers"}, symbolic=dict(shape=(1, 1), host_shape=(1, 1)),
           evaluated="reference",
-          unjudged="judged on the per-layer states of the operator's own code (op.layers)")
+          unjudged="judged on the per-layer states of the operator's own code (op.layers) and on its output (op.fn)")
 def closure(case):
-    """Inserting a null token commutes with every layer: it stays exactly 0 and old tokens are unchanged."""
+    """Inserting a null token commutes with every layer and the output: it stays exactly 0, old tokens unchanged.
+
+    The last entry of ``layers`` in the verdict is the operator's own output (``op.fn``), so a host whose
+    declared layers are closed but whose output is not (e.g. fn adds a term) breaks there."""
     k = case.pos % (case.n + 1)
     x2, m2 = S.insert_null(TORCH, case.x, k), S.insert_visible(case.mask, k)
     keep = S.others(case.n + 1, k)
-    new = {dt: case.layers(x2, m2, dtype=dt) for dt in {case.dtype, torch.float64, PROBE[case.dtype]}}
-    old = {dt: case.layers(case.x, case.mask, dtype=dt) for dt in new}
+    # the operator's own output closes the list: a host whose fn is not its last layer is judged on both
+    new = {dt: case.layers(x2, m2, dtype=dt) + [case.run(x2, m2, dtype=dt)]
+           for dt in {case.dtype, torch.float64, PROBE[case.dtype]}}
+    old = {dt: case.layers(case.x, case.mask, dtype=dt) + [case.run(case.x, case.mask, dtype=dt)] for dt in new}
     per_layer = []
     for layer in range(len(new[case.dtype])):
         own = max_abs(new[case.dtype][layer][:, k])

@@ -121,12 +121,12 @@ def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
 
 # The fuzz tier on the canaries whose eager code breaks the law (torch_call is correct eagerly;
 # drawn_weights breaks it only for weights the domain never draws; host_output_shift's layers are
-# closed -- the fuzz tier's closure judges op.layers -- and only its op.fn breaks null insertion).
+# closed and only its op.fn breaks null insertion, which closure judges as the last state).
 FUZZ = [("canary_prefix_host", "closure"), ("canary_prefix_host", "null_source_insertion"),
         ("canary_raw_division", "empty_support"), ("canary_python_branch", "zero_absorption"),
         ("canary_vacuous_mask", "mask_respect"), ("canary_misguarded_division", "empty_support"),
         ("canary_host_wrong_block", "closure"), ("canary_host_wrong_block", "null_source_insertion"),
-        ("canary_host_output_shift", "null_source_insertion"),
+        ("canary_host_output_shift", "closure"), ("canary_host_output_shift", "null_source_insertion"),
         ("canary_host_open_last", "closure"), ("canary_host_open_last", "null_source_insertion")]
 
 
