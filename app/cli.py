@@ -48,6 +48,7 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.closure_cmd",
     "tokenlaw.app.reproduce_cmd",
     "tokenlaw.app.prove_cmd",
+    "tokenlaw.app.verify_cmd",
     "tokenlaw.app.bench_cmd",
     "tokenlaw.app.docs_cmd",
 )

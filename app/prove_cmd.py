@@ -21,6 +21,7 @@ import json
 import sys
 
 from tokenlaw.reports import proofs, runs
+from tokenlaw.reports.text import rows_word
 
 from .exits import of_result
 from .progress import Progress
@@ -70,5 +71,5 @@ def cmd_prove(args) -> int:
         for i, out in st["undecided"].items():
             print(f"  {out}: {i}")
         for contract, by in st["no_symbolic_form"].items():
-            print(f"  no symbolic form: {contract} ({proofs.rows_word(sum(len(ids) for ids in by.values()))})")
+            print(f"  no symbolic form: {contract} ({rows_word(sum(len(ids) for ids in by.values()))})")
     return of_result(st["result"])

@@ -15,6 +15,7 @@ from tokenlaw.properties.plan import Cell
 from tokenlaw.symbolic.prover import is_mismatch
 
 from .document import Document, ProofRow
+from .text import rows_word
 from .writers import atomic_write
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
@@ -85,10 +86,6 @@ def standing(doc: dict) -> dict:
             "not_traceable": [r["id"] for r in _claimed(rows, V.OUT_NOT_TRACEABLE)],
             "failing": list(summ["failing"]),
             "expected": len(violates), "refuted": sum(r["outcome"] == V.OK_EXPECTED for r in violates)}
-
-
-def rows_word(n: int) -> str:
-    return f"{n} row" if n == 1 else f"{n} rows"
 
 
 def headline(st: dict) -> str:

@@ -2,7 +2,8 @@
 
 ``check(CheckSettings(...))`` is ``tokenlaw check`` without the command
 line (plan the rows, run them on the fuzz tier or a kernel backend, record
-how); ``prove(ProveSettings(...))`` is ``tokenlaw prove``.  The CLI parses
+how); ``prove(ProveSettings(...))`` is ``tokenlaw prove``; ``verify`` runs
+both on one selection and combines them (``tokenlaw verify``).  The CLI parses
 its arguments into settings and writes the document; the gate rebuilds the
 settings of every run its baseline records (:meth:`CheckSettings.from_run`)
 and calls the same functions.  Neither function writes a report: the caller
@@ -36,7 +37,7 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.symbolic.prover import SOLVER, prove_rows
 
-from . import proofs
+from . import proofs, verification
 from .document import Document
 from .provenance import snapshot
 
@@ -180,16 +181,38 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     return Document(rows, meta)
 
 
-def prove(settings: ProveSettings, *, progress=None) -> Document:
-    """Prove or refute every planned row with z3 and return the proofs document.
-
-    ``progress(row, verdict)`` is called after each row when given.
-    """
+def validate_prove(settings: ProveSettings):
+    """The registry of a ``prove`` run, after refusing its bad arguments (before anything long runs)."""
     reg = registry(settings.operator_modules)
     check_names(reg, settings.operators, settings.contracts)
     if not settings.timeout > 0:
         raise InvalidArgument(f"--timeout: must be > 0 seconds, got {settings.timeout}")
     arguments.writable_dir(settings.out, "--out")
+    return reg
+
+
+def verify(check_settings: CheckSettings, prove_settings: ProveSettings, *, progress: bool = False, stream=None,
+           prove_progress=None) -> tuple:
+    """``tokenlaw verify``: :func:`check` and :func:`prove` of one selection, and their combined view.
+
+    Returns (conformance document, proofs document, :class:`~.verification.Verification`).  The
+    prove settings are validated before the fuzz run starts, so a bad ``--timeout`` costs nothing.
+    """
+    if (check_settings.operators, check_settings.contracts, check_settings.operator_modules) != \
+            (prove_settings.operators, prove_settings.contracts, prove_settings.operator_modules):
+        raise InvalidArgument("verify: the check and the prove settings must select the same rows")
+    validate_prove(prove_settings)
+    conformance = check(check_settings, progress=progress, stream=stream)
+    proofs_doc = prove(prove_settings, progress=prove_progress)
+    return conformance, proofs_doc, verification.combine([conformance, proofs_doc])
+
+
+def prove(settings: ProveSettings, *, progress=None) -> Document:
+    """Prove or refute every planned row with z3 and return the proofs document.
+
+    ``progress(row, verdict)`` is called after each row when given.
+    """
+    reg = validate_prove(settings)
     planned = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"])
     start = time.perf_counter()
     results = prove_rows(reg, planned, timeout=settings.timeout, progress=progress)

@@ -27,6 +27,11 @@ def by_design(rows: list[dict]) -> dict:
     return by_reason(rows, V.BY_DESIGN)
 
 
+def rows_word(n: int) -> str:
+    """'1 row', '2 rows'."""
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
 def claimed_line(summ: dict) -> str:
     """'153 of 156 claimed rows established (0 proved); 2 undecided, 1 not run': what the run showed of its claims.
 
@@ -36,7 +41,7 @@ def claimed_line(summ: dict) -> str:
     c = summ.get("claimed")
     if c is None:                       # a report written before the claimed tally: nothing to add
         return ""
-    text = f"{c['established']} of {c['rows']} claimed rows established ({c['proved']} proved)"
+    text = f"{c['established']} of {rows_word(c['rows']).replace('row', 'claimed row')} established ({c['proved']} proved)"
     rest = [f"{n} {what}" for n, what in ((c["undecided"], "undecided (unknown, vacuous or trace differs)"),
                                           (c["not_run"], "not run"), (c["failing"], "failing")) if n]
     if c["rows"] and not c["established"] and not c["failing"]:
