@@ -135,6 +135,27 @@ def check_names(reg, operators=None, contracts=None) -> None:
             raise arguments.closest(name, CONTRACTS, "--contract")
 
 
+def nonempty(rows, reg, operators=None, contracts=None, backend: str = "eager") -> None:
+    """A selection that plans no row is refused (InvalidArgument naming the argument), never a PASS over 0 rows.
+
+    Checked before anything runs or is written, so a typo'd selection leaves the last reports alone.
+    """
+    if rows:
+        return
+    left_out = getattr(rows, "left_out", {})
+    if left_out:
+        op, why = next(iter(left_out.items()))
+        raise InvalidArgument(f"--backend: the {backend} backend implements none of the selected operators "
+                              f"({op}: {why})")
+    if contracts:
+        declared = sorted({r.contract for r in plan(reg, operators=operators, backend=backend)}) if operators else []
+        which = f"operator {operators[0]!r}" if operators and len(operators) == 1 else \
+            ("the selected operators" if operators else "no operator")
+        raise InvalidArgument(f"--contract: {which} declares none of {sorted(contracts)}"
+                              + (f"; its rows are {', '.join(declared)}" if declared and operators else ""))
+    raise InvalidArgument("--operator: the selection plans no row")
+
+
 def _relative(path, base) -> str:
     p, b = Path(path).resolve(), Path(base).resolve()
     return str(p.relative_to(b)) if p.is_relative_to(b) else str(path)
@@ -158,6 +179,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     examples = settings.examples or PROFILES[settings.profile]
     rows = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=settings.dtypes,
                 backend=settings.backend)
+    nonempty(rows, reg, settings.operators, settings.contracts, settings.backend)
     shard_i, shard_n = parse_shard(settings.shard)
     rows = shard(rows, shard_i, shard_n)
     start = time.perf_counter()
@@ -187,6 +209,8 @@ def validate_prove(settings: ProveSettings):
     check_names(reg, settings.operators, settings.contracts)
     if not settings.timeout > 0:
         raise InvalidArgument(f"--timeout: must be > 0 seconds, got {settings.timeout}")
+    nonempty(plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"]), reg,
+             settings.operators, settings.contracts)
     arguments.writable_dir(settings.out, "--out")
     return reg
 
