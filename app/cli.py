@@ -9,6 +9,9 @@ Exit codes (the same for every command):
 * 2 bad arguments, declarations or input files (a one-line message naming the
   argument, checked before any long run);
 * 3 the command cannot run on this machine (``bench`` without a GPU);
+* 4 undecided (``check``, ``prove``, ``verify``, ``report merge``): nothing fails, but a claimed row is
+  unknown, vacuous or its trace differs from eager, or no claimed row was established at all
+  (``prove``: none proved); never a pass;
 * 70 an internal error of tokenlaw (or of a module it imported): a bug to
   report, never a finding (``TOKENLAW_DEBUG=1`` shows the traceback).
 """
@@ -28,11 +31,13 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import runs, writers
 
-from .exits import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE  # noqa: F401 (re-exported)
+from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_UNDECIDED,  # noqa: F401 (re-exported)
+                    EXIT_USAGE, of_result)
 from .progress import Progress
 
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
-          "input files, 3 cannot run on this machine, 70 internal error (a tokenlaw bug)")
+          "input files, 3 cannot run on this machine, 4 undecided (a claimed row unknown / vacuous / trace "
+          "differs, or nothing established), 70 internal error (a tokenlaw bug)")
 
 # Modules that add subcommands: each has ``register(subparsers)`` which adds
 # its parser and sets ``func`` (a thin call into its tier).
@@ -43,6 +48,7 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.closure_cmd",
     "tokenlaw.app.reproduce_cmd",
     "tokenlaw.app.prove_cmd",
+    "tokenlaw.app.verify_cmd",
     "tokenlaw.app.bench_cmd",
     "tokenlaw.app.docs_cmd",
 )
@@ -110,21 +116,25 @@ def cmd_check(args) -> int:
     doc = runs.check(settings, progress=args.progress == "on" or (args.progress == "auto" and not args.json),
                      stream=Progress())
     paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)
-    failing = doc.failing
+    summ = doc.to_json()["summary"]
+    outcome = {r.id: r.outcome for r in doc.rows}
     if args.json:
         print(json.dumps({"report": str(paths["json"]), "markdown": str(paths["md"]), "junit": str(paths["xml"]),
                           "html": str(paths["html"]), "timings": str(paths["timings"]), "rows": len(doc.rows),
-                          "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))
+                          "result": summ["result"], "claimed": summ["claimed"],
+                          "failing": [{"id": i, "outcome": outcome[i]} for i in summ["failing"]],
+                          "undecided": [{"id": i, "outcome": outcome[i]} for i in summ["undecided"]]}, indent=1))
     else:
-        print(f"\n{len(doc.rows)} rows, {len(failing)} failing; wrote {', '.join(str(p) for p in paths.values())}")
-        for r in failing:
-            print(f"  {r.outcome}: {r.id}")
+        print(f"\n{summ['result']}: {writers.claimed_line(summ)}")
+        print(f"{len(doc.rows)} rows, {len(summ['failing'])} failing; wrote {', '.join(str(p) for p in paths.values())}")
+        for i in summ["failing"] + summ["undecided"]:
+            print(f"  {outcome[i]}: {i}")
         for c in writers.not_runnable_cells(doc.rows):
             print(f"  not runnable here: {c.id}: {c.verdict.detail}")
         designed = sum(1 for c in doc.cells if c.verdict is not None and c.verdict.status == V.BY_DESIGN)
         if designed:
             print(f"  {designed} cells not applicable by design (each reason listed once in the report)")
-    return EXIT_FAIL if failing else EXIT_OK
+    return of_result(summ["result"])
 
 
 def build_parser() -> argparse.ArgumentParser:

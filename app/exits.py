@@ -9,6 +9,9 @@ Lower layers return results (a report, a verdict, a bool); the commands in
   regression, a replay that differs, a surviving mutant, a failed experiment check;
 * 2 ``EXIT_USAGE``: bad arguments or input files;
 * 3 ``EXIT_CANNOT_RUN``: this machine cannot run what was asked (no GPU for a benchmark);
+* 4 ``EXIT_UNDECIDED``: ``check`` / ``prove`` / ``verify`` / ``report merge``: nothing fails, but the run did
+  not establish what it claims: a claimed row is unknown, vacuous or its trace differs from eager, or
+  there are claimed rows and none was established (``prove``: none proved).  Never a pass;
 * 70 ``EXIT_INTERNAL``: an internal error, a tokenlaw bug (EX_SOFTWARE of sysexits.h).
 """
 from __future__ import annotations
@@ -17,9 +20,18 @@ EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
 EXIT_CANNOT_RUN = 3
+EXIT_UNDECIDED = 4
 EXIT_INTERNAL = 70
+
+# A report's ``summary.result`` (``reports.document.standing``) -> its exit code.
+_OF_RESULT = {"PASS": EXIT_OK, "FAIL": EXIT_FAIL, "UNDECIDED": EXIT_UNDECIDED}
 
 
 def passed(ok: bool) -> int:
     """``EXIT_OK`` when ``ok``, else ``EXIT_FAIL``."""
     return EXIT_OK if ok else EXIT_FAIL
+
+
+def of_result(result: str) -> int:
+    """The exit code of a report's ``summary["result"]``: PASS 0, FAIL 1, UNDECIDED 4."""
+    return _OF_RESULT[result]

@@ -2,7 +2,7 @@
 
 Exit codes follow ``tokenlaw``'s: 0 success (replay reproduced; merged
 report passes; every mutant killed), 1 a failure (replay differs; a row
-fails; a mutant survived), 2 bad arguments.
+fails; a mutant survived), 2 bad arguments, 4 a merged report undecided.
 """
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import select
-from tokenlaw.reports import document, writers
+from tokenlaw.reports import document, verification, writers
 from tokenlaw.reports.mutations import write
 from tokenlaw.reports.runs import registry as load_registry
 
-from .exits import EXIT_FAIL, EXIT_OK
+from .exits import EXIT_FAIL, EXIT_OK, of_result
 
 
 def register(sub):
@@ -37,9 +37,11 @@ def register(sub):
 
     sp = sub.add_parser("report", help="work with written reports")
     rsub = sp.add_subparsers(dest="report_command", required=True)
-    mp = rsub.add_parser("merge", help="join shard reports (conformance.json files) into one report")
-    mp.add_argument("reports", nargs="+", help="the shards' JSON reports")
-    mp.add_argument("--out", required=True, help="directory for the merged conformance.{md,json}")
+    mp = rsub.add_parser("merge", help="join shard reports (conformance.json files) into one report, or a check's "
+                                       "and a prove's reports into the combined verification.{md,json}")
+    mp.add_argument("reports", nargs="+", help="the JSON reports: shards of one campaign, and/or proofs.json")
+    mp.add_argument("--out", required=True, help="directory for the merged conformance.{md,json} (one tier) or "
+                                                 "verification.{md,json} (several tiers)")
     mp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     mp.set_defaults(func=cmd_merge)
 
@@ -96,17 +98,27 @@ def cmd_replay(args) -> int:
 def cmd_merge(args) -> int:
 
     arguments.writable_dir(args.out, "--out")
-    doc = document.merge_shard_files(args.reports)
-    paths = writers.write_doc(doc, Path(args.out))
-    md, js, rows, failing = paths["md"], paths["json"], doc.rows, doc.failing
+    merged = verification.combine_or_merge(document.load_reports(args.reports), [str(p) for p in args.reports])
+    if isinstance(merged, verification.Verification):          # several tiers: the combined view
+        md, js = verification.write(merged, Path(args.out))
+        view = merged.to_json()
+        summ, what = view["summary"], verification.headline(view)
+        outcome = {r["id"]: r["outcome"] for r in view["rows"]}
+    else:
+        paths = writers.write_doc(merged, Path(args.out))
+        md, js = paths["md"], paths["json"]
+        summ = merged.to_json()["summary"]
+        what, outcome = writers.claimed_line(summ), {r.id: r.outcome for r in merged.rows}
     if args.json:
-        print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(rows),
-                          "failing": [{"id": r.id, "outcome": r.outcome} for r in failing]}, indent=1))
-        return EXIT_FAIL if failing else EXIT_OK
-    print(f"merged {len(args.reports)} reports: {len(rows)} rows, {len(failing)} failing; wrote {md} and {js}")
-    for r in failing:
-        print(f"  {r.outcome}: {r.id}")
-    return EXIT_FAIL if failing else EXIT_OK
+        print(json.dumps({"report": str(js), "markdown": str(md), "rows": summ["rows"], "result": summ["result"],
+                          "failing": [{"id": i, "outcome": outcome[i]} for i in summ["failing"]],
+                          "undecided": [{"id": i, "outcome": outcome[i]} for i in summ["undecided"]]}, indent=1))
+        return of_result(summ["result"])
+    print(f"merged {len(args.reports)} reports: {summ['rows']} rows, {len(summ['failing'])} failing; wrote {md} and {js}")
+    print(f"{summ['result']}: {what}")
+    for i in summ["failing"] + summ["undecided"]:
+        print(f"  {outcome[i]}: {i}")
+    return of_result(summ["result"])
 
 
 def cmd_mutate(args) -> int:

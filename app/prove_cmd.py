@@ -2,13 +2,18 @@
 
     tokenlaw prove [--operator X] [--contract Y] [--timeout S] [--out DIR] [--json]
 
-Writes DIR/proofs.md and DIR/proofs.json.  Exit code 0 when every row matches
-its declaration: unknown, vacuous, not-traceable and not-runnable rows are
-reported (with the reason, or the file:line of the untraceable code), not
-failures; a row that holds only for sampled weights is a pass but never reads
-"proved".  1 when a claimed law is refuted, an expected violation is proved
-away (or holds for the sampled weights), or a counterexample does not replay on
-the eager code; 2 for bad arguments.
+Writes DIR/proofs.md and DIR/proofs.json; the headline says "proved P of C
+claimed rows" and lists the claimed rows with no symbolic form by contract.
+Exit code (``reports.document.standing``): 0 when nothing fails, no claimed row
+is undecided and at least one claimed row is proved (claimed rows with no
+symbolic form or not symbolically traceable are listed, with the reason or the
+file:line, not failures; a row that holds only for sampled weights is a pass
+but never reads "proved"); 1 when a claimed law is refuted, an expected
+violation is proved away (or holds for the sampled weights), a counterexample
+is outside what the eager code accepts (domain mismatch) or does not replay on
+the eager code; 4 (undecided) when nothing fails but a claimed row is unknown,
+vacuous or its trace differs from eager, or no claimed row at all is proved;
+2 for bad arguments.
 """
 from __future__ import annotations
 
@@ -16,8 +21,9 @@ import json
 import sys
 
 from tokenlaw.reports import proofs, runs
+from tokenlaw.reports.text import rows_word
 
-from .exits import EXIT_FAIL, EXIT_OK
+from .exits import of_result
 from .progress import Progress
 
 
@@ -50,13 +56,20 @@ def cmd_prove(args) -> int:
     doc = runs.prove(settings, progress=progress)
     stream.close_line()
     md, js = proofs.write_doc(doc, args.out)
-    bad = proofs.failing(doc.rows)
+    st = proofs.standing(doc.to_json())
     seconds = doc.meta["seconds"]
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(doc.rows), "seconds": seconds,
-                          "failing": [{"id": r.id, "outcome": r.outcome} for r in bad]}, indent=1))
+                          "headline": proofs.headline(st), **st,
+                          "failing": [{"id": r.id, "outcome": r.outcome} for r in proofs.failing(doc.rows)]},
+                         indent=1))
     else:
-        print(f"\n{len(doc.rows)} rows in {seconds:.1f}s, {len(bad)} failing; wrote {md} and {js}")
-        for r in bad:
+        print(f"\n{st['result']}: {proofs.headline(st)}")
+        print(f"{len(doc.rows)} rows in {seconds:.1f}s; wrote {md} and {js}")
+        for r in proofs.failing(doc.rows):
             print(f"  {r.outcome}: {r.id}")
-    return EXIT_FAIL if bad else EXIT_OK
+        for i, out in st["undecided"].items():
+            print(f"  {out}: {i}")
+        for contract, by in st["no_symbolic_form"].items():
+            print(f"  no symbolic form: {contract} ({rows_word(sum(len(ids) for ids in by.values()))})")
+    return of_result(st["result"])

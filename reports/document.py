@@ -68,22 +68,68 @@ def ratio(v: dict) -> float:
     return verdict_from_json(v).ratio
 
 
+# What a claimed row can have established: a pass of some tier.
+ESTABLISHED = frozenset({V.OK_HOLDS, V.OK_PROVED, V.OK_SAMPLED})
+RESULTS = ("PASS", "UNDECIDED", "FAIL")
+
+
+def standing(entries, *, proof: bool) -> dict:
+    """The result of a run from its rows' ``(id, declared, outcome, failing)``: what was established, never more.
+
+    * ``FAIL``: some row fails (``failing``: an outcome against the declaration, a replay mismatch);
+    * ``UNDECIDED``: none fails, but a claimed row is undecided (unknown, vacuous, trace differs from
+      eager), or there are claimed rows and none was established (``proof``: none *proved*;
+      otherwise none holds), so a run that showed nothing never reads PASS;
+    * ``PASS`` otherwise (claimed rows that no tier can run are listed, not hidden).
+
+    Returns ``result``, ``failing`` and ``undecided`` (row ids) and ``claimed``: counts of the
+    claimed rows (by design ones left out) that are ``proved``, ``established`` (proved, holds or
+    holds for sampled weights), ``undecided``, ``not_run`` (no tier could run them) and ``failing``.
+    """
+    entries = list(entries)
+    claimed = [e for e in entries if e[1] == "claims" and e[2] != V.OUT_BY_DESIGN]
+    failing = [i for i, _, _, bad in entries if bad]
+    undecided = [i for i, _, out, bad in claimed if out in V.UNDECIDED and not bad]
+    tally = {"rows": len(claimed),
+             "proved": sum(out == V.OK_PROVED for _, _, out, bad in claimed if not bad),
+             "established": sum(out in ESTABLISHED for _, _, out, bad in claimed if not bad),
+             "undecided": len(undecided),
+             "not_run": sum(out in V.NOT_RUN for _, _, out, bad in claimed if not bad),
+             "failing": sum(bad for *_, bad in claimed)}
+    shown = tally["proved"] if proof else tally["established"]
+    result = "FAIL" if failing else "UNDECIDED" if undecided or (claimed and not shown) else "PASS"
+    return {"result": result, "failing": failing, "undecided": undecided, "claimed": tally}
+
+
+def _mismatch(row: dict) -> bool:
+    # a symbolic refutation that did not replay on eager: a failure of the suite, whatever the declaration
+    return any(((c.get("verdict") or {}).get("extra") or {}).get("mismatch") for c in row["cells"])
+
+
+def is_proof(rows: list[dict]) -> bool:
+    """JSON rows of the symbolic tier (every cell's backend is "symbolic")."""
+    cells = [c for r in rows for c in r["cells"]]
+    return bool(cells) and all(c["backend"] == "symbolic" for c in cells)
+
+
 def summary(rows: list[dict]) -> dict:
-    """Counts of row outcomes, the failing row ids and the overall PASS/FAIL of JSON rows.
+    """Counts of row outcomes, the failing and undecided row ids and the result (:func:`standing`) of JSON rows.
 
     Rows and cells *not applicable by design* are counted apart (``by_design``) and kept out
-    of ``outcomes``, ``rows`` and ``cells``: they are not results.
+    of ``outcomes``, ``rows`` and ``cells``: they are not results.  A symbolic-tier document
+    (:func:`is_proof`) passes only when something was proved.
     """
     counts: dict[str, int] = {}
     judged = [r for r in rows if r["outcome"] != V.OUT_BY_DESIGN]
     for r in judged:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-    failing = [r["id"] for r in rows if r["outcome"] in V.FAILING]
+    st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or _mismatch(r)) for r in rows),
+                  proof=is_proof(rows))
     by_design = [c for r in rows for c in r["cells"] if (c.get("verdict") or {}).get("status") == V.BY_DESIGN]
-    return {"result": "FAIL" if failing else "PASS", "rows": len(judged),
+    return {"result": st["result"], "rows": len(judged),
             "cells": sum(len(r["cells"]) for r in rows) - len(by_design),
-            "outcomes": dict(sorted(counts.items())), "failing": failing,
-            "by_design": {"rows": len(rows) - len(judged), "cells": len(by_design)}}
+            "outcomes": dict(sorted(counts.items())), "failing": st["failing"], "undecided": st["undecided"],
+            "claimed": st["claimed"], "by_design": {"rows": len(rows) - len(judged), "cells": len(by_design)}}
 
 
 def stable(doc: dict) -> dict:
@@ -237,8 +283,8 @@ def merge_shards(docs: list[Document], sources: list[str]) -> Document:
     return Document(rows, meta, None, laws, {}, any(d.timed for d in docs))
 
 
-def merge_shard_files(paths) -> Document:
-    """:func:`merge_shards` of the shards' ``conformance.json`` files (``tokenlaw report merge``)."""
+def load_reports(paths) -> list:
+    """The JSON reports at ``paths`` as Documents (``tokenlaw report merge``); an unreadable one is refused."""
     docs = []
     for path in map(Path, paths):
         try:
@@ -250,7 +296,12 @@ def merge_shard_files(paths) -> Document:
         raw.setdefault("meta", {})
         check_structure(raw, "reports", path)
         docs.append(Document.from_json(raw))
-    return merge_shards(docs, [str(p) for p in paths])
+    return docs
+
+
+def merge_shard_files(paths) -> Document:
+    """:func:`merge_shards` of the shards' ``conformance.json`` files."""
+    return merge_shards(load_reports(paths), [str(p) for p in paths])
 
 
 def merge_runs(docs: list[Document]) -> Document:

@@ -37,7 +37,7 @@ CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:16px 24px;color:#212529;max-width:1400px}
 h1{margin:0 0 4px;font-size:22px}h2{margin-top:24px;border-bottom:1px solid #dee2e6;font-size:17px}
 .verdict{font-size:20px;font-weight:bold;padding:4px 12px;display:inline-block;border-radius:4px;color:#fff}
-.PASS{background:#2b8a3e}.FAIL{background:#c92a2a}
+.PASS{background:#2b8a3e}.FAIL{background:#c92a2a}.UNDECIDED{background:#e67700}
 table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #dee2e6;padding:2px 5px;vertical-align:top}
 th{background:#f1f3f5;position:sticky;top:0;z-index:1}
 #matrix th.c{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;padding:4px 2px;font-weight:normal}

@@ -15,6 +15,7 @@ from tokenlaw.properties.plan import Cell
 from tokenlaw.symbolic.prover import is_mismatch
 
 from .document import Document, ProofRow
+from .text import rows_word
 from .writers import atomic_write
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
@@ -52,6 +53,60 @@ def failing(rows) -> list:
     return [r for r in rows if r.failing or any(c.verdict and is_mismatch(c.verdict) for c in r.cells)]
 
 
+def _claimed(rows: list[dict], *outcomes) -> list[dict]:
+    return [r for r in rows if r["declared"] == "claims" and r["outcome"] in outcomes]
+
+
+def no_symbolic_form(rows: list[dict]) -> dict:
+    """{contract: {reason: [row ids]}} of the claimed JSON rows the symbolic tier has no form for.
+
+    The reason is the verdict's (for most, the contract's own: "no symbolic form: gradients are
+    not real-arithmetic statements"); rows of one contract with another reason are listed apart.
+    """
+    out: dict = {}
+    for r in _claimed(rows, V.OUT_NOT_RUNNABLE):
+        reason = r["cells"][0]["verdict"]["detail"] if r["cells"] and r["cells"][0]["verdict"] else ""
+        out.setdefault(r["contract"], {}).setdefault(reason, []).append(r["id"])
+    return out
+
+
+def standing(doc: dict) -> dict:
+    """What a written proofs document established, for the headline and ``--json``.
+
+    ``proved`` of ``claimed`` rows; the claimed rows that hold only for ``sampled`` weights, the
+    ``undecided`` ones ({id: outcome}), those with ``no_symbolic_form`` (by contract) and the
+    ``not_traceable`` ones; the ``expected`` violations and how many were ``refuted`` (replayed).
+    """
+    rows, summ = doc["rows"], doc["summary"]
+    violates = [r for r in rows if r["declared"] == "violates"]
+    return {"result": summ["result"], "proved": summ["claimed"]["proved"], "claimed": summ["claimed"]["rows"],
+            "sampled": len(_claimed(rows, V.OK_SAMPLED)),
+            "undecided": {i: next(r["outcome"] for r in rows if r["id"] == i) for i in summ["undecided"]},
+            "no_symbolic_form": no_symbolic_form(rows),
+            "not_traceable": [r["id"] for r in _claimed(rows, V.OUT_NOT_TRACEABLE)],
+            "failing": list(summ["failing"]),
+            "expected": len(violates), "refuted": sum(r["outcome"] == V.OK_EXPECTED for r in violates)}
+
+
+def headline(st: dict) -> str:
+    """'proved 50 of 176 claimed rows (28%); 1 only for sampled weights, 2 undecided, ...' of :func:`standing`."""
+    c, p = st["claimed"], st["proved"]
+    pct = f" ({100 * p / c:.0f}%)" if c else ""
+    nsf = sum(len(ids) for by in st["no_symbolic_form"].values() for ids in by.values())
+    parts = [f"proved {p} of {c} claimed rows{pct}"]
+    parts += [f"{n} {what}" for n, what in ((st["sampled"], "hold for sampled weights only (not proved)"),
+                                             (len(st["undecided"]), "undecided (unknown, vacuous or trace differs)"),
+                                             (nsf, "with no symbolic form"),
+                                             (len(st["not_traceable"]), "not symbolically traceable"),
+                                             (len(st["failing"]), "failing")) if n]
+    text = "; ".join(parts[:1] + [", ".join(parts[1:])] if parts[1:] else parts)
+    if st["expected"]:
+        text += f"; {st['refuted']} of {st['expected']} expected violations refuted (replayed on eager)"
+    if c and not p and not st["failing"]:
+        text += "; nothing was proved, so this run is undecided"
+    return text
+
+
 def _short_ce(v: V.Verdict) -> str:
     ce = v.counterexample or {}
     keep = {k: ce[k] for k in ce if k not in ("params", "failed")}
@@ -65,16 +120,26 @@ def document(rows, meta: dict) -> Document:
 
 
 def to_markdown(doc: Document) -> str:
-    rows, meta = doc.rows, doc.meta
+    view = doc.to_json()
+    rows, meta, st = doc.rows, doc.meta, standing(view)
     counts: dict = {}
     for r in rows:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
     bad = failing(rows)
-    lines = ["# tokenlaw symbolic proofs", "", f"**{'PASS' if not bad else 'FAIL'}** - {len(rows)} rows; "
-             + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".", "", HEADER, "",
+    lines = ["# tokenlaw symbolic proofs", "", f"**{st['result']}** - {headline(st)}.", "",
+             f"{len(rows)} rows: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".", "", HEADER, "",
              f"Solver {meta['solver']}, timeout {meta['timeout']:g} s per query, total {meta['seconds']:.1f} s.", ""]
     if bad:
         lines += ["## Failing rows", ""] + [f"- `{r.id}`: {r.outcome} - {r.cells[0].verdict.detail}" for r in bad] + [""]
+    if st["undecided"]:
+        lines += ["## Undecided claimed rows (why this run is not a PASS)", ""]
+        lines += [f"- `{i}`: {out}" for i, out in st["undecided"].items()] + [""]
+    if st["no_symbolic_form"]:
+        lines += ["## Claimed rows with no symbolic form, by contract (not proved here; `tokenlaw check` judges them on tensors)", ""]
+        for contract, by in st["no_symbolic_form"].items():
+            for reason, ids in by.items():
+                lines.append(f"- `{contract}` ({rows_word(len(ids))}) - {reason}: " + ", ".join(f"`{i}`" for i in ids))
+        lines.append("")
     lines += ["## Statuses", ""] + [f"- {x}" for x in LEGEND] + [""]
     lines += _listed(rows, "Unknown and vacuous rows (with the reason)", (V.UNKNOWN, V.VACUOUS))
     lines += _listed(rows, "Not symbolically traceable (file:line)", (V.NOT_TRACEABLE,))

@@ -2,7 +2,8 @@
 
 ``check(CheckSettings(...))`` is ``tokenlaw check`` without the command
 line (plan the rows, run them on the fuzz tier or a kernel backend, record
-how); ``prove(ProveSettings(...))`` is ``tokenlaw prove``.  The CLI parses
+how); ``prove(ProveSettings(...))`` is ``tokenlaw prove``; ``verify`` runs
+both on one selection and combines them (``tokenlaw verify``).  The CLI parses
 its arguments into settings and writes the document; the gate rebuilds the
 settings of every run its baseline records (:meth:`CheckSettings.from_run`)
 and calls the same functions.  Neither function writes a report: the caller
@@ -36,7 +37,7 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.symbolic.prover import SOLVER, prove_rows
 
-from . import proofs
+from . import proofs, verification
 from .document import Document
 from .provenance import snapshot
 
@@ -134,6 +135,27 @@ def check_names(reg, operators=None, contracts=None) -> None:
             raise arguments.closest(name, CONTRACTS, "--contract")
 
 
+def nonempty(rows, reg, operators=None, contracts=None, backend: str = "eager") -> None:
+    """A selection that plans no row is refused (InvalidArgument naming the argument), never a PASS over 0 rows.
+
+    Checked before anything runs or is written, so a typo'd selection leaves the last reports alone.
+    """
+    if rows:
+        return
+    left_out = getattr(rows, "left_out", {})
+    if left_out:
+        op, why = next(iter(left_out.items()))
+        raise InvalidArgument(f"--backend: the {backend} backend implements none of the selected operators "
+                              f"({op}: {why})")
+    if contracts:
+        declared = sorted({r.contract for r in plan(reg, operators=operators, backend=backend)}) if operators else []
+        which = f"operator {operators[0]!r}" if operators and len(operators) == 1 else \
+            ("the selected operators" if operators else "no operator")
+        raise InvalidArgument(f"--contract: {which} declares none of {sorted(contracts)}"
+                              + (f"; its rows are {', '.join(declared)}" if declared and operators else ""))
+    raise InvalidArgument("--operator: the selection plans no row")
+
+
 def _relative(path, base) -> str:
     p, b = Path(path).resolve(), Path(base).resolve()
     return str(p.relative_to(b)) if p.is_relative_to(b) else str(path)
@@ -157,6 +179,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     examples = settings.examples or PROFILES[settings.profile]
     rows = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=settings.dtypes,
                 backend=settings.backend)
+    nonempty(rows, reg, settings.operators, settings.contracts, settings.backend)
     shard_i, shard_n = parse_shard(settings.shard)
     rows = shard(rows, shard_i, shard_n)
     start = time.perf_counter()
@@ -180,16 +203,40 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     return Document(rows, meta)
 
 
+def validate_prove(settings: ProveSettings):
+    """The registry of a ``prove`` run, after refusing its bad arguments (before anything long runs)."""
+    reg = registry(settings.operator_modules)
+    check_names(reg, settings.operators, settings.contracts)
+    if not settings.timeout > 0:
+        raise InvalidArgument(f"--timeout: must be > 0 seconds, got {settings.timeout}")
+    nonempty(plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"]), reg,
+             settings.operators, settings.contracts)
+    arguments.writable_dir(settings.out, "--out")
+    return reg
+
+
+def verify(check_settings: CheckSettings, prove_settings: ProveSettings, *, progress: bool = False, stream=None,
+           prove_progress=None) -> tuple:
+    """``tokenlaw verify``: :func:`check` and :func:`prove` of one selection, and their combined view.
+
+    Returns (conformance document, proofs document, :class:`~.verification.Verification`).  The
+    prove settings are validated before the fuzz run starts, so a bad ``--timeout`` costs nothing.
+    """
+    if (check_settings.operators, check_settings.contracts, check_settings.operator_modules) != \
+            (prove_settings.operators, prove_settings.contracts, prove_settings.operator_modules):
+        raise InvalidArgument("verify: the check and the prove settings must select the same rows")
+    validate_prove(prove_settings)
+    conformance = check(check_settings, progress=progress, stream=stream)
+    proofs_doc = prove(prove_settings, progress=prove_progress)
+    return conformance, proofs_doc, verification.combine([conformance, proofs_doc])
+
+
 def prove(settings: ProveSettings, *, progress=None) -> Document:
     """Prove or refute every planned row with z3 and return the proofs document.
 
     ``progress(row, verdict)`` is called after each row when given.
     """
-    reg = registry(settings.operator_modules)
-    check_names(reg, settings.operators, settings.contracts)
-    if not settings.timeout > 0:
-        raise InvalidArgument(f"--timeout: must be > 0 seconds, got {settings.timeout}")
-    arguments.writable_dir(settings.out, "--out")
+    reg = validate_prove(settings)
     planned = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"])
     start = time.perf_counter()
     results = prove_rows(reg, planned, timeout=settings.timeout, progress=progress)

@@ -27,10 +27,34 @@ def by_design(rows: list[dict]) -> dict:
     return by_reason(rows, V.BY_DESIGN)
 
 
+def rows_word(n: int) -> str:
+    """'1 row', '2 rows'."""
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def claimed_line(summ: dict) -> str:
+    """'153 of 156 claimed rows established (0 proved); 2 undecided, 1 not run': what the run showed of its claims.
+
+    Said first because the counts of outcomes alone hide it: PASS over claimed rows that nothing
+    established is what the result (``document.standing``) refuses.
+    """
+    c = summ.get("claimed")
+    if c is None:                       # a report written before the claimed tally: nothing to add
+        return ""
+    text = f"{c['established']} of {rows_word(c['rows']).replace('row', 'claimed row')} established ({c['proved']} proved)"
+    rest = [f"{n} {what}" for n, what in ((c["undecided"], "undecided (unknown, vacuous or trace differs)"),
+                                          (c["not_run"], "not run"), (c["failing"], "failing")) if n]
+    if c["rows"] and not c["established"] and not c["failing"]:
+        rest.append("nothing established, so the run is undecided")
+    return text + ("; " + ", ".join(rest) if rest else "")
+
+
 def headline(summ: dict) -> str:
-    """'156 rows, 452 cells: 38 expected violation reproduced, 115 holds' (by-design cells apart)."""
-    return (f"{summ['rows']} declared (operator, contract) rows, {summ['cells']} cells judged; "
+    """'156 rows, 452 cells: 38 expected violation reproduced, 115 holds; 153 of 156 claimed rows established...'"""
+    text = (f"{summ['rows']} declared (operator, contract) rows, {summ['cells']} cells judged; "
             + ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items()))
+    claimed = claimed_line(summ)
+    return text + (f"; {claimed}" if claimed else "")
 
 
 ALWAYS_SHOWN = ("n", "batch", "d", "seed")

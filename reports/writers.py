@@ -20,8 +20,8 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, summary, timings  # noqa: F401
 from .html import html
 from .junit import junit
-from .text import (HOW_TO_READ, SHORT, by_design, by_reason, example, first_counterexample,  # noqa: F401
-                   headline, run_line)
+from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, example,  # noqa: F401
+                   first_counterexample, headline, run_line)
 
 FORMATS = ("json", "md", "xml", "html")
 
@@ -51,6 +51,9 @@ def markdown(doc: dict) -> str:
             ce = first_counterexample(r)
             lines.append(f"- `{rid}`: {r['outcome']} - {r['reason']}" + (f"; counterexample {ce}" if ce else ""))
         lines.append("")
+    if summ.get("undecided"):
+        lines += ["## Undecided claimed rows (why this run is not a PASS)", ""]
+        lines += [f"- `{rid}`: {byid[rid]['outcome']} - {byid[rid]['reason']}" for rid in summ["undecided"]] + [""]
     blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
         lines += ["## Cells not runnable here", ""]

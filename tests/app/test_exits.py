@@ -15,6 +15,14 @@ def test_the_documented_codes():
     assert (exits.EXIT_OK, exits.EXIT_FAIL, exits.EXIT_USAGE, exits.EXIT_CANNOT_RUN, exits.EXIT_INTERNAL) == \
         (0, 1, 2, 3, 70)
     assert exits.passed(True) == 0 and exits.passed(False) == 1
+    assert exits.EXIT_UNDECIDED == 4
+    assert [exits.of_result(r) for r in ("PASS", "FAIL", "UNDECIDED")] == [0, 1, 4]
+
+
+def test_every_result_a_report_can_have_has_a_code():
+    from tokenlaw.reports.document import RESULTS
+
+    assert sorted(exits.of_result(r) for r in RESULTS) == [exits.EXIT_OK, exits.EXIT_FAIL, exits.EXIT_UNDECIDED]
 
 
 def test_exit_codes_are_defined_only_in_app_exits():

@@ -1,0 +1,68 @@
+"""``tokenlaw verify``: the fuzz check and the symbolic prove of one selection, and one combined report.
+
+    tokenlaw verify [--operator X] [--contract Y] [--dtype D] [--profile P] [--examples N] [--seed S]
+                    [--workers W] [--timeout T] [--out DIR] [--json]
+
+Writes DIR/conformance.*, DIR/proofs.{md,json} (each tier's own report) and
+DIR/verification.{md,json}: per row what each tier established, green only if no
+tier refuted it (``reports.verification``).  Exit code: 0 PASS, 1 a row is red in
+some tier, 4 undecided (a claimed row unknown / vacuous / trace differs in some
+tier, or nothing established), 2 bad arguments.
+"""
+from __future__ import annotations
+
+import json
+
+from tokenlaw.reports import proofs, runs, verification, writers
+
+from .cli import positive_int
+from .exits import of_result
+from .progress import Progress
+
+
+def register(subparsers):
+    sp = subparsers.add_parser("verify", help="fuzz check + symbolic prove of one selection, combined in "
+                                              "reports/verification.{md,json} (green only if no tier refuted a row)")
+    sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
+    sp.add_argument("--dtype", action="append", help="fuzz tier: only this dtype (repeatable)")
+    sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"],
+                    help="fuzz tier: examples per cell per dtype (default quick)")
+    sp.add_argument("--examples", type=positive_int, help="fuzz tier: examples per cell per dtype (overrides the profile)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--workers", type=positive_int, default=1, help="fuzz tier: worker processes (default 1)")
+    sp.add_argument("--timeout", type=float, default=5.0, help="symbolic tier: seconds per solver query (default 5)")
+    sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    sp.set_defaults(func=cmd_verify)
+
+
+def cmd_verify(args) -> int:
+    modules = getattr(args, "operators_module", None)
+    check = runs.CheckSettings(operators=args.operator, contracts=args.contract, dtypes=args.dtype,
+                               profile=args.profile, examples=args.examples, seed=args.seed, workers=args.workers,
+                               out=args.out, operator_modules=modules)
+    prove = runs.ProveSettings(operators=args.operator, contracts=args.contract, timeout=args.timeout, out=args.out,
+                               operator_modules=modules)
+    conformance, proved, ver = runs.verify(check, prove, progress=not args.json, stream=Progress())
+    paths = writers.write_doc(conformance, args.out, stem=check.stem)
+    proofs.write_doc(proved, args.out)
+    md, js = verification.write(ver, args.out)
+    view = ver.to_json()
+    summ = view["summary"]
+    picked = [r for r in view["rows"] if r["combined"] in ("red", "undecided")]
+    if args.json:
+        print(json.dumps({"report": str(js), "markdown": str(md), "conformance": str(paths["json"]),
+                          "proofs": str(js.with_name("proofs.json")), "rows": summ["rows"],
+                          "result": summ["result"], "headline": verification.headline(view),
+                          "claimed": summ["claimed"], "combined": summ["combined"],
+                          "failing": [{"id": r["id"], "outcome": r["outcome"]} for r in picked
+                                      if r["combined"] == "red"],
+                          "undecided": [{"id": r["id"], "outcome": r["outcome"]} for r in picked
+                                        if r["combined"] == "undecided"]}, indent=1))
+    else:
+        print(f"\n{summ['result']}: {verification.headline(view)}")
+        print(f"wrote {md} and {js} (and each tier's report beside them)")
+        for r in picked:
+            print(f"  {r['combined']}: {r['id']}: " + "; ".join(f"{t} {x['says']}" for t, x in r["tiers"].items()))
+    return of_result(summ["result"])

@@ -1,0 +1,277 @@
+"""The combined view of several tiers: one row per (operator, contract), green only if no tier refuted it.
+
+``tokenlaw verify`` runs the fuzz check and the symbolic prove on one
+selection; ``tokenlaw report merge conformance.json proofs.json`` joins two
+written reports.  Either way :func:`combine` lines the tiers' rows up and
+:func:`write` writes ``OUT/verification.{md,json}``.
+
+A row's combined outcome is decided from its tiers' own outcomes, in this order
+(the rule of :func:`combined_outcome`):
+
+1. some tier fails (a claimed law violated or refuted, an expected violation
+   not reproduced or proved away, a domain mismatch, a refutation that did not
+   replay): the row is red, whatever the other tiers say -- a law that holds on
+   every drawn tensor but is refuted in the reals is red, and so is one proved
+   in the reals and violated on tensors;
+2. a claimed row some tier left undecided (unknown, vacuous, trace differs
+   from eager) is undecided, never green: the same rule as ``prove`` alone;
+3. otherwise a row some tier established (holds / proved / holds for sampled
+   weights; an expected violation reproduced) is green;
+4. otherwise nothing ran it (no symbolic form, not runnable, not traceable).
+
+The run's result is :func:`~.document.standing` of the combined rows (a run
+with claimed rows and none established is undecided).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import verdict as V
+from tokenlaw.symbolic.prover import is_mismatch
+
+from .document import ESTABLISHED, Document, merge_shards, stable, standing
+from .text import first_counterexample, rows_word
+from .writers import atomic_write
+
+# The order in which a combined row takes a tier's outcome when several tiers disagree.
+FAILING_FIRST = (V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.BAD_NOT_REPRODUCED)
+UNDECIDED_FIRST = (V.OUT_TRACE_DIFFERS, V.OUT_UNKNOWN, V.OUT_VACUOUS)
+GREEN_FIRST = (V.OK_PROVED, V.OK_HOLDS, V.OK_SAMPLED, V.OK_EXPECTED)
+MISMATCH = "refutation did not replay on eager"
+
+# What a tier's outcome says in that tier's own words (the row outcome otherwise).
+WORDS = {"symbolic": {V.OUT_NOT_RUNNABLE: "no symbolic form", V.OK_SAMPLED: "sampled weights only",
+                      V.OK_EXPECTED: "refuted (expected)", V.BAD_UNEXPECTED: "REFUTED",
+                      V.BAD_NOT_REPRODUCED: "proved away (expected violation)"},
+         "fuzz": {V.OK_EXPECTED: "violated (expected)", V.BAD_UNEXPECTED: "VIOLATED"}}
+
+
+def tier_name(meta: dict) -> str:
+    """A run's column: ``fuzz``, ``symbolic``, or ``kernel:<backend>``."""
+    tier = meta.get("tier", "fuzz")
+    return f"kernel:{meta.get('backend')}" if tier == "kernel" else tier
+
+
+@dataclasses.dataclass(frozen=True)
+class TierRow:
+    """What one tier established for a row: its row outcome, whether it fails the suite, its evidence."""
+
+    tier: str
+    outcome: str
+    failing: bool
+    mismatch: bool
+    detail: str
+
+    @property
+    def words(self) -> str:
+        if self.mismatch:
+            return f"MISMATCH ({MISMATCH})"
+        return WORDS.get(self.tier.split(":")[0], {}).get(self.outcome, self.outcome)
+
+    def to_json(self) -> dict:
+        return {"outcome": self.outcome, "says": self.words, "failing": self.failing, "detail": self.detail}
+
+
+@dataclasses.dataclass(frozen=True)
+class CombinedRow:
+    operator: str
+    contract: str
+    declared: str | None
+    reason: str
+    tiers: tuple                    # TierRow, in the order of the runs
+
+    @property
+    def id(self) -> str:
+        return f"{self.operator}-{self.contract}"
+
+    @property
+    def failing(self) -> bool:
+        return any(t.failing for t in self.tiers)
+
+    @property
+    def outcome(self) -> str:
+        return combined_outcome(self.declared, self.tiers)
+
+    @property
+    def colour(self) -> str:
+        """green / red / undecided / not run: the row at a glance."""
+        if self.failing:
+            return "red"
+        out = self.outcome
+        if out in V.UNDECIDED:
+            return "undecided"
+        return "green" if out in ESTABLISHED or out == V.OK_EXPECTED else "not run"
+
+    def tier(self, name: str) -> TierRow | None:
+        return next((t for t in self.tiers if t.tier == name), None)
+
+
+def combined_outcome(declared, tiers) -> str:
+    """The row's outcome over its tiers (the module's rule): failing, then undecided, then established."""
+    outs = [t.outcome for t in tiers]
+    for t in tiers:
+        if t.mismatch:                      # a failure whose outcome reads "unknown": name the failing kind
+            return t.outcome
+    for out in FAILING_FIRST:
+        if out in outs:
+            return out
+    if declared == "claims":
+        for out in UNDECIDED_FIRST:
+            if out in outs:
+                return out
+    for out in GREEN_FIRST:
+        if out in outs:
+            return out
+    for out in UNDECIDED_FIRST:
+        if out in outs:
+            return out
+    return next((o for o in outs if o in V.NOT_RUN), V.NOT_APPLICABLE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verification:
+    """The combined rows and the meta of every run they came from (``runs``, each with its ``tier``)."""
+
+    rows: tuple
+    runs: tuple
+    tiers: tuple                    # column names, in run order
+    tier_summaries: dict            # {tier: that tier's own report summary}
+
+    def to_json(self) -> dict:
+        rows = [{"id": r.id, "operator": r.operator, "contract": r.contract, "declared": r.declared,
+                 "reason": r.reason, "outcome": r.outcome, "combined": r.colour,
+                 "tiers": {t.tier: t.to_json() for t in r.tiers}} for r in self.rows]
+        st = standing(((r.id, r.declared, r.outcome, r.failing) for r in self.rows), proof=False)
+        colours: dict = {}
+        for r in self.rows:
+            if r.declared is not None:
+                colours[r.colour] = colours.get(r.colour, 0) + 1
+        violates = [r for r in self.rows if r.declared == "violates"]
+        summ = {**st, "rows": len(rows), "combined": dict(sorted(colours.items())),
+                "expected": {"rows": len(violates), "reproduced": sum(r.colour == "green" for r in violates)},
+                "tiers": {name: {k: s.get(k) for k in ("result", "claimed", "failing", "undecided")}
+                          for name, s in self.tier_summaries.items()}}
+        return {"schema": 1, "meta": {"tier": "combined", "tiers": list(self.tiers),
+                                      "runs": json.loads(json.dumps(list(self.runs)))},
+                "summary": summ, "rows": rows}
+
+
+def _detail(tier: str, row_json: dict) -> str:
+    if tier == "symbolic":
+        v = row_json["cells"][0]["verdict"] if row_json["cells"] else None
+        text = (v or {}).get("detail", "")
+    else:
+        text = first_counterexample(row_json)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _tier_rows(doc: Document, name: str) -> dict:
+    out = {}
+    for row, raw in zip(doc.rows, doc.to_json()["rows"]):
+        mismatch = any(c.verdict is not None and is_mismatch(c.verdict) for c in row.cells)
+        failing = row.outcome in V.FAILING or mismatch
+        show = failing or row.outcome in V.UNDECIDED or row.outcome in V.NOT_RUN
+        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(name, raw) if show else ""))
+    return out
+
+
+def combine(docs: list[Document]) -> Verification:
+    """The combined view of single-tier documents (at most one per tier; merge a campaign's shards first).
+
+    Rows are lined up by (operator, contract) in the order first seen; a row one tier lacks has no
+    column there.  Two tiers that declare a row differently were made from different registries:
+    refused, naming the row.
+    """
+    names = [tier_name(d.meta) for d in docs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise InvalidArgument(f"reports: more than one {dup[0]} report; join a campaign's shards with "
+                              "`tokenlaw report merge` first, then combine the tiers")
+    order: dict = {}
+    for doc, name in zip(docs, names):
+        for rid, (row, tier) in _tier_rows(doc, name).items():
+            if rid not in order:
+                order[rid] = (row, [])
+            first, tiers = order[rid]
+            if first.declared != row.declared:
+                raise InvalidArgument(f"reports: row {rid} is declared {first.declared!r} in one report and "
+                                      f"{row.declared!r} in the {name} report: were they made from the same operators?")
+            tiers.append(tier)
+    rows = tuple(CombinedRow(r.operator, r.contract, r.declared, r.reason, tuple(t)) for r, t in order.values())
+    runs = tuple({**run, "column": name} for d, name in zip(docs, names) for run in d.runs)
+    return Verification(rows, runs, tuple(names), {n: d.to_json()["summary"] for d, n in zip(docs, names)})
+
+
+def combine_or_merge(docs: list[Document], sources: list[str]):
+    """``tokenlaw report merge``: the shards of one tier give their merged Document; several tiers
+    (each possibly in shards) give the combined :class:`Verification`."""
+    groups: dict = {}
+    for doc, src in zip(docs, sources):
+        groups.setdefault(tier_name(doc.meta), []).append((doc, src))
+    merged = [merge_shards([d for d, _ in g], [s for _, s in g]) if len(g) > 1 else g[0][0] for g in groups.values()]
+    return merged[0] if len(merged) == 1 else combine(merged)
+
+
+def headline(view: dict) -> str:
+    """'176 claimed rows: 150 green, 2 undecided, 0 red, 24 not run; symbolic proved 50 of 176; ...'"""
+    summ, c = view["summary"], view["summary"]["claimed"]
+    colours = {k: 0 for k in ("green", "undecided", "red", "not run")}
+    for r in view["rows"]:
+        if r["declared"] == "claims":
+            colours[r["combined"]] += 1
+    text = f"{rows_word(c['rows']).replace('row', 'claimed row')}: " + ", ".join(f"{n} {k}" for k, n in colours.items())
+    for name, s in summ["tiers"].items():
+        sc = s.get("claimed") or {}
+        verb = f"proved {sc.get('proved', 0)}" if name == "symbolic" else f"established {sc.get('established', 0)}"
+        text += f"; {name} {verb} of {sc.get('rows', 0)} ({s.get('result')})"
+    e = summ["expected"]
+    if e["rows"]:
+        text += f"; {e['reproduced']} of {e['rows']} expected violations reproduced"
+    if c["rows"] and not c["established"] and not c["failing"]:
+        text += "; nothing established, so the run is undecided"
+    return text
+
+
+def to_markdown(view: dict) -> str:
+    """The combined report: the result and headline, red and undecided rows, then every row per tier."""
+    tiers, rows, summ = view["meta"]["tiers"], view["rows"], view["summary"]
+    lines = [f"# tokenlaw verification ({' + '.join(tiers)})", "", f"**{summ['result']}** - {headline(view)}.", "",
+             "A row is green only if no tier refuted it, no tier left a claimed row undecided (unknown, vacuous, "
+             "trace differs from eager) and some tier established it; red if any tier fails it, whatever the "
+             "others say. Each column is that tier's own outcome (`tokenlaw docs symbolic`, `tokenlaw docs fuzz`).",
+             ""]
+    for colour, title in (("red", "Red rows (some tier fails them)"),
+                          ("undecided", "Undecided claimed rows (why this run is not a PASS)")):
+        picked = [r for r in rows if r["combined"] == colour and (colour == "red" or r["declared"] == "claims")]
+        if picked:
+            lines += [f"## {title}", ""]
+            for r in picked:
+                said = "; ".join(f"{t}: {x['says']}" + (f" ({x['detail']})" if x["detail"] else "")
+                                 for t, x in r["tiers"].items())
+                lines.append(f"- `{r['id']}` ({r['declared']}): {said.replace('|', '/')}")
+            lines.append("")
+    lines += ["## Rows", "", "| row | declared | combined | " + " | ".join(tiers) + " |",
+              "|---|---|---|" + "---|" * len(tiers)]
+    for r in rows:
+        cols = [r["tiers"][t]["says"] if t in r["tiers"] else "-" for t in tiers]
+        mark = {"red": "**RED**", "green": "green"}.get(r["combined"], r["combined"])
+        lines.append(f"| `{r['id']}` | {r['declared']} | {mark} | " + " | ".join(cols) + " |")
+    lines += ["", "## Runs", ""]
+    for run in view["meta"]["runs"]:
+        keep = {k: run[k] for k in ("backend", "profile", "examples", "seed", "solver", "timeout") if k in run}
+        lines.append(f"- {run['column']}: " + ", ".join(f"{k} {v}" for k, v in keep.items()))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write(ver: Verification, out_dir) -> tuple:
+    """Write verification.json (timings left out: equal runs give equal files) and verification.md."""
+    out_dir = Path(out_dir)
+    view = stable(ver.to_json())
+    md, js = out_dir / "verification.md", out_dir / "verification.json"
+    atomic_write(js, json.dumps(view, indent=1) + "\n")
+    atomic_write(md, to_markdown(view))
+    return md, js
