@@ -31,6 +31,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import runs, writers
 
+from .argtypes import positive_int
 from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_UNDECIDED,  # noqa: F401 (re-exported)
                     EXIT_USAGE, of_result)
 from .progress import Progress
@@ -52,17 +53,6 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.bench_cmd",
     "tokenlaw.app.docs_cmd",
 )
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an int >= 1 (``--examples 0`` is refused, not read as 'the profile's')."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
-    return value
 
 
 class Parser(argparse.ArgumentParser):

@@ -15,7 +15,7 @@ import json
 
 from tokenlaw.reports import proofs, runs, verification, writers
 
-from .cli import positive_int
+from .argtypes import positive_int
 from .exits import of_result
 from .progress import Progress
 
