@@ -23,7 +23,8 @@ from tokenlaw.operators import normalisers
 from tokenlaw.operators.fir_attention import causal_mask
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties.applied import applied_weights
-from tokenlaw.properties.catalogue import default_registry
+from tokenlaw.properties.case import Case
+from tokenlaw.properties.catalogue import CONTRACTS, default_registry
 
 REG = default_registry()
 U16 = 2.0 ** -11
@@ -110,3 +111,15 @@ def test_float64_is_bit_identical_to_the_pre_fix_formula():
                 new = _weights(REG[op_name], s, **params)
                 ref = _weights(old(REG)[op_name], s, **params)
                 assert torch.equal(new, ref), (op_name, seed, spread, params)
+
+
+@pytest.mark.parametrize("tau", [-1e5, -3e5])
+def test_the_differential_contract_sees_the_tau_collapse_and_passes_the_fix(tau):
+    """The same collapse through the fuzz tier's own law: float16 against float64 within the predicted bound."""
+    def judge(registry):
+        return CONTRACTS["differential"](Case(op=registry["pn_fir_tau"], dtype=torch.float16, n=9, d=4, seed=1,
+                                              tau=tau))
+
+    fixed, old = judge(REG), judge(OLD_TAU(REG))
+    assert fixed.status == "holds" and not fixed.extra.get("inconclusive"), fixed.detail
+    assert old.violated and old.discrepancy == float("inf"), old.detail
