@@ -5,8 +5,11 @@ the operator's domain for an example the contract judges violated.  Finding
 one (shrunk to a minimal example) reproduces an expected violation or
 exposes an unexpected one, and is stored as a replay artifact
 (:mod:`tokenlaw.fuzz.replay`) whose id the verdict carries; exhausting the
-example budget means the law held on every example tried.  Either way the
-verdict records how many examples ran and the largest discrepancy seen
+example budget means the law held on every example tried -- provided
+enough of them were judged (:func:`min_judged`): a cell whose examples were
+nearly all inconclusive (every row set aside, outside the error model) is
+``vacuous``, never ``holds``.  Either way the verdict records how many
+examples ran, how many were judged and the largest discrepancy seen
 relative to its bound.
 """
 from __future__ import annotations
@@ -38,6 +41,27 @@ from .strategies import cases
 # Examples per cell per dtype.  quick is the CI profile (the benchmark in
 # docs/fuzz.md), deep is for long runs.
 PROFILES = {"smoke": 10, "quick": 100, "default": 300, "deep": 2000}
+
+# A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
+# aside, or the example outside the error model).  With k judged examples and no violation, the rate
+# of inputs that would violate the law is below 3/k at 95% confidence (the rule of three); a
+# profile's budget N promises 3/N.  A cell whose k is under a tenth of the examples it ran (at most
+# N) has a bound more than ten times weaker than its profile promises: it is ``vacuous``, not
+# ``holds`` (never green, as in the symbolic tier).  Per profile: smoke 1, quick 10, default 30,
+# deep 200 (``MIN_JUDGED``).
+JUDGED_FRACTION = 10
+
+
+def min_judged(examples: int) -> int:
+    """The fewest judged examples a cell that ran ``examples`` examples needs: a tenth, at least 1.
+
+    >>> min_judged(100), min_judged(10), min_judged(1), min_judged(65)
+    (10, 1, 1, 7)
+    """
+    return max(1, -(-examples // JUDGED_FRACTION))
+
+
+MIN_JUDGED = {name: min_judged(n) for name, n in PROFILES.items()}
 
 # Per-contract bounds on the drawn domain are declared with each contract, with their reasons
 # (``@contract(fuzz=...)``: e.g. gradcheck's small smooth shapes, the unstabilised reference's
@@ -109,7 +133,8 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return V.Verdict(V.NOT_RUNNABLE, detail=why, dtype=dtype_name(dtype),
                          tier="fuzz" if impl.reference else "kernel")
     start = time.perf_counter()
-    seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0}
+    seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0, "threshold": 0, "not_finite": 0,
+            "not_runnable": 0, "why": None}
     wanted = applicable(op, contract.regimes, dtype)
     visits = dict.fromkeys(wanted, 0)
 
@@ -118,8 +143,14 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         seen["n"] += 1
         for name in visited(case, wanted):
             visits[name] += 1
-        seen["set_aside"] += v.extra.get("set_aside_threshold", 0) + v.extra.get("set_aside_not_finite", 0)
-        seen["inconclusive"] += bool(v.extra.get("inconclusive"))
+        seen["threshold"] += v.extra.get("set_aside_threshold", 0)
+        seen["not_finite"] += v.extra.get("set_aside_not_finite", 0)
+        seen["set_aside"] = seen["threshold"] + seen["not_finite"]
+        if v.extra.get("inconclusive") or v.status == V.NOT_RUNNABLE:
+            # judged nothing: every row set aside, outside the error model, or unanswerable here
+            seen["inconclusive"] += 1
+            seen["not_runnable"] += v.status == V.NOT_RUNNABLE
+            seen["why"] = seen["why"] or v.detail     # the first such example's own reason
         if not contract.exact and v.ratio < float("inf"):
             # steer the search toward the worst discrepancy relative to its bound
             target(min(v.ratio, 1e6), label="discrepancy / bound")
@@ -142,8 +173,15 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             found = find(strategy, is_violation, settings=cfg, database_key=key, **rnd)
     except NoSuchExample:
         best = seen["best"] or V.holds()
-        detail, extra = _coverage(best.detail, dict(best.extra), visits, seen)
-        return V.Verdict(V.HOLDS, best.discrepancy, best.bound, detail, examples=seen["n"],
+        judged, needed = seen["n"] - seen["inconclusive"], min_judged(min(seen["n"], examples))
+        status, detail = V.HOLDS, best.detail
+        if judged < needed:
+            status, detail = V.VACUOUS, _vacuous(judged, needed, seen)
+            if seen["n"] and seen["not_runnable"] == seen["n"]:
+                status, detail = V.NOT_RUNNABLE, seen["why"]      # no example could be asked at all
+        detail, extra = _coverage(detail, dict(best.extra), visits, seen)
+        extra["judged_examples"] = judged
+        return V.Verdict(status, best.discrepancy, best.bound, detail, examples=seen["n"],
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra)
     v = contract.judge(found)
     v.detail, v.extra = _coverage(v.detail, dict(v.extra), visits, seen)
@@ -155,6 +193,15 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         v.replay = R.store(found, contract.name, v, replay_dir, mutant=mutant)
     return v
 
+
+
+def _vacuous(judged: int, needed: int, seen: dict) -> str:
+    """Why a cell is vacuous: how many examples were judged, and why the others said nothing."""
+    rows = (f"; over the run {seen['threshold']} rows set aside at a threshold, {seen['not_finite']} with a "
+            f"non-finite float64 value") if seen["set_aside"] else ""
+    why = f", the first: {seen['why']}" if seen["why"] else ""
+    return (f"vacuous: {judged} of {seen['n']} examples judged, fewer than the {needed} needed (a tenth of the "
+            f"examples run, at least 1: engine.min_judged); {seen['inconclusive']} judged nothing{why}{rows}")
 
 
 def _coverage(detail: str, extra: dict, visits: dict, seen: dict) -> tuple[str, dict]:

@@ -48,7 +48,7 @@ _PRESENCE_OPS = ("presence", "oattention", "onorm_ln", "oinject")
 _FIR_ATTENTION = ("sm_fir", "pn", "pn_fir_c", "pn_fir_tau")
 _PN_FAMILY = ("pn", "pn_fir_c", "pn_fir_tau")
 _TAPS_SNIPPET = "    return tuple(r / total for r in raw)"
-_RELU_TAU = "    r = xp.relu(s - tau) * m\n    peak"
+_RELU_TAU = "    return xp.where(xp.gt(m, 0), xp.relu(s * scale - tau * scale), xp.zeros_like(s)) * m\n"   # pn_tau's one S - tau (normalisers._shifted)
 
 EAGER_MUTANTS = (
     _oattn("oattn_source_presence_not_in_den",
@@ -112,16 +112,16 @@ EAGER_MUTANTS = (
            "the causal mask is strictly lower triangular (j < t): a token cannot see its own key",
            "fir_attention", (("    tri = np.tril(np.ones((n, n)))", "    tri = np.tril(np.ones((n, n)), -1)"),)),
     _edit("pn_tau_sign_flipped", ("pn_fir_tau",), "pn_fir_tau rectifies S + tau instead of S - tau",
-           "normalisers", ((_RELU_TAU, "    r = xp.relu(s + tau) * m\n    peak"),), _NORMALISER_USERS),
+           "normalisers", ((_RELU_TAU, _RELU_TAU.replace("- tau", "+ tau")),), _NORMALISER_USERS),
     _edit("pn_tau_centred", ("pn_fir_tau",),
            "pn_fir_tau centres the scores by their row mean before subtracting tau (pn_fir_c's centring)",
            "normalisers", ((_RELU_TAU, "    mean = xp.div(xp.sum(s * m, axis=-1, keepdims=True), "
                                        "_safe(xp, xp.sum(m, axis=-1, keepdims=True)))\n"
-                                       "    r = xp.relu(s - mean - tau) * m\n    peak"),), _NORMALISER_USERS),
+                                       + _RELU_TAU.replace("s * scale", "(s - mean) * scale")),), _NORMALISER_USERS),
     _edit("pn_tau_power_before_rectification", ("pn_fir_tau",),
            "pn_fir_tau takes the power of S - tau before rectifying it: relu((S - tau)^10) = |S - tau|^10, so "
            "negative scores keep weight and the gate sees |S - tau|",
-           "normalisers", ((_RELU_TAU, "    r = xp.abs(s - tau) * m\n    peak"),),
+           "normalisers", ((_RELU_TAU, _RELU_TAU.replace("xp.relu(", "xp.abs(")),),
            _NORMALISER_USERS),
     _edit("gate_reaches_one", ("pn_fir_tau",), "the silence gate min(2m, 1) saturates: a weakly matching row gets full mass",
            "normalisers", (("    return xp.div(peak, 1.0 + peak)", "    return xp.minimum(2.0 * peak, 1.0)"),),
@@ -130,7 +130,7 @@ EAGER_MUTANTS = (
            "normalisers", (("    return power_norm(xp, xp.relu(s - tau) * m)", "    return power_norm(xp, xp.abs(s - tau) * m)"),),
            _NORMALISER_USERS),
     _edit("pn_centred_mean_over_future", ("pn_fir_c",), "pn_fir_c's row mean includes the masked (future) keys",
-           "normalisers", (("    mean = xp.div(xp.sum(s * m, axis=-1, keepdims=True), _safe(xp, count))",
+           "normalisers", (("    mean = _row_mean(xp, s, m)",
                             "    mean = xp.mean(s, axis=-1, keepdims=True)"),), _NORMALISER_USERS),
     _edit("softmax_without_max_subtraction", ("sm_fir", "sdpa"),
            "softmax evaluates exp(s) without subtracting the row max: large scores overflow",

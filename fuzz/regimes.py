@@ -50,7 +50,7 @@ def _first(params, key):
 
 
 def _param_keys(op) -> set:
-    return _keys(op.domain.params(torch.Generator().manual_seed(0), op.domain.d_model[0], torch.float64))
+    return _keys(op.domain.draw(torch.Generator().manual_seed(0), op.domain.d_model[0], torch.float64))
 
 
 def _power_edge(dtype) -> float:

@@ -8,6 +8,15 @@ and gradients stay finite).
 The pn path uses no transcendental function: ``x**10`` is four
 multiplications, and rows are scaled by their largest rectified score
 before the power so nothing overflows (the ratio is exact in the reals).
+
+Intermediates stay finite wherever the weights are (float16 included):
+pn_fir_c's row sum is retaken over scores scaled by 2^-k when it overflows,
+and the centred and the tau-shifted scores are formed at half scale (a
+power of two: the rounding is exactly that of the full-scale difference,
+so float64 results are unchanged bit for bit), with tau -> -inf's limit
+where even that overflows.  :func:`_finite` is the overflow test: it is a
+value test written with xp primitives (``t - t == 0``), true in the reals,
+so the symbolic tiers trace the ordinary path.
 """
 from __future__ import annotations
 
@@ -53,12 +62,38 @@ def pn(xp, s, mask=None, *, tau=0.0):
     return power_norm(xp, xp.relu(s - tau) * m)
 
 
+def _finite(xp, t):
+    """True where ``t`` is finite: t - t is exactly 0 for a finite float and NaN for +-inf or NaN.
+
+    Always true in the reals (the symbolic namespaces fold it), so a ``where`` on it traces as its
+    first branch; in floating point it selects a fallback only where an intermediate overflowed.
+    """
+    return xp.eq(t - t, xp.zeros_like(t))
+
+
+def _row_mean(xp, s, m):
+    """sum_j m_j s_j / sum_j m_j over the last axis, finite wherever the mean is.
+
+    The plain sum of n scores in the thousands overflows float16 (65504) though their mean does
+    not; there it is retaken over s * 2^-k with 2^k >= n (a power of two: no term rounds unless
+    it is subnormal, and no partial sum can exceed max|s|), and divided by count * 2^-k.
+    """
+    count = _safe(xp, xp.sum(m, axis=-1, keepdims=True))
+    total = xp.sum(s * m, axis=-1, keepdims=True)
+    scale = 2.0 ** -(s.shape[-1] - 1).bit_length()
+    scaled = xp.sum(s * m * scale, axis=-1, keepdims=True)
+    fits = _finite(xp, total)
+    # each branch gets only finite inputs, so the unselected one has finite gradients too
+    return xp.where(fits, xp.div(xp.where(fits, total, xp.zeros_like(total)), count),
+                    xp.div(scaled, count * scale))
+
+
 def pn_centred(xp, s, mask=None):
     """pn_fir_c: pn on scores centred by their visible row mean."""
     m = _visible(xp, s, mask)
-    count = xp.sum(m, axis=-1, keepdims=True)
-    mean = xp.div(xp.sum(s * m, axis=-1, keepdims=True), _safe(xp, count))
-    return power_norm(xp, xp.relu(s - mean) * m)
+    mean = _row_mean(xp, s, m)
+    # (s - mean) / 2, never past the dtype's range; power_norm is invariant to the scale
+    return power_norm(xp, xp.relu(s * 0.5 - mean * 0.5) * m)
 
 
 def silence_gate(xp, peak):
@@ -66,9 +101,34 @@ def silence_gate(xp, peak):
     return xp.div(peak, 1.0 + peak)
 
 
+# Scale of the second try at S - tau: brings |S - tau| up to 2^16 * 65504 (4.3e9) into float16's range.
+# Past it, every visible key's r_j / max_j r_j = 1 - (max_j S_j - S_j) / (max_j S_j - tau) is within
+# 131008 / 4.3e9 = 3e-5 of 1 (below float16's half ulp at 1): the limit (1 on every visible key) is taken there.
+FAR_SCALE = 2.0 ** -16
+
+
+def _shifted(xp, s, m, tau, scale):
+    """scale * max(s - tau, 0) on the visible keys, 0 on the others (where, not inf * 0, past the range).
+
+    A power-of-two scale rounds exactly as scale 1 does (subnormals aside).
+    """
+    return xp.where(xp.gt(m, 0), xp.relu(s * scale - tau * scale), xp.zeros_like(s)) * m
+
+
+def _in_range(xp, r, far, m):
+    """r's rows where they are finite, else far's (r at FAR_SCALE), else the limit tau -> -inf: m."""
+    far = xp.where(_finite(xp, xp.max(far, axis=-1, keepdims=True)), far, m)
+    return xp.where(_finite(xp, xp.max(r, axis=-1, keepdims=True)), r, far)
+
+
 def pn_tau(xp, s, mask=None, *, tau):
     """pn_fir_tau: W = g(max_j r_tj) * r^10 / sum r^10 with r = max(s - tau, 0)."""
     m = _visible(xp, s, mask)
-    r = xp.relu(s - tau) * m
+    r = _shifted(xp, s, m, tau, 0.5)       # r / 2: finite for |s - tau| up to twice the dtype's max
     peak = xp.max(r, axis=-1, keepdims=True)
-    return silence_gate(xp, peak) * power_norm(xp, r)
+    peak = peak + peak                     # max_j r_tj exactly, or inf past the dtype's range
+    # a peak past the dtype's range has g = 1 - 1 / (1 + m) = 1 to the dtype's precision; each branch
+    # gets only finite inputs, so the unselected one has finite gradients too
+    fits = _finite(xp, peak)
+    gate = xp.where(fits, silence_gate(xp, xp.where(fits, peak, xp.zeros_like(peak))), xp.ones_like(peak))
+    return gate * power_norm(xp, _in_range(xp, r, _shifted(xp, s, m, tau, FAR_SCALE), m))

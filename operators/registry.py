@@ -153,6 +153,14 @@ class Domain:
         """The declared domain of scalar parameter ``name`` (None if the operator has none)."""
         return self._scalars.get(name)
 
+    def draw(self, gen, d_model: int, dtype=torch.float64) -> dict:
+        """The parameters ``params`` builds at width ``d_model`` ({} for an operator declared without any).
+
+        >>> Domain().draw(torch.Generator().manual_seed(0), 4)
+        {}
+        """
+        return {} if self.params is None else self.params(gen, d_model, dtype)
+
 
 def scalar_parameters(tree, path=()):
     """[(path, value)] of every real scalar (a Python float) in a parameter tree."""

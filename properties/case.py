@@ -82,7 +82,7 @@ class Case:
     @property
     def params(self) -> dict:
         if "params" not in self._cache:
-            p = self.op.domain.params(self.generator(1), self.d, torch.float64)
+            p = self.op.domain.draw(self.generator(1), self.d, torch.float64)
             p = _override(p, bias_scale=self.bias_scale, heads=self.heads, tau=self.tau, eps_den=self.eps_den)
             self._cache["params"] = _offset_scores(p, self.score_offset)
         return self._cache["params"]
