@@ -1,0 +1,509 @@
+"""Trace = eager: a symbolic verdict covers the code the eager tier runs (issue 19, point 1).
+
+The prover traces an operator through the z3 namespace at small shapes and
+proves something about *that trace*.  The trace is the eager code only if
+both take the same path.  A ``proved`` (or ``holds_for_sampled_weights``)
+verdict is therefore tied to the eager float64 code by three checks, run
+after the solver has answered (:func:`check`):
+
+1. **Lines.**  ``sys.settrace`` records the source lines executed while the
+   law's relation is traced with a fresh :class:`~.z3_ns.Z3Namespace` (the
+   prover's own trace, same inputs, same enumerated mask) and while the same
+   relation runs on float64 tensors (``TORCH``) at a random in-domain point
+   (:func:`sample_point`), at each of ``POINTS`` points.  Both sets must be
+   equal.  Counted: every file under ``tokenlaw/operators`` and the files of
+   the operator's own callables (``fn``, ``weights``, ``reference``: a user's
+   module, a canary, a mutated copy).  Not counted: the namespace
+   implementations (``operators/xp.py``, ``operators/ordered_xp.py``,
+   ``tokenlaw/symbolic``) whose job is to differ, the law's harness
+   (``tokenlaw/properties``: it runs the same statement on both), and
+   ``operators/arguments.py``: its checks only raise ``InvalidArgument`` or
+   return their argument (a mask cast to x's dtype, same 0/1 values), and
+   skip the value checks on traced values by design.  A type branch in
+   *operator* code is never excluded: where floating point needs another
+   step than exact reals, that step is a namespace primitive
+   (``xp.log_full``, ``xp.denominator_floor``).
+2. **Values.**  The traced facts (both sides of every claim, the operator's
+   output terms) are evaluated in float64 at each point (:class:`Evaluator`:
+   exp / log / erf / tanh / sqrt and the fresh quotient and root symbols as
+   their definitions) and must equal the eager facts within rounding
+   (``REL_TOL``, derived below).
+3. **Shapes.**  The eager operator runs on a sweep of other shapes
+   (:func:`sweep_shapes`: n 1..20 and 130, odd and prime widths 1..128 with
+   heads dividing them, batch 1..4), with and without a mask.  A line the
+   eager code runs at one of them that it does not run at the trace's own
+   shape (same call structure) and that the trace never ran means the proof
+   covers another path there.
+
+Any difference is ``trace_differs`` (never green) naming the first divergent
+file:line and the shape or point; a random in-domain point that the eager
+validation rejects is ``domain_mismatch``.  Eager line sets per operator and
+shape are cached (:data:`_EAGER`): the same for every contract.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fractions
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import z3
+
+import tokenlaw.operators as _operators
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.xp import TORCH
+from tokenlaw.properties import verdict as V
+
+from . import relations as R
+from .inputs import draw_params, to_float
+from .objarray import raw, traced
+from .replay import REL_NOISE, concrete_inputs
+from .z3_ns import Z3Namespace
+
+POINTS = 3            # random in-domain points per problem (lines and values at each)
+SEED = 1234
+
+# Values: the traced term and the eager code evaluate the same real expression in float64,
+# in different orders (z3 reassociates, folds max/min into If, splits exp over If).  Each
+# evaluation is within gamma_k * S of the exact value (Higham's bound for k sums and
+# products, gamma_k ~ k * 2**-53; S = the sum of |terms| along the way).  Our shapes have
+# k < ~2000 operations per output (n <= 4, d <= 2, two host blocks), so gamma_k < 2.3e-13;
+# the draws keep |intermediates| within ~1e2 of max(1, |output|), giving < ~2e-11.  1e-9
+# relative to max(1, |values|) is the replay's noise bound (replay.REL_NOISE) and keeps a
+# 50x margin over that, while a different formula moves an output by O(1).
+REL_TOL = REL_NOISE
+
+_OPERATORS = os.path.dirname(os.path.abspath(_operators.__file__)) + os.sep
+# Namespace implementations (their job is to differ between backends) and validation-only code
+# (module docstring): never counted.
+_NOT_COUNTED = frozenset(os.path.join(_OPERATORS, f) for f in ("xp.py", "ordered_xp.py", "arguments.py"))
+
+
+def _plain(filename: str) -> str:
+    """A mutated copy compiles as ``<path> (mutated copy)``: count it as its own file."""
+    return os.path.abspath(filename)
+
+
+def counted_files(op):
+    """The predicate ``filename -> counted?`` for one operator (module docstring)."""
+    own = set()
+    for fn in (op.fn, op.weights, op.reference):
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            own.add(code.co_filename)
+    memo: dict = {}
+
+    def counted(filename: str) -> bool:
+        hit = memo.get(filename)
+        if hit is None:
+            path = _plain(filename)
+            hit = memo[filename] = filename in own or (path.startswith(_OPERATORS) and path not in _NOT_COUNTED)
+        return hit
+
+    return counted
+
+
+class LineRecorder:
+    """Context manager: the (file, line) pairs executed in counted files, in first-execution order."""
+
+    def __init__(self, counted):
+        self.counted = counted
+        self.lines: dict = {}
+
+    def _call(self, frame, event, arg):
+        if event == "call" and self.counted(frame.f_code.co_filename):
+            return self._line
+        return None
+
+    def _line(self, frame, event, arg):
+        if event == "line":
+            self.lines.setdefault((frame.f_code.co_filename, frame.f_lineno), None)
+        return self._line
+
+    def __enter__(self):
+        self._old = sys.gettrace()
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc):
+        sys.settrace(self._old)
+        return False
+
+
+def where(line) -> str:
+    return f"{line[0]}:{line[1]}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """Why a verdict is not tied to the eager code: ``status`` (trace_differs / domain_mismatch)."""
+
+    status: str
+    detail: str
+    where: str = ""
+    shape: str = ""
+
+
+# -- random in-domain points -----------------------------------------------------------------
+
+def _flatten(tree, prefix="", path=()) -> dict:
+    out = {}
+    if torch.is_tensor(tree) or isinstance(tree, float):
+        out[prefix + ".".join(map(str, path))] = tree
+    elif isinstance(tree, dict):
+        for k, u in tree.items():
+            out.update(_flatten(u, prefix, path + (k,)))
+    elif isinstance(tree, (list, tuple)):
+        for i, u in enumerate(tree):
+            out.update(_flatten(u, prefix, path + (i,)))
+    return out
+
+
+def sample_point(op, problem, assignment: dict, premises, seed: int) -> dict | None:
+    """{symbol name: float64 tensor / float}: a point of the premises near a random draw.
+
+    Weights and scalars start from the operator's own ``Domain.params`` at a fresh seed,
+    inputs from N(0, 1); z3 keeps every pin consistent with the premises (the law's and the
+    declared domains) and moves the others (e.g. a token the law sets to 0).  None when z3
+    cannot find one in time (the value check is then skipped at this point, and said so)."""
+    gen = torch.Generator().manual_seed(seed)
+    drawn = _flatten(draw_params(op, problem.shapes.get("d", 1), seed))
+    s = z3.Solver()
+    s.set("timeout", 4000)
+    s.add(*[p for p, _ in premises])
+    pins = {}
+    for name, arr in problem.sym.arrays.items():
+        if name in assignment:
+            continue
+        terms = list(arr.flat) if isinstance(arr, np.ndarray) else [arr]
+        target = drawn.get(name)
+        if target is None or (torch.is_tensor(target) and target.numel() != len(terms)):
+            target = torch.randn(len(terms), generator=gen, dtype=torch.float64)
+        vals = [float(target)] if isinstance(target, float) else [float(t) for t in torch.as_tensor(target).flatten()]
+        for t, val in zip(terms, vals):
+            lit = z3.Bool(f"pin!{len(pins)}")
+            s.add(z3.Implies(lit, t == z3.RealVal(fractions.Fraction(val).limit_denominator(10 ** 12))))
+            pins[lit.get_id()] = lit
+    for _ in range(64):
+        r = s.check(*pins.values())
+        if r == z3.sat:
+            values = problem.sym.values(s.model())
+            for name, val in assignment.items():
+                values[name] = torch.as_tensor(np.asarray(val, dtype=float)) if isinstance(val, np.ndarray) \
+                    else float(val)
+            return values
+        if r != z3.unsat:
+            return None
+        core = s.unsat_core()
+        if not len(core):
+            return None                   # the premises alone are unsatisfiable (a vacuous problem)
+        for lit in core:
+            pins.pop(lit.get_id(), None)
+    return None
+
+
+# -- the traced facts evaluated in float64 ---------------------------------------------------
+
+class Evaluator:
+    """Float64 value of a traced z3 term at a point, the namespace's fresh symbols by their definitions."""
+
+    _FUNCS = {"exp": math.exp, "log": math.log, "erf": math.erf, "tanh": math.tanh, "sqrt": math.sqrt}
+
+    def __init__(self, ns: Z3Namespace, env: dict):
+        self.env = env
+        self.defs = {}
+        for kind, apps in ns._apps.items():
+            for t, f in apps.values():
+                self.defs[f.decl().name()] = (kind, (t,))
+        for (a, b), q in ns._div_terms:
+            self.defs[q.decl().name()] = ("div", (a, b))
+        for t, r in ns._sqrt_terms:
+            self.defs[r.decl().name()] = ("sqrt", (t,))
+        self.memo: dict = {}
+
+    def __call__(self, e):
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 20000))
+        try:
+            return self._value(e)
+        finally:
+            sys.setrecursionlimit(old)
+
+    def _fresh(self, name):
+        kind, args = self.defs[name]
+        vals = [self._value(a) for a in args]
+        try:
+            if kind == "div":
+                return vals[0] / vals[1] if vals[1] != 0 else math.nan
+            return self._FUNCS[kind](vals[0])
+        except OverflowError:
+            return math.inf
+        except ValueError:                 # log / sqrt outside their domain
+            return math.nan
+
+    def _value(self, e):
+        key = e.get_id()
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit[1]
+        out = self._compute(e)
+        self.memo[key] = (e, out)         # holding e keeps its id from being recycled
+        return out
+
+    def _compute(self, e):
+        if z3.is_rational_value(e):
+            return float(e.as_fraction())
+        if z3.is_algebraic_value(e) or z3.is_true(e) or z3.is_false(e):
+            return to_float(e)
+        k = e.decl().kind()
+        if z3.is_const(e) and k == z3.Z3_OP_UNINTERPRETED:
+            name = e.decl().name()
+            if name in self.env:
+                return self.env[name]
+            if name in self.defs:
+                return self._fresh(name)
+            raise KeyError(f"no value for symbol {name!r}")
+        if k == z3.Z3_OP_ITE:
+            return self._value(e.arg(1)) if self._value(e.arg(0)) else self._value(e.arg(2))
+        if k == z3.Z3_OP_AND:
+            return all(self._value(c) for c in e.children())
+        if k == z3.Z3_OP_OR:
+            return any(self._value(c) for c in e.children())
+        if k == z3.Z3_OP_NOT:
+            return not self._value(e.arg(0))
+        if k == z3.Z3_OP_IMPLIES:
+            return (not self._value(e.arg(0))) or self._value(e.arg(1))
+        args = [self._value(c) for c in e.children()]
+        if k == z3.Z3_OP_ADD:
+            return math.fsum(args) if all(math.isfinite(a) for a in args) else sum(args)
+        if k == z3.Z3_OP_SUB:
+            return args[0] - sum(args[1:])
+        if k == z3.Z3_OP_UMINUS:
+            return -args[0]
+        if k == z3.Z3_OP_MUL:
+            return math.prod(args)
+        if k == z3.Z3_OP_DIV:
+            return args[0] / args[1] if args[1] != 0 else math.nan
+        if k == z3.Z3_OP_POWER:
+            return args[0] ** args[1]
+        if k == z3.Z3_OP_TO_REAL:
+            return args[0]
+        compare = {z3.Z3_OP_LE: lambda a, b: a <= b, z3.Z3_OP_LT: lambda a, b: a < b,
+                   z3.Z3_OP_GE: lambda a, b: a >= b, z3.Z3_OP_GT: lambda a, b: a > b,
+                   z3.Z3_OP_EQ: lambda a, b: a == b, z3.Z3_OP_DISTINCT: lambda a, b: a != b}
+        if k in compare:
+            return compare[k](*args)
+        raise ValueError(f"cannot evaluate z3 term of kind {k}: {e}")
+
+
+def _env(problem, values: dict) -> dict:
+    env = {}
+    for name, arr in problem.sym.arrays.items():
+        val = values[name]
+        if isinstance(arr, np.ndarray):
+            flat = torch.as_tensor(val, dtype=torch.float64).flatten().tolist()
+            for t, x in zip(arr.flat, flat):
+                env[t.decl().name()] = x
+        else:
+            env[arr.decl().name()] = float(val)
+    return env
+
+
+def _close(a: float, b: float, scale: float) -> bool:
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return (a != a and b != b) or a == b
+    return abs(a - b) <= REL_TOL * scale
+
+
+def compare_values(ns, facts_z, facts_e, env) -> str | None:
+    """None when every traced fact side equals the eager one within REL_TOL, else what differs."""
+    if len(facts_z) != len(facts_e):
+        return f"the trace states {len(facts_z)} facts, the eager run {len(facts_e)}"
+    ev = Evaluator(ns, env)
+    for fz, fe in zip(facts_z, facts_e):
+        for side in ("lhs", "rhs"):
+            z = np.asarray(ns._arr(getattr(fz, side)), dtype=object)
+            e = torch.as_tensor(getattr(fe, side), dtype=torch.float64).detach()
+            if tuple(z.shape) != tuple(e.shape):
+                try:
+                    shape = np.broadcast_shapes(z.shape, tuple(e.shape))
+                except ValueError:
+                    return f"'{fz.what}' ({side}): traced shape {z.shape} vs eager {tuple(e.shape)}"
+                z, e = np.broadcast_to(z, shape), e.broadcast_to(shape)
+            finite = e[torch.isfinite(e)].abs()
+            scale = max(1.0, float(finite.max()) if finite.numel() else 0.0)
+            for idx in np.ndindex(*z.shape):
+                tv, evv = float(ev(ns._term(raw(z[idx])))), float(e[idx])
+                scale_i = max(scale, abs(tv) if math.isfinite(tv) else 0.0)
+                if not _close(tv, evv, scale_i):
+                    return (f"'{fz.what}' ({side}) at {idx}: traced term = {tv:.17g}, eager float64 = {evv:.17g} "
+                            f"(|diff| > {REL_TOL:g} x {scale_i:.3g})")
+    return None
+
+
+# -- the shape sweep -------------------------------------------------------------------------
+
+SWEEP_N = tuple(range(1, 21)) + (130,)
+SWEEP_D = (1, 2, 3, 4, 5, 7, 8, 11, 13, 16, 17, 31, 32, 61, 64, 127, 128)
+SWEEP_BATCH = (1, 2, 3, 4)
+_EAGER: dict = {}     # (fn, weights, call key) -> ordered line dict: eager line sets, shared by every contract
+
+
+def _divisors(d: int) -> list:
+    small = next((p for p in range(2, d + 1) if d % p == 0), d)
+    return sorted({1, small, d})
+
+
+def sweep_shapes(n0: int, d0: int) -> list:
+    """(batch, n, d, heads) around the trace's (1, n0, d0): every n, every width (each head count
+    1, its smallest prime factor and d), every batch, and the long corner (4, 130, 128)."""
+    out = [(1, n, d0, 1) for n in SWEEP_N]
+    out += [(1, n0, d, h) for d in SWEEP_D for h in _divisors(d)]
+    out += [(b, n0, d0, 1) for b in SWEEP_BATCH]
+    out += [(4, 130, 128, 2), (3, 12, 7, 7)]
+    seen, uniq = set(), []
+    for s in out:
+        if s not in seen:
+            seen.add(s)
+            uniq.append(s)
+    return uniq
+
+
+def _standard_call(op, shape, masked: bool, seed: int = 0):
+    """(x, mask, params) of one eager call at ``shape``: x ~ N(0, 1), a random 0/1 mask with a
+    visible diagonal (or the causal one), the declared parameters (heads overridden)."""
+    b, n, d, h = shape
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, n, d, generator=gen, dtype=torch.float64)
+    params = draw_params(op, d, seed)
+    if "heads" in params:
+        params = {**params, "heads": h}
+    elif h != 1:
+        return None                       # no heads to vary: the h = 1 row covers this width
+    mask = None
+    if masked:
+        if op.domain.mask == "causal":
+            mask = torch.tril(torch.ones(1, n, n, dtype=torch.float64))
+        else:
+            mask = (torch.rand(b, n, n, generator=gen) < 0.7).to(torch.float64)
+            mask = torch.maximum(mask, torch.eye(n, dtype=torch.float64))
+    return x, mask, params
+
+
+def eager_lines(op, shape, masked: bool):
+    """Ordered line dict of one standard eager call (cached), or None if the call is not valid there."""
+    key = (op.fn, op.weights, op.name, shape, masked)
+    if key not in _EAGER:
+        call = _standard_call(op, shape, masked)
+        lines = None
+        if call is not None:
+            x, mask, params = call
+            rec = LineRecorder(counted_files(op))
+            try:
+                with torch.no_grad(), rec:
+                    R.run(op, TORCH, x, mask, params)
+                lines = rec.lines
+            except InvalidArgument:
+                lines = None              # outside what the code accepts: not a path of the domain
+        if len(_EAGER) > 4096:
+            _EAGER.clear()
+        _EAGER[key] = lines
+    return _EAGER[key]
+
+
+def shape_divergence(op, problem, traced_lines) -> Finding | None:
+    """The first line the eager code runs at a swept shape, not at the trace's own shape (same
+    call), and that the trace never ran."""
+    n0, d0 = problem.shapes.get("n", 1), problem.shapes.get("d", 1)
+    structures = (False, True) if op.domain.mask != "none" else (False,)
+    for masked in structures:
+        base = eager_lines(op, (1, n0, d0, 1), masked)
+        if base is None:
+            continue
+        for shape in sweep_shapes(n0, d0):
+            lines = eager_lines(op, shape, masked)
+            if lines is None:
+                continue
+            for line in lines:
+                if line not in base and line not in traced_lines:
+                    b, n, d, h = shape
+                    text = f"batch={b}, n={n}, d={d}, heads={h}" + (", mask given" if masked else "")
+                    return Finding(V.TRACE_DIFFERS,
+                                   f"at {text} the eager code runs {where(line)}, which it does not run at the "
+                                   f"trace's shape (batch=1, n={n0}, d={d0}) and the trace never ran: the proof "
+                                   f"covers another path than the code takes there", where(line), text)
+    return None
+
+
+# -- the check -------------------------------------------------------------------------------
+
+def _line_divergence(traced_lines, eager, at: str) -> Finding | None:
+    only_e = [ln for ln in eager if ln not in traced_lines]
+    only_t = [ln for ln in traced_lines if ln not in eager]
+    if not (only_e or only_t):
+        return None
+    side, line = ("eager only", only_e[0]) if only_e else ("trace only", only_t[0])
+    more = f"; {len(only_e)} eager-only and {len(only_t)} trace-only lines in all"
+    return Finding(V.TRACE_DIFFERS, f"first divergent line {where(line)} ({side}) {at}{more}", where(line), at)
+
+
+def _point_text(values: dict) -> str:
+    scalars = {k: round(v, 6) for k, v in values.items() if isinstance(v, float)}
+    return f"point (seed-drawn inputs; scalars {scalars})" if scalars else "point (seed-drawn inputs)"
+
+
+def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Finding | None, str]:
+    """(finding, summary): None when the problem's trace is tied to the eager code (module docstring)."""
+    first = next(iter(problem.sym.assignments()), None)
+    if first is None:
+        return None, "no enumerated input satisfies the premises: nothing traced"
+    assignment, premises = first
+    counted = counted_files(op)
+    ns = Z3Namespace(exp_product=problem.exp_product)
+    v = dict(problem.inputs)
+    v.update(assignment)
+    v["params"] = problem.params
+    with LineRecorder(counted) as rec:
+        facts_z = problem.relation(ns, traced(v))
+    traced_lines = rec.lines
+    checked = 0
+    for k in range(points):
+        values = sample_point(op, problem, assignment, premises, seed + k)
+        if values is None:
+            continue
+        concrete = concrete_inputs(problem, values)
+        for name, val in assignment.items():
+            concrete[name] = values[name]
+        at = f"at {_shape_text(problem)}, {_point_text(values)}"
+        erec = LineRecorder(counted)
+        try:
+            with torch.no_grad(), erec:
+                facts_e = problem.relation(TORCH, concrete)
+        except InvalidArgument as err:
+            return Finding(V.DOMAIN_MISMATCH, f"the eager code rejects a point of the declared domain {at}: {err} "
+                           f"(the declared domain is wider than the code accepts)", "", at), ""
+        except Exception as err:  # noqa: BLE001 -- the trace ran, the eager code did not: they differ
+            return Finding(V.TRACE_DIFFERS, f"the eager code raised {type(err).__name__} ({str(err)[:200]}) {at}, "
+                           f"where the trace ran", "", at), ""
+        found = _line_divergence(traced_lines, erec.lines, at)
+        if found:
+            return found, ""
+        differs = compare_values(ns, facts_z, facts_e, _env(problem, values))
+        if differs:
+            return Finding(V.TRACE_DIFFERS, f"traced value differs from the eager float64 value {at}: {differs}",
+                           "", at), ""
+        checked += 1
+    found = shape_divergence(op, problem, traced_lines)
+    if found:
+        return found, ""
+    n0, d0 = problem.shapes.get("n", 1), problem.shapes.get("d", 1)
+    swept = len(sweep_shapes(n0, d0))
+    return None, (f"trace = eager: the same {len(traced_lines)} lines and values within {REL_TOL:g} at {checked} "
+                  f"of {points} random points; no other line at {swept} swept shapes")
+
+
+def _shape_text(problem) -> str:
+    return ", ".join(f"{k}={v}" for k, v in problem.shapes.items()) + ", batch=1"
