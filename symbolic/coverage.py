@@ -450,35 +450,95 @@ def _line_divergence(traced_lines, eager, at: str) -> Finding | None:
     return Finding(V.TRACE_DIFFERS, f"first divergent line {where(line)} ({side}) {at}{more}", where(line), at)
 
 
-def _point_text(values: dict) -> str:
-    scalars = {k: round(v, 6) for k, v in values.items() if isinstance(v, float)}
-    return f"point (seed-drawn inputs; scalars {scalars})" if scalars else "point (seed-drawn inputs)"
+def _point_text(values: dict, assignment: dict) -> str:
+    scalars = {k: round(v, 6) for k, v in values.items() if isinstance(v, float) and k not in assignment}
+    fixed = {k: np.asarray(v).tolist() for k, v in assignment.items()}
+    return f"random point (scalars {scalars}" + (f"; enumerated {fixed}" if fixed else "") + ")"
 
 
-def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Finding | None, str]:
-    """(finding, summary): None when the problem's trace is tied to the eager code (module docstring)."""
-    first = next(iter(problem.sym.assignments()), None)
+def _feasible(sym, combo: dict):
+    """(assignment, premises) when the enumerated values ``combo`` satisfy the premises, else None
+    (the substitution ``Symbols.assignments`` makes, for one combination)."""
+    subst = []
+    for k, val in combo.items():
+        arr = sym.arrays[k]
+        if isinstance(arr, np.ndarray):
+            subst += [(arr[idx], z3.RealVal(int(val[idx]))) for idx in np.ndindex(*arr.shape)]
+        else:
+            subst.append((arr, z3.RealVal(int(val))))
+    premises = []
+    for p, why in sym.premises:
+        q = z3.simplify(z3.substitute(p, *subst)) if subst else p
+        if z3.is_false(q):
+            return None
+        if not z3.is_true(q):
+            premises.append((q, why))
+    return combo, premises
+
+
+def assignments_to_check(sym, count: int, seed: int) -> list:
+    """Up to ``count`` distinct feasible (assignment, premises) of the enumerated inputs: the
+    prover's first one, the last candidates (all-ones masks: every source visible), then random
+    ones -- a degenerate first mask (each token sees only itself) hides what a gate does."""
+    first = next(iter(sym.assignments()), None)
     if first is None:
-        return None, "no enumerated input satisfies the premises: nothing traced"
-    assignment, premises = first
-    counted = counted_files(op)
+        return []
+    out, seen = [first], {_combo_key(first[0])}
+    names = list(sym.finite)
+    rng = np.random.default_rng(seed)
+    tries = [{k: sym.finite[k][-1] for k in names}]
+    tries += [{k: sym.finite[k][int(rng.integers(len(sym.finite[k])))] for k in names} for _ in range(48)]
+    for combo in tries:
+        if len(out) >= count:
+            break
+        if _combo_key(combo) in seen:
+            continue
+        hit = _feasible(sym, combo)
+        if hit is not None:
+            out.append(hit)
+            seen.add(_combo_key(combo))
+    return out
+
+
+def _combo_key(combo: dict):
+    return tuple((k, tuple(np.asarray(v).flatten().tolist()) if isinstance(v, np.ndarray) else v)
+                 for k, v in sorted(combo.items()))
+
+
+def _trace(op, problem, assignment):
+    """(namespace, facts, ordered lines) of the prover's trace of the relation at ``assignment``."""
     ns = Z3Namespace(exp_product=problem.exp_product)
     v = dict(problem.inputs)
     v.update(assignment)
     v["params"] = problem.params
-    with LineRecorder(counted) as rec:
-        facts_z = problem.relation(ns, traced(v))
-    traced_lines = rec.lines
+    with LineRecorder(counted_files(op)) as rec:
+        facts = problem.relation(ns, traced(v))
+    return ns, facts, rec.lines
+
+
+def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Finding | None, str]:
+    """(finding, summary): None when the problem's trace is tied to the eager code (module docstring).
+
+    Point k uses the k-th of :func:`assignments_to_check` (cycling) and is traced there."""
+    cases = assignments_to_check(problem.sym, points, seed)
+    if not cases:
+        return None, "no enumerated input satisfies the premises: nothing traced"
+    traces: dict = {}
+    all_lines: dict = {}
     checked = 0
     for k in range(points):
+        assignment, premises = cases[k % len(cases)]
+        key = _combo_key(assignment)
+        if key not in traces:
+            traces[key] = _trace(op, problem, assignment)
+        ns, facts_z, traced_lines = traces[key]
+        all_lines.update(traced_lines)
         values = sample_point(op, problem, assignment, premises, seed + k)
         if values is None:
             continue
         concrete = concrete_inputs(problem, values)
-        for name, val in assignment.items():
-            concrete[name] = values[name]
-        at = f"at {_shape_text(problem)}, {_point_text(values)}"
-        erec = LineRecorder(counted)
+        at = f"at {_shape_text(problem)}, {_point_text(values, assignment)}"
+        erec = LineRecorder(counted_files(op))
         try:
             with torch.no_grad(), erec:
                 facts_e = problem.relation(TORCH, concrete)
@@ -496,13 +556,16 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Findi
             return Finding(V.TRACE_DIFFERS, f"traced value differs from the eager float64 value {at}: {differs}",
                            "", at), ""
         checked += 1
-    found = shape_divergence(op, problem, traced_lines)
+    if checked == 0:
+        return Finding(V.TRACE_DIFFERS, f"no random point of the premises was found at {_shape_text(problem)}, so "
+                       f"the trace could not be compared with the eager code (not tied: never green)"), ""
+    found = shape_divergence(op, problem, all_lines)
     if found:
         return found, ""
     n0, d0 = problem.shapes.get("n", 1), problem.shapes.get("d", 1)
-    swept = len(sweep_shapes(n0, d0))
-    return None, (f"trace = eager: the same {len(traced_lines)} lines and values within {REL_TOL:g} at {checked} "
-                  f"of {points} random points; no other line at {swept} swept shapes")
+    return None, (f"trace = eager: the same lines ({len(all_lines)}) and values within {REL_TOL:g} at {checked} "
+                  f"random points ({len(traces)} enumerated mask/case inputs); no other line at "
+                  f"{len(sweep_shapes(n0, d0))} swept shapes")
 
 
 def _shape_text(problem) -> str:

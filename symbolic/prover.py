@@ -435,7 +435,7 @@ def _domain_mismatch(problem, v, err, failed, start, base) -> V.Verdict:
     base["extra"]["rejected"] = dict(argument=argument, value=value if isinstance(value, float) else None,
                                      error=str(err))
     return V.Verdict(V.DOMAIN_MISMATCH, detail=f"domain mismatch at {shapes_text(problem)}: z3's counterexample has "
-                     f"{shown}, inside the declared domain ({'; '.join(declared) or 'no premise on it'}), but the "
+                     f"{shown}, inside the declared domain ({'; '.join(declared) or 'no premise bounds it'}), but the "
                      f"eager code's validation rejects it ({err}): the declared domain is wider than the code "
                      f"accepts (the claim fails there: '{failed[0] if failed else '?'}')",
                      counterexample=_counterexample(problem, v, failed), seconds=time.perf_counter() - start, **base)
