@@ -106,21 +106,39 @@ def counted_files(op):
     return counted
 
 
-class LineRecorder:
-    """Context manager: the (file, line) pairs executed in counted files, in first-execution order."""
+def output_codes(op) -> frozenset:
+    """The code objects whose return values are the operator's outputs: ``fn``, and ``layers``
+    (a function or a callable object) for a host."""
+    out = set()
+    for fn in (op.fn, op.layers):
+        if fn is None:
+            continue
+        code = getattr(fn, "__code__", None) or getattr(getattr(type(fn), "__call__", None), "__code__", None)
+        if code is not None:
+            out.add(code)
+    return frozenset(out)
 
-    def __init__(self, counted):
+
+class LineRecorder:
+    """Context manager: the (file, line) pairs executed in counted files, in first-execution order,
+    and the values returned by the code objects in ``outputs`` (the operator's own outputs), in order."""
+
+    def __init__(self, counted, outputs=frozenset()):
         self.counted = counted
+        self.outputs_of = outputs
         self.lines: dict = {}
+        self.outputs: list = []
 
     def _call(self, frame, event, arg):
-        if event == "call" and self.counted(frame.f_code.co_filename):
+        if event == "call" and (self.counted(frame.f_code.co_filename) or frame.f_code in self.outputs_of):
             return self._line
         return None
 
     def _line(self, frame, event, arg):
         if event == "line":
             self.lines.setdefault((frame.f_code.co_filename, frame.f_lineno), None)
+        elif event == "return" and arg is not None and frame.f_code in self.outputs_of:
+            self.outputs.append(arg)
         return self._line
 
     def __enter__(self):
@@ -224,59 +242,68 @@ class Evaluator:
             self.defs[r.decl().name()] = ("sqrt", (t,))
         self.memo: dict = {}
 
-    def __call__(self, e):
-        old = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old, 20000))
-        try:
-            return self._value(e)
-        finally:
-            sys.setrecursionlimit(old)
+    def __call__(self, root):
+        # An explicit stack, not recursion: a host's terms nest thousands deep.
+        memo = self.memo
+        stack = [root]
+        while stack:
+            e = stack[-1]
+            if e.get_id() in memo:
+                stack.pop()
+                continue
+            deps = self._deps(e)
+            missing = [c for c in deps if c.get_id() not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            memo[e.get_id()] = (e, self._compute(e, [memo[c.get_id()][1] for c in deps]))  # e held: id kept
+            stack.pop()
+        return memo[root.get_id()][1]
 
-    def _fresh(self, name):
-        kind, args = self.defs[name]
-        vals = [self._value(a) for a in args]
-        try:
-            if kind == "div":
-                return vals[0] / vals[1] if vals[1] != 0 else math.nan
-            return self._FUNCS[kind](vals[0])
-        except OverflowError:
-            return math.inf
-        except ValueError:                 # log / sqrt outside their domain
-            return math.nan
+    def _deps(self, e) -> list:
+        """The terms e's value is computed from: its children, or a fresh symbol's definition."""
+        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            name = e.decl().name()
+            if name in self.env:
+                return []
+            if name not in self.defs:
+                raise KeyError(f"no value for symbol {name!r}")
+            return list(self.defs[name][1])
+        return list(e.children())
 
-    def _value(self, e):
-        key = e.get_id()
-        hit = self.memo.get(key)
-        if hit is not None:
-            return hit[1]
-        out = self._compute(e)
-        self.memo[key] = (e, out)         # holding e keeps its id from being recycled
-        return out
-
-    def _compute(self, e):
+    def _compute(self, e, args):
         if z3.is_rational_value(e):
             return float(e.as_fraction())
         if z3.is_algebraic_value(e) or z3.is_true(e) or z3.is_false(e):
             return to_float(e)
         k = e.decl().kind()
-        if z3.is_const(e) and k == z3.Z3_OP_UNINTERPRETED:
-            name = e.decl().name()
-            if name in self.env:
-                return self.env[name]
-            if name in self.defs:
-                return self._fresh(name)
-            raise KeyError(f"no value for symbol {name!r}")
+        try:
+            if z3.is_const(e) and k == z3.Z3_OP_UNINTERPRETED:
+                name = e.decl().name()
+                if name in self.env:
+                    return self.env[name]
+                kind = self.defs[name][0]
+                if kind == "div":
+                    return args[0] / args[1] if args[1] != 0 else math.nan
+                return self._FUNCS[kind](args[0])
+            return self._apply(k, e, args)
+        except OverflowError:
+            return math.inf
+        except ValueError:                 # log / sqrt outside their domain
+            return math.nan
+
+    @staticmethod
+    def _apply(k, e, args):
         if k == z3.Z3_OP_ITE:
-            return self._value(e.arg(1)) if self._value(e.arg(0)) else self._value(e.arg(2))
+            return args[1] if args[0] else args[2]
         if k == z3.Z3_OP_AND:
-            return all(self._value(c) for c in e.children())
+            return all(args)
         if k == z3.Z3_OP_OR:
-            return any(self._value(c) for c in e.children())
+            return any(args)
         if k == z3.Z3_OP_NOT:
-            return not self._value(e.arg(0))
+            return not args[0]
         if k == z3.Z3_OP_IMPLIES:
-            return (not self._value(e.arg(0))) or self._value(e.arg(1))
-        args = [self._value(c) for c in e.children()]
+            return (not args[0]) or args[1]
         if k == z3.Z3_OP_ADD:
             return math.fsum(args) if all(math.isfinite(a) for a in args) else sum(args)
         if k == z3.Z3_OP_SUB:
@@ -296,7 +323,7 @@ class Evaluator:
                    z3.Z3_OP_EQ: lambda a, b: a == b, z3.Z3_OP_DISTINCT: lambda a, b: a != b}
         if k in compare:
             return compare[k](*args)
-        raise ValueError(f"cannot evaluate z3 term of kind {k}: {e}")
+        raise NotImplementedError(f"cannot evaluate z3 term of kind {k}: {e}")   # loud: a tier bug
 
 
 def _env(problem, values: dict) -> dict:
@@ -318,29 +345,55 @@ def _close(a: float, b: float, scale: float) -> bool:
     return abs(a - b) <= REL_TOL * scale
 
 
-def compare_values(ns, facts_z, facts_e, env) -> str | None:
-    """None when every traced fact side equals the eager one within REL_TOL, else what differs."""
+def _arrays(value) -> list:
+    """The arrays in an output (an array, or a host's list of layer states)."""
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in _arrays(v)]
+    return [value] if torch.is_tensor(value) or isinstance(value, np.ndarray) else []
+
+
+def _compare(ns, ev, traced_value, eager_value, what: str) -> str | None:
+    z = np.asarray(ns._arr(traced_value), dtype=object)
+    e = torch.as_tensor(eager_value, dtype=torch.float64).detach()
+    if tuple(z.shape) != tuple(e.shape):
+        try:
+            shape = np.broadcast_shapes(z.shape, tuple(e.shape))
+        except ValueError:
+            return f"{what}: traced shape {z.shape} vs eager {tuple(e.shape)}"
+        z, e = np.broadcast_to(z, shape), e.broadcast_to(shape)
+    finite = e[torch.isfinite(e)].abs()
+    scale = max(1.0, float(finite.max()) if finite.numel() else 0.0)
+    for idx in np.ndindex(*z.shape):
+        tv, evv = float(ev(ns._term(raw(z[idx])))), float(e[idx])
+        scale_i = max(scale, abs(tv) if math.isfinite(tv) else 0.0)
+        if not _close(tv, evv, scale_i):
+            return (f"{what} at {idx}: traced term = {tv:.17g}, eager float64 = {evv:.17g} "
+                    f"(|diff| > {REL_TOL:g} x {scale_i:.3g})")
+    return None
+
+
+def compare_values(ns, traced_run, eager_run, env) -> str | None:
+    """None when every output the operator returned (each call, in order) and both sides of every
+    fact the trace states equal the eager ones within REL_TOL, else what differs.
+
+    ``traced_run`` / ``eager_run``: (facts, outputs) of the two runs of the relation."""
+    (facts_z, out_z), (facts_e, out_e) = traced_run, eager_run
     if len(facts_z) != len(facts_e):
         return f"the trace states {len(facts_z)} facts, the eager run {len(facts_e)}"
+    arrays_z = [a for o in out_z for a in _arrays(o)]
+    arrays_e = [a for o in out_e for a in _arrays(o)]
+    if len(arrays_z) != len(arrays_e):
+        return f"the trace returned {len(arrays_z)} output arrays, the eager run {len(arrays_e)}"
     ev = Evaluator(ns, env)
+    for i, (z, e) in enumerate(zip(arrays_z, arrays_e)):
+        differs = _compare(ns, ev, z, e, f"operator output {i + 1} of {len(arrays_z)}")
+        if differs:
+            return differs
     for fz, fe in zip(facts_z, facts_e):
         for side in ("lhs", "rhs"):
-            z = np.asarray(ns._arr(getattr(fz, side)), dtype=object)
-            e = torch.as_tensor(getattr(fe, side), dtype=torch.float64).detach()
-            if tuple(z.shape) != tuple(e.shape):
-                try:
-                    shape = np.broadcast_shapes(z.shape, tuple(e.shape))
-                except ValueError:
-                    return f"'{fz.what}' ({side}): traced shape {z.shape} vs eager {tuple(e.shape)}"
-                z, e = np.broadcast_to(z, shape), e.broadcast_to(shape)
-            finite = e[torch.isfinite(e)].abs()
-            scale = max(1.0, float(finite.max()) if finite.numel() else 0.0)
-            for idx in np.ndindex(*z.shape):
-                tv, evv = float(ev(ns._term(raw(z[idx])))), float(e[idx])
-                scale_i = max(scale, abs(tv) if math.isfinite(tv) else 0.0)
-                if not _close(tv, evv, scale_i):
-                    return (f"'{fz.what}' ({side}) at {idx}: traced term = {tv:.17g}, eager float64 = {evv:.17g} "
-                            f"(|diff| > {REL_TOL:g} x {scale_i:.3g})")
+            differs = _compare(ns, ev, getattr(fz, side), getattr(fe, side), f"'{fz.what}' ({side})")
+            if differs:
+                return differs
     return None
 
 
@@ -374,11 +427,15 @@ def sweep_shapes(n0: int, d0: int) -> list:
 
 def _standard_call(op, shape, masked: bool, seed: int = 0):
     """(x, mask, params) of one eager call at ``shape``: x ~ N(0, 1), a random 0/1 mask with a
-    visible diagonal (or the causal one), the declared parameters (heads overridden)."""
+    visible diagonal (or the causal one), the declared parameters (heads overridden); None when
+    the operator has no heads to vary or its ``Domain.params`` cannot build parameters there."""
     b, n, d, h = shape
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(b, n, d, generator=gen, dtype=torch.float64)
-    params = draw_params(op, d, seed)
+    try:
+        params = draw_params(op, d, seed)
+    except Exception:  # noqa: BLE001 -- the domain builds no parameters at this width: not a shape of it
+        return None
     if "heads" in params:
         params = {**params, "heads": h}
     elif h != 1:
@@ -393,44 +450,61 @@ def _standard_call(op, shape, masked: bool, seed: int = 0):
     return x, mask, params
 
 
-def eager_lines(op, shape, masked: bool):
-    """Ordered line dict of one standard eager call (cached), or None if the call is not valid there."""
+@dataclasses.dataclass(frozen=True)
+class EagerRun:
+    """One standard eager call's executed lines (ordered), or why it did not run."""
+
+    lines: dict | None = None
+    skipped: str = ""                     # the code or the domain rejects this shape: not a path of the domain
+    raised: str = ""                      # any other exception: the eager code breaks at an in-domain shape
+
+
+def eager_lines(op, shape, masked: bool) -> EagerRun:
+    """The standard eager call at ``shape`` (cached per operator, shape and call structure)."""
     key = (op.fn, op.weights, op.name, shape, masked)
     if key not in _EAGER:
         call = _standard_call(op, shape, masked)
-        lines = None
-        if call is not None:
+        if call is None:
+            run = EagerRun(skipped="no parameters / heads at this shape")
+        else:
             x, mask, params = call
             rec = LineRecorder(counted_files(op))
             try:
                 with torch.no_grad(), rec:
                     R.run(op, TORCH, x, mask, params)
-                lines = rec.lines
-            except InvalidArgument:
-                lines = None              # outside what the code accepts: not a path of the domain
+                run = EagerRun(lines=rec.lines)
+            except InvalidArgument as err:
+                run = EagerRun(skipped=str(err))
+            except Exception as err:  # noqa: BLE001 -- reported as a divergence, not a crash of the run
+                run = EagerRun(raised=f"{type(err).__name__}: {str(err)[:200]}")
         if len(_EAGER) > 4096:
             _EAGER.clear()
-        _EAGER[key] = lines
+        _EAGER[key] = run
     return _EAGER[key]
+
+
+def _shape_text_of(shape, masked) -> str:
+    b, n, d, h = shape
+    return f"batch={b}, n={n}, d={d}, heads={h}" + (", mask given" if masked else "")
 
 
 def shape_divergence(op, problem, traced_lines) -> Finding | None:
     """The first line the eager code runs at a swept shape, not at the trace's own shape (same
-    call), and that the trace never ran."""
+    call), and that the trace never ran; or an exception the eager code raises at a swept shape."""
     n0, d0 = problem.shapes.get("n", 1), problem.shapes.get("d", 1)
     structures = (False, True) if op.domain.mask != "none" else (False,)
     for masked in structures:
         base = eager_lines(op, (1, n0, d0, 1), masked)
-        if base is None:
+        if base.lines is None:
             continue
         for shape in sweep_shapes(n0, d0):
-            lines = eager_lines(op, shape, masked)
-            if lines is None:
-                continue
-            for line in lines:
-                if line not in base and line not in traced_lines:
-                    b, n, d, h = shape
-                    text = f"batch={b}, n={n}, d={d}, heads={h}" + (", mask given" if masked else "")
+            run = eager_lines(op, shape, masked)
+            text = _shape_text_of(shape, masked)
+            if run.raised:
+                return Finding(V.TRACE_DIFFERS, f"at {text} the eager code raises {run.raised}, where it runs at the "
+                               f"trace's shape (batch=1, n={n0}, d={d0}): the proof does not cover that path", "", text)
+            for line in run.lines or ():
+                if line not in base.lines and line not in traced_lines:
                     return Finding(V.TRACE_DIFFERS,
                                    f"at {text} the eager code runs {where(line)}, which it does not run at the "
                                    f"trace's shape (batch=1, n={n0}, d={d0}) and the trace never ran: the proof "
@@ -511,9 +585,9 @@ def _trace(op, problem, assignment):
     v = dict(problem.inputs)
     v.update(assignment)
     v["params"] = problem.params
-    with LineRecorder(counted_files(op)) as rec:
+    with LineRecorder(counted_files(op), output_codes(op)) as rec:
         facts = problem.relation(ns, traced(v))
-    return ns, facts, rec.lines
+    return ns, (facts, rec.outputs), rec.lines
 
 
 def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Finding | None, str]:
@@ -531,14 +605,14 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Findi
         key = _combo_key(assignment)
         if key not in traces:
             traces[key] = _trace(op, problem, assignment)
-        ns, facts_z, traced_lines = traces[key]
+        ns, traced_run, traced_lines = traces[key]
         all_lines.update(traced_lines)
         values = sample_point(op, problem, assignment, premises, seed + k)
         if values is None:
             continue
         concrete = concrete_inputs(problem, values)
         at = f"at {_shape_text(problem)}, {_point_text(values, assignment)}"
-        erec = LineRecorder(counted_files(op))
+        erec = LineRecorder(counted_files(op), output_codes(op))
         try:
             with torch.no_grad(), erec:
                 facts_e = problem.relation(TORCH, concrete)
@@ -551,7 +625,7 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Findi
         found = _line_divergence(traced_lines, erec.lines, at)
         if found:
             return found, ""
-        differs = compare_values(ns, facts_z, facts_e, _env(problem, values))
+        differs = compare_values(ns, traced_run, (facts_e, erec.outputs), _env(problem, values))
         if differs:
             return Finding(V.TRACE_DIFFERS, f"traced value differs from the eager float64 value {at}: {differs}",
                            "", at), ""

@@ -20,7 +20,14 @@ every denominator non-zero, every radicand non-negative).
 * unknown / timeout -> ``unknown`` with z3's reason (never proved).
 
 The proof is about the code that runs: the law calls ``op.fn`` /
-``op.weights`` / ``op.layers`` / ``op.reference`` from the registry entry.
+``op.weights`` / ``op.layers`` / ``op.reference`` from the registry entry,
+and a ``proved`` / sampled verdict is then tied to the eager float64 code
+(:func:`tied_to_eager`, ``symbolic/coverage.py``): the same source lines,
+the same values at random in-domain points, and no other line at a sweep of
+other shapes; otherwise it is ``trace_differs`` (never green).  A
+counterexample the eager code's validation rejects (``InvalidArgument``
+during the replay) is ``domain_mismatch``: the declared domain is wider than
+the code accepts.
 """
 from __future__ import annotations
 
