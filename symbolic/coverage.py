@@ -64,6 +64,7 @@ from .replay import REL_NOISE, concrete_inputs
 from .z3_ns import Z3Namespace
 
 POINTS = 3            # random in-domain points per problem (lines and values at each)
+CASES = 2             # enumerated inputs (masks, case selectors) traced: the prover's first and one more
 SEED = 1234
 
 # Values: the traced term and the eager code evaluate the same real expression in float64,
@@ -76,19 +77,17 @@ SEED = 1234
 # 50x margin over that, while a different formula moves an output by O(1).
 REL_TOL = REL_NOISE
 
-_OPERATORS = os.path.dirname(os.path.abspath(_operators.__file__)) + os.sep
+_OPERATORS = os.path.dirname(os.path.realpath(_operators.__file__)) + os.sep
 # Namespace implementations (their job is to differ between backends) and validation-only code
 # (module docstring): never counted.
 _NOT_COUNTED = frozenset(os.path.join(_OPERATORS, f) for f in ("xp.py", "ordered_xp.py", "arguments.py"))
 
 
-def _plain(filename: str) -> str:
-    """A mutated copy compiles as ``<path> (mutated copy)``: count it as its own file."""
-    return os.path.abspath(filename)
-
-
 def counted_files(op):
-    """The predicate ``filename -> counted?`` for one operator (module docstring)."""
+    """The predicate ``filename -> counted?`` for one operator (module docstring).
+
+    Paths are compared resolved (a checkout may import ``tokenlaw`` through symlinks); a
+    mutated copy compiles as ``<path> (mutated copy)`` and counts as a file of its directory."""
     own = set()
     for fn in (op.fn, op.weights, op.reference):
         code = getattr(fn, "__code__", None)
@@ -99,7 +98,7 @@ def counted_files(op):
     def counted(filename: str) -> bool:
         hit = memo.get(filename)
         if hit is None:
-            path = _plain(filename)
+            path = os.path.realpath(filename)
             hit = memo[filename] = filename in own or (path.startswith(_OPERATORS) and path not in _NOT_COUNTED)
         return hit
 
@@ -225,13 +224,17 @@ def sample_point(op, problem, assignment: dict, premises, seed: int) -> dict | N
 
 # -- the traced facts evaluated in float64 ---------------------------------------------------
 
-class Evaluator:
-    """Float64 value of a traced z3 term at a point, the namespace's fresh symbols by their definitions."""
+class Program:
+    """A traced namespace's terms compiled once for float64 evaluation at many points.
+
+    A node per term: a constant, an input symbol (read from the point), a fresh symbol of the
+    namespace (its definition: exp / log / erf / tanh / sqrt of its argument, or the quotient
+    a / b), or an application of its children.  z3's Python API is slow to walk; the walk is
+    done once per trace and shared by every point (:class:`Evaluator`)."""
 
     _FUNCS = {"exp": math.exp, "log": math.log, "erf": math.erf, "tanh": math.tanh, "sqrt": math.sqrt}
 
-    def __init__(self, ns: Z3Namespace, env: dict):
-        self.env = env
+    def __init__(self, ns: Z3Namespace):
         self.defs = {}
         for kind, apps in ns._apps.items():
             for t, f in apps.values():
@@ -240,53 +243,62 @@ class Evaluator:
             self.defs[q.decl().name()] = ("div", (a, b))
         for t, r in ns._sqrt_terms:
             self.defs[r.decl().name()] = ("sqrt", (t,))
-        self.memo: dict = {}
+        self.nodes: dict = {}             # id -> (term, op, payload, child terms, child ids); the term keeps its id
 
-    def __call__(self, root):
-        # An explicit stack, not recursion: a host's terms nest thousands deep.
-        memo = self.memo
-        stack = [root]
+    def _compile(self, e):
+        if z3.is_rational_value(e):
+            return (e, "const", float(e.as_fraction()), (), ())
+        if z3.is_algebraic_value(e) or z3.is_true(e) or z3.is_false(e):
+            return (e, "const", to_float(e), (), ())
+        k = e.decl().kind()
+        if z3.is_const(e) and k == z3.Z3_OP_UNINTERPRETED:
+            name = e.decl().name()
+            if name not in self.defs:
+                return (e, "symbol", name, (), ())
+            kind, args = self.defs[name]
+            return (e, "fresh", kind, tuple(args), tuple(a.get_id() for a in args))
+        children = tuple(e.children())
+        return (e, "app", k, children, tuple(c.get_id() for c in children))
+
+    def value(self, root, env: dict, memo: dict) -> float:
+        """The value of ``root`` at the point ``env`` (symbol name -> float); ``memo``: this point's values."""
+        nodes = self.nodes
+        rid = root.get_id()
+        if rid not in nodes:
+            nodes[rid] = self._compile(root)
+        stack = [rid]                     # an explicit stack: a host's terms nest thousands deep
         while stack:
-            e = stack[-1]
-            if e.get_id() in memo:
+            i = stack[-1]
+            if i in memo:
                 stack.pop()
                 continue
-            deps = self._deps(e)
-            missing = [c for c in deps if c.get_id() not in memo]
+            e, op, payload, kids, ids = nodes[i]
+            missing = False
+            for c, ci in zip(kids, ids):
+                if ci not in memo:
+                    if ci not in nodes:
+                        nodes[ci] = self._compile(c)
+                    stack.append(ci)
+                    missing = True
             if missing:
-                stack.extend(missing)
                 continue
-            memo[e.get_id()] = (e, self._compute(e, [memo[c.get_id()][1] for c in deps]))  # e held: id kept
+            memo[i] = self._compute(e, op, payload, [memo[ci] for ci in ids], env)
             stack.pop()
-        return memo[root.get_id()][1]
+        return memo[rid]
 
-    def _deps(self, e) -> list:
-        """The terms e's value is computed from: its children, or a fresh symbol's definition."""
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            name = e.decl().name()
-            if name in self.env:
-                return []
-            if name not in self.defs:
-                raise KeyError(f"no value for symbol {name!r}")
-            return list(self.defs[name][1])
-        return list(e.children())
-
-    def _compute(self, e, args):
-        if z3.is_rational_value(e):
-            return float(e.as_fraction())
-        if z3.is_algebraic_value(e) or z3.is_true(e) or z3.is_false(e):
-            return to_float(e)
-        k = e.decl().kind()
+    def _compute(self, e, op, payload, args, env):
+        if op == "const":
+            return payload
+        if op == "symbol":
+            if payload not in env:
+                raise KeyError(f"no value for symbol {payload!r}")
+            return env[payload]
         try:
-            if z3.is_const(e) and k == z3.Z3_OP_UNINTERPRETED:
-                name = e.decl().name()
-                if name in self.env:
-                    return self.env[name]
-                kind = self.defs[name][0]
-                if kind == "div":
+            if op == "fresh":
+                if payload == "div":
                     return args[0] / args[1] if args[1] != 0 else math.nan
-                return self._FUNCS[kind](args[0])
-            return self._apply(k, e, args)
+                return self._FUNCS[payload](args[0])
+            return self._apply(payload, e, args)
         except OverflowError:
             return math.inf
         except ValueError:                 # log / sqrt outside their domain
@@ -324,6 +336,18 @@ class Evaluator:
         if k in compare:
             return compare[k](*args)
         raise NotImplementedError(f"cannot evaluate z3 term of kind {k}: {e}")   # loud: a tier bug
+
+
+class Evaluator:
+    """Float64 value of a traced z3 term at one point, the namespace's fresh symbols by their definitions."""
+
+    def __init__(self, ns: Z3Namespace, env: dict, program: Program | None = None):
+        self.env = env
+        self.program = program if program is not None else Program(ns)
+        self.memo: dict = {}
+
+    def __call__(self, root) -> float:
+        return self.program.value(root, self.env, self.memo)
 
 
 def _env(problem, values: dict) -> dict:
@@ -372,11 +396,12 @@ def _compare(ns, ev, traced_value, eager_value, what: str) -> str | None:
     return None
 
 
-def compare_values(ns, traced_run, eager_run, env) -> str | None:
+def compare_values(ns, traced_run, eager_run, env, program: Program | None = None) -> str | None:
     """None when every output the operator returned (each call, in order) and both sides of every
     fact the trace states equal the eager ones within REL_TOL, else what differs.
 
-    ``traced_run`` / ``eager_run``: (facts, outputs) of the two runs of the relation."""
+    ``traced_run`` / ``eager_run``: (facts, outputs) of the two runs of the relation; ``program``:
+    the trace's compiled terms, shared by the points of one trace."""
     (facts_z, out_z), (facts_e, out_e) = traced_run, eager_run
     if len(facts_z) != len(facts_e):
         return f"the trace states {len(facts_z)} facts, the eager run {len(facts_e)}"
@@ -384,7 +409,7 @@ def compare_values(ns, traced_run, eager_run, env) -> str | None:
     arrays_e = [a for o in out_e for a in _arrays(o)]
     if len(arrays_z) != len(arrays_e):
         return f"the trace returned {len(arrays_z)} output arrays, the eager run {len(arrays_e)}"
-    ev = Evaluator(ns, env)
+    ev = Evaluator(ns, env, program)
     for i, (z, e) in enumerate(zip(arrays_z, arrays_e)):
         differs = _compare(ns, ev, z, e, f"operator output {i + 1} of {len(arrays_z)}")
         if differs:
@@ -410,19 +435,20 @@ def _divisors(d: int) -> list:
     return sorted({1, small, d})
 
 
-def sweep_shapes(n0: int, d0: int) -> list:
-    """(batch, n, d, heads) around the trace's (1, n0, d0): every n, every width (each head count
-    1, its smallest prime factor and d), every batch, and the long corner (4, 130, 128)."""
-    out = [(1, n, d0, 1) for n in SWEEP_N]
-    out += [(1, n0, d, h) for d in SWEEP_D for h in _divisors(d)]
-    out += [(b, n0, d0, 1) for b in SWEEP_BATCH]
+SWEEP_AT = (3, 2)     # (n, d) the other axes sit at while one axis is swept
+
+
+def sweep_shapes() -> list:
+    """(batch, n, d, heads): every n at d = 2, every width at n = 3 (each with 1 head, its
+    smallest prime factor and d heads), every batch at (3, 2), and the corners (4, 130, 128)
+    and (3, 12, 7).  One set for every trace shape, so the eager runs are shared by every
+    contract of an operator (:func:`eager_lines` caches them)."""
+    n_at, d_at = SWEEP_AT
+    out = [(1, n, d_at, 1) for n in SWEEP_N]
+    out += [(1, n_at, d, h) for d in SWEEP_D for h in _divisors(d)]
+    out += [(b, n_at, d_at, 1) for b in SWEEP_BATCH]
     out += [(4, 130, 128, 2), (3, 12, 7, 7)]
-    seen, uniq = set(), []
-    for s in out:
-        if s not in seen:
-            seen.add(s)
-            uniq.append(s)
-    return uniq
+    return list(dict.fromkeys(out))
 
 
 def _standard_call(op, shape, masked: bool, seed: int = 0):
@@ -497,7 +523,7 @@ def shape_divergence(op, problem, traced_lines) -> Finding | None:
         base = eager_lines(op, (1, n0, d0, 1), masked)
         if base.lines is None:
             continue
-        for shape in sweep_shapes(n0, d0):
+        for shape in sweep_shapes():
             run = eager_lines(op, shape, masked)
             text = _shape_text_of(shape, masked)
             if run.raised:
@@ -587,14 +613,14 @@ def _trace(op, problem, assignment):
     v["params"] = problem.params
     with LineRecorder(counted_files(op), output_codes(op)) as rec:
         facts = problem.relation(ns, traced(v))
-    return ns, (facts, rec.outputs), rec.lines
+    return ns, (facts, rec.outputs), rec.lines, Program(ns)
 
 
 def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Finding | None, str]:
     """(finding, summary): None when the problem's trace is tied to the eager code (module docstring).
 
     Point k uses the k-th of :func:`assignments_to_check` (cycling) and is traced there."""
-    cases = assignments_to_check(problem.sym, points, seed)
+    cases = assignments_to_check(problem.sym, CASES, seed)
     if not cases:
         return None, "no enumerated input satisfies the premises: nothing traced"
     traces: dict = {}
@@ -605,7 +631,7 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Findi
         key = _combo_key(assignment)
         if key not in traces:
             traces[key] = _trace(op, problem, assignment)
-        ns, traced_run, traced_lines = traces[key]
+        ns, traced_run, traced_lines, program = traces[key]
         all_lines.update(traced_lines)
         values = sample_point(op, problem, assignment, premises, seed + k)
         if values is None:
@@ -625,7 +651,7 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Findi
         found = _line_divergence(traced_lines, erec.lines, at)
         if found:
             return found, ""
-        differs = compare_values(ns, traced_run, (facts_e, erec.outputs), _env(problem, values))
+        differs = compare_values(ns, traced_run, (facts_e, erec.outputs), _env(problem, values), program)
         if differs:
             return Finding(V.TRACE_DIFFERS, f"traced value differs from the eager float64 value {at}: {differs}",
                            "", at), ""
@@ -636,10 +662,9 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Findi
     found = shape_divergence(op, problem, all_lines)
     if found:
         return found, ""
-    n0, d0 = problem.shapes.get("n", 1), problem.shapes.get("d", 1)
     return None, (f"trace = eager: the same lines ({len(all_lines)}) and values within {REL_TOL:g} at {checked} "
                   f"random points ({len(traces)} enumerated mask/case inputs); no other line at "
-                  f"{len(sweep_shapes(n0, d0))} swept shapes")
+                  f"{len(sweep_shapes())} swept shapes")
 
 
 def _shape_text(problem) -> str:
