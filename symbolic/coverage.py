@@ -164,6 +164,7 @@ class Finding:
     detail: str
     where: str = ""
     shape: str = ""
+    point: dict | None = None              # the random point's inputs and parameters (JSON-able), if any
 
 
 # -- random in-domain points -----------------------------------------------------------------
@@ -181,15 +182,37 @@ def _flatten(tree, prefix="", path=()) -> dict:
     return out
 
 
+def _spread(op, name: str, gen) -> float:
+    """A draw of scalar ``name`` across its declared Interval: decades 1e-2..1e2 on a half-line or
+    the real line (either sign), uniform on a bounded interval."""
+    iv = op.domain.scalar(name.rsplit(".", 1)[-1])
+    u = float(torch.rand((), generator=gen, dtype=torch.float64))
+    mag = 10 ** (4 * float(torch.rand((), generator=gen, dtype=torch.float64)) - 2)
+    if iv is None:
+        return mag
+    lo, hi = iv.lo, iv.hi
+    if math.isfinite(lo) and math.isfinite(hi):
+        return lo + (hi - lo) * (0.02 + 0.96 * u)
+    if math.isfinite(lo):
+        return lo + mag
+    if math.isfinite(hi):
+        return hi - mag
+    return mag if u < 0.5 else -mag
+
+
 def sample_point(op, problem, assignment: dict, premises, seed: int) -> dict | None:
     """{symbol name: float64 tensor / float}: a point of the premises near a random draw.
 
-    Weights and scalars start from the operator's own ``Domain.params`` at a fresh seed,
-    inputs from N(0, 1); z3 keeps every pin consistent with the premises (the law's and the
+    Weights and scalars start from the operator's own ``Domain.params`` at a fresh seed (at odd
+    seeds the scalars spread over their declared domain: :func:`_spread`), inputs from N(0, 1); z3 keeps every pin consistent with the premises (the law's and the
     declared domains) and moves the others (e.g. a token the law sets to 0).  None when z3
     cannot find one in time (the value check is then skipped at this point, and said so)."""
     gen = torch.Generator().manual_seed(seed)
     drawn = _flatten(draw_params(op, problem.shapes.get("d", 1), seed))
+    if seed % 2:
+        # every other point spreads the scalars over their whole declared domain, not only where
+        # Domain.params draws them: a declaration wider than the code shows there
+        drawn.update({k: _spread(op, k, gen) for k, v in drawn.items() if isinstance(v, float)})
     s = z3.Solver()
     s.set("timeout", 4000)
     s.add(*[p for p, _ in premises])
@@ -552,6 +575,10 @@ def _line_divergence(traced_lines, eager, at: str) -> Finding | None:
     return Finding(V.TRACE_DIFFERS, f"first divergent line {where(line)} ({side}) {at}{more}", where(line), at)
 
 
+def _jsonable(values: dict) -> dict:
+    return {k: v.tolist() if torch.is_tensor(v) else v for k, v in values.items()}
+
+
 def _point_text(values: dict, assignment: dict) -> str:
     scalars = {k: round(v, 6) for k, v in values.items() if isinstance(v, float) and k not in assignment}
     fixed = {k: np.asarray(v).tolist() for k, v in assignment.items()}
@@ -646,17 +673,17 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Findi
                 facts_e = problem.relation(TORCH, concrete)
         except InvalidArgument as err:
             return Finding(V.DOMAIN_MISMATCH, f"the eager code rejects a point of the declared domain {at}: {err} "
-                           f"(the declared domain is wider than the code accepts)", "", at), ""
+                           f"(the declared domain is wider than the code accepts)", "", at, _jsonable(values)), ""
         except Exception as err:  # noqa: BLE001 -- the trace ran, the eager code did not: they differ
             return Finding(V.TRACE_DIFFERS, f"the eager code raised {type(err).__name__} ({str(err)[:200]}) {at}, "
-                           f"where the trace ran", "", at), ""
+                           f"where the trace ran", "", at, _jsonable(values)), ""
         found = _line_divergence(traced_lines, erec.lines, at)
         if found:
-            return found, ""
+            return dataclasses.replace(found, point=_jsonable(values)), ""
         differs = compare_values(ns, traced_run, (facts_e, erec.outputs), _env(problem, values), program)
         if differs:
             return Finding(V.TRACE_DIFFERS, f"traced value differs from the eager float64 value {at}: {differs}",
-                           "", at), ""
+                           "", at, _jsonable(values)), ""
         checked += 1
     if checked == 0:
         return Finding(V.TRACE_DIFFERS, f"no random point of the premises was found at {_shape_text(problem)}, so "

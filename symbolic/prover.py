@@ -558,6 +558,8 @@ def tied_to_eager(op, contract: str, verdict: V.Verdict, *, n=None, d=None, star
         extra["trace_check"] = summary
         return dataclasses.replace(verdict, extra=extra, seconds=time.perf_counter() - start)
     extra.update(trace_check=found.detail, where=found.where, solver_said=verdict.status)
+    if found.point is not None:
+        extra["point"] = found.point
     what = "trace differs from eager" if found.status == V.TRACE_DIFFERS else "domain mismatch"
     return dataclasses.replace(verdict, status=found.status, extra=extra, seconds=time.perf_counter() - start,
                                detail=f"{what}: {found.detail}; so the solver's '{verdict.status}' covers other code "

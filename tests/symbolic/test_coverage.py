@@ -65,6 +65,26 @@ def test_a_value_off_by_one_millionth_is_caught():
     assert v.status == V.TRACE_DIFFERS and "traced value differs" in v.detail, v.detail
 
 
+def test_a_random_point_the_code_rejects_is_a_domain_mismatch():
+    # Declared tau > 0 (drawn in [0.5, 2]); the code rejects tau > 1 eagerly, and the claim holds: the
+    # solver proves it, but the declaration promises points the code refuses.
+    op = _op("""
+        value = arguments.scalar_value(tau, "tau")
+        if value is not None and value > 1.0:
+            raise arguments.InvalidArgument(f"tau: must be <= 1, got {value}")
+        return tau * x * x
+    """)
+    v = prove_cell(op, "zero_absorption", timeout=5)
+    assert v.status == V.DOMAIN_MISMATCH and "tau: must be <= 1" in v.detail, v.detail
+    assert v.extra["point"]["tau"] > 1.0 and V.outcome("claims", v) in V.FAILING, v.extra
+
+
+def test_a_value_difference_carries_its_point():
+    op = _op("return tau * x * x * (1.000001 if torch.is_tensor(x) else 1.0)\n")
+    v = prove_cell(op, "zero_absorption", timeout=5, n=2)
+    assert len(v.extra["point"]["x"][0]) == 2 and v.extra["point"]["tau"] > 0, v.extra
+
+
 def test_a_shape_only_path_is_named_with_its_shape():
     op = _op("""
         out = tau * x * x
