@@ -165,7 +165,8 @@ def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
 # drawn_weights breaks it only for weights the domain never draws).
 FUZZ = [("canary_prefix_host", "closure"), ("canary_prefix_host", "null_source_insertion"),
         ("canary_raw_division", "empty_support"), ("canary_python_branch", "zero_absorption"),
-        ("canary_vacuous_mask", "mask_respect"), ("canary_misguarded_division", "empty_support")]
+        ("canary_vacuous_mask", "mask_respect"), ("canary_misguarded_division", "empty_support"),
+        ("canary_tensor_branch", "zero_absorption")]
 
 
 @pytest.mark.parametrize("op,contract", FUZZ, ids=[f"{o}-{c}" for o, c in FUZZ])
