@@ -47,6 +47,7 @@ import fractions
 import math
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -213,10 +214,7 @@ def sample_point(op, problem, assignment: dict, premises, seed: int) -> dict | N
         # every other point spreads the scalars over their whole declared domain, not only where
         # Domain.params draws them: a declaration wider than the code shows there
         drawn.update({k: _spread(op, k, gen) for k, v in drawn.items() if isinstance(v, float)})
-    s = z3.Solver()
-    s.set("timeout", 4000)
-    s.add(*[p for p, _ in premises])
-    pins = {}
+    pins = []                             # (symbol, exact rational value)
     for name, arr in problem.sym.arrays.items():
         if name in assignment:
             continue
@@ -225,26 +223,66 @@ def sample_point(op, problem, assignment: dict, premises, seed: int) -> dict | N
         if target is None or (torch.is_tensor(target) and target.numel() != len(terms)):
             target = torch.randn(len(terms), generator=gen, dtype=torch.float64)
         vals = [float(target)] if isinstance(target, float) else [float(t) for t in torch.as_tensor(target).flatten()]
-        for t, val in zip(terms, vals):
-            lit = z3.Bool(f"pin!{len(pins)}")
-            s.add(z3.Implies(lit, t == z3.RealVal(fractions.Fraction(val).limit_denominator(10 ** 12))))
-            pins[lit.get_id()] = lit
-    for _ in range(64):
-        r = s.check(*pins.values())
+        pins += [(t, z3.RealVal(fractions.Fraction(val).limit_denominator(10 ** 12))) for t, val in zip(terms, vals)]
+    model = _substituted(premises, pins) or _solved(premises, pins)
+    if model is None:
+        return None
+    values = problem.sym.values(model)
+    for name, val in assignment.items():
+        values[name] = torch.as_tensor(np.asarray(val, dtype=float)) if isinstance(val, np.ndarray) else float(val)
+    return values
+
+
+class _Pinned:
+    """The model of a point whose pins satisfy every premise as they are (no solver needed)."""
+
+    def __init__(self, pins):
+        self.pins = pins
+
+    def eval(self, t, model_completion=True):
+        v = z3.simplify(z3.substitute(t, *self.pins)) if self.pins else z3.simplify(t)
+        # an unpinned symbol (an enumerated mask entry, set from the assignment afterwards)
+        # completes to 0, as z3's model_completion does
+        return v if z3.is_rational_value(v) or z3.is_algebraic_value(v) else z3.RealVal(0)
+
+
+def _substituted(premises, pins):
+    """The pins themselves when every premise holds at them (the usual case: only declared domains)."""
+    for p, _ in premises:
+        if not z3.is_true(z3.simplify(z3.substitute(p, *pins) if pins else p)):
+            return None
+    return _Pinned(pins)
+
+
+SAMPLE_BUDGET = 8.0   # seconds for z3 to move the pins onto the premises, all rounds together
+
+
+def _solved(premises, pins):
+    """A model of the premises keeping as many pins as it can: drop the pins in an unsat core, ask
+    again, within SAMPLE_BUDGET.  None when z3 cannot (then this point is skipped, and said so)."""
+    deadline = time.perf_counter() + SAMPLE_BUDGET
+    s = z3.Solver()
+    s.add(*[p for p, _ in premises])
+    lits = {}
+    for i, (t, val) in enumerate(pins):
+        lit = z3.Bool(f"pin!{i}")
+        s.add(z3.Implies(lit, t == val))
+        lits[lit.get_id()] = lit
+    while True:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        s.set("timeout", max(1, int(left * 1000)))
+        r = s.check(*lits.values())
         if r == z3.sat:
-            values = problem.sym.values(s.model())
-            for name, val in assignment.items():
-                values[name] = torch.as_tensor(np.asarray(val, dtype=float)) if isinstance(val, np.ndarray) \
-                    else float(val)
-            return values
+            return s.model()
         if r != z3.unsat:
             return None
         core = s.unsat_core()
         if not len(core):
             return None                   # the premises alone are unsatisfiable (a vacuous problem)
         for lit in core:
-            pins.pop(lit.get_id(), None)
-    return None
+            lits.pop(lit.get_id(), None)
 
 
 # -- the traced facts evaluated in float64 ---------------------------------------------------
@@ -541,7 +579,8 @@ def _shape_text_of(shape, masked) -> str:
 
 def shape_divergence(op, problem, traced_lines) -> Finding | None:
     """The first line the eager code runs at a swept shape, not at the trace's own shape (same
-    call), and that the trace never ran; or an exception the eager code raises at a swept shape."""
+    call), and that the trace never ran; a line the trace and the eager code run at the trace's
+    shape that the eager code skips at a larger swept shape; or an exception at a swept shape."""
     n0, d0 = problem.shapes.get("n", 1), problem.shapes.get("d", 1)
     structures = (False, True) if op.domain.mask != "none" else (False,)
     for masked in structures:
@@ -560,6 +599,15 @@ def shape_divergence(op, problem, traced_lines) -> Finding | None:
                                    f"at {text} the eager code runs {where(line)}, which it does not run at the "
                                    f"trace's shape (batch=1, n={n0}, d={d0}) and the trace never ran: the proof "
                                    f"covers another path than the code takes there", where(line), text)
+            # The other direction only at shapes at least as large as the trace's: a loop over
+            # tokens or features legitimately skips its body at n = 1, never at a larger n.
+            if run.lines is not None and shape[1] >= n0 and shape[2] >= d0:
+                for line in base.lines:
+                    if line in traced_lines and line not in run.lines:
+                        return Finding(V.TRACE_DIFFERS,
+                                       f"at {text} the eager code skips {where(line)}, which it and the trace run "
+                                       f"at the trace's shape (batch=1, n={n0}, d={d0}): the proof covers another "
+                                       f"path than the code takes there", where(line), text)
     return None
 
 

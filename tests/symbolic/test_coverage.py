@@ -96,6 +96,18 @@ def test_a_shape_only_path_is_named_with_its_shape():
     assert v.status == V.TRACE_DIFFERS and "n=130" in v.detail, v.detail
 
 
+def test_a_line_skipped_at_larger_shapes_is_named():
+    # The fix only runs at the trace's small shapes: eagerly, from 5 tokens on, f(0) = 1.
+    op = _op("""
+        out = tau * x * x + 1.0
+        if x.shape[1] <= 4:
+            out = out - 1.0
+        return out
+    """)
+    v = prove_cell(op, "zero_absorption", timeout=5)
+    assert v.status == V.TRACE_DIFFERS and "n=5" in v.detail and "skips" in v.detail, v.detail
+
+
 def test_an_eager_failure_at_a_swept_shape_is_not_a_crash():
     op = _op("""
         if x.shape[0] == 4:
