@@ -23,17 +23,20 @@ after the solver has answered (:func:`check`):
    *operator* code is never excluded: where floating point needs another
    step than exact reals, that step is a namespace primitive
    (``xp.log_full``, ``xp.denominator_floor``).
-2. **Values.**  The traced facts (both sides of every claim, the operator's
-   output terms) are evaluated in float64 at each point (:class:`Evaluator`:
+2. **Values.**  Every output the operator returns (each call of ``fn`` /
+   ``layers`` in the relation, in order) and both sides of every fact the
+   trace states are evaluated in float64 at each point (:class:`Program`:
    exp / log / erf / tanh / sqrt and the fresh quotient and root symbols as
-   their definitions) and must equal the eager facts within rounding
-   (``REL_TOL``, derived below).
+   their definitions) and must equal the eager values within rounding
+   (``REL_TOL``, derived below).  Points are traced at their own enumerated
+   mask (:func:`assignments_to_check`).
 3. **Shapes.**  The eager operator runs on a sweep of other shapes
    (:func:`sweep_shapes`: n 1..20 and 130, odd and prime widths 1..128 with
    heads dividing them, batch 1..4), with and without a mask.  A line the
    eager code runs at one of them that it does not run at the trace's own
    shape (same call structure) and that the trace never ran means the proof
-   covers another path there.
+   covers another path there; so does a line both run at the trace's shape
+   that the eager code skips at a shape at least as long and wide.
 
 Any difference is ``trace_differs`` (never green) naming the first divergent
 file:line and the shape or point; a random in-domain point that the eager
