@@ -19,10 +19,7 @@ from .registry import Domain, declare
 
 def causal_mask(xp, like, n):
     """Lower-triangular 0/1 (N, N) in ``like``'s array type."""
-    tri = np.tril(np.ones((n, n)))
-    if isinstance(like, np.ndarray):
-        return tri.astype(object)
-    return torch.as_tensor(tri, dtype=like.dtype, device=like.device)
+    return xp.asarray(np.tril(np.ones((n, n))), like)     # in like's array type: no type branch here
 
 
 def fir_attention(xp, x, weights, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS, **norm):

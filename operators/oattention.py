@@ -10,8 +10,6 @@ null token with a huge key cannot underflow the others.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
 from . import arguments, projections, references
@@ -41,7 +39,9 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     # scores made exp(log eps_den - M) subnormal (or 0) and the backward's 1/den^2 overflow
     # (fuzzer counterexample: empty row, scores at +97.6 in float32).  The kernel's running
     # max starts from log(eps_den) the same way.
-    log_eps = _log_of(xp, eps_den, a[..., :1])                   # (..., N, 1): broadcast by where
+    # log(eps_den) as an array like a's last column; a Python float's log is taken in float64
+    # before it meets the dtype (xp.log_full says why), a traced value's through xp.log.
+    log_eps = xp.log_full(a[..., :1], eps_den)                    # (..., N, 1): broadcast by where
     top = xp.max(xp.where(active, a, log_eps), axis=-1, keepdims=True)
     top = xp.maximum(top, log_eps)
     e = xp.where(active, xp.exp(xp.where(active, a - top, xp.zeros_like(a))), xp.zeros_like(a))
@@ -52,19 +52,6 @@ def oattention_core(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
     den = xp.exp(log_eps - top) + xp.sum(e, axis=-1, keepdims=True)
     den = xp.where(xp.gt(den, 0), den, xp.ones_like(den))
     return p_rcv * xp.div(num, den)
-
-
-def _log_of(xp, value, like):
-    """log(value) as an array like ``like``.
-
-    A Python float's log is taken in float64 before it meets the array's dtype:
-    eps_den = 1e-8 is zero in float16 (1e-6 is subnormal, off by 2%), and
-    rounding it before the log drops the eps_den term from every row whose
-    scores sit near log(eps_den).  A traced (symbolic) value goes through xp.log.
-    """
-    if isinstance(value, (int, float)):
-        return xp.full_like(like, math.log(value))
-    return xp.log(xp.full_like(like, 1.0) * value)
 
 
 def oattention_params(gen, d_model, dtype=torch.float64, *, heads=None):

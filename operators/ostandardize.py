@@ -19,23 +19,6 @@ def ostd_params(gen, d_model, dtype=torch.float64):
     return dict(tau=float(torch.empty(()).uniform_(0.1, 2.0, generator=gen)), eps=1e-5)
 
 
-def _division_floor(x) -> float:
-    """Smallest denominator the weights divide by, per dtype (0 for symbolic arrays: exact reals).
-
-    Backward of p / mass scales by 1 / mass^2: a subnormal mass (every present
-    token near-null) overflows it to inf, and inf * rho'(0) = NaN reaches the
-    null tokens.  Flooring mass at sqrt(smallest normal) keeps the gradient
-    finite; it only changes rows whose whole presence mass is below ~1e-154
-    (float64) / 1e-19 (float32, bfloat16), whose outputs are below that times
-    |h - mu| / sqrt(eps).  float16's floor is its smallest normal (its sqrt,
-    8e-3, would change ordinary rows).
-    """
-    if not torch.is_tensor(x):
-        return 0.0
-    tiny = torch.finfo(x.dtype).tiny
-    return tiny if x.dtype == torch.float16 else tiny ** 0.5
-
-
 @declare(
     name="ostandardize",
     reference=references.ostandardize_reference,
@@ -58,9 +41,13 @@ def ostandardize(xp, x, *, tau, eps=1e-5):
     p = presence(xp, x, tau=tau)                               # (B, N, 1)
     mass = xp.sum(p, axis=-2, keepdims=True)                   # (B, 1, 1)
     safe = xp.where(xp.gt(mass, 0), mass, xp.ones_like(mass))
-    floor = _division_floor(x)
-    if floor:
-        safe = xp.maximum(safe, floor)
+    # Backward of p / mass scales by 1 / mass^2: a subnormal mass (every present token
+    # near-null) overflows it, and inf * rho'(0) = NaN reaches the null tokens.  The floor
+    # (sqrt(smallest normal) per dtype; none on exact reals) only changes rows whose whole
+    # presence mass is below ~1e-154 (float64) / 1e-19 (float32, bfloat16), whose outputs
+    # are below that times |h - mu| / sqrt(eps).  A primitive, not an is_tensor branch:
+    # the symbolic trace runs the same lines as the eager code.
+    safe = xp.denominator_floor(safe)
     # Normalised weights w_j = p_j / sum p: a lone present token gets w = 1
     # exactly (p / p), so mu = h and h - mu = 0 exactly in every dtype instead
     # of rounding noise that 1 / sqrt(var + eps) would amplify ~300x.

@@ -14,7 +14,12 @@ Rules the operator code follows so every backend can trace it:
 * masks are multiplicative (weights times 0/1) or go through :meth:`where`,
   never ``-inf`` additions;
 * every division goes through :meth:`div` so symbolic backends can guard it;
-* reductions take ``axis`` and ``keepdims`` explicitly.
+* reductions take ``axis`` and ``keepdims`` explicitly;
+* no branch on the array *type* (``torch.is_tensor``, ``isinstance(v, float)``): where
+  floating point needs a different step than exact reals, that step is a primitive
+  each backend implements (:meth:`TorchNamespace.log_full`,
+  :meth:`TorchNamespace.denominator_floor`), so the symbolic trace and the eager run
+  execute the same lines of operator code (``symbolic/coverage.py`` checks it).
 
 :class:`Recording` wraps any namespace and counts which primitives were
 called: the zero-transcendental contract reads that count.
@@ -22,6 +27,7 @@ called: the zero-transcendental contract reads that count.
 from __future__ import annotations
 
 import collections
+import math
 from typing import Any
 
 import torch
@@ -32,9 +38,9 @@ PRIMITIVES = (
     "exp", "log", "sqrt", "div", "maximum", "minimum", "relu", "where",
     "sum", "max", "min", "mean", "matmul", "swapaxes", "reshape",
     "concat", "zeros_like", "ones_like", "full_like", "abs", "gt", "eq",
-    "asarray", "lt", "logical_and", "tanh", "erf",
+    "asarray", "lt", "logical_and", "tanh", "erf", "log_full", "denominator_floor",
 )
-TRANSCENDENTAL = frozenset({"exp", "log", "tanh", "erf"})
+TRANSCENDENTAL = frozenset({"exp", "log", "tanh", "erf", "log_full"})
 
 
 class TorchNamespace:
@@ -120,6 +126,31 @@ class TorchNamespace:
 
     def full_like(self, x, value):
         return torch.full_like(x, value)
+
+    def log_full(self, like, value):
+        """log(value) broadcast to an array like ``like``.
+
+        A Python number's log is taken in float64 before it meets the array's dtype:
+        eps_den = 1e-8 is zero in float16 (1e-6 is subnormal, off by 2%), and rounding
+        it before the log would drop the eps_den term from every row whose scores sit
+        near log(eps_den).  A tensor scalar goes through torch.log in its own dtype.
+        """
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return torch.full_like(like, math.log(value))
+        return torch.log(torch.full_like(like, 1.0) * value)
+
+    def denominator_floor(self, t):
+        """t floored at the smallest denominator it is safe to divide by in its dtype.
+
+        The backward of a / t scales by 1 / t^2: a subnormal t overflows it to inf,
+        and inf * 0 = NaN reaches tokens whose gradient should be 0.  The floor is
+        sqrt(smallest normal) (~1.5e-154 in float64, ~1e-19 in float32/bfloat16),
+        float16's own smallest normal (its sqrt, 8e-3, would change ordinary values).
+        Exact reals (the symbolic namespaces) do not underflow: there it is the identity.
+        """
+        tiny = torch.finfo(t.dtype).tiny
+        floor = tiny if t.dtype == torch.float16 else tiny ** 0.5
+        return torch.maximum(t, torch.as_tensor(floor, dtype=t.dtype, device=t.device))
 
     def asarray(self, value, like):
         """A constant with ``like``'s dtype and device."""

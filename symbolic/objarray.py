@@ -291,6 +291,15 @@ class ObjectNamespace:
     def div(self, a, b):
         return self._map(self.s_div, a, b)
 
+    def log_full(self, like, value):
+        """log(value) broadcast like ``like`` (value: a number or a 0-d array of one term)."""
+        return self.log(self.full_like(like, 1.0) * value)
+
+    def denominator_floor(self, t):
+        """The identity: exact reals do not underflow (the eager floor only moves values
+        below ~1e-154 in float64; ``operators.xp.TorchNamespace.denominator_floor``)."""
+        return t
+
     def maximum(self, a, b):
         return self._map(self.s_max, a, b)
 

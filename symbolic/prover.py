@@ -20,7 +20,14 @@ every denominator non-zero, every radicand non-negative).
 * unknown / timeout -> ``unknown`` with z3's reason (never proved).
 
 The proof is about the code that runs: the law calls ``op.fn`` /
-``op.weights`` / ``op.layers`` / ``op.reference`` from the registry entry.
+``op.weights`` / ``op.layers`` / ``op.reference`` from the registry entry,
+and a ``proved`` / sampled verdict is then tied to the eager float64 code
+(:func:`tied_to_eager`, ``symbolic/coverage.py``): the same source lines,
+the same values at random in-domain points, and no other line at a sweep of
+other shapes; otherwise it is ``trace_differs`` (never green).  A
+counterexample the eager code's validation rejects (``InvalidArgument``
+during the replay) is ``domain_mismatch``: the declared domain is wider than
+the code accepts.
 
 Hosts (closure, null_source_insertion): before any induction the host's
 declared pieces are checked against what it runs (``host_check``: prefix then
@@ -42,11 +49,13 @@ import sympy
 import torch
 import z3
 
+from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
 from . import host_check
 from . import host_witness
+from . import coverage
 from . import laws as L
 from .replay import concrete_inputs, measure, reproduces
 from .objarray import NotTraceable, traced
@@ -401,7 +410,10 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
             values[name] = torch.as_tensor(np.asarray(val, dtype=float)) if isinstance(val, np.ndarray) else float(val)
         v = concrete_inputs(problem, values)
         failed = _failed(q, model)
-        disc, bound, what = measure(problem, v)
+        try:
+            disc, bound, what = measure(problem, v)
+        except InvalidArgument as err:
+            return _domain_mismatch(problem, v, err, _failed(q, model), start, base)
         tried.append(disc)
         if reproduces(disc, bound):
             ce = _counterexample(problem, v, failed)
@@ -427,6 +439,22 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
                      f"MISMATCH: z3 found counterexamples at {shapes_text(problem)} but none of {len(tried)} replayed "
                      f"on the eager code (discrepancies {tried}): model/implementation mismatch",
                      seconds=time.perf_counter() - start, **base)
+
+
+def _domain_mismatch(problem, v, err, failed, start, base) -> V.Verdict:
+    """A z3 counterexample inside the declared domain that the eager code's validation rejects:
+    the declaration's domain is wider than the code accepts (a failing status, with the value)."""
+    argument = str(err).split(":", 1)[0].strip()
+    value = v["params"].get(argument, v.get(argument)) if isinstance(v.get("params"), dict) else v.get(argument)
+    shown = f"{argument} = {value:.6g}" if isinstance(value, float) else f"argument {argument!r}"
+    declared = [why for _, why in problem.sym.premises if argument and argument in why]
+    base["extra"]["rejected"] = dict(argument=argument, value=value if isinstance(value, float) else None,
+                                     error=str(err))
+    return V.Verdict(V.DOMAIN_MISMATCH, detail=f"domain mismatch at {shapes_text(problem)}: z3's counterexample has "
+                     f"{shown}, inside the declared domain ({'; '.join(declared) or 'no premise bounds it'}), but the "
+                     f"eager code's validation rejects it ({err}): the declared domain is wider than the code "
+                     f"accepts (the claim fails there: '{failed[0] if failed else '?'}')",
+                     counterexample=_counterexample(problem, v, failed), seconds=time.perf_counter() - start, **base)
 
 
 def _input_terms(problem) -> list:
@@ -517,12 +545,36 @@ def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d
     start = time.perf_counter()
     cache = ProofCache() if cache is None else cache
     try:
-        return _prove_cell(op, contract, timeout=timeout, n=n, d=d, mode=mode, start=start, cache=cache)
+        verdict = _prove_cell(op, contract, timeout=timeout, n=n, d=d, mode=mode, start=start, cache=cache)
     except Exception as err:  # noqa: BLE001 -- classified, or re-raised as the tier's own bug
         verdict = untraceable(op, contract, err, start)
         if verdict is None:
             raise
         return verdict
+    return tied_to_eager(op, contract, verdict, n=n, d=d, start=start)
+
+
+def tied_to_eager(op, contract: str, verdict: V.Verdict, *, n=None, d=None, start: float) -> V.Verdict:
+    """A proved / sampled verdict, checked against the eager code (``coverage.check``): the same
+    lines, the same values at random points, no other path at other shapes.  Otherwise
+    ``trace_differs`` (or ``domain_mismatch``), never green.  Other statuses pass unchanged
+    (a refutation already replays on the eager code)."""
+    if verdict.status not in (V.PROVED, V.SAMPLED):
+        return verdict
+    mode = "concrete" if verdict.extra.get("params", "symbols") != "symbols" else "symbolic"
+    problem = build_problem(op, contract, n=n, d=d, mode=mode)
+    found, summary = coverage.check(op, problem)
+    extra = dict(verdict.extra)
+    if found is None:
+        extra["trace_check"] = summary
+        return dataclasses.replace(verdict, extra=extra, seconds=time.perf_counter() - start)
+    extra.update(trace_check=found.detail, where=found.where, solver_said=verdict.status)
+    if found.point is not None:
+        extra["point"] = found.point
+    what = "trace differs from eager" if found.status == V.TRACE_DIFFERS else "domain mismatch"
+    return dataclasses.replace(verdict, status=found.status, extra=extra, seconds=time.perf_counter() - start,
+                               detail=f"{what}: {found.detail}; so the solver's '{verdict.status}' covers other code "
+                                      f"than the eager run (it said: {verdict.detail[:300]})")
 
 
 def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict:

@@ -16,14 +16,18 @@ import pytest
 import torch
 
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.properties.catalogue import collect
+from tokenlaw.properties.catalogue import collect, default_registry
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.symbolic.prover import prove_cell
 
 HERE = pathlib.Path(__file__).resolve().parents[1] / "canaries"
 MINE = ("prefix_host", "raw_division", "python_branch", "torch_call", "drawn_weights", "vacuous_mask",
-        "misguarded_division", "host_wrong_block", "host_output_shift", "host_open_last")
+        "misguarded_division", "host_wrong_block", "host_output_shift", "host_open_last", "tensor_branch",
+        "domain_rejects_negative")
+# Canaries that are edits of a shipping operator (``registry(base)``, ``OPERATOR``, ``CAUGHT_BY``): the
+# trace = eager check (symbolic/coverage.py) must catch each claim they break only off the traced path.
+MUTATED = ("fuzz_shape_width", "fuzz_shape_batch", "fuzz_shape_length", "trace_tensor_gate")
 
 
 def _load(stem):
@@ -35,6 +39,7 @@ def _load(stem):
 
 MODULES = {stem: _load(stem) for stem in MINE}
 REGISTRY = collect(*MODULES.values())
+MUTANTS = {stem: _load(stem) for stem in MUTATED}
 CELLS = [(op.name, c) for op in REGISTRY for c in op.claims if CONTRACTS[c].name not in ("gradcheck",)]
 
 
@@ -71,6 +76,8 @@ EXPECTED = {
     ("canary_host_output_shift", "null_source_insertion"): V.REFUTED,
     ("canary_host_open_last", "closure"): V.REFUTED,
     ("canary_host_open_last", "null_source_insertion"): V.REFUTED,
+    ("canary_tensor_branch", "zero_absorption"): V.TRACE_DIFFERS,
+    ("canary_domain_rejects_negative", "zero_absorption"): V.DOMAIN_MISMATCH,
 }
 
 
@@ -80,6 +87,49 @@ def test_symbolic_status_of_each_class(cell):
     assert v.status == EXPECTED[cell], v.detail
     if v.status == V.NOT_TRACEABLE:                # names the operator's own line
         assert f"canaries/{cell[0].removeprefix('canary_')}.py:" in v.detail, v.detail
+
+
+def test_a_type_branch_names_its_eager_only_line():
+    v = prove_cell(REGISTRY["canary_tensor_branch"], "zero_absorption", timeout=5)
+    assert v.status == V.TRACE_DIFFERS and V.outcome("claims", v) == V.OUT_TRACE_DIFFERS, v.detail
+    assert "canaries/tensor_branch.py:" in v.extra["where"] and "eager only" in v.detail, v.detail
+    assert V.OUT_TRACE_DIFFERS not in V.FAILING and v.extra["solver_said"] == V.PROVED
+
+
+def test_a_counterexample_the_code_rejects_is_a_domain_mismatch():
+    v = prove_cell(REGISTRY["canary_domain_rejects_negative"], "zero_absorption", timeout=5)
+    assert v.status == V.DOMAIN_MISMATCH and V.outcome("claims", v) in V.FAILING, v.detail
+    rejected = v.extra["rejected"]
+    assert rejected["argument"] == "tau" and rejected["value"] < 0, rejected
+    assert "tau = -" in v.detail and "wider than the code accepts" in v.detail, v.detail
+
+
+MUTANT_CELLS = [(stem, c) for stem in MUTATED for c in MUTANTS[stem].CAUGHT_BY]
+
+
+@pytest.mark.parametrize("stem,contract", MUTANT_CELLS, ids=[f"{s}-{c}" for s, c in MUTANT_CELLS])
+def test_a_path_the_trace_never_took_is_trace_differs(stem, contract):
+    # Wrong only at shapes the trace never reaches (d in {5, 7}, batch >= 3, 7 <= n <= 12), or only
+    # for real tensors on one line (values differ): the solver proves the trace, the check says no.
+    module = MUTANTS[stem]
+    op = module.registry(default_registry())[module.OPERATOR]
+    v = prove_cell(op, contract, timeout=5)
+    assert v.status == V.TRACE_DIFFERS, v.detail
+    assert v.extra["solver_said"] in (V.PROVED, V.SAMPLED), v.extra
+    if getattr(module, "SHAPE", None):             # the swept shape that takes the other path is named
+        bad = {"d": "d=5", "n": "n=7", "batch": "batch=3"}[module.SHAPE]
+        assert bad in v.detail and "oattention.py (mutated copy):" in v.extra["where"], v.detail
+    else:
+        assert "traced value differs from the eager float64 value" in v.detail, v.detail
+
+
+def test_the_shipping_operator_stays_proved_and_tied():
+    # The control of the canaries above: the same claims on the shipping OAttention.
+    op = default_registry()["oattention"]
+    for contract in ("null_receiver", "empty_support"):
+        v = prove_cell(op, contract, timeout=5)
+        assert v.status == V.PROVED, v.detail
+        assert v.extra["trace_check"].startswith("trace = eager"), v.extra
 
 
 def test_prefix_host_induction_checks_blocks_on_every_state():
@@ -127,7 +177,8 @@ FUZZ = [("canary_prefix_host", "closure"), ("canary_prefix_host", "null_source_i
         ("canary_vacuous_mask", "mask_respect"), ("canary_misguarded_division", "empty_support"),
         ("canary_host_wrong_block", "closure"), ("canary_host_wrong_block", "null_source_insertion"),
         ("canary_host_output_shift", "closure"), ("canary_host_output_shift", "null_source_insertion"),
-        ("canary_host_open_last", "closure"), ("canary_host_open_last", "null_source_insertion")]
+        ("canary_host_open_last", "closure"), ("canary_host_open_last", "null_source_insertion"),
+        ("canary_tensor_branch", "zero_absorption")]
 
 
 @pytest.mark.parametrize("op,contract", FUZZ, ids=[f"{o}-{c}" for o, c in FUZZ])
