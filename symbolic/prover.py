@@ -340,7 +340,10 @@ def _jsonable(p):
 
 
 def shapes_text(problem) -> str:
-    return ", ".join(f"{k}={v}" for k, v in problem.shapes.items()) + ", batch=1, heads=1"
+    """The traced shapes, batch and heads included (1 unless the law says otherwise)."""
+    shapes = {"batch": 1, "heads": 1, **problem.shapes}
+    return ", ".join(f"{k}={v}" for k, v in shapes.items() if k not in ("batch", "heads")) + \
+        f", batch={shapes['batch']}, heads={shapes['heads']}"
 
 
 def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline: float | None = None,
