@@ -6,8 +6,8 @@ returns the registry (``tokenlaw.properties.catalogue.collect`` and
 operator function.
 """
 from .errors import DeclarationError, InvalidArgument
-from .registry import Domain, OperatorSpec, Registry, collect, declare
+from .registry import Domain, Limit, OperatorSpec, Registry, collect, declare
 from .xp import TORCH
 
-__all__ = ["DeclarationError", "InvalidArgument", "Domain", "OperatorSpec", "Registry",
+__all__ = ["DeclarationError", "InvalidArgument", "Domain", "Limit", "OperatorSpec", "Registry",
            "collect", "declare", "TORCH"]
