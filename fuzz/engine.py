@@ -128,6 +128,8 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             target(min(v.ratio, 1e6), label="discrepancy / bound")
         if not v.violated and (seen["best"] is None or v.ratio > seen["best"].ratio):
             seen["best"] = v
+        if v.violated and "found_at" not in seen:
+            seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
         return v.violated
 
     phases = (Phase.generate, Phase.target, Phase.shrink)
@@ -150,6 +152,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra)
     v = contract.judge(found)
     v.detail, v.extra = _coverage(v.detail, dict(v.extra), visits, seen, searched, limit)
+    v.extra["found_at"] = seen.get("found_at", seen["n"])
     v.counterexample = found.describe()
     v.examples = seen["n"]
     v.seconds = time.perf_counter() - start
