@@ -112,7 +112,7 @@ def _domain_source(like, name) -> str:
     d = like.domain
     fields = [f"params={name}_params"]
     defaults = type(d)()
-    for f in ("d_model", "n_max", "mask", "dtypes", "positive", "nonnegative", "reals", "fixed_width"):
+    for f in ("d_model", "n_max", "mask", "dtypes", "positive", "nonnegative", "reals", "fixed_width", "d_max"):
         if getattr(d, f) != getattr(defaults, f):
             value = getattr(d, f)
             fields.append(f"{f}={_q(value) if isinstance(value, str) else repr(value)}")

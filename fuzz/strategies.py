@@ -34,7 +34,7 @@ Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
   float32 probe holds): a positive tau or eps_den as 10^k, k from the smallest
   normal's decade to the largest finite's; a real
   tau (pn_fir_tau's threshold) over -8..8, or one draw in two far outside
-  the scores, +-10^k (k uniform) up to one decade past the dtype's largest finite;
+  the scores, +-10^k (k uniform) up to the dtype's largest finite (:func:`far_magnitudes`);
 * contiguous, transposed and strided memory layouts.
 
 The one thing left out is what the operator's ``Domain.limits`` declares for
@@ -135,11 +135,13 @@ def decades(dtype: torch.dtype) -> tuple[int, int]:
     return math.ceil(math.log10(info.tiny)), math.floor(math.log10(info.max))
 
 
-def far_exponents(dtype: torch.dtype) -> tuple[int, int]:
-    """(lo, hi) of k for a real threshold far outside the scores, +-10^k: one decade past the dtype's
-    largest finite (1e5 in float16: S - tau is then not representable; float64 as float32, its probe)."""
+def far_magnitudes(dtype: torch.dtype) -> tuple:
+    """|tau| of a real threshold far outside the scores: 10^k for k = 1 up to the dtype's largest
+    finite decade, then that largest finite itself (65504 in float16: S - tau is then past the
+    dtype's range for any positive score); float64 as float32, its probe.  A tau past the largest
+    finite is no input of the dtype (the score laws build S from tau in it)."""
     info = torch.finfo(torch.float32 if dtype == torch.float64 else dtype)
-    return 1, math.floor(math.log10(info.max)) + 1
+    return tuple(10.0 ** k for k in range(1, math.floor(math.log10(info.max)) + 1)) + (float(info.max),)
 
 
 def score_offsets(dtype: torch.dtype, limit=None) -> tuple:
@@ -223,15 +225,17 @@ def lengths(op, *, n_max: int, n_long: int):
 
 def widths_of(op, widths=None):
     """Strategy of model widths: the declared ``d_model`` (half the draws), the small odd and prime
-    :data:`ODD_WIDTHS` (a quarter), any width 1..D_MAX (a quarter); only ``d_model`` when the
-    operator's domain is ``fixed_width``, only ``widths`` when given."""
+    :data:`ODD_WIDTHS` (a quarter), any width 1..D_MAX (a quarter; 1..``Domain.d_max`` when the
+    operator declares one); only ``d_model`` when the operator's domain is ``fixed_width``, only
+    ``widths`` when given."""
     if widths is not None:
         return st.sampled_from(widths)
     declared = st.sampled_from(tuple(op.domain.d_model))
     if op.domain.fixed_width:
         return declared
-    return st.integers(0, 3).flatmap(lambda t: declared if t < 2 else st.sampled_from(ODD_WIDTHS) if t == 2
-                                     else st.integers(1, D_MAX))
+    top = D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max)
+    odd = st.sampled_from(tuple(w for w in ODD_WIDTHS if w <= top))
+    return st.integers(0, 3).flatmap(lambda t: declared if t < 2 else odd if t == 2 else st.integers(1, top))
 
 
 def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, batch_max: int = BATCH_MAX,
@@ -280,7 +284,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     k_lo, k_hi = offset_exponents(dtype, limit)
     log_offsets = st.tuples(st.sampled_from((-1.0, 1.0)), st.integers(k_lo, k_hi)).map(lambda t: t[0] * 2.0 ** t[1])
     tens = decades(dtype)
-    f_lo, f_hi = far_exponents(dtype)
+    far_taus = far_magnitudes(dtype)
     widths_ = widths_of(op, widths)
     n_draws = lengths(op, n_max=n_max, n_long=n_long)
 
@@ -305,8 +309,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             tau = draw(within(tau_domain, exponents=tens, span=8.0))
             if tau_domain is not None and tau_domain.lo == -math.inf and draw(st.booleans()):
                 # far outside the score range: every row silent, or none (S - tau past the dtype's range)
-                far = draw(st.tuples(st.sampled_from((1.0, -1.0)), st.sampled_from(range(f_lo, f_hi + 1))))
-                tau = far[0] * 10.0 ** far[1]
+                tau = draw(st.sampled_from((1.0, -1.0))) * draw(st.sampled_from(far_taus))
             eps_den = draw(within(eps_domain, exponents=tens, span=8.0))
         elif eps_draws and eps_domain is not None and draw(st.booleans()):
             eps_den = draw(st.sampled_from(tuple(v for v in eps_dens(dtype) if v in eps_domain)))

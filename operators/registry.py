@@ -148,6 +148,8 @@ class Domain:
     n_max:      the short lengths drawn most often (1..n_max); longer ones are drawn more rarely,
                 up to past every backend's tiles (``fuzz/strategies.py``).
     fixed_width: True when the parameters only exist at the ``d_model`` widths.
+    d_max:      the widest model the search draws (None: the search's own top, 128); a bound
+                for cost, shown on every row through the ranges it searched.
     mask:       "none", "random" or "causal": what masks the operator accepts.
     dtypes:     dtypes the operator supports.
 
@@ -174,6 +176,7 @@ class Domain:
     reals: tuple = ()
     intervals: Any = ()
     fixed_width: bool = False
+    d_max: int | None = None
     limits: Any = ()
 
     def __post_init__(self):
@@ -186,6 +189,10 @@ class Domain:
         object.__setattr__(self, "limits", tuple(sorted(limits.items())))
         if not isinstance(self.fixed_width, bool):
             raise DeclarationError(f"Domain.fixed_width: expected a bool, got {self.fixed_width!r}")
+        if self.d_max is not None and (isinstance(self.d_max, bool) or not isinstance(self.d_max, int)
+                                       or self.d_max < max(self.d_model)):
+            raise DeclarationError(f"Domain.d_max: expected None or an int >= every d_model {self.d_model}, "
+                                   f"got {self.d_max!r}")
         pairs = list(dict(self.intervals).items())
         for kind, iv in (("positive", POSITIVE), ("nonnegative", NONNEGATIVE), ("reals", REALS)):
             names = getattr(self, kind)
