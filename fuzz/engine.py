@@ -151,6 +151,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return V.Verdict(V.HOLDS, best.discrepancy, best.bound, detail, examples=seen["n"],
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra)
     v = contract.judge(found)
+    judged = V.Verdict(v.status, v.discrepancy, v.bound, v.detail)   # what a replay re-judges: no search notes
     v.detail, v.extra = _coverage(v.detail, dict(v.extra), visits, seen, searched, limit)
     v.extra["found_at"] = seen.get("found_at", seen["n"])
     v.counterexample = found.describe()
@@ -158,7 +159,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     v.seconds = time.perf_counter() - start
     v.dtype = dtype_name(dtype)
     if replay_dir is not None and v.violated:
-        v.replay = R.store(found, contract.name, v, replay_dir, mutant=mutant)
+        v.replay = R.store(found, contract.name, judged, replay_dir, mutant=mutant)
     return v
 
 
