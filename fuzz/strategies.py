@@ -16,8 +16,8 @@ Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
 
 * shapes where code branches: n from 1 to :data:`LONGEST` (past two 64-token
   compiled tiles plus one, and past 128-token blocks), mostly short
-  (1..``Domain.n_max``), one draw in five up to 32, one in forty up to
-  LONGEST; widths d over 1..:data:`D_MAX` (odd and prime ones among the
+  (1..``Domain.n_max``), one draw in five up to 32, one in twenty up to
+  LONGEST (half of those on a 64- or 128-token edge); widths d over 1..:data:`D_MAX` (odd and prime ones among the
   frequent draws) unless ``Domain.fixed_width``; batch 1..4; every head count
   dividing d;
 * null rows anywhere and near-null rows (up to two, or in one draw in four
@@ -207,7 +207,7 @@ def divisors(d: int) -> tuple:
 
 
 def _tiered(lo: int, short: int, medium: int, longest: int):
-    """n mostly in lo..short; one draw in five in short+1..medium, one in forty in medium+1..longest.
+    """n mostly in lo..short; one draw in five in short+1..medium, one in twenty in medium+1..longest.
 
     The tier is drawn first and 0 (short) is where it shrinks, so a counterexample that does
     not need a long sequence shrinks to a short one."""
@@ -215,8 +215,12 @@ def _tiered(lo: int, short: int, medium: int, longest: int):
     if medium > short:
         tiers.append(st.integers(short + 1, medium))
     if longest > max(short, medium):
-        tiers.append(st.integers(max(short, medium) + 1, longest))
-    weights = (31, 8, 1)[:len(tiers)]
+        start = max(short, medium) + 1
+        # half the long draws sit on a tile or block edge (64 +- 1, 128 +- 1, the top), half anywhere
+        edges = tuple(sorted({n for n in (longest, longest - 1, 129, 128, 127, 65, 64, 63) if start <= n <= longest},
+                             reverse=True))
+        tiers.append(st.sampled_from(edges) | st.integers(start, longest) if edges else st.integers(start, longest))
+    weights = (30, 8, 2)[:len(tiers)]
     pick = st.integers(0, sum(weights) - 1).map(lambda i: next(t for t, w in enumerate(weights)
                                                                 if i < sum(weights[:t + 1])))
     return pick.flatmap(lambda t: tiers[t])

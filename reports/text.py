@@ -113,12 +113,14 @@ def limits(row: dict) -> dict:
 
 
 def limit_legend(rows: list[dict]) -> list[str]:
-    """One line per distinct declared limit in the report: the bounds, the reason and the rows under it."""
+    """One line per distinct declared limit in the report: the bounds, the reason and the operators under it."""
     by = {}
     for r in rows:
         for dtype, text in limits(r).items():
-            by.setdefault(f"{dtype}: {text}", []).append(r["id"])
-    return [f"- {text}: " + ", ".join(f"`{i}`" for i in ids) for text, ids in by.items()]
+            ops = by.setdefault(f"{dtype}: {text}", [])
+            if r["operator"] not in ops:
+                ops.append(r["operator"])
+    return [f"- {text}: " + ", ".join(f"`{o}`" for o in ops) for text, ops in by.items()]
 
 
 def run_line(meta: dict) -> str:

@@ -71,7 +71,7 @@ _NEEDS_BATCH = ("batch 3", "batch 4")
     ("width 5", "oattention", lambda c: c.d == 5),
     ("a prime width past 100", "sdpa", lambda c: c.d in (101, 103, 107, 109, 113, 127)),
     ("a wide model at head dim 1", "sdpa", lambda c: 64 <= c.d <= D_MAX and c.heads == c.d),
-    ("odd head dim", "oattention", lambda c: c.d == 6 and c.heads == 2),
+    ("odd head dim", "oattention", lambda c: c.d in (6, 10, 14) and c.heads == 2),
     ("transposed", "oattention", lambda c: c.layout == "transposed"),
     ("strided", "ostandardize", lambda c: c.layout == "strided"),
     ("batch 2", "oattention", lambda c: c.batch == 2),
