@@ -112,7 +112,7 @@ def _domain_source(like, name) -> str:
     d = like.domain
     fields = [f"params={name}_params"]
     defaults = type(d)()
-    for f in ("d_model", "n_max", "mask", "dtypes", "positive", "nonnegative", "reals"):
+    for f in ("d_model", "n_max", "mask", "dtypes", "positive", "nonnegative", "reals", "fixed_width", "d_max"):
         if getattr(d, f) != getattr(defaults, f):
             value = getattr(d, f)
             fields.append(f"{f}={_q(value) if isinstance(value, str) else repr(value)}")
@@ -120,6 +120,9 @@ def _domain_source(like, name) -> str:
         fields.append("intervals={" + ", ".join(
             f"{_q(k)}: Interval({_bound(iv.lo)}, {_bound(iv.hi)}, lo_open={iv.lo_open}, hi_open={iv.hi_open})"
             for k, iv in d.intervals) + "}")
+    if d.limits:      # per-dtype limits on the draws, with their reasons: copied, never guessed
+        fields.append("limits={" + ", ".join(
+            f"{_q(dt)}: Limit(scores={lim.scores!r}, reason={_q(lim.reason)})" for dt, lim in d.limits) + "}")
     return "Domain(" + ", ".join(fields) + ")"
 
 
@@ -183,7 +186,8 @@ def render(name: str, *, traits, claims: dict, violates: dict, others: list, lik
              "from __future__ import annotations", "", "import torch", "",
              "from tokenlaw.operators import arguments",
              "from tokenlaw.operators.registry import Domain, declare"
-             + (", Interval" if like is not None and like.domain.intervals else "")]
+             + (", Interval" if like is not None and like.domain.intervals else "")
+             + (", Limit" if like is not None and like.domain.limits else "")]
     if extra_import:
         lines.append(extra_import)
     lines += ["", "", params_source, ""]

@@ -135,10 +135,13 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     start = time.perf_counter()
     seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0, "threshold": 0, "not_finite": 0,
             "not_runnable": 0, "why": None}
+    searched = {}          # shape axis -> [min, max] of the drawn values
+    limit = op.domain.limit(dtype_name(dtype))
     wanted = applicable(op, contract.regimes, dtype)
     visits = dict.fromkeys(wanted, 0)
 
     def is_violation(case) -> bool:
+        _widen(searched, case)
         v = contract.judge(case)
         seen["n"] += 1
         for name in visited(case, wanted):
@@ -156,6 +159,8 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             target(min(v.ratio, 1e6), label="discrepancy / bound")
         if not v.violated and (seen["best"] is None or v.ratio > seen["best"].ratio):
             seen["best"] = v
+        if v.violated and "found_at" not in seen:
+            seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
         return v.violated
 
     phases = (Phase.generate, Phase.target, Phase.shrink)
@@ -179,18 +184,20 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             status, detail = V.VACUOUS, _vacuous(judged, needed, seen)
             if seen["n"] and seen["not_runnable"] == seen["n"]:
                 status, detail = V.NOT_RUNNABLE, seen["why"]      # no example could be asked at all
-        detail, extra = _coverage(detail, dict(best.extra), visits, seen)
+        detail, extra = _coverage(detail, dict(best.extra), visits, seen, searched, limit)
         extra["judged_examples"] = judged
         return V.Verdict(status, best.discrepancy, best.bound, detail, examples=seen["n"],
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra)
     v = contract.judge(found)
-    v.detail, v.extra = _coverage(v.detail, dict(v.extra), visits, seen)
+    judged = V.Verdict(v.status, v.discrepancy, v.bound, v.detail)   # what a replay re-judges: no search notes
+    v.detail, v.extra = _coverage(v.detail, dict(v.extra), visits, seen, searched, limit)
+    v.extra["found_at"] = seen.get("found_at", seen["n"])
     v.counterexample = found.describe()
     v.examples = seen["n"]
     v.seconds = time.perf_counter() - start
     v.dtype = dtype_name(dtype)
     if replay_dir is not None and v.violated:
-        v.replay = R.store(found, contract.name, v, replay_dir, mutant=mutant)
+        v.replay = R.store(found, contract.name, judged, replay_dir, mutant=mutant)
     return v
 
 
@@ -204,13 +211,53 @@ def _vacuous(judged: int, needed: int, seen: dict) -> str:
             f"examples run, at least 1: engine.min_judged); {seen['inconclusive']} judged nothing{why}{rows}")
 
 
-def _coverage(detail: str, extra: dict, visits: dict, seen: dict) -> tuple[str, dict]:
-    """Add the regimes visited (examples per regime), the unvisited ones and the set-aside counts."""
+SHAPE_AXES = ("n", "d", "batch", "heads")
+
+
+def _heads(params):
+    """The head count a parameter tree declares (the first ``heads`` at any nesting level), or None."""
+    if isinstance(params, dict):
+        if "heads" in params:
+            return int(params["heads"])
+        params = list(params.values())
+    if isinstance(params, (list, tuple)):
+        for p in params:
+            h = _heads(p)
+            if h is not None:
+                return h
+    return None
+
+
+def _widen(searched: dict, case) -> None:
+    """Widen the [min, max] of each shape axis to this case's n, d, batch and (effective) heads."""
+    heads = case.heads if case.heads is not None else _heads(case.params)
+    for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, heads)):
+        if value is not None:
+            lo, hi = searched.get(axis, (value, value))
+            searched[axis] = [min(lo, value), max(hi, value)]
+
+
+def searched_text(searched: dict) -> str:
+    """``n 1..130, d 1..128, batch 1..4, heads 1..64``: the shape ranges a cell's search drew."""
+    return ", ".join(f"{a} {searched[a][0]}..{searched[a][1]}" for a in SHAPE_AXES if a in searched)
+
+
+def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict | None = None,
+              limit=None) -> tuple[str, dict]:
+    """Add the shapes searched, the declared limit, the regimes visited (examples per regime), the
+    unvisited ones and the set-aside counts."""
+    extra["searched"] = {a: list(r) for a, r in (searched or {}).items()}
+    if limit is not None:
+        extra["limit"] = {"scores": limit.scores, "norm2": limit.norm2, "reason": limit.reason}
     extra["regimes"] = dict(visits)
     extra["unvisited_regimes"] = [n for n, k in visits.items() if k == 0]
     extra["set_aside_rows"] = seen["set_aside"]
     extra["inconclusive_examples"] = seen["inconclusive"]
     notes = []
+    if searched:
+        notes.append("searched " + searched_text(searched))
+    if limit is not None:
+        notes.append(f"declared limit {limit.bounds()}: {limit.reason}")
     if visits:
         notes.append("regimes " + ", ".join(f"{n} {k}" for n, k in visits.items()))
     if extra["unvisited_regimes"]:

@@ -12,22 +12,34 @@ not need an edge (a long sequence, a huge bias, a near-null row, a
 non-contiguous layout) shrinks away from it, and one that keeps it shows
 that the edge matters.
 
-Edges reachable from :func:`cases`:
+Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
 
-* null rows anywhere and near-null rows whose |h|^2 underflows in the
-  dtype under test (magnitudes from :func:`tiny_magnitudes`);
-* large magnitudes (token scale up to 100, or 8 in the half formats) so scores pass
-  the point where a naive ``exp`` overflows (88 in float32, 11 in float16);
-* huge projection biases, so a null token has a huge key (bias scale up
-  to 1e4; 8 in float16 / bfloat16, whose 11 / 8 bits cannot resolve
-  scores of 1e6);
+* shapes where code branches: n from 1 to :data:`LONGEST` (past two 64-token
+  compiled tiles plus one, and past 128-token blocks), mostly short
+  (1..``Domain.n_max``), one draw in five up to 32, one in twenty up to
+  LONGEST (half of those on a 64- or 128-token edge); widths d over 1..:data:`D_MAX` (odd and prime ones among the
+  frequent draws) unless ``Domain.fixed_width``; batch 1..4; every head count
+  dividing d;
+* null rows anywhere and near-null rows (up to two, or in one draw in four
+  every non-null row) whose |h|^2 is drawn log-uniformly over the dtype's
+  whole normal exponent range (2^emin..1), or subnormal, or underflowing to 0
+  (:func:`tiny_magnitudes`);
+* score magnitudes over the dtype's whole exponent range: token scale up to
+  100 and bias scale up to 1e4 in every dtype, and row-wide score offsets at
+  the overflow edges of exp and x^10 or log-uniform +-2^k up to max/2 (float64:
+  float32's, see :func:`offset_exponents`) (:func:`score_offsets`);
 * masks random / causal / padding / with a fully masked row;
-* tau and eps_den drawn from the operator's declared domain (``Domain.scalar``):
-  a positive tau over 1e-4..1e3, a real one (pn_fir_tau's threshold) over
-  -8..8, a positive eps_den over 1e-12..10;
-* n from 1, lengths that are not multiples of block sizes (up to 17),
-  odd head dims (widths 3, 6 with 1, 2 heads), batch up to ``batch_max``;
+* tau and eps_den drawn from the operator's declared domain (``Domain.scalar``)
+  across the dtype's decades (:func:`decades`; float64 over float32's, which its
+  float32 probe holds): a positive tau or eps_den as 10^k, k from the smallest
+  normal's decade to the largest finite's; a real
+  tau (pn_fir_tau's threshold) over -8..8, or one draw in two far outside
+  the scores, +-10^k (k uniform) up to the dtype's largest finite (:func:`far_magnitudes`);
 * contiguous, transposed and strided memory layouts.
+
+The one thing left out is what the operator's ``Domain.limits`` declares for
+a dtype (the score magnitudes past ``Limit.scores``), with its reason, which
+the report prints.
 """
 from __future__ import annotations
 
@@ -38,10 +50,18 @@ from hypothesis import strategies as st
 
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
-from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
+from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case, dtype_name
 
-LONG_LENGTHS = (13, 17)          # not multiples of 16/32/64-token blocks
-ODD_WIDTHS = (3, 6)              # head dims 3 (1 or 2 heads)
+# The longest n drawn: past two compiled Triton tiles plus one (2 * 64 + 1 = 129) and past the
+# 128-token blocks of a FlexAttention-style kernel.  tests/fuzz/test_fuzz_strategies.py ties it
+# to the kernels' declared tiles.
+LONGEST = 130
+MEDIUM = 32                      # the middle tier's top: crosses 8- and 16-token tiles
+D_MAX = 128                      # the widest head dim a kernel declares (kernels.capabilities.HEAD_DIM_MAX)
+ODD_WIDTHS = (1, 2, 3, 5, 6, 7, 11, 13)   # small odd and prime widths, drawn often (6: head dim 3 at 2 heads)
+BATCH_MAX = 4
+MAGNITUDES = (1.0, 10.0, 30.0, 100.0)   # token scales: scores ~ scale^2, past exp's overflow in every dtype
+BIAS_SCALES = (1.0, 10.0, 100.0, 1e4)   # projection bias scales: a null token gets a key ~ 1e4
 
 
 def tiny_magnitudes(dtype: torch.dtype) -> tuple:
@@ -54,38 +74,103 @@ def tiny_magnitudes(dtype: torch.dtype) -> tuple:
     return tuple(root * 2.0 ** -k for k in (1, 4, 12))
 
 
-def magnitudes(dtype: torch.dtype) -> tuple[tuple, tuple]:
-    """(token scales, bias scales), benign first, large enough to overflow a naive exp in ``dtype``.
+def magnitudes(dtype: torch.dtype, limit=None, d: int = 1) -> tuple[tuple, tuple]:
+    """(token scales, bias scales), benign first: the same in every dtype, past where a naive exp overflows.
 
-    The half formats stop where scores stay resolvable (|s| of a few hundred, spacing
-    < 1/4) and far from its range (65504): beyond that every implementation
-    returns noise and the case says nothing about the operator.
+    ``limit`` (a :class:`~tokenlaw.operators.registry.Limit` the operator declares for ``dtype``)
+    keeps only the scales whose nominal score and |h|^2 at width ``d`` stay within it.
     """
-    if dtype in (torch.float16, torch.bfloat16):
-        return (1.0, 4.0, 8.0), (1.0, 4.0, 8.0)
-    return (1.0, 10.0, 100.0), (1.0, 100.0, 1e4)
+    return fitting(MAGNITUDES, limit, d), fitting(BIAS_SCALES, limit, d, bias=True)
 
 
-def score_offsets(dtype: torch.dtype) -> tuple:
+def nominal_score(scale: float, d: int) -> float:
+    """The score magnitude a token (or bias) scale gives at width d: 4 sigma of scale^2 sqrt(d)
+    (q.k / sqrt(dh) of two d-vectors with entries ~ scale, at one head)."""
+    return 4.0 * scale * scale * math.sqrt(d)
+
+
+def nominal_norm2(scale: float, d: int) -> float:
+    """The squared norm |h|^2 of a token with d entries ~ N(0, scale^2): twice its mean scale^2 d."""
+    return 2.0 * scale * scale * d
+
+
+def fitting(scales: tuple, limit, d: int, *, bias: bool = False, host: bool = False) -> tuple:
+    """The scales within ``limit`` at width ``d``: :func:`nominal_score` within ``limit.scores`` and,
+    for token scales, :func:`nominal_norm2` within ``limit.norm2`` (all without a limit; the smallest
+    when none fits).  In a host (``host``) the value bias enters the residual stream that the next
+    block's presence and scores read, so a bias scale must fit both, and with a margin of 4 in scale
+    per block boundary (16 in magnitude) for what the stream gains over the blocks."""
+    if limit is None:
+        return tuple(scales)
+    margin = 16.0 if host else 1.0
+
+    def fits(s):
+        ok = limit.scores is None or margin * nominal_score(s, d) <= limit.scores
+        needs_norm = not bias or host
+        return ok and (not needs_norm or limit.norm2 is None or margin * nominal_norm2(s, d) <= limit.norm2)
+
+    return tuple(s for s in scales if fits(s)) or (min(scales),)
+
+
+def near_null_exponents(dtype: torch.dtype) -> tuple[int, int]:
+    """(lo, hi) of the binary exponent e of a near-null row's |h|^2 = 2^e: the dtype's whole normal
+    range, from its smallest normal (2^-14 in float16, 2^-126 in float32) up to 1."""
+    return int(math.log2(torch.finfo(dtype).tiny)), 0
+
+
+def offset_exponents(dtype: torch.dtype, limit=None) -> tuple[int, int]:
+    """(lo, hi) of k for the log-uniform score offsets +-2^k: from 1/4 up to half the dtype's largest
+    finite (2^14 in float16, 2^126 in float32 / bfloat16), or to ``limit.scores``.  float64 stops at
+    float32's 2^126: a float64 cell's bound is measured with a float32 probe (properties/tolerance.py),
+    which must hold the offset's projection biases."""
+    probe = torch.float32 if dtype == torch.float64 else dtype
+    hi = math.frexp(torch.finfo(probe).max)[1] - 2          # floor(log2(max)) - 1
+    if limit is not None and limit.scores is not None:
+        hi = min(hi, int(math.floor(math.log2(limit.scores))))
+    return -2, max(hi, -2)
+
+
+def decades(dtype: torch.dtype) -> tuple[int, int]:
+    """(lo, hi) of k for a positive scalar drawn as 10^k: the smallest normal's decade to the largest
+    finite's (-4..4 in float16, -37..38 in float32 / bfloat16).  float64 draws float32's decades: its
+    cells' bounds are measured with a float32 probe (properties/tolerance.py), in which a tau below
+    1e-45 is 0 and the probe measures another operator."""
+    info = torch.finfo(torch.float32 if dtype == torch.float64 else dtype)
+    return math.ceil(math.log10(info.tiny)), math.floor(math.log10(info.max))
+
+
+def far_magnitudes(dtype: torch.dtype) -> tuple:
+    """|tau| of a real threshold far outside the scores: 10^k for k = 1 up to the dtype's largest
+    finite decade, then that largest finite itself (65504 in float16: S - tau is then past the
+    dtype's range for any positive score); float64 as float32, its probe.  A tau past the largest
+    finite is no input of the dtype (the score laws build S from tau in it)."""
+    info = torch.finfo(torch.float32 if dtype == torch.float64 else dtype)
+    return tuple(10.0 ** k for k in range(1, math.floor(math.log10(info.max)) + 1)) + (float(info.max),)
+
+
+def score_offsets(dtype: torch.dtype, limit=None) -> tuple:
     """Row-wide score offsets, benign (0) first: just past where exp overflows in ``dtype``.
 
     exp(-max) overflows once every score of a row is below -log(max) (-11.1 in
     float16, -88.7 in float32 / bfloat16, -709.8 in float64) and exp(max) above
     it; a power normaliser's x^10 overflows past max^(1/10) (3.03 in float16,
-    7.1e3 in float32), each kept only where the dtype resolves it (not bfloat16's 7.8e3, nor float64's 1e30).
+    7.1e3 in float32 and bfloat16, 1.8e30 in float64).  An operator's ``limit`` drops
+    the edges past ``limit.scores``.
     """
     info = torch.finfo(dtype)
     edges = [1.1 * math.log(info.max), 1.1 * info.max ** 0.1]
-    # only offsets the dtype still resolves to about one unit (|offset| * eps <= 1): past that
-    # every score of the row is rounding noise (bfloat16 at 7.8e3 has spacing 32) and the case
-    # says nothing about the operator
-    edges = [e for e in edges if e * info.eps <= 1.0]
+    if limit is not None and limit.scores is not None:
+        edges = [e for e in edges if e <= limit.scores]
     return (0.0,) + tuple(sorted({sign * e for e in edges for sign in (-1.0, 1.0)}))
 
 
 def eps_dens(dtype: torch.dtype) -> tuple:
-    """eps_den values, the declared default range's end first: down to 1e-8 (below float16's normal range)."""
-    return (1e-6, 1e-1, 1.0, 1e-3, 1e-5, 1.5e-5, 1e-8)
+    """eps_den values, the declared default range's end first: down to 1e-8 (below float16's normal
+    range), then a dozen of the dtype's decades spread over all of them, small and large (:func:`decades`)."""
+    lo, hi = decades(dtype)
+    spread = set(range(lo, hi + 1, max(1, (hi - lo) // 12))) | {lo, hi}
+    return (1e-6, 1e-1, 1.0, 1e-3, 1e-5, 1.5e-5, 1e-8) + tuple(
+        10.0 ** k for k in sorted(spread - {-8, -6, -5, -3, -1, 0}, key=lambda k: (abs(k), k)))
 
 
 def _check_positive_int(value, name):
@@ -116,67 +201,134 @@ def within(domain, *, exponents: tuple, span: float):
     return st.floats(-span, span, allow_nan=False, allow_infinity=False)
 
 
-def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=None, bias_scales=None,
-          long_lengths=LONG_LENGTHS, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
+def divisors(d: int) -> tuple:
+    """Every head count that divides width ``d``."""
+    return tuple(h for h in range(1, d + 1) if d % h == 0)
+
+
+def _tiered(lo: int, short: int, medium: int, longest: int):
+    """n mostly in lo..short; one draw in five in short+1..medium, one in twenty in medium+1..longest.
+
+    The tier is drawn first and 0 (short) is where it shrinks, so a counterexample that does
+    not need a long sequence shrinks to a short one."""
+    tiers = [st.integers(lo, short)]
+    if medium > short:
+        tiers.append(st.integers(short + 1, medium))
+    if longest > max(short, medium):
+        start = max(short, medium) + 1
+        # half the long draws sit on a tile or block edge (64 +- 1, 128 +- 1, the top), half anywhere
+        edges = tuple(sorted({n for n in (longest, longest - 1, 129, 128, 127, 65, 64, 63) if start <= n <= longest},
+                             reverse=True))
+        tiers.append(st.sampled_from(edges) | st.integers(start, longest) if edges else st.integers(start, longest))
+    weights = (30, 8, 2)[:len(tiers)]
+    pick = st.integers(0, sum(weights) - 1).map(lambda i: next(t for t, w in enumerate(weights)
+                                                                if i < sum(weights[:t + 1])))
+    return pick.flatmap(lambda t: tiers[t])
+
+
+def lengths(op, *, n_max: int, n_long: int):
+    """Strategy of sequence lengths: 1..n_max often, up to ``n_long`` more rarely (see :func:`_tiered`)."""
+    return _tiered(1, n_max, min(MEDIUM, n_long), n_long)
+
+
+def widths_of(op, widths=None):
+    """Strategy of model widths: the declared ``d_model`` (half the draws), the small odd and prime
+    :data:`ODD_WIDTHS` (a quarter), any width 1..D_MAX (a quarter; 1..``Domain.d_max`` when the
+    operator declares one); only ``d_model`` when the operator's domain is ``fixed_width``, only
+    ``widths`` when given."""
+    if widths is not None:
+        return st.sampled_from(widths)
+    declared = st.sampled_from(tuple(op.domain.d_model))
+    if op.domain.fixed_width:
+        return declared
+    top = D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max)
+    odd = st.sampled_from(tuple(w for w in ODD_WIDTHS if w <= top))
+    return st.integers(0, 3).flatmap(lambda t: declared if t < 2 else odd if t == 2 else st.integers(1, top))
+
+
+def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, batch_max: int = BATCH_MAX,
+          scales=None, bias_scales=None, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
           backend: str = backends.EAGER.name):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
+
+    n_max:  top of the frequent short lengths (default ``op.domain.n_max``);
+    n_long: top of the rarer long ones (default :data:`LONGEST`, or the backend's declared
+            ``max_n``; 0 draws only 1..n_max).
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
     """
     if dtype not in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
         raise InvalidArgument(f"dtype: expected a floating torch dtype, got {dtype!r}")
-    longest = backends.get(backend).max_n     # e.g. long enough to cross a kernel's tile edges
-    if n_max is None and longest is not None:
-        n_max = max(op.domain.n_max, longest)
+    longest = backends.get(backend).max_n     # a backend's declared longest worth drawing (an interpreter)
     n_max = op.domain.n_max if n_max is None else n_max
     _check_positive_int(n_max, "n_max")
+    if n_long is None:
+        n_long = LONGEST if longest is None else longest
+    if not isinstance(n_long, int) or isinstance(n_long, bool) or n_long < 0:
+        raise InvalidArgument(f"n_long: expected an int >= 0, got {n_long!r}")
+    n_max = min(n_max, n_long) if n_long else n_max
     _check_positive_int(batch_max, "batch_max")
-    default_scales, default_biases = magnitudes(dtype)
-    scales = default_scales if scales is None else tuple(scales)
-    bias_scales = default_biases if bias_scales is None else tuple(bias_scales)
+    limit = op.domain.limit(dtype_name(dtype))
+    scales = MAGNITUDES if scales is None else tuple(scales)
+    bias_scales = BIAS_SCALES if bias_scales is None else tuple(bias_scales)
     for name, values in (("scales", scales), ("bias_scales", bias_scales)):
         if not values or any(not (isinstance(s, (int, float)) and s > 0 and math.isfinite(s)) for s in values):
             raise InvalidArgument(f"{name}: expected positive finite magnitudes, got {values!r}")
-    if any(not isinstance(n, int) or n < 1 for n in long_lengths):
-        raise InvalidArgument(f"long_lengths: expected ints >= 1, got {long_lengths!r}")
-    widths = tuple(op.domain.d_model) + ODD_WIDTHS if widths is None else tuple(widths)
-    if not widths or any(not isinstance(w, int) or w < 1 for w in widths):
-        raise InvalidArgument(f"widths: expected ints >= 1, got {widths!r}")
+    if widths is not None:
+        widths = tuple(widths)
+        if not widths or any(not isinstance(w, int) or isinstance(w, bool) or w < 1 for w in widths):
+            raise InvalidArgument(f"widths: expected ints >= 1, got {widths!r}")
     _check_choices(tuple(mask_kinds), MASK_KINDS, "mask_kinds")
     _check_choices(tuple(layouts), LAYOUTS, "layouts")
-    lengths = tuple(n for n in long_lengths if n > n_max)
     masked = op.domain.mask != "none"
+    host = "host" in op.traits
     tau_domain, eps_domain = op.domain.scalar("tau"), op.domain.scalar("eps_den")
     tinies = tiny_magnitudes(dtype)
-    offsets_ = score_offsets(dtype) if offsets else (0.0,)
+    e_lo, e_hi = near_null_exponents(dtype)
+    # |h| of a near-null row: |h|^2 = 2^e log-uniform over the normal range, else subnormal / zero
+    tiny_draws = st.integers(e_lo, e_hi).map(lambda e: 2.0 ** (e / 2)) | st.sampled_from(tinies)
+    offsets_ = score_offsets(dtype, limit) if offsets else (0.0,)
+    k_lo, k_hi = offset_exponents(dtype, limit)
+    log_offsets = st.tuples(st.sampled_from((-1.0, 1.0)), st.integers(k_lo, k_hi)).map(lambda t: t[0] * 2.0 ** t[1])
+    tens = decades(dtype)
+    far_taus = far_magnitudes(dtype)
+    widths_ = widths_of(op, widths)
+    n_draws = lengths(op, n_max=n_max, n_long=n_long)
 
     @st.composite
     def build(draw):
-        # one draw in ten is a long length; 0 (short) is where shrinking goes
-        if lengths and draw(st.integers(0, 9)) == 9:
-            n = draw(st.sampled_from(lengths))
-        else:
-            n = draw(st.integers(1, n_max))
+        n = draw(n_draws)
         null = tuple(draw(st.lists(st.integers(0, n - 1), max_size=n, unique=True)))
-        d = draw(st.sampled_from(widths))
-        heads = draw(st.sampled_from((None,) + tuple(h for h in (1, 2) if d % h == 0)))
+        d = draw(widths_)
+        heads = draw(st.sampled_from((None,) + divisors(d)))
         near = ()
         if near_null:
-            near = tuple(draw(st.lists(st.integers(0, n - 1).filter(lambda i: i not in null),
-                                       max_size=2, unique=True)))
+            if draw(st.integers(0, 3)) == 3:
+                # one draw in four: every non-null token is near-null, so the near-null rows are the
+                # whole output and a relative error in them (a cancelling presence) is not hidden
+                # beside O(1) rows
+                near = tuple(i for i in range(n) if i not in null)
+            else:
+                near = tuple(draw(st.lists(st.integers(0, n - 1).filter(lambda i: i not in null),
+                                           max_size=2, unique=True)))
         tau = eps_den = None
         if wide_params and draw(st.booleans()):
-            tau = draw(within(tau_domain, exponents=(-4, 3), span=8.0))
-            far = tuple(v for v in (30.0, -30.0, 1e3, -1e3) if tau_domain is not None and v in tau_domain)
-            if far and tau_domain.lo == -math.inf and draw(st.integers(0, 3)) == 3:
-                tau = draw(st.sampled_from(far))     # far outside the score range: every row silent, or none
-            eps_den = draw(within(eps_domain, exponents=(-12, 1), span=8.0))
+            tau = draw(within(tau_domain, exponents=tens, span=8.0))
+            if tau_domain is not None and tau_domain.lo == -math.inf and draw(st.booleans()):
+                # far outside the score range: every row silent, or none (S - tau past the dtype's range)
+                tau = draw(st.sampled_from((1.0, -1.0))) * draw(st.sampled_from(far_taus))
+            eps_den = draw(within(eps_domain, exponents=tens, span=8.0))
         elif eps_draws and eps_domain is not None and draw(st.booleans()):
             eps_den = draw(st.sampled_from(tuple(v for v in eps_dens(dtype) if v in eps_domain)))
-        # one draw in two pins every score of a row just past an overflow edge of the dtype
-        offset = draw(st.sampled_from(offsets_[1:])) if len(offsets_) > 1 and draw(st.booleans()) else 0.0
+        # one draw in four pins every score of a row just past an overflow edge of the dtype, one in
+        # four at +-2^k across its exponent range
+        offset, pin = 0.0, draw(st.integers(0, 3)) if offsets else 0
+        if pin == 2 and len(offsets_) > 1:
+            offset = draw(st.sampled_from(offsets_[1:]))
+        elif pin == 3:
+            offset = draw(log_offsets)
         return Case(
             op=op, dtype=dtype, n=n, null=null,
             batch=draw(st.integers(1, batch_max)),
@@ -186,10 +338,10 @@ def cases(op, dtype, *, n_max: int | None = None, batch_max: int = 2, scales=Non
             perm_seed=draw(st.integers(0, 10_000)),
             shift=draw(st.floats(-5.0, 5.0, allow_nan=False, allow_infinity=False)),
             mask_density=draw(st.sampled_from((1.0, 0.6, 0.3))),
-            scale=draw(st.sampled_from(scales)),
+            scale=draw(st.sampled_from(fitting(scales, limit, d, host=host))),
             near_null=near,
-            tiny=draw(st.sampled_from(tinies)) if near else 0.0,
-            bias_scale=draw(st.sampled_from(bias_scales)),
+            tiny=draw(tiny_draws) if near else 0.0,
+            bias_scale=draw(st.sampled_from(fitting(bias_scales, limit, d, bias=True, host=host))),
             mask_kind=draw(st.sampled_from(tuple(mask_kinds))) if masked else "random",
             tau=tau, eps_den=eps_den, heads=heads,
             layout=draw(st.sampled_from(tuple(layouts))),

@@ -10,8 +10,8 @@ from . import cpu_paths
 cpu_paths.pin()     # before any tensor arithmetic: bounds and verdicts must not depend on the CPU (cpu_paths.py)
 
 from .errors import DeclarationError, InvalidArgument
-from .registry import Domain, OperatorSpec, Registry, collect, declare
+from .registry import Domain, Limit, OperatorSpec, Registry, collect, declare
 from .xp import TORCH
 
-__all__ = ["DeclarationError", "InvalidArgument", "Domain", "OperatorSpec", "Registry",
+__all__ = ["DeclarationError", "InvalidArgument", "Domain", "Limit", "OperatorSpec", "Registry",
            "collect", "declare", "TORCH"]

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from . import arguments, references
+from . import arguments, limits, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -65,7 +65,7 @@ def offn(xp, x, *, carrier=None, w1, b1, w2, b2, tau):
 @declare(
     name="offn",
     reference=references.offn_reference,
-    domain=Domain(params=offn_params, positive=("tau",)),
+    domain=Domain(params=offn_params, positive=("tau",), limits=limits.FLOAT16_NORM2),
     traits={"token_local", "presence"},
     claims={
         "zero_absorption": "0 + rho(0) FFN(0) = 0 + 0",

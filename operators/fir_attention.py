@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import arguments, normalisers, projections, references
+from . import arguments, limits, normalisers, projections, references
 from .fir import TAPS, fir
 from .registry import Domain, declare
 
@@ -53,7 +53,7 @@ def _pn_tau_weights(xp, s, mask=None, *, tau):
     return normalisers.pn_tau(xp, s, mask, tau=tau)
 
 
-@declare(name="sm_fir", domain=Domain(params=fir_params), traits=_TRAITS,
+@declare(name="sm_fir", domain=Domain(params=fir_params, limits=limits.FLOAT16_SCORES), traits=_TRAITS,
          weights=normalisers.softmax, kernel="sm_fir_fwd", reference=references.sm_fir_reference,
          implementation_claims={"gradient_causality": _CAUSAL_GRAD},
          claims={"causality": _CAUSAL, "score_shift_invariance": "softmax ignores a per-row constant",
@@ -66,7 +66,7 @@ def sm_fir(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
                          taps=taps)
 
 
-@declare(name="pn", domain=Domain(params=fir_params), traits=_TRAITS,
+@declare(name="pn", domain=Domain(params=fir_params, limits=limits.FLOAT16_SCORES), traits=_TRAITS,
          weights=normalisers.pn, reference=references.pn_reference,
          claims={"causality": _CAUSAL, "sub_simplex": "r^10 / sum r^10 is 0 or a distribution",
                  "silence": "no positive score: r = 0, the guarded row is exactly 0",
@@ -79,7 +79,7 @@ def pn_attention(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
                          taps=taps)
 
 
-@declare(name="pn_fir_c", domain=Domain(params=fir_params), traits=_TRAITS,
+@declare(name="pn_fir_c", domain=Domain(params=fir_params, limits=limits.FLOAT16_SCORES), traits=_TRAITS,
          weights=normalisers.pn_centred, reference=references.pn_fir_c_reference,
          claims={"causality": _CAUSAL, "score_shift_invariance": "centring removes any per-row constant",
                  "sub_simplex": "r^10 / sum r^10 is 0 or a distribution",
@@ -92,7 +92,7 @@ def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
                          taps=taps)
 
 
-@declare(name="pn_fir_tau", domain=Domain(params=tau_params, reals=("tau",)), traits=_TRAITS,
+@declare(name="pn_fir_tau", domain=Domain(params=tau_params, reals=("tau",), limits=limits.FLOAT16_SCORES), traits=_TRAITS,
          weights=_pn_tau_weights, kernel="pn_fir_tau_fwd", reference=references.pn_fir_tau_reference,
          implementation_claims={"gradient_causality": _CAUSAL_GRAD,
                                 "silent_gradient": "a silent row has O = 0, delta = 0, no positive r and a "

@@ -22,6 +22,7 @@ import torch
 from .composition import Composition, block_layers, compose_layers
 from .composition import host_params as _composition_params
 from .composition import prefix_layers
+from . import limits
 from .registry import Domain, declare
 
 DEPTH = 2
@@ -93,7 +94,10 @@ def _declare(comp, traits, claims, violates, layers=None):
     """Declare host ``comp`` (its eager function generated from the composition) for the registry."""
     layers = _layers_of(comp) if layers is None else layers
     params = functools.partial(host_params, depth=comp.depth, inject=comp.inject is not None)
-    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, positive=("tau", "eps_den"))
+    # d_max: a host stacks depth x (attention + FFN) blocks of full width, each block judged at every
+    # width up to 128 as an operator of its own; the host's rows search widths 1..8 (cost)
+    domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, d_max=8, positive=("tau", "eps_den"),
+                    limits=limits.FLOAT16_SCORES_NORM2 if "presence" in traits else limits.FLOAT16_SCORES)
     return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
                    claims=claims, violates=violates)(_host_of(comp, layers))
 

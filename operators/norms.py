@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, references
+from . import arguments, limits, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -80,7 +80,7 @@ _ONORM_CLAIMS = {
 }
 
 
-@declare(name="onorm_ln", domain=Domain(params=onorm_params, positive=("tau",)), traits={"token_local", "presence"},
+@declare(name="onorm_ln", domain=Domain(params=onorm_params, positive=("tau",), limits=limits.FLOAT16_NORM2), traits={"token_local", "presence"},
          reference=references.onorm_ln_reference,
          claims=_ONORM_CLAIMS)
 def onorm_ln(xp, x, *, gamma, beta, tau):
@@ -89,7 +89,7 @@ def onorm_ln(xp, x, *, gamma, beta, tau):
     return onorm(xp, x, gamma=gamma, beta=beta, tau=tau, kind="layer")
 
 
-@declare(name="onorm_rms", domain=Domain(params=onorm_params, positive=("tau",)), traits={"token_local", "presence"},
+@declare(name="onorm_rms", domain=Domain(params=onorm_params, positive=("tau",), limits=limits.FLOAT16_NORM2), traits={"token_local", "presence"},
          reference=references.onorm_rms_reference,
          claims=_ONORM_CLAIMS)
 def onorm_rms(xp, x, *, gamma, beta, tau):

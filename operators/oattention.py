@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, projections, references
+from . import arguments, limits, projections, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -73,7 +73,7 @@ def oattention_errors(kw):
 
 @declare(
     name="oattention",
-    domain=Domain(params=oattention_params, mask="random", positive=("tau", "eps_den")),
+    domain=Domain(params=oattention_params, mask="random", positive=("tau", "eps_den"), limits=limits.FLOAT16_SCORES_NORM2),
     errors=oattention_errors,
     traits={"token_mixing", "masked", "presence"},
     kernel="oattention_fwd",

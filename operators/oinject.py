@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from . import arguments, references
+from . import arguments, limits, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -37,7 +37,7 @@ def linear_inject(xp, x, *, w, b):
     return linear(xp, x, w=w, b=b)
 
 
-@declare(name="oinject", domain=Domain(params=oinject_params, positive=("tau",)), traits={"token_local", "presence"},
+@declare(name="oinject", domain=Domain(params=oinject_params, positive=("tau",), limits=limits.FLOAT16_NORM2), traits={"token_local", "presence"},
          reference=references.oinject_reference,
          claims={"zero_absorption": "rho(0) (W 0 + b) = 0 * b = 0",
                  "gradcheck": "smooth",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, references
+from . import arguments, limits, references
 from .presence import presence
 from .registry import Domain, declare
 
@@ -22,7 +22,7 @@ def ostd_params(gen, d_model, dtype=torch.float64):
 @declare(
     name="ostandardize",
     reference=references.ostandardize_reference,
-    domain=Domain(params=ostd_params, positive=("tau", "eps")),
+    domain=Domain(params=ostd_params, positive=("tau", "eps"), limits=limits.FLOAT16_NORM2),
     traits={"token_mixing", "presence"},
     claims={
         "null_receiver": "out_i carries the factor p_i = 0",

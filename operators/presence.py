@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, references
+from . import arguments, limits, references
 from .registry import Domain, declare
 
 
@@ -24,7 +24,7 @@ def presence_params(gen, d_model, dtype=torch.float64):
 
 @declare(
     name="presence",
-    domain=Domain(params=presence_params, positive=("tau",)),
+    domain=Domain(params=presence_params, positive=("tau",), limits=limits.FLOAT16_NORM2),
     traits={"token_local", "presence"},
     reference=references.presence_reference,
     claims={

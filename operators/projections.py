@@ -13,6 +13,7 @@ import torch
 from . import arguments
 
 
+
 def split_heads(xp, t, heads):
     """(B, N, D) -> (B, heads, N, D // heads)."""
     b, n, d = t.shape

@@ -91,6 +91,45 @@ class Interval:
         return f"{name} real"
 
 
+@dataclasses.dataclass(frozen=True)
+class Limit:
+    """A per-dtype bound on the drawn inputs of one operator, with the reason it is there.
+
+    ``scores``: the largest attention-score magnitude |S| drawn in that dtype (the score offsets,
+    and the token and bias scales whose nominal score would pass it, stop there);
+    ``norm2``: the largest squared token norm |h|^2 drawn (token scales whose nominal |h|^2 would
+    pass it are not drawn).  At least one is given.
+    ``reason``: one line saying why the computation the formula is written in is not representable
+    in the dtype past it.  Declare one only for that; a representable result that comes out wrong is
+    a defect to fix.
+    """
+
+    reason: str
+    scores: float | None = None
+    norm2: float | None = None
+
+    def __post_init__(self):
+        for name in ("scores", "norm2"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                                  or v <= 0):
+                raise DeclarationError(f"Limit.{name}: expected a positive finite magnitude or None, got {v!r}")
+        if self.scores is None and self.norm2 is None:
+            raise DeclarationError("Limit: expected scores= or norm2= (a limit that bounds nothing is no limit)")
+        if not isinstance(self.reason, str) or not self.reason.strip() or "\n" in self.reason:
+            raise DeclarationError(f"Limit.reason: expected a one-line reason, got {self.reason!r}")
+
+    def bounds(self) -> str:
+        """``|scores| <= 65504, |h|^2 <= 65504``."""
+        parts = [f"|scores| <= {self.scores:g}"] if self.scores is not None else []
+        parts += [f"|h|^2 <= {self.norm2:g}"] if self.norm2 is not None else []
+        return ", ".join(parts)
+
+    def text(self, dtype: str) -> str:
+        """``float16: |scores| <= 65504 (reason)``."""
+        return f"{dtype}: {self.bounds()} ({self.reason})"
+
+
 REALS = Interval()
 POSITIVE = Interval(0.0, math.inf, lo_open=True)
 NONNEGATIVE = Interval(0.0, math.inf)
@@ -104,8 +143,13 @@ class Domain:
 
     params:     ``params(gen, d_model, dtype) -> dict`` builds parameters
                 (weights, tau, eps_den...) from a torch.Generator.
-    d_model:    model widths to draw from.
-    n_max:      longest sequence drawn by default.
+    d_model:    the widths drawn most often (the first one validates ``params``); the search
+                also draws every width 1..128 unless ``fixed_width``.
+    n_max:      the short lengths drawn most often (1..n_max); longer ones are drawn more rarely,
+                up to past every backend's tiles (``fuzz/strategies.py``).
+    fixed_width: True when the parameters only exist at the ``d_model`` widths.
+    d_max:      the widest model the search draws (None: the search's own top, 128); a bound
+                for cost, shown on every row through the ranges it searched.
     mask:       "none", "random" or "causal": what masks the operator accepts.
     dtypes:     dtypes the operator supports.
 
@@ -116,6 +160,10 @@ class Domain:
     The prover's premises and the fuzz tier's draws both come from it;
     ``collect()`` rejects a name the parameters do not have, a drawn scalar
     with no declared domain and a drawn value outside its domain.
+
+    ``limits={"float16": Limit(scores=..., reason=...)}``: per-dtype bounds on
+    what the fuzz tier draws, each with its reason (shown on the report's rows
+    and in its legend).  Without one, the search draws the dtype's whole range.
     """
 
     params: Callable[..., dict] | None = None
@@ -127,8 +175,24 @@ class Domain:
     nonnegative: tuple = ()
     reals: tuple = ()
     intervals: Any = ()
+    fixed_width: bool = False
+    d_max: int | None = None
+    limits: Any = ()
 
     def __post_init__(self):
+        limits = dict(self.limits)
+        for dt, lim in limits.items():
+            if dt not in self.dtypes:
+                raise DeclarationError(f"Domain.limits: {dt!r} is not one of the declared dtypes {self.dtypes}")
+            if not isinstance(lim, Limit):
+                raise DeclarationError(f"Domain.limits: expected {{dtype: Limit}}, got {dt!r}: {lim!r}")
+        object.__setattr__(self, "limits", tuple(sorted(limits.items())))
+        if not isinstance(self.fixed_width, bool):
+            raise DeclarationError(f"Domain.fixed_width: expected a bool, got {self.fixed_width!r}")
+        if self.d_max is not None and (isinstance(self.d_max, bool) or not isinstance(self.d_max, int)
+                                       or self.d_max < max(self.d_model)):
+            raise DeclarationError(f"Domain.d_max: expected None or an int >= every d_model {self.d_model}, "
+                                   f"got {self.d_max!r}")
         pairs = list(dict(self.intervals).items())
         for kind, iv in (("positive", POSITIVE), ("nonnegative", NONNEGATIVE), ("reals", REALS)):
             names = getattr(self, kind)
@@ -148,6 +212,10 @@ class Domain:
     def scalars(self) -> dict:
         """{parameter name: Interval} for every declared scalar parameter."""
         return dict(self._scalars)
+
+    def limit(self, dtype: str) -> Limit | None:
+        """The declared limit on the draws in ``dtype`` (a name such as "float16"), or None."""
+        return dict(self.limits).get(dtype)
 
     def scalar(self, name: str) -> Interval | None:
         """The declared domain of scalar parameter ``name`` (None if the operator has none)."""

@@ -1,7 +1,7 @@
 """SDPA: standard softmax attention, the baseline that fails the null contracts (SPEC 1)."""
 from __future__ import annotations
 
-from . import arguments, normalisers, projections, references
+from . import arguments, limits, normalisers, projections, references
 from .registry import Domain, declare
 
 
@@ -11,7 +11,7 @@ def sdpa_weights(xp, s, mask=None):
 
 @declare(
     name="sdpa",
-    domain=Domain(params=projections.attention_params, mask="random"),
+    domain=Domain(params=projections.attention_params, mask="random", limits=limits.FLOAT16_SCORES),
     traits={"token_mixing", "masked", "score_normaliser"},
     weights=sdpa_weights,
     kernel=None,

@@ -89,7 +89,7 @@ def empty_support(case):
 
 @contract(exact=True, dtypes=("float64", "float32"),
           symbolic=dict(none="a statement about autograd's float gradients, judged by the eager tier"),
-          evaluated="autograd", fuzz=dict(long_lengths=()))
+          evaluated="autograd")
 def null_gradient(case):
     """A null token's carrier receives exactly zero gradient."""
     nulls = null_positions(case)

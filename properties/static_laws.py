@@ -74,7 +74,7 @@ class _TorchTranscendentals(TorchFunctionMode):
           evaluated="reference",
           unjudged="finite differences in float64, which an implementation other than the reference need not "
                    "compute; its backward is judged by gradient_agreement against the float64 eager gradients",
-          fuzz=dict(n_max=3, batch_max=1, long_lengths=(), widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
+          fuzz=dict(n_max=3, n_long=0, batch_max=1, widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
                      mask_kinds=("random", "causal", "padding"), near_null=False, wide_params=False, offsets=False,
                      eps_draws=False))
 def gradcheck(case):

@@ -108,6 +108,47 @@ HOW_TO_READ = (
     "`tokenlaw replay ID`.")
 
 
+SHAPE_AXES = ("n", "d", "batch", "heads")
+
+
+def searched(row: dict) -> str:
+    """The shape ranges a row's fuzz cells searched (the union of the cells' ``extra["searched"]``),
+    ``n 1..130, d 1..128, batch 1..4, heads 1..64``; "" when no cell recorded any."""
+    span = {}
+    for c in row.get("cells", []):
+        for axis, (lo, hi) in ((((c.get("verdict") or {}).get("extra") or {}).get("searched") or {}).items()):
+            old = span.get(axis, (lo, hi))
+            span[axis] = (min(old[0], lo), max(old[1], hi))
+    return ", ".join(f"{a} {span[a][0]}..{span[a][1]}" for a in SHAPE_AXES if a in span)
+
+
+def _bounds(limit: dict) -> str:
+    parts = [f"|scores| <= {limit['scores']:g}"] if limit.get("scores") is not None else []
+    parts += [f"|h|^2 <= {limit['norm2']:g}"] if limit.get("norm2") is not None else []
+    return ", ".join(parts)
+
+
+def limits(row: dict) -> dict:
+    """{dtype: "bounds (reason)"} of the declared limits a row's cells ran under."""
+    out = {}
+    for c in row.get("cells", []):
+        lim = ((c.get("verdict") or {}).get("extra") or {}).get("limit")
+        if lim:
+            out[c["dtype"]] = f"{_bounds(lim)} ({lim['reason']})"
+    return out
+
+
+def limit_legend(rows: list[dict]) -> list[str]:
+    """One line per distinct declared limit in the report: the bounds, the reason and the operators under it."""
+    by = {}
+    for r in rows:
+        for dtype, text in limits(r).items():
+            ops = by.setdefault(f"{dtype}: {text}", [])
+            if r["operator"] not in ops:
+                ops.append(r["operator"])
+    return [f"- {text}: " + ", ".join(f"`{o}`" for o in ops) for text, ops in by.items()]
+
+
 def run_line(meta: dict) -> str:
     """One sentence naming how the run was made (no timings: see VOLATILE)."""
     return (f"Tier: {meta.get('tier', 'fuzz')} (backend {meta.get('backend')}), profile `{meta.get('profile')}` "

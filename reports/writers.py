@@ -21,7 +21,7 @@ from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, summary
 from .html import html
 from .junit import junit
 from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, example,  # noqa: F401
-                   first_counterexample, headline, run_line)
+                   first_counterexample, headline, limit_legend, limits, run_line, searched)
 
 FORMATS = ("json", "md", "xml", "html")
 
@@ -67,14 +67,21 @@ def markdown(doc: dict) -> str:
             lines.append(f"- {reason}: " + ", ".join(f"`{i}`" for i in ids))
         lines += ["", "</details>", ""]
     lines += ["## How to read this", "", HOW_TO_READ, ""]
+    legend = limit_legend(rows)
+    if legend:
+        lines += ["### Declared limits", "",
+                  "The fuzz tier draws each dtype's whole range except where an operator's `Domain` declares a "
+                  "limit (`Domain(limits=...)`), each with the reason the computation is not representable there:",
+                  ""] + legend + [""]
     lines += ["## Matrix", "", "| operator | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     by = {(r["operator"], r["contract"]): r for r in rows}
     for op in ops:
         cells = [SHORT[by[(op, n)]["outcome"]] if (op, n) in by else "-" for n in names]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
     lines += ["", "## Rows", "",
-              "| row | declared | outcome | dtypes: examples, max disc/bound | minimal counterexample |",
-              "|---|---|---|---|---|"]
+              "| row | declared | outcome | dtypes: examples, max disc/bound | searched (n, d, batch, heads; limits) "
+              "| minimal counterexample |",
+              "|---|---|---|---|---|---|"]
     for r in rows:
         parts = []
         for c in r["cells"]:
@@ -86,7 +93,10 @@ def markdown(doc: dict) -> str:
             parts.append(f"{c['dtype']}{'' if c['backend'] == 'eager' else '/' + c['backend']}: "
                          f"{tag}{v['examples']} ex, {_fmt(ratio(v))}")
         ce = first_counterexample(r)
-        lines.append(f"| `{r['id']}` | {r['declared']} | {r['outcome']} | {'; '.join(parts)} | {ce.replace('|', '/')} |")
+        shapes = "; ".join([searched(r)] + [f"{dt}: {text.split(' (')[0]}" for dt, text in limits(r).items()])
+        shapes = shapes.strip("; ").replace("|", "\\|")
+        lines.append(f"| `{r['id']}` | {r['declared']} | {r['outcome']} | {'; '.join(parts)} | {shapes} "
+                     f"| {ce.replace('|', '/')} |")
     lines += ["", "## Contracts", ""]
     for n in names:
         c = CONTRACTS.get(n)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tokenlaw.fuzz.campaign import run_rows
 from tokenlaw.fuzz.engine import PROFILES
@@ -72,7 +73,7 @@ def test_fp16_collapse_is_found_by_the_default_profile_and_shrunk():
     ce = v.counterexample
     assert ce["n"] <= 2 and ce["eps_den"] is not None and ce["eps_den"] <= 1.5e-5, ce
     assert ce["score_offset"] < -11 or ce["scale"] > 1 or ce["bias_scale"] > 1, ce   # scores below -11
-    assert v.examples <= DEFAULT_EXAMPLES
+    assert v.extra["found_at"] <= DEFAULT_EXAMPLES      # found within the budget (v.examples adds the shrinking)
 
 
 def test_the_fixed_operator_holds_where_the_canary_fails():
@@ -82,3 +83,26 @@ def test_the_fixed_operator_holds_where_the_canary_fails():
     run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
     assert rows[0].outcome == V.OK_HOLDS, rows[0].cells[0].verdict.detail
     assert rows[0].cells[0].verdict.extra["regimes"]["scores_low"] > 0
+
+
+def test_presence_cancellation_is_caught_through_near_null_rows_alone():
+    """With tau held at its default draws (no wide tau), the cancelling presence is still caught, and
+    its counterexample keeps a near-null row: the log-uniform |h|^2 draws reach it (issue 19, point 5)."""
+    import dataclasses
+
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    c = _canary("fuzz_presence_cancellation")
+    reg = c.registry(default_registry())
+    law = CONTRACTS["formula_equivalence"]
+    narrow = dataclasses.replace(law, fuzz=tuple(sorted({**law.fuzz_bounds, "wide_params": False}.items())))
+    v = run_cell(reg["oattention"], narrow, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert v.violated and v.extra["found_at"] <= DEFAULT_EXAMPLES, v.detail
+    ce = v.counterexample
+    # |h|^2 far below tau (drawn in 0.1..2): the quotient tau / (tau + |h|^2) rounds and presence loses its bits
+    assert ce["near_null"] and 0 < ce["tiny"] ** 2 <= 2.0 ** -20, ce
+    # control: the shipping presence holds the same narrowed search
+    ok = run_cell(default_registry()["oattention"], narrow, torch.float64, examples=DEFAULT_EXAMPLES, seed=0,
+                  replay_dir=None)
+    assert not ok.violated, ok.detail

@@ -7,7 +7,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, find, settings
 
-from tokenlaw.fuzz.strategies import LONG_LENGTHS, cases, magnitudes, tiny_magnitudes
+from tokenlaw.fuzz.strategies import (D_MAX, LONGEST, MEDIUM, cases, decades, divisors, far_magnitudes, magnitudes,
+                                      near_null_exponents, nominal_norm2, nominal_score, tiny_magnitudes)
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 
@@ -18,7 +19,7 @@ CFG = settings(max_examples=400, database=None, suppress_health_check=list(Healt
 
 @pytest.mark.parametrize("kwargs", [dict(n_max=0), dict(batch_max=-1), dict(scales=()), dict(scales=(0.0,)),
                                     dict(bias_scales=(float("inf"),)), dict(mask_kinds=("diagonal",)),
-                                    dict(layouts=()), dict(widths=(0,)), dict(long_lengths=(0,))])
+                                    dict(layouts=()), dict(widths=(0,)), dict(n_long=-1)])
 def test_bad_bounds_raise_invalid_argument_naming_them(kwargs):
     with pytest.raises(InvalidArgument, match=next(iter(kwargs))):
         cases(REG["oattention"], torch.float32, **kwargs)
@@ -29,13 +30,25 @@ def test_bounds_are_keyword_only():
         cases(REG["oattention"], torch.float32, 4)   # noqa
 
 
+# Rare tiers (a length past 100 is one draw in ~65) need more draws than CFG's 400 to be seen for sure;
+# a draw costs no judgement, so the reachability search gets 3000.
+REACH = settings(CFG, max_examples=3000)
+
+
 def _reach(op, dtype, pred):
-    return find(cases(REG[op], dtype), pred, settings=CFG, random=random.Random(0))
+    return find(cases(REG[op], dtype), pred, settings=REACH, random=random.Random(0))
+
+
+# edges whose predicate needs a long sequence or a large batch: shrinking keeps what they need
+_NEEDS_N = ("null row", "medium length", "long length", "the longest length", "one past a 16-token tile")
+_NEEDS_BATCH = ("batch 3", "batch 4")
 
 
 @pytest.mark.parametrize("name, op, pred", [
     ("null row", "oattention", lambda c: len(c.null) >= 1 and max(c.null) >= 1),
     ("near-null row", "oattention", lambda c: bool(c.near_null)),
+    ("near-null |h|^2 between 1e-30 and 1e-17", "oattention",
+     lambda c: bool(c.near_null) and 1e-30 <= c.tiny ** 2 <= 1e-17),
     ("huge bias", "oattention", lambda c: c.bias_scale >= 1e4),
     ("large magnitude", "sdpa", lambda c: c.scale >= 100),
     ("fully masked row", "oattention", lambda c: c.mask_kind == "empty_row"),
@@ -43,20 +56,85 @@ def _reach(op, dtype, pred):
     ("causal mask", "oattention", lambda c: c.mask_kind == "causal"),
     ("tiny tau", "oattention", lambda c: c.tau is not None and c.tau <= 1e-3),
     ("huge tau", "oattention", lambda c: c.tau is not None and c.tau >= 1e2),
+    ("tau near float32's largest", "oattention", lambda c: c.tau is not None and c.tau >= 1e30),
     ("tiny eps_den", "oattention", lambda c: c.eps_den is not None and c.eps_den <= 1e-10),
+    ("huge eps_den", "oattention", lambda c: c.eps_den is not None and c.eps_den >= 1e10),
     ("negative pn tau", "pn_fir_tau", lambda c: c.tau is not None and c.tau < -4),
-    ("long odd length", "sm_fir", lambda c: c.n in LONG_LENGTHS),
-    ("odd head dim", "oattention", lambda c: c.d == 6 and c.heads == 2),
+    ("pn tau far below the scores", "pn_fir_tau", lambda c: c.tau is not None and c.tau <= -1e30),
+    ("score offset in the thousands", "pn_fir_c", lambda c: abs(c.score_offset) >= 1e3),
+    ("score offset past 1e30", "sm_fir", lambda c: abs(c.score_offset) >= 1e30),
+    ("medium length", "oattention", lambda c: 7 <= c.n <= 12),
+    ("one past a 16-token tile", "sm_fir", lambda c: c.n > 16 and c.n % 16 == 1),
+    ("long length", "sm_fir", lambda c: c.n > MEDIUM),
+    ("the longest length", "oattention", lambda c: 100 < c.n <= LONGEST),
+    ("width 1", "oattention", lambda c: c.d == 1),
+    ("width 5", "oattention", lambda c: c.d == 5),
+    ("a prime width past 100", "sdpa", lambda c: c.d in (101, 103, 107, 109, 113, 127)),
+    ("a wide model at head dim 1", "sdpa", lambda c: 64 <= c.d <= D_MAX and c.heads == c.d),
+    ("odd head dim", "oattention", lambda c: c.d in (6, 10, 14) and c.heads == 2),
     ("transposed", "oattention", lambda c: c.layout == "transposed"),
     ("strided", "ostandardize", lambda c: c.layout == "strided"),
     ("batch 2", "oattention", lambda c: c.batch == 2),
+    ("batch 3", "oattention", lambda c: c.batch == 3),
+    ("batch 4", "sdpa", lambda c: c.batch == 4),
 ])
 def test_every_edge_is_reachable_and_shrinks_to_a_small_case(name, op, pred):
     c = _reach(op, torch.float32, pred)
     assert pred(c)
-    assert c.batch <= 2 and c.seed <= 2 ** 16
-    if name not in ("long odd length", "null row", "batch 2"):
+    assert c.seed <= 2 ** 16 and 1 <= c.batch <= 4
+    if name not in _NEEDS_BATCH and name != "batch 2":
+        assert c.batch == 1, f"{name}: shrinking should keep the batch at 1, got {c.batch}"
+    if name not in _NEEDS_N:
         assert c.n <= 2, f"{name}: shrinking should keep the sequence short, got n={c.n}"
+
+
+def test_the_longest_length_crosses_every_declared_tile_and_block():
+    """Two compiled Triton tiles plus one, and a 128-token (FlexAttention) block, are crossed."""
+    from tokenlaw.kernels import capabilities
+
+    block = capabilities.tiles(10 ** 4, capabilities.HEAD_DIM_MAX)["BLOCK_N"]
+    assert LONGEST >= 2 * block + 1 and LONGEST > 128
+    assert D_MAX == capabilities.HEAD_DIM_MAX
+
+
+def test_every_head_count_dividing_the_width_is_drawn():
+    seen = set()
+    strategy = cases(REG["sdpa"], torch.float32, widths=(12,))
+    for i in range(300):
+        seen.add(find(strategy, lambda c: True, settings=settings(CFG, max_examples=1),
+                      random=random.Random(i)).heads)
+    assert divisors(12) == (1, 2, 3, 4, 6, 12)
+    assert {h for h in seen if h is not None} <= set(divisors(12))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_ranges_follow_each_dtypes_exponent_range(dtype):
+    info = torch.finfo(dtype)
+    lo, hi = near_null_exponents(dtype)
+    assert 2.0 ** lo == info.tiny and hi == 0          # |h|^2 from the subnormal boundary up to 1
+    t_lo, t_hi = decades(dtype)
+    info = torch.finfo(torch.float32) if dtype == torch.float64 else info   # float64: its float32 probe's
+    assert 10.0 ** t_lo >= info.tiny and 10.0 ** (t_lo - 1) < info.tiny
+    assert 10.0 ** t_hi <= info.max and 10.0 ** (t_hi + 1) > info.max
+    far = far_magnitudes(dtype)
+    assert far[0] == 10.0 and far[-1] == info.max and far[-2] * 10 > info.max   # up to the largest finite
+
+
+def test_a_declared_limit_bounds_the_draws_and_nothing_else_does():
+    """oattention declares float16 limits (|S|, |h|^2 <= 65504): its float16 draws stay within them; in
+    bfloat16, which declares none, the largest magnitudes are drawn."""
+    op = REG["oattention"]
+    limit = op.domain.limit("float16")
+    assert limit.scores == 65504 and limit.norm2 == 65504 and limit.reason
+    assert op.domain.limit("bfloat16") is None
+    rnd = random.Random(0)
+    half = [find(cases(op, torch.float16), lambda c: True, settings=settings(CFG, max_examples=1),
+                 random=random.Random(rnd.random())) for _ in range(200)]
+    assert all(nominal_score(c.scale, c.d) <= 65504 and nominal_score(c.bias_scale, c.d) <= 65504
+               and nominal_norm2(c.scale, c.d) <= 65504 and abs(c.score_offset) <= 65504 for c in half)
+    big = _reach("oattention", torch.bfloat16, lambda c: c.bias_scale >= 1e4 and c.scale >= 100)
+    assert big.bias_scale == 1e4
+    assert magnitudes(torch.float16) == magnitudes(torch.float64)   # no dtype-wide cap without a declaration
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])

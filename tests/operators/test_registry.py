@@ -153,3 +153,45 @@ def test_fuzz_draws_scalar_parameters_from_the_declared_domain(interval):
     assert len(set(seen)) > 3
     if interval == Interval(0.0, float("inf")):
         assert 0.0 in seen or any(v < 1e-3 for v in seen)      # the closed end is reachable
+
+
+# -- per-dtype limits on the draws (issue 19, point 4) ----------------------------------------------
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(reason="x"), "bounds nothing"),
+    (dict(scores=0.0, reason="x"), "Limit.scores"),
+    (dict(scores=float("inf"), reason="x"), "Limit.scores"),
+    (dict(norm2=-1.0, reason="x"), "Limit.norm2"),
+    (dict(scores=True, reason="x"), "Limit.scores"),
+    (dict(scores=8.0, reason=""), "Limit.reason"),
+    (dict(scores=8.0, reason="two\nlines"), "Limit.reason"),
+])
+def test_a_bad_limit_is_rejected_naming_its_field(kwargs, match):
+    from tokenlaw.operators.registry import Limit
+
+    with pytest.raises(DeclarationError, match=match):
+        Limit(**kwargs)
+
+
+def test_domain_limits_are_validated_and_read_back():
+    from tokenlaw.operators.registry import Domain, Limit
+
+    lim = Limit(scores=8.0, reason="example")
+    d = Domain(limits={"float16": lim})
+    assert d.limit("float16") is lim and d.limit("float32") is None
+    assert lim.text("float16") == "float16: |scores| <= 8 (example)"
+    with pytest.raises(DeclarationError, match="not one of the declared dtypes"):
+        Domain(dtypes=("float64",), limits={"float16": lim})
+    with pytest.raises(DeclarationError, match="expected {dtype: Limit}"):
+        Domain(limits={"float16": 8.0})
+    with pytest.raises(DeclarationError, match="d_max"):
+        Domain(d_model=(4, 8), d_max=6)
+
+
+def test_the_shipping_limits_are_float16_only_and_each_states_a_reason():
+    from tokenlaw.properties.catalogue import default_registry
+
+    declared = {(op.name, dt): lim for op in default_registry() for dt, lim in op.domain.limits}
+    assert declared and {dt for _, dt in declared} == {"float16"}
+    assert all(lim.reason and (lim.scores or lim.norm2) == 65504 for lim in declared.values())
+    assert ("oattention", "float16") in declared and ("layernorm", "float16") not in declared
