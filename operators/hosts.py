@@ -97,7 +97,7 @@ def _declare(comp, traits, claims, violates, layers=None):
     # d_max: a host stacks depth x (attention + FFN) blocks of full width, each block judged at every
     # width up to 128 as an operator of its own; the host's rows search widths 1..8 (cost)
     domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, d_max=8, positive=("tau", "eps_den"),
-                    limits=limits.FLOAT16_SCORES_NORM2 if "presence" in traits else limits.FLOAT16_SCORES)
+                    limits=limits.PRESENCE_HOST_LIMITS if "presence" in traits else limits.STANDARD_HOST_LIMITS)
     return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
                    claims=claims, violates=violates)(_host_of(comp, layers))
 

@@ -188,10 +188,17 @@ def test_domain_limits_are_validated_and_read_back():
         Domain(d_model=(4, 8), d_max=6)
 
 
-def test_the_shipping_limits_are_float16_only_and_each_states_a_reason():
+def test_the_shipping_limits_are_float16_range_and_float32_score_spacing_each_with_a_reason():
+    """float16: its range (65504); float32: the score spacing past 2^24 (operators/limits.py), on the
+    hosts only; bfloat16 and float64 declare none."""
     from tokenlaw.properties.catalogue import default_registry
 
     declared = {(op.name, dt): lim for op in default_registry() for dt, lim in op.domain.limits}
-    assert declared and {dt for _, dt in declared} == {"float16"}
-    assert all(lim.reason and (lim.scores or lim.norm2) == 65504 for lim in declared.values())
+    assert declared and {dt for _, dt in declared} == {"float16", "float32"}
+    half = [lim for (_, dt), lim in declared.items() if dt == "float16"]
+    assert all(lim.reason and (lim.scores or lim.norm2) == 65504 for lim in half)
+    single = {name: lim for (name, dt), lim in declared.items() if dt == "float32"}
+    assert all(lim.reason and lim.scores == 2.0 ** 24 and lim.norm2 is None for lim in single.values())
+    assert "tabular_otransformer" in single and "otransformer_l3" in single and "standard_host" in single
+    assert "oattention" not in single and "sdpa" not in single and "layernorm" not in single
     assert ("oattention", "float16") in declared and ("layernorm", "float16") not in declared
