@@ -90,6 +90,13 @@ _OTRANSFORMER_CLAIMS = {"closure": "every sub-layer is O-closed: zero absorption
 _OTRANSFORMER_VIOLATES = {"null_gradient": "the residual stream's identity path passes gradient to a null token"}
 
 
+def _limits(comp, traits):
+    """A host's draws stop where its components' do: presence's |h|^2, SDPA's score offsets, float16's scores."""
+    if "presence" in traits:
+        return limits.FLOAT16_SCORES_NORM2
+    return limits.SOFTMAX_SCORES if comp.attention == "sdpa" else limits.FLOAT16_SCORES
+
+
 def _declare(comp, traits, claims, violates, layers=None):
     """Declare host ``comp`` (its eager function generated from the composition) for the registry."""
     layers = _layers_of(comp) if layers is None else layers
@@ -97,7 +104,7 @@ def _declare(comp, traits, claims, violates, layers=None):
     # d_max: a host stacks depth x (attention + FFN) blocks of full width, each block judged at every
     # width up to 128 as an operator of its own; the host's rows search widths 1..8 (cost)
     domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, d_max=8, positive=("tau", "eps_den"),
-                    limits=limits.FLOAT16_SCORES_NORM2 if "presence" in traits else limits.FLOAT16_SCORES)
+                    limits=_limits(comp, traits))
     return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
                    claims=claims, violates=violates)(_host_of(comp, layers))
 

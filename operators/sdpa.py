@@ -11,7 +11,7 @@ def sdpa_weights(xp, s, mask=None):
 
 @declare(
     name="sdpa",
-    domain=Domain(params=projections.attention_params, mask="random", limits=limits.FLOAT16_SCORES),
+    domain=Domain(params=projections.attention_params, mask="random", limits=limits.SOFTMAX_SCORES),
     traits={"token_mixing", "masked", "score_normaliser"},
     weights=sdpa_weights,
     kernel=None,
