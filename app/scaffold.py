@@ -122,7 +122,9 @@ def _domain_source(like, name) -> str:
             for k, iv in d.intervals) + "}")
     if d.limits:      # per-dtype limits on the draws, with their reasons: copied, never guessed
         fields.append("limits={" + ", ".join(
-            f"{_q(dt)}: Limit(scores={lim.scores!r}, reason={_q(lim.reason)})" for dt, lim in d.limits) + "}")
+            f"{_q(dt)}: Limit(" + "".join(f"{f}={getattr(lim, f)!r}, " for f in ("scores", "norm2", "offset")
+                                          if getattr(lim, f) is not None)
+            + f"reason={_q(lim.reason)})" for dt, lim in d.limits) + "}")
     return "Domain(" + ", ".join(fields) + ")"
 
 

@@ -248,7 +248,7 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
     unvisited ones and the set-aside counts."""
     extra["searched"] = {a: list(r) for a, r in (searched or {}).items()}
     if limit is not None:
-        extra["limit"] = {"scores": limit.scores, "norm2": limit.norm2, "reason": limit.reason}
+        extra["limit"] = {"scores": limit.scores, "norm2": limit.norm2, "offset": limit.offset, "reason": limit.reason}
     extra["regimes"] = dict(visits)
     extra["unvisited_regimes"] = [n for n, k in visits.items() if k == 0]
     extra["set_aside_rows"] = seen["set_aside"]

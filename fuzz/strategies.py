@@ -120,13 +120,14 @@ def near_null_exponents(dtype: torch.dtype) -> tuple[int, int]:
 
 def offset_exponents(dtype: torch.dtype, limit=None) -> tuple[int, int]:
     """(lo, hi) of k for the log-uniform score offsets +-2^k: from 1/4 up to half the dtype's largest
-    finite (2^14 in float16, 2^126 in float32 / bfloat16), or to ``limit.scores``.  float64 stops at
+    finite (2^14 in float16, 2^126 in float32 / bfloat16), or to ``limit.scores`` / ``limit.offset``.  float64 stops at
     float32's 2^126: a float64 cell's bound is measured with a float32 probe (properties/tolerance.py),
     which must hold the offset's projection biases."""
     probe = torch.float32 if dtype == torch.float64 else dtype
     hi = math.frexp(torch.finfo(probe).max)[1] - 2          # floor(log2(max)) - 1
-    if limit is not None and limit.scores is not None:
-        hi = min(hi, int(math.floor(math.log2(limit.scores))))
+    for cap in (() if limit is None else (limit.scores, limit.offset)):
+        if cap is not None:
+            hi = min(hi, int(math.floor(math.log2(cap))))
     return -2, max(hi, -2)
 
 
@@ -155,12 +156,13 @@ def score_offsets(dtype: torch.dtype, limit=None) -> tuple:
     float16, -88.7 in float32 / bfloat16, -709.8 in float64) and exp(max) above
     it; a power normaliser's x^10 overflows past max^(1/10) (3.03 in float16,
     7.1e3 in float32 and bfloat16, 1.8e30 in float64).  An operator's ``limit`` drops
-    the edges past ``limit.scores``.
+    the edges past ``limit.scores`` and ``limit.offset``.
     """
     info = torch.finfo(dtype)
     edges = [1.1 * math.log(info.max), 1.1 * info.max ** 0.1]
-    if limit is not None and limit.scores is not None:
-        edges = [e for e in edges if e <= limit.scores]
+    for cap in (() if limit is None else (limit.scores, limit.offset)):
+        if cap is not None:
+            edges = [e for e in edges if e <= cap]
     return (0.0,) + tuple(sorted({sign * e for e in edges for sign in (-1.0, 1.0)}))
 
 

@@ -53,7 +53,7 @@ def _pn_tau_weights(xp, s, mask=None, *, tau):
     return normalisers.pn_tau(xp, s, mask, tau=tau)
 
 
-@declare(name="sm_fir", domain=Domain(params=fir_params, limits=limits.FLOAT16_SCORES), traits=_TRAITS,
+@declare(name="sm_fir", domain=Domain(params=fir_params, limits=limits.SOFTMAX_SCORES), traits=_TRAITS,
          weights=normalisers.softmax, kernel="sm_fir_fwd", reference=references.sm_fir_reference,
          implementation_claims={"gradient_causality": _CAUSAL_GRAD},
          claims={"causality": _CAUSAL, "score_shift_invariance": "softmax ignores a per-row constant",

@@ -90,6 +90,14 @@ _OTRANSFORMER_CLAIMS = {"closure": "every sub-layer is O-closed: zero absorption
 _OTRANSFORMER_VIOLATES = {"null_gradient": "the residual stream's identity path passes gradient to a null token"}
 
 
+def _limits(comp, traits):
+    """A host's draws stop where its components' do (presence's |h|^2, SDPA's score offsets, float16's scores),
+    and at float32's score spacing (every block's exp of a score: operators/limits.py)."""
+    if "presence" in traits:
+        return limits.PRESENCE_HOST_LIMITS
+    return limits.SOFTMAX_HOST_LIMITS if comp.attention == "sdpa" else limits.STANDARD_HOST_LIMITS
+
+
 def _declare(comp, traits, claims, violates, layers=None):
     """Declare host ``comp`` (its eager function generated from the composition) for the registry."""
     layers = _layers_of(comp) if layers is None else layers
@@ -97,7 +105,7 @@ def _declare(comp, traits, claims, violates, layers=None):
     # d_max: a host stacks depth x (attention + FFN) blocks of full width, each block judged at every
     # width up to 128 as an operator of its own; the host's rows search widths 1..8 (cost)
     domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, d_max=8, positive=("tau", "eps_den"),
-                    limits=limits.PRESENCE_HOST_LIMITS if "presence" in traits else limits.STANDARD_HOST_LIMITS)
+                    limits=_limits(comp, traits))
     return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
                    claims=claims, violates=violates)(_host_of(comp, layers))
 

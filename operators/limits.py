@@ -2,8 +2,9 @@
 
 A limit is declared only where the computation an operator's formula is written in cannot be held by
 the dtype (an intermediate the formula names overflows, or is spaced so coarsely that what the formula
-makes of it carries no correct digit: a score whose rounding alone moves exp(s) by a factor e), never
-to hide a representable result that comes out wrong.  The report prints each one on its rows and in its legend.
+makes of it carries no correct digit: a score whose rounding alone moves exp(s) by a factor e, or the
+inputs it depends on round to noise), never to hide a representable result that comes out wrong.  The
+report prints each one on its rows and in its legend.
 """
 from __future__ import annotations
 
@@ -43,3 +44,43 @@ FLOAT32_SCORES = {"float32": Limit(scores=_F32_SPACED, reason="float32 spaces sc
 # n 31, bias scale 1e4: 1213 vs 3.06; not declared there, so its float32 rows still draw that regime.)
 PRESENCE_HOST_LIMITS = {**FLOAT16_SCORES_NORM2, **FLOAT32_SCORES}
 STANDARD_HOST_LIMITS = {**FLOAT16_SCORES, **FLOAT32_SCORES}
+
+def _resolution(dtype: torch.dtype) -> float:
+    """1 / eps of ``dtype`` (2^10 float16, 2^7 bfloat16, 2^23 float32, 2^52 float64): the largest |c| at
+    which the dtype's spacing, at most eps |c|, is still one score unit."""
+    return 1.0 / torch.finfo(dtype).eps
+
+
+# A softmax row depends on its scores only through their differences s_j - max_k s_k (shift
+# invariance).  With every score of a row near an offset c, those differences are O(1) (the drawn
+# scores spread like N(0, (2 scale)^2)), while S itself is stored with spacing up to eps |c|: once
+# eps |c| > 1 the differences are lost to the rounding of S (float32 at c = -2^34: spacing 2048;
+# bfloat16 at c = -65536: spacing 512), the weights are a function of rounding noise, and neither a
+# law nor a float32-probe prediction of the error says anything about the operator.  So a softmax
+# operator's offsets stop where the spacing at c reaches one unit, |c| <= 1 / eps.
+_OFFSET_REASON = "a softmax row depends only on score differences, lost to the dtype's spacing eps |c| past |c| = 1/eps"
+SOFTMAX_OFFSETS = {dt: Limit(offset=_resolution(getattr(torch, dt)), reason=_OFFSET_REASON)
+                   for dt in ("bfloat16", "float32", "float64")}
+SOFTMAX_SCORES = {**SOFTMAX_OFFSETS,
+                  "float16": Limit(scores=_HALF_MAX, offset=_resolution(torch.float16),
+                                   reason="S = QK^T/sqrt(dh) is not representable in float16 past 65504, and a softmax "
+                                          "row's score differences are lost to float16's spacing past |c| = 1024")}
+
+
+def combined(*tables: dict) -> dict:
+    """One {dtype: Limit} from several: per dtype the tightest value of each bound, the reasons joined."""
+    out: dict = {}
+    for table in tables:
+        for dt, new in table.items():
+            old = out.get(dt)
+            if old is None:
+                out[dt] = new
+                continue
+            tight = {f: min((v for v in (getattr(old, f), getattr(new, f)) if v is not None), default=None)
+                     for f in ("scores", "norm2", "offset")}
+            out[dt] = Limit(**tight, reason=f"{old.reason}; {new.reason}")
+    return out
+
+
+# The softmax hosts (standard_host*, tabular_standard): SDPA's offset limits and the hosts' float32 spacing.
+SOFTMAX_HOST_LIMITS = combined(SOFTMAX_SCORES, FLOAT32_SCORES)

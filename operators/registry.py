@@ -98,7 +98,10 @@ class Limit:
     ``scores``: the largest attention-score magnitude |S| drawn in that dtype (the score offsets,
     and the token and bias scales whose nominal score would pass it, stop there);
     ``norm2``: the largest squared token norm |h|^2 drawn (token scales whose nominal |h|^2 would
-    pass it are not drawn).  At least one is given.
+    pass it are not drawn);
+    ``offset``: the largest row-wide score offset |c| drawn (every score of a row near c): past it the
+    dtype's spacing at c exceeds the scores' spread, so the scores themselves are rounding noise.
+    At least one is given.
     ``reason``: one line saying why the computation the formula is written in is not representable
     in the dtype past it.  Declare one only for that; a representable result that comes out wrong is
     a defect to fix.
@@ -107,22 +110,24 @@ class Limit:
     reason: str
     scores: float | None = None
     norm2: float | None = None
+    offset: float | None = None
 
     def __post_init__(self):
-        for name in ("scores", "norm2"):
+        for name in ("scores", "norm2", "offset"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                                   or v <= 0):
                 raise DeclarationError(f"Limit.{name}: expected a positive finite magnitude or None, got {v!r}")
-        if self.scores is None and self.norm2 is None:
-            raise DeclarationError("Limit: expected scores= or norm2= (a limit that bounds nothing is no limit)")
+        if self.scores is None and self.norm2 is None and self.offset is None:
+            raise DeclarationError("Limit: expected scores=, norm2= or offset= (a limit that bounds nothing is no limit)")
         if not isinstance(self.reason, str) or not self.reason.strip() or "\n" in self.reason:
             raise DeclarationError(f"Limit.reason: expected a one-line reason, got {self.reason!r}")
 
     def bounds(self) -> str:
-        """``|scores| <= 65504, |h|^2 <= 65504``."""
+        """``|scores| <= 65504, |h|^2 <= 65504, |score offset| <= 1024``."""
         parts = [f"|scores| <= {self.scores:g}"] if self.scores is not None else []
         parts += [f"|h|^2 <= {self.norm2:g}"] if self.norm2 is not None else []
+        parts += [f"|score offset| <= {self.offset:g}"] if self.offset is not None else []
         return ", ".join(parts)
 
     def text(self, dtype: str) -> str:

@@ -11,7 +11,7 @@ def sdpa_weights(xp, s, mask=None):
 
 @declare(
     name="sdpa",
-    domain=Domain(params=projections.attention_params, mask="random", limits=limits.FLOAT16_SCORES),
+    domain=Domain(params=projections.attention_params, mask="random", limits=limits.SOFTMAX_SCORES),
     traits={"token_mixing", "masked", "score_normaliser"},
     weights=sdpa_weights,
     kernel=None,
@@ -37,5 +37,19 @@ def sdpa(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
     arguments.tokens(x)
     mask = arguments.mask(mask, x)
     q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
-    w = sdpa_weights(xp, projections.scores(xp, q, k), projections.head_mask(mask))
-    return projections.output(xp, xp.matmul(w, v), wo)
+    hm = projections.head_mask(mask)
+    w = sdpa_weights(xp, projections.scores(xp, q, k), hm)
+    if mask is None:
+        return projections.output(xp, xp.matmul(w, v), wo)
+    # A fully masked row's weights are 0/0 = NaN (declared).  That NaN must reach
+    # its own output row only, but CPU bfloat16 GEMM does not keep rows apart:
+    # (17 x 17 with a NaN in row 1) @ (17 x 34) gives NaN in row 0 too (ATen's
+    # bfloat16 matmul at 16k+1 rows, AVX2 path; float16/float32 do not).  So the
+    # matmuls see 0 for such a row, and its 0/0 is put back after them as the
+    # exact row factor c / c (c = the row's visible count): 1 for a row that sees
+    # something (x * 1 = x, so those rows are bit-identical), 0/0 = NaN for one
+    # that sees nothing.
+    seen = xp.gt(xp.sum(hm * xp.ones_like(w), axis=-1, keepdims=True) * xp.ones_like(w), 0)
+    o = projections.output(xp, xp.matmul(xp.where(seen, w, xp.zeros_like(w)), v), wo)
+    count = xp.sum(mask * xp.ones_like(mask), axis=-1, keepdims=True)
+    return o * xp.div(count, count)

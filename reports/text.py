@@ -125,6 +125,7 @@ def searched(row: dict) -> str:
 def _bounds(limit: dict) -> str:
     parts = [f"|scores| <= {limit['scores']:g}"] if limit.get("scores") is not None else []
     parts += [f"|h|^2 <= {limit['norm2']:g}"] if limit.get("norm2") is not None else []
+    parts += [f"|score offset| <= {limit['offset']:g}"] if limit.get("offset") is not None else []
     return ", ".join(parts)
 
 

@@ -89,6 +89,15 @@ def test_like_copies_domain_traits_and_claims(userpkg, capsys):
     assert spec.domain.mask == "random" and spec.reference is not None   # formula_equivalence needs it
     assert spec.violates == {}   # kept commented until the body exists
     assert "# violates={" in (userpkg / "myattn.py").read_text()
+    assert spec.domain.limits == like.domain.limits     # every field of each Limit copied (|h|^2 too)
+
+
+def test_like_copies_offset_limits(userpkg, capsys):
+    assert cli.main(["new", "mysdpa", "--like", "sdpa", "--dir", str(userpkg), "--json"]) == 0
+    capsys.readouterr()
+    from tokenlaw.properties.catalogue import collect, default_registry
+
+    assert collect("userops")["mysdpa"].domain.limits == default_registry()["sdpa"].domain.limits
 
 
 def test_bad_arguments_name_themselves(userpkg):

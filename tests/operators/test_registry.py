@@ -162,6 +162,7 @@ def test_fuzz_draws_scalar_parameters_from_the_declared_domain(interval):
     (dict(scores=0.0, reason="x"), "Limit.scores"),
     (dict(scores=float("inf"), reason="x"), "Limit.scores"),
     (dict(norm2=-1.0, reason="x"), "Limit.norm2"),
+    (dict(offset=float("nan"), reason="x"), "Limit.offset"),
     (dict(scores=True, reason="x"), "Limit.scores"),
     (dict(scores=8.0, reason=""), "Limit.reason"),
     (dict(scores=8.0, reason="two\nlines"), "Limit.reason"),
@@ -188,17 +189,35 @@ def test_domain_limits_are_validated_and_read_back():
         Domain(d_model=(4, 8), d_max=6)
 
 
-def test_the_shipping_limits_are_float16_range_and_float32_score_spacing_each_with_a_reason():
-    """float16: its range (65504); float32: the score spacing past 2^24 (operators/limits.py), on the
-    hosts only; bfloat16 and float64 declare none."""
+def test_the_shipping_limits_each_state_a_reason_and_come_from_the_dtype():
+    """float16: its range (65504) for scores and |h|^2; float32: the score spacing past 2^24 on the hosts only;
+    a softmax row's offset where the dtype's spacing reaches one unit (operators/limits.py)."""
     from tokenlaw.properties.catalogue import default_registry
 
     declared = {(op.name, dt): lim for op in default_registry() for dt, lim in op.domain.limits}
-    assert declared and {dt for _, dt in declared} == {"float16", "float32"}
-    half = [lim for (_, dt), lim in declared.items() if dt == "float16"]
-    assert all(lim.reason and (lim.scores or lim.norm2) == 65504 for lim in half)
-    single = {name: lim for (name, dt), lim in declared.items() if dt == "float32"}
-    assert all(lim.reason and lim.scores == 2.0 ** 24 and lim.norm2 is None for lim in single.values())
+    assert declared and all(lim.reason for lim in declared.values())
+    half = [lim for (_, dt), lim in declared.items() if dt == "float16" and (lim.scores or lim.norm2)]
+    assert half and all(v in (None, 65504) for lim in half for v in (lim.scores, lim.norm2))
+    single = {name: lim for (name, dt), lim in declared.items() if dt == "float32" and lim.scores is not None}
+    assert all(lim.scores == 2.0 ** 24 and lim.norm2 is None for lim in single.values())
     assert "tabular_otransformer" in single and "otransformer_l3" in single and "standard_host" in single
     assert "oattention" not in single and "sdpa" not in single and "layernorm" not in single
+    assert {dt for (_, dt), lim in declared.items() if lim.scores or lim.norm2} == {"float16", "float32"}
+    offsets = {(name, dt): lim.offset for (name, dt), lim in declared.items() if lim.offset is not None}
+    assert offsets[("sdpa", "float32")] == 2.0 ** 23 and offsets[("sdpa", "bfloat16")] == 2.0 ** 7
+    assert offsets[("sdpa", "float16")] == 2.0 ** 10 and offsets[("standard_host_l1", "bfloat16")] == 2.0 ** 7
+    assert offsets[("standard_host", "float32")] == 2.0 ** 23            # combined with its spacing limit
+    assert ("pn", "float32") not in offsets and ("oattention", "float32") not in offsets
     assert ("oattention", "float16") in declared and ("layernorm", "float16") not in declared
+
+
+def test_a_limit_on_offsets_caps_the_offset_draws_only():
+    import torch
+
+    from tokenlaw.fuzz.strategies import offset_exponents, score_offsets
+    from tokenlaw.operators.registry import Limit
+
+    lim = Limit(offset=2.0 ** 7, reason="example")
+    assert lim.text("bfloat16") == "bfloat16: |score offset| <= 128 (example)"
+    assert offset_exponents(torch.bfloat16, lim) == (-2, 7) and offset_exponents(torch.bfloat16) == (-2, 126)
+    assert max(score_offsets(torch.bfloat16, lim)) <= 128 < max(score_offsets(torch.bfloat16))
