@@ -8,4 +8,4 @@ CAUGHT_BY = ("spec_reference",)
 
 def registry(base):
     return mutated_registry(base, mutated_module("tokenlaw.operators.fir_attention", [
-        ("    tri = np.tril(np.ones((n, n)))", "    tri = np.tril(np.ones((n, n)), -1)")]))
+        ("    return xp.asarray(np.tril(np.ones((n, n))), like)", "    return xp.asarray(np.tril(np.ones((n, n)), -1), like)")]))
