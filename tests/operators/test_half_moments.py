@@ -71,7 +71,7 @@ def test_scores_bits_unchanged_and_finite_where_s_is():
 
 @pytest.mark.parametrize("name", ["layernorm", "rmsnorm"])
 def test_norms_float16_second_moment_past_65504(name):
-    x = torch.tensor([[X_LN]], dtype=torch.float64)
+    x = torch.tensor([[X_LN]], dtype=torch.float64) * 1.25    # |x| <= 302: x^2 and c^2 past 65504
     ones, zeros = torch.ones(8, dtype=torch.float64), torch.zeros(8, dtype=torch.float64)
     want = REG[name].fn(TORCH, x, gamma=ones, beta=zeros)
     got = REG[name].fn(TORCH, x.half(), gamma=ones.half(), beta=zeros.half()).double()
@@ -86,9 +86,24 @@ def test_layernorm_differential_float16_counterexample():
 
 
 def test_ostandardize_float16_weighted_moment_past_65504():
-    # one token at -250 among six near 0: c^2 of it is 6.2e4 * (7/6)^2 > 65504, its output ~ -2.4
-    x = torch.tensor([[[-250.0], [1.0], [2.0], [-3.0], [4.0], [5.0], [-6.0]]], dtype=torch.float64)
+    # tokens at +-300 (d = 1): |h|^2 = 9e4 (presence) and var = 9e4 past 65504, outputs ~ +-1;
+    # the null token stays exactly 0
+    x = torch.tensor([[[-300.0], [300.0], [0.0], [-300.0], [300.0], [310.0], [-290.0]]], dtype=torch.float64)
     want = REG["ostandardize"].fn(TORCH, x, tau=0.5, eps=1e-5)
     got = REG["ostandardize"].fn(TORCH, x.half(), tau=0.5, eps=1e-5).double()
-    assert bool(torch.isfinite(got).all())
+    assert bool(torch.isfinite(got).all()) and float(got[0, 2].abs()) == 0.0
     assert float((got - want).abs().max()) <= 2.0 ** -7
+
+
+@pytest.mark.parametrize("name", ["onorm_ln", "onorm_rms"])
+def test_onorms_float16_presence_past_65504(name):
+    # seed 1's counterexample of onorm_ln-differential (d = 1, scale 100): a token past |h| = 256
+    x = torch.tensor([[[-300.0], [40.0], [0.0], [270.0]]], dtype=torch.float64)
+    g, b = torch.tensor([1.5], dtype=torch.float64), torch.tensor([0.25], dtype=torch.float64)
+    want = REG[name].fn(TORCH, x, gamma=g, beta=b, tau=0.5)
+    got = REG[name].fn(TORCH, x.half(), gamma=g.half(), beta=b.half(), tau=0.5).double()
+    assert bool(torch.isfinite(got).all()) and float(got[0, 2].abs()) == 0.0
+    assert float((got - want).abs().max()) <= 2.0 ** -7
+    # presence itself: rho -> 1 - tau / |h|^2, not inf / inf
+    rho = REG["presence"].fn(TORCH, x.half(), tau=0.5).double()
+    assert float((rho - REG["presence"].fn(TORCH, x, tau=0.5)).abs().max()) <= 2.0 ** -11
