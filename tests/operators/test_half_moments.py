@@ -38,6 +38,13 @@ def test_pn_fir_tau_huge_tau_float16(contract, tau):
         assert v.status == "holds", (n, v.detail)
 
 
+def test_pn_fir_tau_silence_at_the_lowest_tau_float16():
+    # seed 2's counterexample: tau = -65504, scale 10; the law's S = tau - |scores| was -inf in float16
+    v = CONTRACTS["silence"](Case(op=REG["pn_fir_tau"], dtype=torch.float16, n=7, d=4, seed=0, scale=10.0,
+                                  tau=-65504.0))
+    assert v.status == "holds", v.detail
+
+
 def test_pn_fir_tau_silent_and_limit_weights_through_the_probe():
     """Both signs of a huge tau through the operator's own output: +: silent; -: the limit 1/#visible."""
     from tokenlaw.operators.fir_attention import causal_mask
