@@ -20,6 +20,8 @@ so the symbolic tiers trace the ordinary path.
 """
 from __future__ import annotations
 
+from .spread import finite as _finite
+
 
 def _visible(xp, s, mask):
     return xp.ones_like(s) if mask is None else mask * xp.ones_like(s)
@@ -62,13 +64,6 @@ def pn(xp, s, mask=None, *, tau=0.0):
     return power_norm(xp, xp.relu(s - tau) * m)
 
 
-def _finite(xp, t):
-    """True where ``t`` is finite: t - t is exactly 0 for a finite float and NaN for +-inf or NaN.
-
-    Always true in the reals (the symbolic namespaces fold it), so a ``where`` on it traces as its
-    first branch; in floating point it selects a fallback only where an intermediate overflowed.
-    """
-    return xp.eq(t - t, xp.zeros_like(t))
 
 
 def _row_mean(xp, s, m):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, limits, references
+from . import arguments, limits, references, spread
 from .presence import presence
 from .registry import Domain, declare
 
@@ -19,8 +19,8 @@ def layer_norm(xp, x, *, gamma, beta, eps=1e-5):
     arguments.positive(eps, "eps")
     mu = xp.mean(x, axis=-1, keepdims=True)
     c = x - mu
-    var = xp.mean(c * c, axis=-1, keepdims=True)
-    return xp.div(c, xp.sqrt(var + eps)) * gamma + beta
+    # the mean of squares, past float16's range at |c| > 256 while the output is O(1): spread.standardised
+    return spread.standardised(xp, c, eps, lambda t: xp.mean(t * t, axis=-1, keepdims=True), axis=-1) * gamma + beta
 
 
 def rms_norm(xp, x, *, gamma, beta, eps=1e-5):
@@ -28,8 +28,7 @@ def rms_norm(xp, x, *, gamma, beta, eps=1e-5):
     arguments.weight(gamma, (d,), "gamma", like=x)
     arguments.weight(beta, (d,), "beta", like=x)
     arguments.positive(eps, "eps")
-    ms = xp.mean(x * x, axis=-1, keepdims=True)
-    return xp.div(x, xp.sqrt(ms + eps)) * gamma + beta
+    return spread.standardised(xp, x, eps, lambda t: xp.mean(t * t, axis=-1, keepdims=True), axis=-1) * gamma + beta
 
 
 NORMS = {"layer": layer_norm, "rms": rms_norm}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, limits, references
+from . import arguments, limits, references, spread
 from .presence import presence
 from .registry import Domain, declare
 
@@ -54,5 +54,5 @@ def ostandardize(xp, x, *, tau, eps=1e-5):
     w = xp.div(p, safe)
     mu = xp.sum(w * x, axis=-2, keepdims=True)
     c = x - mu
-    var = xp.sum(w * c * c, axis=-2, keepdims=True)
-    return p * xp.div(c, xp.sqrt(var + eps))
+    # sum_j w_j c_j^2 passes float16's range at |c| > 256 while the output is O(1): spread.standardised
+    return p * spread.standardised(xp, c, eps, lambda t: xp.sum(w * t * t, axis=-2, keepdims=True), axis=-2)

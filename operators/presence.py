@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, limits, references
+from . import arguments, limits, references, spread
 from .registry import Domain, declare
 
 
@@ -15,7 +15,17 @@ def presence(xp, h, *, tau):
     [0.0, 0.0]
     """
     sq = xp.sum(h * h, axis=-1, keepdims=True)
-    return xp.div(sq, tau + sq)
+    # |h|^2 passes float16's range at |h| > 256 while rho <= 1 does not: there rho is retaken over
+    # u = h / M, M = max_j |h_j| (rho = |u|^2 / (tau / M^2 + |u|^2), exact in the reals), chosen only
+    # where |h|^2 is not finite (spread.finite, true in the reals): float64 bits and the symbolic
+    # trace are the plain formula's.  Each branch gets finite inputs (finite gradients in both).
+    fits = spread.finite(xp, sq)
+    ones = xp.ones_like(sq)
+    plain = xp.where(fits, sq, xp.zeros_like(sq))
+    top = xp.where(fits, ones, xp.max(xp.abs(h), axis=-1, keepdims=True))
+    u = xp.div(h, top)
+    su = xp.sum(u * u, axis=-1, keepdims=True)
+    return xp.where(fits, xp.div(plain, tau + plain), xp.div(su, xp.div(xp.div(tau * ones, top), top) + su))
 
 
 def presence_params(gen, d_model, dtype=torch.float64):

@@ -40,9 +40,25 @@ def project_qkv(xp, x, *, wq, bq, wk, bk, wv, bv, heads):
     return q, k, v
 
 
+def score_scales(dh: int) -> tuple[float, float]:
+    """(p, r) with p * r = 1 / sqrt(dh) exactly: p = 2^-ceil(log2 sqrt(dh)) a power of two, r in [1, 2).
+
+    :func:`scores` scales the keys by p before the product and the product by r after it, so no
+    intermediate exceeds |S| (<q, k> itself is |S| sqrt(dh), past float16's range while S is not).
+    """
+    p = 2.0 ** -((((dh - 1).bit_length()) + 1) // 2)
+    return p, (1.0 / math.sqrt(dh)) / p
+
+
 def scores(xp, q, k):
-    """s_ij = <q_i, k_j> / sqrt(d_head)."""
-    return xp.matmul(q, xp.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    """s_ij = <q_i, k_j> / sqrt(d_head), formed as <q_i, p k_j> * r (:func:`score_scales`).
+
+    p is a power of two, so <q, p k> = p <q, k> exactly (barring subnormals) and the one rounding
+    of its product with r is that of <q, k> * (1 / sqrt(dh)): the same bits as the plain formula
+    in every dtype, but finite wherever S is (the plain product overflows float16 at |S| > 65504 / sqrt(dh)).
+    """
+    p, r = score_scales(q.shape[-1])
+    return xp.matmul(q, xp.swapaxes(k * p, -1, -2)) * r
 
 
 def output(xp, o, wo):

@@ -10,8 +10,11 @@ output *is* the weight matrix:
   scale 1/sqrt(D) is a power of two and every step below is exact in every
   dtype, barring overflow);
 * token i is ``x_i = [s_i ; e_i ; 0]``: a score part and a one-hot part;
-* ``wq`` reads the score part times sqrt(D), ``wk`` maps the one-hot part to
-  the first n coordinates, so ``q_i . k_j / sqrt(D) = s_ij`` exactly;
+* ``wq`` reads the score part, ``wk`` maps the one-hot part times sqrt(D) to
+  the first n coordinates, so ``q_i . k_j / sqrt(D) = s_ij`` exactly (the
+  scores' keys are scaled by 1 / sqrt(D) before the product, so no step
+  exceeds |s|: with sqrt(D) in wq, q = s sqrt(D) overflowed float16 at
+  |s| > 65504 / sqrt(D), where s itself is representable);
 * ``wv`` copies the one-hot part (values v_j = e_j, in coordinates n..2n-1),
   ``wo`` is the identity and every bias is 0, so ``out_i = sum_j W_ij e_j``
   and ``W = out[..., n:2n]``;
@@ -50,13 +53,13 @@ def law_params(params) -> dict:
 
 
 def _probe(n: int):
-    """(wq, wk, wv, wo, D) as integer numpy arrays (0/1, and sqrt(D) in wq)."""
+    """(wq, wk, wv, wo, D) as integer numpy arrays (0/1, and sqrt(D) in wk)."""
     d = probe_width(n)
     root = int(round(d ** 0.5))
     wq, wk, wv = np.zeros((d, d), dtype=int), np.zeros((d, d), dtype=int), np.zeros((d, d), dtype=int)
     for i in range(n):
-        wq[i, i] = root           # score part -> q, scaled by sqrt(D)
-        wk[n + i, i] = 1          # one-hot part -> k_j = e_j
+        wq[i, i] = 1              # score part -> q
+        wk[n + i, i] = root       # one-hot part -> k_j = sqrt(D) e_j
         wv[n + i, n + i] = 1      # one-hot part -> v_j = e_j (coordinates n..2n-1)
     return wq, wk, wv, np.eye(d, dtype=int), d
 

@@ -162,7 +162,9 @@ def silence(case):
     if not case.implementation.reference:
         return silence_through_tau(case)
     tau = _tau(case)
-    s = tau - scores(case).abs()
+    # at and below tau, within the dtype's finite range: tau = -65504 in float16 leaves only
+    # S = tau (a score below it rounds to -inf, no input of the dtype); S - tau <= 0 still holds
+    s = (tau - scores(case).abs()).clamp(min=-torch.finfo(case.dtype).max)
     s[..., 0] = tau                                   # the boundary S' = 0 is silent too
     v = case.random_like((case.batch, case.n, case.d), salt=23)
     return S.judge(case, lambda xp, w: silent(xp, w, s, v), weigher)
