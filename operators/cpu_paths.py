@@ -18,7 +18,12 @@ and passed with ``MKL_CBWR=COMPATIBLE``).
   the same results on every x86 CPU (MKL reads it at its first call, so setting
   it after ``import torch`` but before any matmul takes effect);
 * ``ATEN_CPU_CAPABILITY=avx2``: ATen's vectorised kernels at AVX2 width on
-  every CPU that has AVX2 (read at the first dispatch of such a kernel).
+  every CPU that has AVX2 (read at the first dispatch of such a kernel);
+* ``ONEDNN_MAX_CPU_ISA=AVX2``: oneDNN (torch's bfloat16 / float16 matmuls on
+  the CPU) at AVX2 too.  Measured on an AMX CPU: its AMX bfloat16 GEMM spreads a
+  NaN in one row of A to *other* rows of A @ B at n = 17, 33 and 113 (an SDPA
+  host's fully masked row then poisoned the rows permutation equivariance
+  compares: inf); capped at AVX2 (or AVX512_CORE) only the NaN row is NaN.
 
 A value the user set is overridden (and the pin is recorded in every report's
 ``meta.cpu_paths``); ``TOKENLAW_CPU_PATHS=native`` leaves the machine's choice
@@ -33,7 +38,7 @@ import os
 
 import torch
 
-PINNED = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2"}
+PINNED = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 OPT_OUT = "TOKENLAW_CPU_PATHS"
 
 
@@ -49,7 +54,7 @@ def pin() -> None:
 
 
 def probe() -> str:
-    """A short digest of a fixed float32 matmul and softmax: equal on two machines iff their paths agree.
+    """A short digest of fixed float32 and bfloat16 matmuls and a softmax: equal on two machines iff their paths agree.
 
     The inputs are exact functions of the indices (no random generator, no
     transcendental), so only the summation order of the two ops can move
@@ -61,7 +66,8 @@ def probe() -> str:
         j = torch.arange(k * n, dtype=torch.float64).reshape(k, n)
         a = (((i * 31) % 101) / 101 - 0.5).to(torch.float32)
         b = (((j * 17) % 89) / 89 - 0.5).to(torch.float32)
-        parts += [(a @ b).flatten(), torch.softmax(a * 8, dim=-1).flatten()]
+        parts += [(a @ b).flatten(), torch.softmax(a * 8, dim=-1).flatten(),
+                  (a.to(torch.bfloat16) @ b.to(torch.bfloat16)).float().flatten()]     # oneDNN's path
     out = torch.cat(parts)
     return hashlib.sha256(out.numpy().tobytes()).hexdigest()[:16]
 
@@ -72,4 +78,5 @@ def record() -> dict:
         return {"mode": "native", "ATEN_CPU_CAPABILITY": torch.backends.cpu.get_cpu_capability(),
                 "probe": probe()}
     return {"mode": "pinned", "MKL_CBWR": os.environ.get("MKL_CBWR"),
-            "ATEN_CPU_CAPABILITY": torch.backends.cpu.get_cpu_capability(), "probe": probe()}
+            "ATEN_CPU_CAPABILITY": torch.backends.cpu.get_cpu_capability(),
+            "ONEDNN_MAX_CPU_ISA": os.environ.get("ONEDNN_MAX_CPU_ISA"), "probe": probe()}

@@ -17,11 +17,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = "import json; from tokenlaw.operators import cpu_paths; print(json.dumps(cpu_paths.record()))"
-SETTINGS = ({}, {"MKL_CBWR": "COMPATIBLE"}, {"MKL_CBWR": "AVX2"}, {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx512"})
+SETTINGS = ({}, {"MKL_CBWR": "COMPATIBLE"}, {"MKL_CBWR": "AVX2"}, {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx512"},
+            {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"})
+PATH_VARS = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "TOKENLAW_CPU_PATHS")
+# How many rows of A @ B are NaN when one row of A is (bfloat16, n = 17, 33, 113): one each is right.
+LEAK = ("import torch, json; from tokenlaw.operators import cpu_paths\n"
+        "out = []\n"
+        "for n in (17, 33, 113):\n"
+        "    a = torch.randn(n, n, generator=torch.Generator().manual_seed(n)).to(torch.bfloat16); a[1] = float('nan')\n"
+        "    b = torch.randn(n, 4, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)\n"
+        "    out.append(int(torch.isnan(a @ b).any(-1).sum()))\n"
+        "print(json.dumps(out))")
 
 
 def _run(code: str, env: dict) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "TOKENLAW_CPU_PATHS")}
+    base = {k: v for k, v in os.environ.items() if k not in PATH_VARS}
     return subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
 
@@ -54,3 +64,15 @@ def test_cpu_sensitive_gradient_cases_pass_under_mkl_avx2():
     code = f"import sys, pytest; sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', *{ids!r}]))"
     out = _run(code, {"MKL_CBWR": "AVX2", "TRITON_INTERPRET": "1"})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+
+
+def test_a_nan_row_stays_in_its_row_under_the_pinned_bfloat16_matmul():
+    """oneDNN's AMX bfloat16 GEMM spread one NaN row of A to other rows of A @ B (issue 19's machine-dependence
+    class: an SDPA host's fully masked row poisoned the rows a law compared); pinned to AVX2 it does not."""
+    pinned = _run(LEAK, {})
+    assert pinned.returncode == 0, pinned.stderr
+    assert json.loads(pinned.stdout) == [1, 1, 1]
+    native = _run(LEAK, {"TOKENLAW_CPU_PATHS": "native"})
+    if json.loads(native.stdout) == [1, 1, 1]:
+        pytest.skip("this CPU's native oneDNN path keeps a NaN row in its row (no AMX leak to show)")
+    assert json.loads(native.stdout) != [1, 1, 1]
