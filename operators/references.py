@@ -193,11 +193,15 @@ def _margin(shifted):
     return margin
 
 
-pn_reference.threshold_margin = _margin(lambda xp, s, m: s)
-pn_fir_c_reference.threshold_margin = _margin(lambda xp, s, m: _centred(xp, s, m))
+# The same thresholded scores as functions of the scores themselves (the score laws draw S directly).
+pn_reference.threshold_scores = lambda xp, s, m: s
+pn_fir_c_reference.threshold_scores = lambda xp, s, m: _centred(xp, s, m)
+pn_fir_tau_reference.threshold_scores = lambda xp, s, m, tau: s - tau
+pn_reference.threshold_margin = _margin(pn_reference.threshold_scores)
+pn_fir_c_reference.threshold_margin = _margin(pn_fir_c_reference.threshold_scores)
 # pn_fir_tau is continuous at its threshold (the gate m / (1 + m) -> 0), but not smooth: a
 # probe on the silent side of the kink predicts zero error while D's rounding may cross it.
-pn_fir_tau_reference.threshold_margin = _margin(lambda xp, s, m, tau: s - tau)
+pn_fir_tau_reference.threshold_margin = _margin(pn_fir_tau_reference.threshold_scores)
 
 
 # -- SPEC 1: local O-maps and their plain counterparts -----------------------------
