@@ -62,7 +62,7 @@ _NEEDS_BATCH = ("batch 3", "batch 4")
     ("negative pn tau", "pn_fir_tau", lambda c: c.tau is not None and c.tau < -4),
     ("pn tau far below the scores", "pn_fir_tau", lambda c: c.tau is not None and c.tau <= -1e30),
     ("score offset in the thousands", "pn_fir_c", lambda c: abs(c.score_offset) >= 1e3),
-    ("score offset past 1e30", "sm_fir", lambda c: abs(c.score_offset) >= 1e30),
+    ("score offset past 1e30", "oattention", lambda c: abs(c.score_offset) >= 1e30),   # sm_fir: limited to 1/eps
     ("medium length", "oattention", lambda c: 7 <= c.n <= 12),
     ("one past a 16-token tile", "sm_fir", lambda c: c.n > 16 and c.n % 16 == 1),
     ("long length", "sm_fir", lambda c: c.n > MEDIUM),
