@@ -64,7 +64,12 @@ _TOO_LARGE = {op.name for op in REGISTRY if op.name.endswith(("_l3", "_l4")) or 
 # primitive's sympy semantics against eager float64, but the expression is not symbolic in x.  (The
 # z3 tier traces these hosts symbolically; its refutations replay on the eager code.)
 _POINTWISE = {"oa_only_host", "otransformer"}
-_OPEN: dict = {}
+# Reported rather than hidden: with issue 19's overflow fallbacks (ONorm's and presence's where(finite(...)),
+# exact in the reals) the one-block OTransformer's sympy trace did not fold within minutes (its depth-2 twin is
+# traced at a point above).  Its sympy semantics are the same primitives' as otransformer's; its z3 trace is
+# tied to eager float64 (same lines, same values at random points: symbolic/coverage.py).
+_OPEN: dict = {"otransformer_l1": "sympy trace with the overflow fallbacks takes minutes to fold (issue 19): "
+                                  "covered by the z3 trace = eager check"}
 
 
 def _param(name):
