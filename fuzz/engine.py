@@ -35,7 +35,7 @@ from tokenlaw.properties.contract import Gap
 from tokenlaw.properties.case import dtype_name
 
 from . import replay as R
-from .regimes import applicable, visited
+from .regimes import applicable, first_param, visited
 from .strategies import cases
 
 # Examples per cell per dtype.  quick is the CI profile (the benchmark in
@@ -214,23 +214,10 @@ def _vacuous(judged: int, needed: int, seen: dict) -> str:
 SHAPE_AXES = ("n", "d", "batch", "heads")
 
 
-def _heads(params):
-    """The head count a parameter tree declares (the first ``heads`` at any nesting level), or None."""
-    if isinstance(params, dict):
-        if "heads" in params:
-            return int(params["heads"])
-        params = list(params.values())
-    if isinstance(params, (list, tuple)):
-        for p in params:
-            h = _heads(p)
-            if h is not None:
-                return h
-    return None
-
-
 def _widen(searched: dict, case) -> None:
     """Widen the [min, max] of each shape axis to this case's n, d, batch and (effective) heads."""
-    heads = case.heads if case.heads is not None else _heads(case.params)
+    declared = first_param(case.params, "heads")
+    heads = case.heads if case.heads is not None else (None if declared is None else int(declared))
     for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, heads)):
         if value is not None:
             lo, hi = searched.get(axis, (value, value))

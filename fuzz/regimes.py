@@ -36,14 +36,15 @@ def _keys(params) -> set:
     return set()
 
 
-def _first(params, key):
+def first_param(params, key):
+    """The first value of ``key`` at any nesting level of a parameter tree (hosts keep per-block dicts), or None."""
     if isinstance(params, dict):
         if key in params:
             return params[key]
         params = list(params.values())
-    if isinstance(params, list):
+    if isinstance(params, (list, tuple)):
         for p in params:
-            v = _first(p, key)
+            v = first_param(p, key)
             if v is not None:
                 return v
     return None
@@ -70,7 +71,7 @@ class Regime:
 
 
 def _tau_far(case) -> bool:
-    tau = _first(case.params, "tau")
+    tau = first_param(case.params, "tau")
     if tau is None:
         return False
     if {"presence", "host"} & case.op.traits:     # presence tau against |h|^2 ~ d * scale^2
@@ -89,7 +90,7 @@ REGIMES = {r.name: r for r in (
            lambda case: abs(case.score_offset) >= _power_edge(case.dtype)),
     Regime("eps_den_small", f"eps_den <= {SMALL_EPS_DEN:g} (1 / eps_den overflows float16)",
            lambda op, keys, dtype: "eps_den" in keys,
-           lambda case: (_first(case.params, "eps_den") or 1.0) <= SMALL_EPS_DEN),
+           lambda case: (first_param(case.params, "eps_den") or 1.0) <= SMALL_EPS_DEN),
     Regime("tau_far", "tau far outside the score (or |h|^2) range",
            lambda op, keys, dtype: "tau" in keys, _tau_far),
     Regime("long_row", f"rows of n >= {LONG_ROW} tokens (past one 8-token tile)",
