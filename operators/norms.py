@@ -17,8 +17,7 @@ def layer_norm(xp, x, *, gamma, beta, eps=1e-5):
     arguments.weight(gamma, (d,), "gamma", like=x)
     arguments.weight(beta, (d,), "beta", like=x)
     arguments.positive(eps, "eps")
-    mu = xp.mean(x, axis=-1, keepdims=True)
-    c = x - mu
+    c = xp.centred(x, axis=-1)
     # the mean of squares, past float16's range at |c| > 256 while the output is O(1): spread.standardised
     return spread.standardised(xp, c, eps, lambda t: xp.mean(t * t, axis=-1, keepdims=True), axis=-1) * gamma + beta
 

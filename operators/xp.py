@@ -18,7 +18,7 @@ Rules the operator code follows so every backend can trace it:
 * no branch on the array *type* (``torch.is_tensor``, ``isinstance(v, float)``): where
   floating point needs a different step than exact reals, that step is a primitive
   each backend implements (:meth:`TorchNamespace.log_full`,
-  :meth:`TorchNamespace.denominator_floor`), so the symbolic trace and the eager run
+  :meth:`TorchNamespace.denominator_floor`, :meth:`TorchNamespace.centred`), so the symbolic trace and the eager run
   execute the same lines of operator code (``symbolic/coverage.py`` checks it).
 
 :class:`Recording` wraps any namespace and counts which primitives were
@@ -38,7 +38,7 @@ PRIMITIVES = (
     "exp", "log", "sqrt", "div", "maximum", "minimum", "relu", "where",
     "sum", "max", "min", "mean", "matmul", "swapaxes", "reshape",
     "concat", "zeros_like", "ones_like", "full_like", "abs", "gt", "eq",
-    "asarray", "lt", "logical_and", "tanh", "erf", "log_full", "denominator_floor",
+    "asarray", "lt", "logical_and", "tanh", "erf", "log_full", "denominator_floor", "centred",
 )
 TRANSCENDENTAL = frozenset({"exp", "log", "tanh", "erf", "log_full"})
 
@@ -151,6 +151,19 @@ class TorchNamespace:
         tiny = torch.finfo(t.dtype).tiny
         floor = tiny if t.dtype == torch.float16 else tiny ** 0.5
         return torch.maximum(t, torch.as_tensor(floor, dtype=t.dtype, device=t.device))
+
+    def centred(self, x, axis):
+        """x - mean(x) along ``axis``, with the mean's rounding taken back out (two passes).
+
+        The mean is rounded to x's dtype before it is subtracted: that loses u |mean| of every
+        centred value, all of them where the spread is below u |mean| (a bfloat16 residual state
+        [6.0, 5.969] has mean 5.984, which rounds to 6.0 or 5.969: one centred value is 0 and a
+        LayerNorm at d = 2 returns [0, -1.4] for [0.98, -0.98]).  x - fl(mean) is exact there
+        (Sterbenz: x and the mean within a factor 2), so a second pass c - mean(c) removes the
+        rounding.  In the reals mean(c) = 0: the symbolic namespaces take one pass.
+        """
+        c = x - self.mean(x, axis=axis, keepdims=True)
+        return c - self.mean(c, axis=axis, keepdims=True)
 
     def asarray(self, value, like):
         """A constant with ``like``'s dtype and device."""

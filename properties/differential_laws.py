@@ -9,7 +9,7 @@ from tokenlaw.operators.xp import TORCH
 from . import verdict as V
 from .case import cast, lay_out
 from .contract import Gap, contract
-from .tolerance import UNIT_ROUNDOFF
+from .tolerance import FIRST_ORDER_LIMIT, UNIT_ROUNDOFF
 from .tolerance import differential as compare_differential
 
 
@@ -20,7 +20,6 @@ def _eager_probe_only(op, dtype, backend):
     return None
 
 
-FIRST_ORDER_LIMIT = 1 / 16   # predicted error / output scale beyond which rounding is not first order
 # A row whose largest thresholded score lies within this many units of D's roundoff (relative to the
 # row's score scale) of a rectified normaliser's threshold may change sides under rounding alone: its
 # mass may jump between 1 and 0, and no rounding-error bound exists there.

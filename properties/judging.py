@@ -1,10 +1,12 @@
 """Shared judging steps: exact zero checks and tolerance comparisons to verdicts."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from . import verdict as V
-from .tolerance import PROBE, compare
+from .tolerance import FIRST_ORDER_LIMIT, PROBE, Comparison, compare
 
 
 def max_abs(t: torch.Tensor) -> float:
@@ -28,7 +30,22 @@ def relation(case, lhs, rhs, what: str, allowance: float = 0.0) -> V.Verdict:
     dtypes = {case.dtype, torch.float64, PROBE[case.dtype]}
     a = {dt: lhs(dt) for dt in dtypes}
     b = {dt: rhs(dt) for dt in dtypes}
-    c = compare(a, b, case.dtype, allowance)
+    return compared(compare(a, b, case.dtype, allowance), what)
+
+
+def compared(c: Comparison, what: str) -> V.Verdict:
+    """A ``tolerance.compare`` result as a verdict; inconclusive where the probe left its first-order regime.
+
+    A violation the probe cannot bound is not evidence either way: the bound is a scaled copy of an error
+    that stopped growing with u (see ``tolerance.FIRST_ORDER_LIMIT``), so such an example is set aside
+    as inconclusive, never judged held or violated.  A non-finite value where float64 is finite is a
+    violation regardless (an infinite discrepancy): no error model excuses it.
+    """
+    if c.probe_relative > FIRST_ORDER_LIMIT and math.isfinite(c.discrepancy):
+        return V.holds(0.0, 0.0, f"{what}: inconclusive, the probe's relative error {c.probe_relative:.2g} > "
+                       f"{FIRST_ORDER_LIMIT} is outside the first-order error model "
+                       f"(|lhs - rhs| = {c.discrepancy:.3g}, bound {c.bound:.3g} not trusted)",
+                       extra={"ratio": 0.0, "inconclusive": True, "probe_relative": c.probe_relative})
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |lhs - rhs| = {c.discrepancy:.3g} vs bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g})",

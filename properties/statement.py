@@ -32,7 +32,7 @@ import torch
 from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
-from .judging import exact_zero, worst
+from .judging import compared, exact_zero, worst
 from .tolerance import PROBE, compare
 
 
@@ -183,8 +183,4 @@ def _like(v, ref):
 
 
 def _tolerance(a, b, dtype, what) -> V.Verdict:
-    c = compare(a, b, dtype)
-    return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
-                     f"{what}: |lhs - rhs| = {c.discrepancy:.3g} vs bound {c.bound:.3g} at {c.index} "
-                     f"(max anywhere {c.max_discrepancy:.3g})",
-                     extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy})
+    return compared(compare(a, b, dtype), what)

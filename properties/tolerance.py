@@ -69,6 +69,11 @@ import dataclasses
 import torch
 
 K = 8.0
+# The bound is first order in u: valid only while a rounding error is small against the output.  A probe
+# whose own normwise error passes this fraction of the output's scale has left its linear regime (bfloat16
+# at a score offset of 7844 rounds every score by up to 16 units: the weights are noise, its error is capped
+# by the output's range and no longer grows with u), so scaling it by u_D / u_P predicts nothing.
+FIRST_ORDER_LIMIT = 1 / 16
 TINY_FLOOR = 64          # underflowed terms an output may accumulate, times the smallest subnormal
 PROBE = {torch.float64: torch.float32, torch.float16: torch.float32,
          torch.bfloat16: torch.float32, torch.float32: torch.bfloat16}
@@ -89,6 +94,7 @@ class Comparison:
     index: tuple | None    # where the worst ratio sits
     max_discrepancy: float  # max_i |a_D - b_D| anywhere
     predicted_relative: float = 0.0  # differential only: largest predicted error / largest |reference|
+    probe_relative: float = 0.0      # compare only: the probes' largest normwise error / largest |float64 value|
 
     @property
     def ok(self) -> bool:
@@ -137,7 +143,21 @@ def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Com
     with torch.no_grad():
         bound = predicted_error(a, dtype) + predicted_error(b, dtype) + allowance
         finite64 = torch.isfinite(a[torch.float64].double()) & torch.isfinite(b[torch.float64].double())
-        return _worst(aD, bD, bound, finite64)
+        c = _worst(aD, bD, bound, finite64)
+        c.probe_relative = max(_relative(a[PROBE[dtype]], a[torch.float64]),
+                               _relative(b[PROBE[dtype]], b[torch.float64]))
+        return c
+
+
+def _relative(vP: torch.Tensor, v64: torch.Tensor) -> float:
+    """max |vP - v64| / max |v64| over the finite entries: 0 where v64 is 0 everywhere (no scale to compare)."""
+    vP, v64 = torch.as_tensor(vP).double(), torch.as_tensor(v64).double()
+    err = (vP - v64).abs()
+    fin = torch.isfinite(err) & torch.isfinite(v64)
+    if not bool(fin.any()):
+        return 0.0
+    scale = float(v64[fin].abs().max())
+    return float(err[fin].max()) / scale if scale > 0 else 0.0
 
 
 def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch.dtype, *,

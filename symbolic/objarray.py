@@ -300,6 +300,11 @@ class ObjectNamespace:
         below ~1e-154 in float64; ``operators.xp.TorchNamespace.denominator_floor``)."""
         return t
 
+    def centred(self, x, axis):
+        """x - mean(x): one pass (the eager second pass removes a rounding exact reals do not make;
+        ``operators.xp.TorchNamespace.centred``)."""
+        return x - self.mean(x, axis=axis, keepdims=True)
+
     def maximum(self, a, b):
         return self._map(self.s_max, a, b)
 
