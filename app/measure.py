@@ -78,8 +78,13 @@ def summary(argv: list[str], times: list[float]) -> dict:
 
 
 def record(argv: list[str], runs: int, baselines: list[list[str]]) -> dict:
-    """The measurement record of ``argv``, with each baseline command timed alike after it."""
-    data = {**summary(argv, time_runs(argv, runs)), "machine": machine(),
+    """The measurement record of ``argv``, with each baseline command timed alike after it.
+
+    The 1-minute load average before the runs is kept too: on a shared machine it says how
+    disturbed the timings may be (the baselines, timed alongside, show it as well).
+    """
+    load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    data = {"load_average_1min": load, **summary(argv, time_runs(argv, runs)), "machine": machine(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "commit": commit()}
     if baselines:

@@ -96,7 +96,7 @@ def test_measure_writes_a_record_the_renderer_reads(tmp_path, capsys):
     assert measure.main(["quick", "--runs", "2", "--out", str(tmp_path), "--", sys.executable, "-c", "pass"]) == 0
     (record,) = m.load(tmp_path)
     assert record.name == "quick" and record.runs == 2 and 0 < record.min_s <= record.median_s
-    assert record.machine["cores"] >= 1 and record.commit
+    assert record.machine["cores"] >= 1 and record.commit and "load_average_1min" in record.extra
     assert measure.main(["bad", "--runs", "1", "--out", str(tmp_path), "--", sys.executable, "-c",
                          "raise SystemExit(3)"]) == 2
     assert "exited 3; not a measurement" in capsys.readouterr().err
