@@ -1,7 +1,8 @@
 """``tokenlaw docs [TOPIC]``: the documentation that ships in the wheel, and the laws of the installed registry.
 
 Topics are the Markdown files of the ``tokenlaw.docs`` package (``mathematics``,
-``fuzz``, ``symbolic``, ``kernels``, ``closure``, ``workflow``, ``report-schema``)
+``fuzz``, ``symbolic``, ``kernels``, ``closure``, ``workflow``, ``report-schema``,
+``measurements``, ...)
 plus ``laws``, generated from the contract catalogue and the operators this
 installation collects (so it covers your own ``--operators`` too).  Every
 pointer in a report names one of these topics, so it resolves for someone who
