@@ -1,11 +1,16 @@
 """``tokenlaw docs [TOPIC]``: the documentation that ships in the wheel, and the laws of the installed registry.
 
 Topics are the Markdown files of the ``tokenlaw.docs`` package (``mathematics``,
-``fuzz``, ``symbolic``, ``kernels``, ``closure``, ``workflow``, ``report-schema``)
+``fuzz``, ``symbolic``, ``kernels``, ``closure``, ``workflow``, ``report-schema``,
+``measurements``, ...)
 plus ``laws``, generated from the contract catalogue and the operators this
 installation collects (so it covers your own ``--operators`` too).  Every
 pointer in a report names one of these topics, so it resolves for someone who
 only installed the wheel.
+
+``tokenlaw docs measurements --write`` (in a checkout) renders every measurement record,
+``reports/measurements/*.json``, into the generated block of ``docs/measurements.md``:
+the page's numbers come from runs, never from typing.
 """
 from __future__ import annotations
 
@@ -15,11 +20,14 @@ from pathlib import Path
 
 from tokenlaw.operators import arguments
 from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.reports import measurements
 from tokenlaw.reports.runs import registry as _load_registry
 
 from .exits import EXIT_OK
 
 GENERATED = "laws"
+MEASUREMENTS = "measurements"
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 
 def _folder():
@@ -52,7 +60,23 @@ def laws(registry) -> str:
     return "\n".join(lines)
 
 
+def write_measurements(records_dir: Path, page: Path) -> Path:
+    """Splice the rendering of every record in ``records_dir`` into ``page``; return the page."""
+    if not (CHECKOUT / "pyproject.toml").is_file() or not page.is_file():
+        raise arguments.InvalidArgument(f"--write: {page} does not exist (run it in a tokenlaw checkout)")
+    text = measurements.splice(page.read_text(encoding="utf-8"), measurements.render(measurements.load(records_dir)))
+    page.write_text(text, encoding="utf-8")
+    return page
+
+
 def cmd_docs(args) -> int:
+    if args.write:
+        if args.topic != MEASUREMENTS:
+            raise arguments.InvalidArgument(f"--write: only 'tokenlaw docs {MEASUREMENTS} --write' is generated "
+                                            f"from records, got topic {args.topic!r}")
+        page = write_measurements(CHECKOUT / "reports" / "measurements", CHECKOUT / "docs" / "measurements.md")
+        print(f"wrote {page}")
+        return EXIT_OK
     pages = topics()
     if args.topic is None:
         names = [*pages, GENERATED]
@@ -76,4 +100,7 @@ def register(subparsers):
                                description=__doc__.split("\n\n")[0])
     sp.add_argument("topic", nargs="?", help="a topic; without one, list them")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
+    sp.add_argument("--write", action="store_true",
+                    help="with 'measurements', in a checkout: render reports/measurements/*.json into "
+                         "docs/measurements.md")
     sp.set_defaults(func=cmd_docs)

@@ -30,7 +30,7 @@ from tokenlaw.properties.catalogue import CONTRACTS, collect, default_registry
 from .exits import EXIT_OK
 
 DEFAULT_TRAITS = ("token_local",)
-ALWAYS = ("gradcheck",)      # every eager operator must pass fp64 gradcheck (SPEC 3)
+ALWAYS = ("gradcheck",)      # every eager operator must pass fp64 gradcheck (docs/mathematics.md#gradients)
 NEEDS_ORDER = ("weights", "layers", "reference")
 
 
@@ -177,7 +177,7 @@ def render(name: str, *, traits, claims: dict, violates: dict, others: list, lik
     mask_arg = like is not None and like.domain.mask != "none"
     extra_import, params_source = _params_source(like, name)
     command = f"tokenlaw new {name}" + (f" --like {like.name}" if like else "")
-    lines = [f'"""{name}: TODO one line saying what it computes (and the SPEC section it follows).',
+    lines = [f'"""{name}: TODO one line saying what it computes (and the formula it follows).',
              "",
              f"Scaffolded by `{command}`.  Until the body of",
              f"``{name}`` is written every claimed contract fails with NotImplementedError in",

@@ -1,4 +1,4 @@
-"""The FIR's transpose for the backward: gradients of the smoothed keys back to the raw keys (SPEC 2).
+"""The FIR's transpose for the backward: gradients of the smoothed keys back to the raw keys (docs/mathematics.md#fir).
 
 The forward smooths k~_j = sum_{t=0..6} w_t k_{j-t} (causal), so the
 gradient of a raw key collects the gradients of the smoothed keys it fed:

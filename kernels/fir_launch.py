@@ -14,7 +14,7 @@ HALO = N_TAPS - 1      # rows before a key tile that its FIR reads
 
 
 def taps_tensor(device) -> torch.Tensor:
-    """The 7 half-Gaussian taps (SPEC 2) as fp32 on ``device``."""
+    """The 7 half-Gaussian taps (docs/mathematics.md#fir) as fp32 on ``device``."""
     return torch.tensor(TAPS, dtype=torch.float32, device=device)
 
 

@@ -1,4 +1,4 @@
-"""Fused OAttention backward, FlashAttention-2 style: nothing N x N is stored (SPEC 1).
+"""Fused OAttention backward, FlashAttention-2 style: nothing N x N is stored (docs/mathematics.md#oattention).
 
 The forward (``oattention_fwd.py``) leaves two fp32 row statistics, the
 log-space max M_i and the denominator den_i (lse_i = M_i + log den_i =

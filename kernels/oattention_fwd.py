@@ -1,4 +1,4 @@
-"""Fused OAttention forward: presence-weighted online softmax (SPEC 1).
+"""Fused OAttention forward: presence-weighted online softmax (docs/mathematics.md#oattention).
 
     out_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij))
 

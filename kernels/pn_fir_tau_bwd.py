@@ -1,4 +1,4 @@
-"""Fused pn_fir_tau backward over FIR keys, FlashAttention-2 style, no exp or log (SPEC 2).
+"""Fused pn_fir_tau backward over FIR keys, FlashAttention-2 style, no exp or log (docs/mathematics.md#pn-fir-tau).
 
 Per row t, with r_tj = max(S_tj - tau, 0) (j <= t), the forward
 (``pn_fir_tau_fwd.py``) leaves two row statistics: the peak m_t and a_t,

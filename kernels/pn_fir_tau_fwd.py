@@ -1,4 +1,4 @@
-"""Fused pn_fir_tau forward: calibrated power normalisation over FIR keys, no exp or log (SPEC 2).
+"""Fused pn_fir_tau forward: calibrated power normalisation over FIR keys, no exp or log (docs/mathematics.md#pn-fir-tau).
 
     r_tj = max(S_tj - tau, 0) (j <= t),  m_t = max_j r_tj,
     o_t  = g(m_t) * sum_j r_tj^10 v_j / sum_j r_tj^10,   g(m) = m / (1 + m)

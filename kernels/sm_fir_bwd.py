@@ -1,4 +1,4 @@
-"""Fused sm_fir backward: causal softmax over FIR keys, FlashAttention-2 style (SPEC 2).
+"""Fused sm_fir backward: causal softmax over FIR keys, FlashAttention-2 style (docs/mathematics.md#normalisers).
 
 The forward (``sm_fir_fwd.py``) leaves each row's max m_t, sum l_t and top key.
 With P_tj = exp(S_tj - m_t) / l_t (j <= t), S = q k~^T / sqrt(dh) and dO the

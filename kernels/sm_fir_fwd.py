@@ -1,4 +1,4 @@
-"""Fused sm_fir forward: causal softmax attention over FIR-smoothed keys (SPEC 2).
+"""Fused sm_fir forward: causal softmax attention over FIR-smoothed keys (docs/mathematics.md#normalisers).
 
     S_tj = <q_t, k~_j> / sqrt(dh),  k~_j = sum_{t=0..6} w_t k_{j-t},  o_t = softmax_j<=t(S_t) v
 

@@ -1,4 +1,4 @@
-"""Hosts as declared compositions of registered operators (SPEC 1, "Hosts").
+"""Hosts as declared compositions of registered operators (docs/mathematics.md#hosts).
 
 A :class:`Composition` names, by their registry names, the operators a
 pre-norm residual host is built from, and its depth L:
@@ -226,7 +226,7 @@ def _prefix(comp, xp, x, inject, ctx, seen) -> list:
 
 
 def residual_block(h, norm1, attention, norm2, ffn, seen=None, prefix="") -> list:
-    """The two sub-layer states of one pre-norm block (SPEC 1), the one definition every host uses:
+    """The two sub-layer states of one pre-norm block (docs/mathematics.md#hosts), the one definition every host uses:
 
         h1 = h + attention(norm1(h); carrier h),    h2 = h1 + ffn(norm2(h1); carrier h1)
 

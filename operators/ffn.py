@@ -1,4 +1,4 @@
-"""Feed-forward residual updates: plain FFN and the presence-gated OFFN (SPEC 1)."""
+"""Feed-forward residual updates: plain FFN and the presence-gated OFFN (docs/mathematics.md#token-maps)."""
 from __future__ import annotations
 
 import math

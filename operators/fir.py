@@ -1,4 +1,4 @@
-"""Causal 7-tap FIR smoothing of keys (SPEC 2).
+"""Causal 7-tap FIR smoothing of keys (docs/mathematics.md#fir).
 
     k~_t = sum_{k=0..6} w_k k_{t-k},  w_k ∝ exp(-k^2 / (2 sigma^2)), sigma = 2,
 

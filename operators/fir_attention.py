@@ -1,4 +1,4 @@
-"""The pn_fir_tau family: causal attention over FIR-smoothed keys (SPEC 2).
+"""The pn_fir_tau family: causal attention over FIR-smoothed keys (docs/mathematics.md#normalisers).
 
 One causal attention body, four row normalisers:
 

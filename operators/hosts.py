@@ -1,4 +1,4 @@
-"""Hosts: pre-norm residual blocks of configurable depth, declared as compositions (SPEC 1).
+"""Hosts: pre-norm residual blocks of configurable depth, declared as compositions (docs/mathematics.md#hosts).
 
 * standard:     h + SDPA(LN(h)),       then h + FFN(LN(h))
 * OA-only:      h + OAttn(LN(h); p from h), then h + FFN(LN(h))

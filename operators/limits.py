@@ -13,7 +13,7 @@ import torch
 from .registry import Limit
 
 _HALF_MAX = torch.finfo(torch.float16).max
-# Every attention operator forms the score matrix S = Q K^T / sqrt(dh) (SPEC), and a float16 array
+# Every attention operator forms the score matrix S = Q K^T / sqrt(dh) (docs/mathematics.md#scores), and a float16 array
 # holds no |S| above 65504: past it the scores the formula is written in do not exist in the dtype
 # (they are inf, and inf - inf or 0 * inf is NaN downstream).  Likewise presence
 # rho = |h|^2 / (tau + |h|^2) is written in |h|^2, which float16 cannot hold past 65504 (|h| > 256).

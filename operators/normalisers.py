@@ -1,4 +1,4 @@
-"""Row normalisers W(S): softmax and the power-normaliser (pn) family (SPEC 2).
+"""Row normalisers W(S): softmax and the power-normaliser (pn) family (docs/mathematics.md#normalisers).
 
 Each takes scores ``s`` (..., T, N) and a 0/1 visibility ``mask`` broadcastable
 to it, and returns weights of the same shape.  Masking is multiplicative; a

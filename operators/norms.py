@@ -1,4 +1,4 @@
-"""Token norms: plain LayerNorm / RMSNorm with affine bias, and the gated ONorm (SPEC 1).
+"""Token norms: plain LayerNorm / RMSNorm with affine bias, and the gated ONorm (docs/mathematics.md#token-maps).
 
 LayerNorm(0) = beta: a plain affine norm reactivates a null token.
 ONorm(h) = rho(h) * Norm(h) maps 0 to 0.

@@ -1,4 +1,4 @@
-"""OAttention: presence-gated attention in which a null token is inert (SPEC 1).
+"""OAttention: presence-gated attention in which a null token is inert (docs/mathematics.md#oattention).
 
     OAttn_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij))
 
@@ -61,7 +61,7 @@ def oattention_params(gen, d_model, dtype=torch.float64, *, heads=None):
     return p
 
 
-# SPEC's formula, written independently of this module (presence included): operators/references.py
+# The formula of docs/mathematics.md#oattention, written independently of this module (presence included): operators/references.py
 oattention_direct = references.oattention_reference
 
 

@@ -1,4 +1,4 @@
-"""OInject: an external input token enters the hidden stream as rho(x) (W x + b) (SPEC 1)."""
+"""OInject: an external input token enters the hidden stream as rho(x) (W x + b) (docs/mathematics.md#token-maps)."""
 from __future__ import annotations
 
 import math

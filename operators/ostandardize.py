@@ -1,4 +1,4 @@
-"""OStandardize: presence-weighted standardisation over tokens (SPEC 1).
+"""OStandardize: presence-weighted standardisation over tokens (docs/mathematics.md#standardize).
 
     mu = sum_j p_j h_j / sum_j p_j,  var = sum_j p_j (h_j - mu)^2 / sum_j p_j,
     out_i = p_i (h_i - mu) / sqrt(var + eps)

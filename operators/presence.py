@@ -1,4 +1,4 @@
-"""Presence rho_tau(h) = |h|^2 / (tau + |h|^2): one coefficient per token (SPEC 1)."""
+"""Presence rho_tau(h) = |h|^2 / (tau + |h|^2): one coefficient per token (docs/mathematics.md#presence)."""
 from __future__ import annotations
 
 import torch

@@ -1,7 +1,7 @@
-"""Independent references: every operator's output written straight from SPEC's formulas.
+"""Independent references: every operator's output written straight from the formulas of docs/mathematics.md#operators.
 
 Each function here restates one operator as plainly as the math in
-``SPEC.md`` reads, against the array namespace ``xp``, and shares *no*
+``docs/mathematics.md`` reads, against the array namespace ``xp``, and shares *no*
 helper with the optimised code path: presence, the causal visibility, the
 FIR taps (recomputed from ``w_k ∝ exp(-k²/8)``), the head split, softmax
 and the power normaliser are all written again here.  A semantic bug in
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-# -- SPEC 1: presence ----------------------------------------------------------
+# -- docs/mathematics.md#presence ------------------------------------------------
 
 
 def spec_presence(xp, h, tau):
@@ -64,11 +64,11 @@ def _scores(xp, q, k):
 
 
 def _visible_lower(xp, like, n):
-    """m_tj = 1 for j <= t, else 0 (SPEC 2: causal scores), built entry by entry."""
+    """m_tj = 1 for j <= t, else 0 (docs/mathematics.md#fir: causal scores), built entry by entry."""
     return xp.asarray([[1.0 if j <= t else 0.0 for j in range(n)] for t in range(n)], like=like)
 
 
-# -- SPEC 1: OAttention and SDPA ---------------------------------------------------
+# -- docs/mathematics.md#oattention and docs/mathematics.md#sdpa -----------
 
 
 def oattention_reference(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, heads, tau, eps_den):
@@ -87,7 +87,7 @@ def oattention_reference(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, 
 def _softmax(xp, s, m):
     """W_tj = m_tj exp(s_tj) / sum_j m_tj exp(s_tj), each row's exponents shifted by its largest visible score.
 
-    The shift is SPEC's own remark (softmax is invariant to a per-row constant):
+    The shift is docs/mathematics.md#sdpa's own remark (softmax is invariant to a per-row constant):
     without it exp underflows to subnormals once every score of a row is below
     -708 and the reference, not the operator, would be wrong.
     """
@@ -105,11 +105,11 @@ def sdpa_reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
     return xp.matmul(_unheads(xp, xp.matmul(_softmax(xp, s, m), v)), wo)
 
 
-# -- SPEC 2: the causal FIR on keys ------------------------------------------------
+# -- docs/mathematics.md#fir: the causal FIR on keys ------------------------------
 
 
 def spec_taps(n_taps: int = 7, sigma: float = 2.0) -> tuple:
-    """w_k = exp(-k^2 / (2 sigma^2)) / sum_k exp(-k^2 / (2 sigma^2)), k = 0..6 (SPEC 2)."""
+    """w_k = exp(-k^2 / (2 sigma^2)) / sum_k exp(-k^2 / (2 sigma^2)), k = 0..6 (docs/mathematics.md#fir)."""
     raw = [math.exp(-(k * k) / (2.0 * sigma * sigma)) for k in range(n_taps)]
     total = sum(raw)
     return tuple(r / total for r in raw)
@@ -138,7 +138,7 @@ def _fir_attention(xp, x, normalise, *, wq, bq, wk, bk, wv, bv, wo, heads):
 
 
 def _power(xp, r):
-    """(r^10 / sum_j r^10), 0 for a row with no positive r (SPEC 2: such a row has mass 0)."""
+    """(r^10 / sum_j r^10), 0 for a row with no positive r (docs/mathematics.md#normalisers: such a row has mass 0)."""
     u = r ** 10
     total = xp.sum(u, axis=-1, keepdims=True)
     positive = xp.gt(total, 0)
@@ -204,7 +204,7 @@ pn_fir_c_reference.threshold_margin = _margin(pn_fir_c_reference.threshold_score
 pn_fir_tau_reference.threshold_margin = _margin(pn_fir_tau_reference.threshold_scores)
 
 
-# -- SPEC 1: local O-maps and their plain counterparts -----------------------------
+# -- docs/mathematics.md#token-maps: local O-maps and their plain counterparts ----
 
 
 def _layer_norm(xp, h, gamma, beta, eps):
@@ -268,7 +268,7 @@ def presence_reference(xp, x, *, tau):
     return spec_presence(xp, x, tau)
 
 
-# -- SPEC 1: coupled maps -------------------------------------------------------------
+# -- docs/mathematics.md#standardize: coupled maps ---------------------------------
 
 
 def ostandardize_reference(xp, x, *, tau, eps=1e-5):

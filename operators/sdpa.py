@@ -1,4 +1,4 @@
-"""SDPA: standard softmax attention, the baseline that fails the null contracts (SPEC 1)."""
+"""SDPA: standard softmax attention, the baseline that fails the null contracts (docs/mathematics.md#sdpa)."""
 from __future__ import annotations
 
 from . import arguments, limits, normalisers, projections, references

@@ -1,4 +1,4 @@
-"""Standardising by a second moment without overflow: c / sqrt(moment(c) + eps) (SPEC 1).
+"""Standardising by a second moment without overflow: c / sqrt(moment(c) + eps) (docs/mathematics.md#standardize).
 
 LayerNorm, RMSNorm, the ONorms and OStandardize divide centred values c by the root of a second
 moment of c (a mean of squares over features, or a presence-weighted sum of squares over

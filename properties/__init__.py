@@ -1,4 +1,4 @@
-"""The contract catalogue (SPEC 3), verdicts and the tolerance model."""
+"""The contract catalogue (docs/mathematics.md#contracts), verdicts and the tolerance model."""
 from .catalogue import CONTRACTS, Contract, contract
 from .verdict import Verdict, outcome
 

@@ -1,4 +1,4 @@
-"""Universal contracts that compare computations: dtype D against float64, the code against SPEC, finiteness."""
+"""Universal contracts that compare computations: dtype D against float64, the code against docs/mathematics.md#universal-contracts, finiteness."""
 from __future__ import annotations
 
 import torch
@@ -137,7 +137,7 @@ def differential(case):
 
 def _no_reference(op, dtype, backend):
     if op.reference is None:
-        return Gap("the operator declares no independent reference= (a formula written from SPEC)")
+        return Gap("the operator declares no independent reference= (a formula written from the operator's mathematics)")
     return None
 
 
@@ -149,7 +149,7 @@ def _no_reference(op, dtype, backend):
 @contract(exact=False, dtypes=("float64",), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",),
           fuzz=dict(near_null=False))
 def spec_reference(case):
-    """The operator equals its independent reference written from SPEC's formula (float64 reference)."""
+    """The operator equals its independent reference written from its formula (float64 reference)."""
     # The reference is the formula as written (no stabilisation): rows where it is not
     # finite are set aside and counted, as are rows at a declared discontinuity.
     with torch.no_grad():
@@ -165,7 +165,7 @@ def spec_reference(case):
         r32 = case.op.reference(TORCH, case.x.float(), **case.arguments(case.mask, torch.float32))
     c = _compare_rows(a_d, r64, _probes(eager), keep, case.dtype, input_rounding=input_rounding(eager, r64),
                       ref_probes={torch.float32: r32})
-    return _judge(case, c, counts, f"{_where(case)} vs the SPEC reference")
+    return _judge(case, c, counts, f"{_where(case)} vs the independent reference")
 
 
 def _loss_grad(case, x, dtype):
@@ -209,7 +209,7 @@ def finite(case):
         bad[in_d + "output"] = _non_finite(out.double(), out64, case.dtype)
         if grad is not None and grad64 is not None:
             bad["float64 gradient"] = int((~torch.isfinite(grad64)).sum())
-            # SPEC's gradient contracts are float64 ones: half-precision backward passes are
+            # The gradient contracts are float64 ones (docs/mathematics.md#gradients): half-precision backward passes are
             # reported (extra["unjudged_gradient"]) but not judged, and so are backward passes through
             # a near-null row (|h|^2 subnormal: the presence has a few significant bits); both
             # are listed in docs/fuzz.md as defects found, not hidden ones.

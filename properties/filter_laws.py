@@ -1,4 +1,4 @@
-"""Linear-filter contracts for the causal FIR (SPEC 2, 3)."""
+"""Linear-filter contracts for the causal FIR (docs/mathematics.md#fir, docs/mathematics.md#filter-laws)."""
 from __future__ import annotations
 
 import torch
@@ -13,9 +13,9 @@ _FILTER = dict(requires={"filter"})
 
 
 def taps(case) -> tuple:
-    """The expected taps: drawn ones when the case passes taps, else SPEC's (never the operator's own constant).
+    """The expected taps: drawn ones when the case passes taps, else those of docs/mathematics.md#fir (never the operator's own constant).
 
-    SPEC 2: w_k ∝ exp(-k^2 / 8), k = 0..6, normalised to sum 1 (recomputed in
+    docs/mathematics.md#fir: w_k ∝ exp(-k^2 / 8), k = 0..6, normalised to sum 1 (recomputed in
     tokenlaw.operators.references, which shares nothing with operators/fir.py).
     """
     if "taps" in case.params:

@@ -1,4 +1,4 @@
-"""Null-token contracts: a zero-vector token is inert (SPEC 1, 3)."""
+"""Null-token contracts: a zero-vector token is inert (docs/mathematics.md#null-contracts)."""
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,4 @@
-"""Row-normaliser contracts on scores S -> weights W (SPEC 2, 3).
+"""Row-normaliser contracts on scores S -> weights W (docs/mathematics.md#normalisers, docs/mathematics.md#score-laws).
 
 Every law judges the weights the case's backend applies (``Backend.weights``:
 for the reference, :func:`tokenlaw.properties.applied.applied_weights` reads
@@ -36,7 +36,7 @@ def scores(case) -> torch.Tensor:
 
 
 def visibility(case):
-    """Which keys each row may see (SPEC's definition, not the operator's helper):
+    """Which keys each row may see (docs/mathematics.md#fir's definition, not the operator's helper):
     j <= t for a causal operator, its random mask, or none."""
     if "causal" in case.op.traits:
         tri = torch.tril(torch.ones(case.n, case.n, dtype=torch.float64))
@@ -213,7 +213,7 @@ def silence(case):
 def gate_below_one(case):
     """Rows whose largest rectified score m_t = max_j (S_tj - tau)+ is at most 1 have mass strictly below 1."""
     # A gate g with g < 1 for every finite m stays well below 1 at m <= 1 in
-    # every dtype (SPEC's m / (1 + m) gives at most 1/2), so strictness is
+    # every dtype (docs/mathematics.md#pn-fir-tau's m / (1 + m) gives at most 1/2), so strictness is
     # judged exactly here; a gate that saturates at moderate peaks fails.
     tau = _tau(case)
     s = tau + scores(case).abs().clamp(max=1.0) * torch.sign(scores(case))   # rectified peaks in [0, 1]

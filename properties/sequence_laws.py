@@ -1,4 +1,4 @@
-"""Sequence contracts: masks, permutations, causality, limits and reference formulas (SPEC 3)."""
+"""Sequence contracts: masks, permutations, causality, limits and reference formulas (docs/mathematics.md#sequence-laws)."""
 from __future__ import annotations
 
 import dataclasses
@@ -116,7 +116,7 @@ def softmax_reduction(case):
 @contract(exact=False, dtypes=("float64", "float32"), needs={"reference"}, symbolic=dict(shape=(2, 1)),
           fuzz=dict(scales=(1.0,), bias_scales=(1.0,), offsets=False))
 def formula_equivalence(case):
-    """The stabilised implementation equals the declared direct formula (e.g. SPEC's OAttention with eps_den)."""
+    """The stabilised implementation equals the declared direct formula (e.g. OAttention's with eps_den)."""
     x, mask = case.x, case.mask
 
     def implementation(dt):

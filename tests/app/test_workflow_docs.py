@@ -29,7 +29,7 @@ def test_topics_and_the_generated_laws(capsys):
 
 
 def test_every_pointer_in_a_report_resolves_for_a_wheel_user():
-    """Reports name `tokenlaw docs TOPIC` commands (never SPEC.md or a path of the source tree)."""
+    """Reports name `tokenlaw docs TOPIC` commands (never a path of the source tree)."""
     pages = docs_cmd.topics()
     text = writers.HOW_TO_READ + pages["mathematics"]
     pointers = re.findall(r"tokenlaw docs ([\w-]+)", text)

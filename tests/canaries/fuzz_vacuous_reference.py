@@ -1,4 +1,4 @@
-"""Canary: sm_fir whose declared SPEC reference is NaN everywhere (the operator itself is the shipping one)."""
+"""Canary: sm_fir whose declared reference (the formula of docs/mathematics.md#fir) is NaN everywhere (the operator itself is the shipping one)."""
 from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
 from tokenlaw.properties import verdict as V
 

@@ -160,7 +160,7 @@ def test_mutate_kills_the_whole_catalogue():
 
 
 # The new FIR-family, presence and declaration mutants, each with the row that must kill it
-# (the law it breaks: the independent SPEC reference, the DC gain's SPEC taps, silence).
+# (the law it breaks: the independent reference, the DC gain's taps of docs/mathematics.md#fir, silence).
 KILLED_BY = {
     "causal_mask_hides_diagonal": "pn-spec_reference",
     "fir_applied_to_values": "sm_fir-spec_reference",

@@ -1,4 +1,4 @@
-"""Oracles that can fail: NaN agreement, SPEC's own values, the independent references, regime coverage."""
+"""Oracles that can fail: NaN agreement, the values of docs/mathematics.md#operators, the independent references, regime coverage."""
 from __future__ import annotations
 
 import math

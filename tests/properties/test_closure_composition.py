@@ -43,7 +43,7 @@ def test_public_layer_functions_keep_their_signature():
 
 
 def test_otransformer_layers_follow_spec_blocks():
-    """The generated OTransformer equals the hand-written SPEC block: ONorm, hidden-carrier OAttention, OFFN."""
+    """The generated OTransformer equals the hand-written block of docs/mathematics.md#hosts: ONorm, hidden-carrier OAttention, OFFN."""
     g = torch.Generator().manual_seed(3)
     p = hosts.host_params(g, 4)
     x = torch.randn(2, 4, 4, dtype=torch.float64, generator=g)

@@ -17,7 +17,7 @@ REGISTRY = default_registry()
 
 
 def _core_without_rescaled_eps(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
-    """OAttention with eps_den left out of the exp(-M) rescaling (the bug SPEC warns about)."""
+    """OAttention with eps_den left out of the exp(-M) rescaling (the bug docs/mathematics.md#oattention warns about)."""
     s = projections.scores(xp, q, k)
     mass = p_src * (xp.ones_like(s) if mask is None else mask * xp.ones_like(s))
     active = xp.gt(mass, 0)

@@ -1,4 +1,4 @@
-"""OAttention as a chunked online softmax, in plain torch (written from SPEC 1, not from tokenlaw's code).
+"""OAttention as a chunked online softmax, in plain torch (written from tokenlaw's docs/mathematics.md#oattention, not from its code).
 
     OAttn_i = p_i * sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij)),
     p = |h|^2 / (tau + |h|^2),  s_ij = <q_i, k_j> / sqrt(d_head).

@@ -1,4 +1,4 @@
-"""pn_fir_tau as an online power normalisation over key blocks, in plain torch (written from SPEC 2).
+"""pn_fir_tau as an online power normalisation over key blocks, in plain torch (written from tokenlaw's docs/mathematics.md#pn-fir-tau).
 
     k~_t = sum_{k=0..6} w_k k_{t-k}   (half-Gaussian taps, sigma 2, summing to 1; zero padding)
     S_tj = <q_t, k~_j> / sqrt(d_head),  j <= t;   r_tj = max(S_tj - tau, 0)
@@ -24,7 +24,7 @@ from .common import accumulation, check_finite, check_tokens, merge_heads, split
 
 SIGMA, N_TAPS = 2.0, 7
 _RAW = [math.exp(-k * k / (2 * SIGMA * SIGMA)) for k in range(N_TAPS)]
-TAPS = tuple(w / math.fsum(_RAW) for w in _RAW)      # DC gain 1 (SPEC 2's project choice)
+TAPS = tuple(w / math.fsum(_RAW) for w in _RAW)      # DC gain 1 (docs/mathematics.md#fir: the project's choice)
 
 
 def _pow10(t):
