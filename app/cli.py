@@ -31,6 +31,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import runs, writers
 
+from . import selection
 from .argtypes import positive_int
 from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_UNDECIDED,  # noqa: F401 (re-exported)
                     EXIT_USAGE, of_result)
@@ -95,7 +96,7 @@ def cmd_list(args) -> int:
 
 def check_settings(args) -> runs.CheckSettings:
     """The parsed ``check`` arguments as the library's settings."""
-    return runs.CheckSettings(operators=args.operator, contracts=args.contract, dtypes=args.dtype,
+    return runs.CheckSettings(operators=selection.operators(args), contracts=args.contract, dtypes=args.dtype,
                               backend=args.backend, profile=args.profile, examples=args.examples, seed=args.seed,
                               workers=args.workers, shard=args.shard, database=args.database, replays=args.replays,
                               out=args.out, operator_modules=getattr(args, "operators_module", None))
@@ -130,7 +131,9 @@ def cmd_check(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="tokenlaw", description=__doc__.split("\n\n")[0], epilog=EPILOG)
     p.add_argument("--operators", dest="operators_module", action="append", metavar="MODULE",
-                   help="also collect operators declared in this importable module or package")
+                   help="collect the operators declared in this module (an importable name, searched from the "
+                        "current directory, or a path to a .py file); check / prove / verify then run only "
+                        "its operators (add --with-builtins, or name them with --operator, for built-ins)")
     sub = p.add_subparsers(dest="command", required=True)
 
     sp = sub.add_parser("list", help="operators, contracts and which claims which")
@@ -139,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("check", help="run every declared cell and write reports/conformance.{md,json,xml,html}")
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    selection.add_flag(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
     sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"],

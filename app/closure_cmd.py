@@ -7,13 +7,12 @@ holds at every layer and position tried, 1 it breaks, 2 bad arguments.
 """
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
 import torch
 
-from tokenlaw.operators import arguments
+from tokenlaw.operators import arguments, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.closure_analyser import analyse, as_example
 
@@ -21,14 +20,11 @@ from .exits import EXIT_FAIL, EXIT_OK
 
 
 def load_factory(target: str):
-    """Import ``module.path:factory`` and return the factory."""
-    module_name, sep, attr = target.partition(":")
+    """Import ``module.path:factory`` or ``path/to/file.py:factory`` and return the factory."""
+    module_name, sep, attr = target.rpartition(":")
     if not sep or not module_name or not attr:
-        raise InvalidArgument(f"target: expected module.path:factory, got {target!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise InvalidArgument(f"target: cannot import {module_name!r}: {err}") from None
+        raise InvalidArgument(f"target: expected module.path:factory or file.py:factory, got {target!r}")
+    module = user_modules.load(module_name, "target")
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise InvalidArgument(f"target: {module_name} has no callable {attr!r}")

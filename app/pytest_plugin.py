@@ -20,6 +20,8 @@ Example::
 """
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 
@@ -62,9 +64,19 @@ class DeclaredCells(pytest.Collector):
         from tokenlaw.properties.catalogue import collect  # optional: only with --tokenlaw
         from tokenlaw.properties.plan import plan, validate_dtypes  # optional: only with --tokenlaw
 
+        from tokenlaw.operators import user_modules  # optional: only with --tokenlaw
+        from tokenlaw.operators.errors import InvalidArgument  # optional: only with --tokenlaw
+
         modules = self.config.getoption("tokenlaw")
         dtypes = validate_dtypes(self.config.getoption("tokenlaw_dtype"))
-        registry = collect(*modules)
+        # Like the CLI, a module (or .py file) in the directory pytest runs from is found without installing it.
+        cwd = str(self.config.invocation_params.dir)
+        if cwd not in sys.path:
+            sys.path.insert(0, cwd)
+        try:
+            registry = collect(*[user_modules.load(m, "--tokenlaw") for m in modules])
+        except InvalidArgument as err:
+            raise pytest.UsageError(str(err)) from None
         if not len(registry):
             raise pytest.UsageError(f"--tokenlaw: no operator declared in {modules}")
         for row in plan(registry, dtypes=dtypes):

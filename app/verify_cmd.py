@@ -16,6 +16,7 @@ import json
 from tokenlaw.reports import proofs, runs, verification, writers
 
 from .argtypes import positive_int
+from . import selection
 from .exits import of_result
 from .progress import Progress
 
@@ -24,6 +25,7 @@ def register(subparsers):
     sp = subparsers.add_parser("verify", help="fuzz check + symbolic prove of one selection, combined in "
                                               "reports/verification.{md,json} (green only if no tier refuted a row)")
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    selection.add_flag(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="fuzz tier: only this dtype (repeatable)")
     sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"],
@@ -39,10 +41,10 @@ def register(subparsers):
 
 def cmd_verify(args) -> int:
     modules = getattr(args, "operators_module", None)
-    check = runs.CheckSettings(operators=args.operator, contracts=args.contract, dtypes=args.dtype,
+    check = runs.CheckSettings(operators=selection.operators(args), contracts=args.contract, dtypes=args.dtype,
                                profile=args.profile, examples=args.examples, seed=args.seed, workers=args.workers,
                                out=args.out, operator_modules=modules)
-    prove = runs.ProveSettings(operators=args.operator, contracts=args.contract, timeout=args.timeout, out=args.out,
+    prove = runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,
                                operator_modules=modules)
     conformance, proved, ver = runs.verify(check, prove, progress=not args.json, stream=Progress())
     paths = writers.write_doc(conformance, args.out, stem=check.stem)

@@ -382,13 +382,14 @@ def error_inputs(kwargs: dict, *, tokens=("x", "carrier"), scalars=("tau", "eps_
 
 # -- command-line arguments ---------------------------------------------------------------
 
-def closest(name: str, known, what: str) -> InvalidArgument:
-    """The error for an unknown ``name``: the closest known names (difflib), not the whole list."""
+def closest(name: str, known, what: str, *, also: str = "") -> InvalidArgument:
+    """The error for an unknown ``name``: the closest known names (difflib), not the whole list; ``also``: a
+    further hint appended (e.g. how to declare the name)."""
     known = sorted(known)
     near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else \
         f"{len(known)} known; `tokenlaw list` shows them"
-    return InvalidArgument(f"{what}: unknown name {name!r}; {hint}")
+    return InvalidArgument(f"{what}: unknown name {name!r}; {hint}" + (f" {also}" if also else ""))
 
 
 def writable_dir(path, what: str):

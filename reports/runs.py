@@ -19,7 +19,6 @@ the reference records those variables (:data:`RUN_ENV`) in its meta as
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import sys
 import time
@@ -29,7 +28,7 @@ import torch
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
 from tokenlaw.fuzz.engine import PROFILES, draws
-from tokenlaw.operators import arguments, cpu_paths
+from tokenlaw.operators import arguments, cpu_paths, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import collect, default_registry
@@ -113,23 +112,33 @@ class ProveSettings:
 
 
 def registry(modules=None):
-    """The default registry, or the registry collected with the user's operator ``modules`` (importable names)."""
+    """The default registry, or the registry collected with the user's operator ``modules`` (importable names
+    or ``.py`` paths); a module that fails to import or declares no operator is refused (InvalidArgument)."""
     if not modules:
         return default_registry()
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ImportError as err:
-            raise InvalidArgument(f"--operators: cannot import {name!r} ({err}); the current directory "
-                                  "and PYTHONPATH are searched") from None
-    return collect("tokenlaw.operators", *modules)
+    loaded = [user_modules.load(name, "--operators") for name in modules]
+    for name, module in zip(modules, loaded):
+        if not len(collect(module)):
+            raise InvalidArgument(f"--operators: {name!r} ({getattr(module, '__file__', module.__name__)}) declares "
+                                  "no operator; mark one with @declare(...) from tokenlaw.operators.registry")
+    return collect("tokenlaw.operators", *loaded)
+
+
+def user_operators(modules) -> tuple:
+    """The names of the operators the user's ``modules`` declare (in declaration order)."""
+    return tuple(spec.name for spec in collect(*[user_modules.load(m, "--operators") for m in modules]))
+
+
+# How a name only the user's own module declares becomes known (said with every unknown --operator).
+OPERATORS_HINT = ("(your own operator? pass the module that declares it: "
+                  "tokenlaw --operators MODULE_OR_FILE.py check ...)")
 
 
 def check_names(reg, operators=None, contracts=None) -> None:
     """Unknown --operator / --contract names: an error suggesting the closest ones."""
     for name in operators or ():
         if name not in reg:
-            raise arguments.closest(name, reg.names(), "--operator")
+            raise arguments.closest(name, reg.names(), "--operator", also=OPERATORS_HINT)
     for name in contracts or ():
         if name not in CONTRACTS:
             raise arguments.closest(name, CONTRACTS, "--contract")
