@@ -118,8 +118,14 @@ def cmd_check(args) -> int:
     else:
         print(f"\n{summ['result']}: {writers.claimed_line(summ)}")
         print(f"{len(doc.rows)} rows, {len(summ['failing'])} failing; wrote {', '.join(str(p) for p in paths.values())}")
+        rows = {r.id: r for r in doc.rows}
         for i in summ["failing"] + summ["undecided"]:
             print(f"  {outcome[i]}: {i}")
+            failed = [c.verdict for c in rows[i].cells if c.verdict is not None and c.verdict.violated]
+            if failed and failed[0].status == V.RAISED:
+                print(f"      {failed[0].detail.split(' [')[0]}")
+            if failed and failed[0].replay:
+                print(f"      replay: {writers.replay_command(failed[0].replay, doc.meta)}")
         for c in writers.not_runnable_cells(doc.rows):
             print(f"  not runnable here: {c.id}: {c.verdict.detail}")
         designed = sum(1 for c in doc.cells if c.verdict is not None and c.verdict.status == V.BY_DESIGN)

@@ -117,7 +117,7 @@ class ContractRow(pytest.Item):
             pytest.skip(f"{self.row.id}: {outcome} ({details})")
 
     def _explain(self, outcome) -> str:
-        from tokenlaw.reports.writers import example  # optional: only with --tokenlaw
+        from tokenlaw.reports.writers import example, replay_command  # optional: only with --tokenlaw
 
         lines = [f"{self.row.id}: {outcome}", f"  declared: {self.row.declared} - {self.row.reason}"]
         for c in self.row.cells:
@@ -128,7 +128,9 @@ class ContractRow(pytest.Item):
                 lines.append(f"      counterexample: {example(v.counterexample)}")
                 lines.append(f"      {v.detail}")
                 if v.replay:
-                    lines.append(f"      replay: tokenlaw replay {v.replay} --replays {self.replay_dir}")
+                    meta = {"scope": {"operator_modules": self.config.getoption("tokenlaw")},
+                            "replays_from_run_dir": str(self.replay_dir)}
+                    lines.append(f"      replay: {replay_command(v.replay, meta)}")
         return "\n".join(lines)
 
     @property

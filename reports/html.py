@@ -26,12 +26,12 @@ from .text import HOW_TO_READ, by_design, by_reason, first_counterexample, headl
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
          V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.OUT_BY_DESIGN: "na",
          V.NOT_APPLICABLE: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk",
-         V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad"}
+         V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad", V.BAD_RAISED: "bad"}
 COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "miss": "#9c36b5", "unk": "#868e96", "na": "#ced4da"}
 DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
 # The matrix shows one short mark per row (the full outcome is in the cell's tooltip and the legend).
 MARK = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "viol.", V.BAD_UNEXPECTED: "FAIL",
-        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r", V.OUT_BY_DESIGN: "n/a"}
+        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.BAD_RAISED: "RAISED", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r", V.OUT_BY_DESIGN: "n/a"}
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:16px 24px;color:#212529;max-width:1400px}
@@ -252,7 +252,7 @@ def _order(rows) -> list:
     return sorted(rows, key=lambda r: rank.get(CLASS[r["outcome"]], 2))
 
 
-def _rows_table(rows) -> str:
+def _rows_table(rows, meta=None) -> str:
     out = ['<table id="rows"><tr><th>row</th><th>declared</th><th>outcome</th>'
            '<th>cells: examples, worst disc/bound</th><th>minimal counterexample</th></tr>']
     for r in _order(rows):
@@ -265,7 +265,7 @@ def _rows_table(rows) -> str:
         out.append(f'<tr data-op="{escape(r["operator"])}" data-contract="{escape(r["contract"])}" '
                    f'data-cls="{cls}"><td><code>{escape(r["id"])}</code></td><td>{escape(str(r["declared"]))}</td>'
                    f'<td class="{cls}">{escape(r["outcome"])}</td><td>{escape("; ".join(parts))}</td>'
-                   f'<td>{inline_markdown(first_counterexample(r))}</td></tr>')
+                   f'<td>{inline_markdown(first_counterexample(r, meta))}</td></tr>')
     out.append("</table>")
     return "".join(out)
 
@@ -283,11 +283,11 @@ def _filters(rows) -> str:
             + select("f-contract", "contract", names) + "</div>")
 
 
-def _failing(byid, failing) -> str:
+def _failing(byid, failing, meta=None) -> str:
     items = []
     for rid in failing:
         r = byid[rid]
-        ce = first_counterexample(r)
+        ce = first_counterexample(r, meta)
         items.append(f"<li><code>{escape(rid)}</code>: <b>{escape(r['outcome'])}</b> &mdash; {escape(r['reason'])}"
                      + (f'<br>counterexample: <span class="ce">{inline_markdown(ce)}</span>' if ce else "") + "</li>")
     return f'<h2>Failing rows</h2><ul id="failing">{"".join(items)}</ul>'
@@ -307,7 +307,7 @@ def html(doc: dict) -> str:
              f'{escape(headline(summ))}</p>',
              f"<p>{inline_markdown(run_line(meta))}</p>"]
     if summ["failing"]:
-        parts.append(_failing(byid, summ["failing"]))
+        parts.append(_failing(byid, summ["failing"], meta))
     blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
         items = "".join(f"<li>{escape(reason)} <details><summary>{len(ids)} cells</summary>"
@@ -326,5 +326,5 @@ def html(doc: dict) -> str:
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
         if figs:
             parts.append(f'<h2>{title}</h2><div class="charts">{"".join(figs)}</div>')
-    parts += ["<h2>Rows (failing first)</h2>", _rows_table(rows), "</body></html>", ""]
+    parts += ["<h2>Rows (failing first)</h2>", _rows_table(rows, meta), "</body></html>", ""]
     return "\n".join(parts)

@@ -203,6 +203,8 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
                 database=str(settings.database),
                 # relative to the report when under it, so the document does not depend on where --out is
                 replays=_relative(replays, settings.out),
+                # the same directory seen from where the run ran: what a pasted replay command needs
+                replays_from_run_dir=replays,
                 **snapshot(reg),
                 scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
                        "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})

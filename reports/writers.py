@@ -21,7 +21,7 @@ from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, summary
 from .html import html
 from .junit import junit
 from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, example,  # noqa: F401
-                   first_counterexample, headline, limit_legend, limits, run_line, searched)
+                   first_counterexample, headline, limit_legend, limits, replay_command, run_line, searched)
 
 FORMATS = ("json", "md", "xml", "html")
 
@@ -48,7 +48,7 @@ def markdown(doc: dict) -> str:
         lines += ["## Failing rows", ""]
         for rid in summ["failing"]:
             r = byid[rid]
-            ce = first_counterexample(r)
+            ce = first_counterexample(r, meta)
             lines.append(f"- `{rid}`: {r['outcome']} - {r['reason']}" + (f"; counterexample {ce}" if ce else ""))
         lines.append("")
     if summ.get("undecided"):
@@ -92,7 +92,7 @@ def markdown(doc: dict) -> str:
             tag += "" if v["status"] in (V.HOLDS, V.VIOLATED) else f"{v['status']} "
             parts.append(f"{c['dtype']}{'' if c['backend'] == 'eager' else '/' + c['backend']}: "
                          f"{tag}{v['examples']} ex, {_fmt(ratio(v))}")
-        ce = first_counterexample(r)
+        ce = first_counterexample(r, meta)
         shapes = "; ".join([searched(r)] + [f"{dt}: {text.split(' (')[0]}" for dt, text in limits(r).items()])
         shapes = shapes.strip("; ").replace("|", "\\|")
         lines.append(f"| `{r['id']}` | {r['declared']} | {r['outcome']} | {'; '.join(parts)} | {shapes} "

@@ -130,7 +130,8 @@ def test_failing_report_shows_the_failure_first(pages, tmp_path):
     text = m["failing-text"]
     assert "leaky-zero_absorption" in text and "UNEXPECTED violation" in text
     assert re.search(r"counterexample: float\d+: n=\d+, batch=\d+, d=\d+, seed=\d+", text), text   # drawn fields
-    assert "tokenlaw replay leaky-zero_absorption-" in text       # and the command that replays it
+    # and the command that replays it, with the module and the replay directory the run used
+    assert "tokenlaw --operators leaky_ops replay leaky-zero_absorption-" in text and " --replays " in text
     assert m["raw-md"] == "0", "no raw Markdown marks in the rendered text"
 
 

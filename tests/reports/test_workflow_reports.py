@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html as htmllib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,11 +24,17 @@ ARGS = ["check", "--operator", "presence", "--operator", "otransformer", "--cont
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    out = []
+    """Two runs, each from its own directory with the same ``--out``: the report records the replay directory
+    as seen from where the run ran (``replays_from_run_dir``, for a replay command that works when pasted)."""
+    out, before = [], os.getcwd()
     for i in range(2):
         d = tmp_path_factory.mktemp(f"run{i}")
-        assert cli.main([*ARGS, "--out", str(d)]) in (0, 1)
-        out.append(d)
+        os.chdir(d)
+        try:
+            assert cli.main([*ARGS, "--out", "reports"]) in (0, 1)
+        finally:
+            os.chdir(before)
+        out.append(d / "reports")
     return out
 
 
