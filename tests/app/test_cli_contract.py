@@ -209,18 +209,26 @@ def test_users_module_next_to_them_works_and_its_replay_too(here, capsys):
     assert json.loads(out)["reproduced"] is True
 
 
-def test_new_from_a_wheel_writes_into_the_project_or_refuses(here, capsys, monkeypatch):
+def test_new_writes_into_the_current_directory_unless_it_is_the_checkout(here, capsys, monkeypatch):
+    """Installed (wheel or editable) or not: outside the checkout, `tokenlaw new` writes into the current
+    directory (a project marker or not); inside site-packages it refuses."""
     import tokenlaw.operators as ops
 
-    site = Path(list(ops.__path__)[0]).resolve().parent.parent
-    real = sysconfig.get_paths
-    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {**real(*a, **k), "purelib": str(site)})
-    rc, _, err = run(capsys, "new", "wheelop")
-    assert rc == 2 and "--dir" in one_line_error(err)
-    (here / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
     rc, out, err = run(capsys, "new", "wheelop", "--json")
     assert rc == 0, err
     assert Path(json.loads(out)["path"]).resolve() == (here / "wheelop.py").resolve()
+    assert (here / "test_wheelop.py").exists()
+    site = here / "site"
+    site.mkdir()
+    real = sysconfig.get_paths
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {**real(*a, **k), "purelib": str(site)})
+    monkeypatch.chdir(site)
+    rc, _, err = run(capsys, "new", "wheelop2")
+    assert rc == 2 and "--dir" in one_line_error(err) and "site-packages" in err
+    assert not (site / "wheelop2.py").exists()
+    monkeypatch.chdir(Path(list(ops.__path__)[0]).resolve().parent / "docs")     # inside the checkout
+    from tokenlaw.app import scaffold
+    assert scaffold.default_dir() == Path(list(ops.__path__)[0]).resolve()
 
 
 def test_every_command_has_json():
