@@ -32,7 +32,7 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import runs, writers
 
 from . import selection
-from .argtypes import positive_int
+from .argtypes import add_profile, add_workers, positive_int
 from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_UNDECIDED,  # noqa: F401 (re-exported)
                     EXIT_USAGE, of_result)
 from .progress import Progress
@@ -151,9 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     selection.add_flag(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
-    sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"],
-                    help="examples per cell per dtype: smoke 10, quick 100 (CI), default 300, deep 2000")
-    sp.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
+    add_profile(sp)
+    add_workers(sp)
     sp.add_argument("--shard", metavar="I/N", help="run only shard I of N (rows I, I+N, ...); join with 'report merge'")
     sp.add_argument("--database", default="none",
                     help="Hypothesis example database: 'none' (default: a run is fixed by its seed, so reports "

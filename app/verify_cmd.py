@@ -15,7 +15,7 @@ import json
 
 from tokenlaw.reports import proofs, runs, verification, writers
 
-from .argtypes import positive_int
+from .argtypes import add_profile, add_workers, positive_int
 from . import selection
 from .exits import of_result
 from .progress import Progress
@@ -28,11 +28,10 @@ def register(subparsers):
     selection.add_flag(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="fuzz tier: only this dtype (repeatable)")
-    sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"],
-                    help="fuzz tier: examples per cell per dtype (default quick)")
+    add_profile(sp)
     sp.add_argument("--examples", type=positive_int, help="fuzz tier: examples per cell per dtype (overrides the profile)")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--workers", type=positive_int, default=1, help="fuzz tier: worker processes (default 1)")
+    add_workers(sp, "fuzz tier: worker processes")
     sp.add_argument("--timeout", type=float, default=5.0, help="symbolic tier: seconds per solver query (default 5)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
-from tokenlaw.fuzz.engine import PROFILES, draws
+from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
 from tokenlaw.operators import arguments, cpu_paths, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
@@ -58,7 +58,7 @@ class CheckSettings:
     contracts: tuple | None = None
     dtypes: tuple | None = None
     backend: str = "eager"
-    profile: str = "quick"
+    profile: str = DEFAULT_PROFILE          # a name of fuzz.engine.PROFILES (old names accepted: quick = ci)
     examples: int | None = None             # None: the profile's
     seed: int = 0
     workers: int = 1
@@ -71,6 +71,7 @@ class CheckSettings:
     def __post_init__(self):
         for f in ("operators", "contracts", "dtypes", "operator_modules"):
             object.__setattr__(self, f, _names(getattr(self, f)))   # lists -> tuples: frozen, hashable
+        object.__setattr__(self, "profile", profile_name(self.profile))   # one name per profile in reports
 
     @classmethod
     def from_run(cls, run: dict, **overrides) -> "CheckSettings":

@@ -293,3 +293,40 @@ def test_operators_module_selects_its_own_operators_unless_builtins_are_asked_fo
     sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     for command in ("check", "prove", "verify"):
         assert "only the module's own operators run" in " ".join(sub.choices[command].format_help().split())
+
+
+def test_profiles_are_named_for_what_they_are_and_the_old_names_still_work():
+    from tokenlaw.app import argtypes
+    from tokenlaw.fuzz import engine
+
+    assert dict(engine.PROFILES) == argtypes.PROFILES and engine.ALIASES == argtypes.PROFILE_ALIASES
+    assert engine.DEFAULT_PROFILE == argtypes.DEFAULT_PROFILE == "ci"
+    assert engine.PROFILES["quick"] == engine.PROFILES["ci"] == 100 and "default" in engine.PROFILES
+    parse = cli.build_parser().parse_args
+    assert parse(["check"]).profile == "ci"
+    assert runs_settings(parse(["check", "--profile", "quick"])).profile == "ci"       # one name in reports
+    assert runs_settings(parse(["check", "--profile", "default"])).profile == "thorough"
+    text = " ".join(sub_help("check").split())
+    assert "(default: ci, the CI gate)" in text and "quick = ci" in text
+
+
+def runs_settings(args):
+    return cli.check_settings(args)
+
+
+def sub_help(command: str) -> str:
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command].format_help()
+
+
+def test_workers_default_to_the_usable_cores(monkeypatch):
+    import os
+
+    from tokenlaw.app import argtypes
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5})
+    assert argtypes.usable_cores() == 3
+    assert cli.build_parser().parse_args(["check"]).workers == 3
+    assert "default: the 3 usable cores of this machine" in " ".join(sub_help("check").split())
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set())
+    assert argtypes.usable_cores() == 1
