@@ -56,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from tokenlaw.fuzz.engine import profile_name
 from tokenlaw.properties import verdict as V
 
 from .document import Document, merge_runs, ratio
@@ -138,6 +139,8 @@ def _draws(run: dict) -> tuple:
     bounds' last bits (``tokenlaw.operators.cpu_paths``)."""
     if run.get("tier") in ("fuzz", "kernel") and "pinned out" not in str(run.get("draws")):
         return (object(),)
+    run = dict(run, profile=profile_name(run["profile"])) if isinstance(run.get("profile"), str) else run
+    # (an old report's `quick` is today's `ci`: the same budget, comparable)
     return tuple(json.dumps(run.get(k), sort_keys=True) for k in ("seed", "examples", "profile", "draws", "cpu_paths"))
 
 
