@@ -18,9 +18,11 @@ Exit codes (the same for every command):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -106,6 +108,8 @@ def cmd_check(args) -> int:
     settings = check_settings(args)
     doc = runs.check(settings, progress=args.progress == "on" or (args.progress == "auto" and not args.json),
                      stream=Progress())
+    # the command line as typed, for the report's first screen (the settings it fixed are recorded apart)
+    doc = dataclasses.replace(doc, meta={**doc.meta, "command": command_line(args)})
     paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)
     summ = doc.to_json()["summary"]
     outcome = {r.id: r.outcome for r in doc.rows}
@@ -132,6 +136,11 @@ def cmd_check(args) -> int:
         if designed:
             print(f"  {designed} cells not applicable by design (each reason listed once in the report)")
     return of_result(summ["result"])
+
+
+def command_line(args) -> str:
+    """``tokenlaw ARGS`` as this process was given them (shell-quoted, so it can be pasted)."""
+    return "tokenlaw " + shlex.join(getattr(args, "argv", None) or [])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,6 +193,7 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:          # --help (0) or a one-line usage error (2)
         return done.code
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.func(args)
     except InvalidArgument as err:

@@ -116,8 +116,9 @@ def _view(doc) -> dict:
     return doc.to_json() if isinstance(doc, Document) else doc
 
 
-def render(doc, fmt: str) -> str:
-    """The report document (a Document or its JSON) rendered in one of FORMATS."""
+def render(doc, fmt: str, stem: str = "conformance") -> str:
+    """The report document (a Document or its JSON) rendered in one of FORMATS (``stem``: the files' stem, which
+    the HTML names to find its timings)."""
     doc = _view(doc)
     if fmt == "json":
         return json.dumps(doc, indent=1, sort_keys=False) + "\n"
@@ -126,7 +127,7 @@ def render(doc, fmt: str) -> str:
     if fmt == "xml":
         return junit(doc)
     if fmt == "html":
-        return html(doc)
+        return html(doc, stem)
     raise ValueError(f"fmt: expected one of {FORMATS}, got {fmt!r}")
 
 
@@ -147,10 +148,22 @@ def write_doc(doc, out_dir: Path, stem: str = "conformance", formats=FORMATS) ->
     det = stable(view)
     for fmt in formats:
         paths[fmt] = out_dir / f"{stem}.{fmt}"
-        atomic_write(paths[fmt], render(det, fmt))
+        atomic_write(paths[fmt], render(det, fmt, stem))
     paths["timings"] = out_dir / f"{stem}.timings.json"
     atomic_write(paths["timings"], json.dumps(timings(view), indent=1) + "\n")
+    if "html" in formats:
+        atomic_write(out_dir / f"{stem}.timings.js", timings_script(timings(view)))
     return paths
+
+
+def timings_script(times: dict) -> str:
+    """``stem.timings.js``: fills the HTML page's wall time from the run's timings (a script a file:// page
+    may load, unlike a JSON fetch)."""
+    seconds = times.get("seconds")
+    text = "unknown" if not isinstance(seconds, (int, float)) else (
+        f"{seconds:.1f} s" if seconds < 120 else f"{int(seconds // 60)} min {seconds % 60:.0f} s")
+    return ("(function () { var e = document.getElementById('wall-time'); if (e) e.textContent = "
+            + json.dumps(text) + "; })();\n")
 
 
 def write_all(rows, meta: dict, out_dir: Path, stem: str = "conformance") -> dict:
