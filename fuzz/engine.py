@@ -88,6 +88,18 @@ def min_judged(examples: int) -> int:
 
 MIN_JUDGED = _Profiles({name: min_judged(n) for name, n in PROFILES.items()})
 
+# Examples judged so far by this process (and, when a campaign shares one across its forked workers, by
+# all of them): anything with a ``value`` attribute (a ``multiprocessing.Value``); read by a progress
+# display's heartbeat during a long row.  None: not counted.
+example_counter = None
+
+
+def _count_example() -> None:
+    counter = example_counter
+    if counter is not None:
+        with counter.get_lock():
+            counter.value += 1
+
 # Per-contract bounds on the drawn domain are declared with each contract, with their reasons
 # (``@contract(fuzz=...)``: e.g. gradcheck's small smooth shapes, the unstabilised reference's
 # finite magnitudes for formula_equivalence): ``contract.fuzz_bounds``.
@@ -169,6 +181,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         _widen(searched, case)
         v = contract.judge(case)
         seen["n"] += 1
+        _count_example()
         for name in visited(case, wanted):
             visits[name] += 1
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)
