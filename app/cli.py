@@ -13,7 +13,8 @@ Exit codes (the same for every command):
   unknown, vacuous or its trace differs from eager, or no claimed row was established at all
   (``prove``: none proved); never a pass;
 * 70 an internal error of tokenlaw (or of a module it imported): a bug to
-  report, never a finding (``TOKENLAW_DEBUG=1`` shows the traceback).
+  report, never a finding (``TOKENLAW_DEBUG=1`` shows the traceback);
+* 141 stdout was closed early (``| head``): a quiet stop, as for SIGPIPE.
 """
 from __future__ import annotations
 
@@ -35,13 +36,13 @@ from tokenlaw.reports import runs, writers
 
 from . import selection
 from .argtypes import add_profile, add_workers, positive_int
-from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_UNDECIDED,  # noqa: F401 (re-exported)
-                    EXIT_USAGE, of_result)
+from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
+                    EXIT_UNDECIDED, EXIT_USAGE, of_result)
 from .progress import Progress
 
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 4 undecided (a claimed row unknown / vacuous / trace "
-          "differs, or nothing established), 70 internal error (a tokenlaw bug)")
+          "differs, or nothing established), 70 internal error (a tokenlaw bug), 141 stdout closed early (| head)")
 
 # Modules that add subcommands: each has ``register(subparsers)`` which adds
 # its parser and sets ``func`` (a thin call into its tier).
@@ -121,7 +122,7 @@ def cmd_check(args) -> int:
                           "undecided": [{"id": i, "outcome": outcome[i]} for i in summ["undecided"]]}, indent=1))
     else:
         print(f"\n{summ['result']}: {writers.claimed_line(summ)}")
-        print(f"{len(doc.rows)} rows, {len(summ['failing'])} failing; wrote {', '.join(str(p) for p in paths.values())}")
+        print(f"{writers.rows_word(len(doc.rows))}, {len(summ['failing'])} failing; wrote {', '.join(str(p) for p in paths.values())}")
         rows = {r.id: r for r in doc.rows}
         for i in summ["failing"] + summ["undecided"]:
             print(f"  {outcome[i]}: {i}")
@@ -134,7 +135,8 @@ def cmd_check(args) -> int:
             print(f"  not runnable here: {c.id}: {c.verdict.detail}")
         designed = sum(1 for c in doc.cells if c.verdict is not None and c.verdict.status == V.BY_DESIGN)
         if designed:
-            print(f"  {designed} cells not applicable by design (each reason listed once in the report)")
+            print(f"  {writers.counted(designed, 'cell')} not applicable by design (each reason listed once in "
+                  "the report)")
     return of_result(summ["result"])
 
 
@@ -202,6 +204,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("tokenlaw: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): nothing more to say and nowhere to say it; point stdout at
+        # /dev/null so the interpreter's final flush does not raise again.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_PIPE
     except Exception as err:  # noqa: BLE001 (the one place a crash becomes an exit code)
         if os.environ.get("TOKENLAW_DEBUG"):
             traceback.print_exc()

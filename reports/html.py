@@ -21,7 +21,7 @@ from tokenlaw.properties import verdict as V
 
 from .svgplot import PALETTE, Series, chart
 from .document import ratio, summary
-from .text import HOW_TO_READ, by_design, by_reason, first_counterexample, headline, run_line
+from .text import HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, run_line
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
          V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.OUT_BY_DESIGN: "na",
@@ -346,7 +346,7 @@ def html(doc: dict, stem: str = "conformance") -> str:
         parts.append(_failing(byid, summ["failing"], meta))
     blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
-        items = "".join(f"<li>{escape(reason)} <details><summary>{len(ids)} cells</summary>"
+        items = "".join(f"<li>{escape(reason)} <details><summary>{counted(len(ids), 'cell')}</summary>"
                         f"<code>{escape(', '.join(ids))}</code></details></li>" for reason, ids in blocked.items())
         parts.append(f'<h2>Cells not runnable here</h2><ul id="not-runnable">{items}</ul>')
     designed = by_design(rows)
@@ -354,8 +354,8 @@ def html(doc: dict, stem: str = "conformance") -> str:
         n = sum(len(ids) for ids in designed.values())
         items = "".join(f"<li>{escape(reason)} ({len(ids)}): {escape(', '.join(ids))}</li>"
                         for reason, ids in designed.items())
-        parts.append(f'<details id="by-design"><summary>{n} cells not applicable by design (not counted '
-                     f'above; {len(designed)} reasons)</summary><ul>{items}</ul></details>')
+        parts.append(f'<details id="by-design"><summary>{counted(n, "cell")} not applicable by design (not '
+                     f'counted above; {counted(len(designed), "reason")})</summary><ul>{items}</ul></details>')
     parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
               f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>']
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),

@@ -30,7 +30,12 @@ def by_design(rows: list[dict]) -> dict:
 
 def rows_word(n: int) -> str:
     """'1 row', '2 rows'."""
-    return f"{n} row" if n == 1 else f"{n} rows"
+    return counted(n, "row")
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 cell', '2 cells', '0 reasons': a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def claimed_line(summ: dict) -> str:
@@ -52,8 +57,9 @@ def claimed_line(summ: dict) -> str:
 
 def headline(summ: dict) -> str:
     """'156 rows, 452 cells: 38 expected violation reproduced, 115 holds; 153 of 156 claimed rows established...'"""
-    text = (f"{summ['rows']} declared (operator, contract) rows, {summ['cells']} cells judged; "
-            + ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items()))
+    outcomes = ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items())
+    text = (f"{counted(summ['rows'], 'declared (operator, contract) row')}, "
+            f"{counted(summ['cells'], 'cell')} judged" + (f"; {outcomes}" if outcomes else ""))
     claimed = claimed_line(summ)
     return text + (f"; {claimed}" if claimed else "")
 

@@ -20,8 +20,9 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, summary, timings  # noqa: F401
 from .html import html
 from .junit import junit
-from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, example,  # noqa: F401
-                   first_counterexample, headline, limit_legend, limits, replay_command, run_line, searched)
+from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, counted, example,  # noqa: F401
+                   first_counterexample, headline, limit_legend, limits, replay_command, rows_word, run_line,
+                   searched)
 
 FORMATS = ("json", "md", "xml", "html")
 
@@ -57,12 +58,13 @@ def markdown(doc: dict) -> str:
     blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
         lines += ["## Cells not runnable here", ""]
-        lines += [f"- {reason} ({len(ids)} cells): " + ", ".join(f"`{i}`" for i in ids) for reason, ids in blocked.items()]
+        lines += [f"- {reason} ({counted(len(ids), 'cell')}): " + ", ".join(f"`{i}`" for i in ids) for reason, ids in blocked.items()]
         lines.append("")
     designed = by_design(rows)
     if designed:
         n = sum(len(ids) for ids in designed.values())
-        lines += ["<details><summary>" + f"{n} cells not applicable by design (not counted above)" + "</summary>", ""]
+        lines += ["<details><summary>" + f"{counted(n, 'cell')} not applicable by design (not counted above)"
+                  + "</summary>", ""]
         for reason, ids in designed.items():
             lines.append(f"- {reason}: " + ", ".join(f"`{i}`" for i in ids))
         lines += ["", "</details>", ""]

@@ -54,3 +54,50 @@ def test_the_mask_error_shows_the_value_found():
     with pytest.raises(InvalidArgument, match=r"got 0\.25 at \[1, 2\] \(2 entries are neither 0 nor 1\)"):
         arguments.mask(m, x)
     assert arguments.mask(torch.tril(torch.ones(3, 3)), x) is not None
+
+
+class _ClosedPipe:
+    """A stdout whose reader went away (`tokenlaw docs closure | head` after head exits)."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self):
+        raise OSError("no file descriptor")
+
+
+def test_a_closed_pipe_is_a_quiet_exit(monkeypatch, capsys):
+    import sys
+
+    from tokenlaw.app import cli
+
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert cli.main(["docs", "closure"]) == cli.EXIT_PIPE == 141
+    assert capsys.readouterr().err == ""                 # no internal error, no traceback
+
+
+def test_counts_agree_with_their_nouns_and_an_empty_headline_has_no_dangling_separator():
+    from tokenlaw.reports.text import counted, headline
+
+    assert (counted(1, "cell"), counted(2, "cell"), counted(0, "reason")) == ("1 cell", "2 cells", "0 reasons")
+    assert headline({"rows": 1, "cells": 1, "outcomes": {"holds": 1}}) == \
+        "1 declared (operator, contract) row, 1 cell judged; 1 holds"
+    empty = headline({"rows": 0, "cells": 0, "outcomes": {}})
+    assert empty == "0 declared (operator, contract) rows, 0 cells judged" and not empty.endswith(";")
+
+
+def test_a_missing_reference_says_how_to_declare_one():
+    """No word of SPEC (a user's operator has none): what a reference is and the keyword that declares it."""
+    from tokenlaw.properties.catalogue import CONTRACTS, default_registry
+    from tokenlaw.properties.backends import EAGER
+
+    contract = CONTRACTS["spec_reference"]
+    without = [op for op in default_registry() if op.reference is None]
+    assert without, "some registered operator declares no reference"
+    reason = contract.skip(without[0], "float64", EAGER)
+    assert "reference=" in reason and "SPEC" not in reason and "@declare(" in reason
+    with_ref = [op for op in default_registry() if op.reference is not None]
+    assert with_ref and not contract.skip(with_ref[0], "float64", EAGER)

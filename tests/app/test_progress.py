@@ -5,6 +5,8 @@ import io
 import time
 import types
 
+import pytest
+
 from tokenlaw.app.progress import HEARTBEAT, CostModel, Progress
 
 
@@ -74,3 +76,26 @@ def test_heartbeat_on_a_terminal_during_a_long_row():
     q.close_line()
     assert quiet.getvalue() == ""                         # a log gets no heartbeat
     assert HEARTBEAT <= 5
+
+
+def test_startup_benchmark_writes_the_record_docs_read(tmp_path, monkeypatch):
+    """The record's shape (command, runs, min_s, median_s per command); the real commands are swapped for two
+    bare interpreters so the test takes a second, the measured file is reports/measurements/help_startup.json."""
+    import json
+    import sys
+
+    from tokenlaw.app import startup_bench
+
+    assert set(startup_bench.COMMANDS) >= {"python -c pass", 'python -c "import torch"', "tokenlaw --help"}
+    monkeypatch.setattr(startup_bench, "COMMANDS", {"a": [sys.executable, "-c", "pass"],
+                                                    "b": [sys.executable, "-c", "import json"]})
+    out = tmp_path / "m" / "help_startup.json"
+    startup_bench.main(["--runs", "3", "--out", str(out)])
+    rec = json.loads(out.read_text())
+    assert [r["command"] for r in rec["records"]] == ["a", "b"]
+    for r in rec["records"]:
+        assert r["runs"] == 3 and len(r["samples_s"]) == 3
+        assert 0 < r["min_s"] <= r["median_s"] <= max(r["samples_s"])
+    monkeypatch.setattr(startup_bench, "COMMANDS", {"fails": [sys.executable, "-c", "raise SystemExit(5)"]})
+    with pytest.raises(RuntimeError, match="exited 5"):
+        startup_bench.main(["--runs", "1", "--out", str(out)])
