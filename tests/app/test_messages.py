@@ -101,3 +101,11 @@ def test_a_missing_reference_says_how_to_declare_one():
     assert "reference=" in reason and "SPEC" not in reason and "@declare(" in reason
     with_ref = [op for op in default_registry() if op.reference is not None]
     assert with_ref and not contract.skip(with_ref[0], "float64", EAGER)
+
+
+def test_the_closure_table_says_its_norms_are_l_inf(capsys):
+    from tokenlaw.app import cli
+
+    assert cli.main(["closure", "tokenlaw.properties.closure_examples:oa_only"]) == 1
+    out = capsys.readouterr().out
+    assert "L_inf norm" in out and "|null in|inf" in out and "|null|_inf =" in out
