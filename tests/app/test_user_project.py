@@ -132,3 +132,18 @@ def test_new_writes_into_the_project_and_plain_pytest_runs_its_cells(project, ca
     res = W.run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_sig_attn.py"], cwd=project, env=W.env())
     assert res.returncode == 0, res.stdout + res.stderr
     assert "passed" in res.stdout and "failed" not in res.stdout
+
+
+@pytest.mark.slow  # a fresh pytest interpreter importing torch (~25 s on the shared machine)
+def test_pytest_tokenlaw_finds_a_module_in_the_current_directory(project):
+    """`pytest --tokenlaw leaky_ops` run where leaky_ops.py lies, nothing installed; the failure's replay
+    command names the module and the replay directory."""
+    (project / "leaky_ops.py").write_text(LEAKY)
+    res = W.run(["-m", "pytest", *W.plugin_args(), "--tokenlaw", "leaky_ops", "--tokenlaw-examples", "3",
+                 "--tokenlaw-replays", "rp", "-v", "-p", "no:cacheprovider", "-k", "zero_absorption"],
+                cwd=project, env=W.env())
+    assert res.returncode == 1, res.stdout + res.stderr                  # the leaky claim fails
+    assert "tokenlaw::user_double-zero_absorption PASSED" in res.stdout
+    assert "tokenlaw::user_leaky-zero_absorption FAILED" in res.stdout
+    assert "replay: tokenlaw --operators leaky_ops replay user_leaky-zero_absorption-" in res.stdout
+    assert "--replays rp" in res.stdout
