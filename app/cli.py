@@ -13,14 +13,17 @@ Exit codes (the same for every command):
   unknown, vacuous or its trace differs from eager, or no claimed row was established at all
   (``prove``: none proved); never a pass;
 * 70 an internal error of tokenlaw (or of a module it imported): a bug to
-  report, never a finding (``TOKENLAW_DEBUG=1`` shows the traceback).
+  report, never a finding (``TOKENLAW_DEBUG=1`` shows the traceback);
+* 141 stdout was closed early (``| head``): a quiet stop, as for SIGPIPE.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -31,14 +34,15 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import runs, writers
 
-from .argtypes import positive_int
-from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_UNDECIDED,  # noqa: F401 (re-exported)
-                    EXIT_USAGE, of_result)
+from . import selection
+from .argtypes import add_profile, add_workers, positive_int
+from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
+                    EXIT_UNDECIDED, EXIT_USAGE, of_result)
 from .progress import Progress
 
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 4 undecided (a claimed row unknown / vacuous / trace "
-          "differs, or nothing established), 70 internal error (a tokenlaw bug)")
+          "differs, or nothing established), 70 internal error (a tokenlaw bug), 141 stdout closed early (| head)")
 
 # Modules that add subcommands: each has ``register(subparsers)`` which adds
 # its parser and sets ``func`` (a thin call into its tier).
@@ -95,7 +99,7 @@ def cmd_list(args) -> int:
 
 def check_settings(args) -> runs.CheckSettings:
     """The parsed ``check`` arguments as the library's settings."""
-    return runs.CheckSettings(operators=args.operator, contracts=args.contract, dtypes=args.dtype,
+    return runs.CheckSettings(operators=selection.operators(args), contracts=args.contract, dtypes=args.dtype,
                               backend=args.backend, profile=args.profile, examples=args.examples, seed=args.seed,
                               workers=args.workers, shard=args.shard, database=args.database, replays=args.replays,
                               out=args.out, operator_modules=getattr(args, "operators_module", None))
@@ -105,6 +109,8 @@ def cmd_check(args) -> int:
     settings = check_settings(args)
     doc = runs.check(settings, progress=args.progress == "on" or (args.progress == "auto" and not args.json),
                      stream=Progress())
+    # the command line as typed, for the report's first screen (the settings it fixed are recorded apart)
+    doc = dataclasses.replace(doc, meta={**doc.meta, "command": command_line(args)})
     paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)
     summ = doc.to_json()["summary"]
     outcome = {r.id: r.outcome for r in doc.rows}
@@ -116,21 +122,35 @@ def cmd_check(args) -> int:
                           "undecided": [{"id": i, "outcome": outcome[i]} for i in summ["undecided"]]}, indent=1))
     else:
         print(f"\n{summ['result']}: {writers.claimed_line(summ)}")
-        print(f"{len(doc.rows)} rows, {len(summ['failing'])} failing; wrote {', '.join(str(p) for p in paths.values())}")
+        print(f"{writers.rows_word(len(doc.rows))}, {len(summ['failing'])} failing; wrote {', '.join(str(p) for p in paths.values())}")
+        rows = {r.id: r for r in doc.rows}
         for i in summ["failing"] + summ["undecided"]:
             print(f"  {outcome[i]}: {i}")
+            failed = [c.verdict for c in rows[i].cells if c.verdict is not None and c.verdict.violated]
+            if failed and failed[0].status == V.RAISED:
+                print(f"      {failed[0].detail.split(' [')[0]}")
+            if failed and failed[0].replay:
+                print(f"      replay: {writers.replay_command(failed[0].replay, doc.meta)}")
         for c in writers.not_runnable_cells(doc.rows):
             print(f"  not runnable here: {c.id}: {c.verdict.detail}")
         designed = sum(1 for c in doc.cells if c.verdict is not None and c.verdict.status == V.BY_DESIGN)
         if designed:
-            print(f"  {designed} cells not applicable by design (each reason listed once in the report)")
+            print(f"  {writers.counted(designed, 'cell')} not applicable by design (each reason listed once in "
+                  "the report)")
     return of_result(summ["result"])
+
+
+def command_line(args) -> str:
+    """``tokenlaw ARGS`` as this process was given them (shell-quoted, so it can be pasted)."""
+    return "tokenlaw " + shlex.join(getattr(args, "argv", None) or [])
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="tokenlaw", description=__doc__.split("\n\n")[0], epilog=EPILOG)
     p.add_argument("--operators", dest="operators_module", action="append", metavar="MODULE",
-                   help="also collect operators declared in this importable module or package")
+                   help="collect the operators declared in this module (an importable name, searched from the "
+                        "current directory, or a path to a .py file); check / prove / verify then run only "
+                        "its operators (add --with-builtins, or name them with --operator, for built-ins)")
     sub = p.add_subparsers(dest="command", required=True)
 
     sp = sub.add_parser("list", help="operators, contracts and which claims which")
@@ -139,11 +159,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("check", help="run every declared cell and write reports/conformance.{md,json,xml,html}")
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    selection.add_flag(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
-    sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"],
-                    help="examples per cell per dtype: smoke 10, quick 100 (CI), default 300, deep 2000")
-    sp.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
+    add_profile(sp)
+    add_workers(sp)
     sp.add_argument("--shard", metavar="I/N", help="run only shard I of N (rows I, I+N, ...); join with 'report merge'")
     sp.add_argument("--database", default="none",
                     help="Hypothesis example database: 'none' (default: a run is fixed by its seed, so reports "
@@ -175,6 +195,7 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:          # --help (0) or a one-line usage error (2)
         return done.code
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.func(args)
     except InvalidArgument as err:
@@ -183,6 +204,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("tokenlaw: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): nothing more to say and nowhere to say it; point stdout at
+        # /dev/null so the interpreter's final flush does not raise again.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_PIPE
     except Exception as err:  # noqa: BLE001 (the one place a crash becomes an exit code)
         if os.environ.get("TOKENLAW_DEBUG"):
             traceback.print_exc()

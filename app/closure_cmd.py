@@ -7,13 +7,12 @@ holds at every layer and position tried, 1 it breaks, 2 bad arguments.
 """
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
 import torch
 
-from tokenlaw.operators import arguments
+from tokenlaw.operators import arguments, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.closure_analyser import analyse, as_example
 
@@ -21,14 +20,11 @@ from .exits import EXIT_FAIL, EXIT_OK
 
 
 def load_factory(target: str):
-    """Import ``module.path:factory`` and return the factory."""
-    module_name, sep, attr = target.partition(":")
+    """Import ``module.path:factory`` or ``path/to/file.py:factory`` and return the factory."""
+    module_name, sep, attr = target.rpartition(":")
     if not sep or not module_name or not attr:
-        raise InvalidArgument(f"target: expected module.path:factory, got {target!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise InvalidArgument(f"target: cannot import {module_name!r}: {err}") from None
+        raise InvalidArgument(f"target: expected module.path:factory or file.py:factory, got {target!r}")
+    module = user_modules.load(module_name, "target")
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise InvalidArgument(f"target: {module_name} has no callable {attr!r}")
@@ -66,18 +62,19 @@ def format_report(report) -> str:
     """The per-layer table of the position where closure breaks first (or the first position), then a summary."""
     fb = report.first_break
     shown = next((p for p in report.positions if fb is not None and p.first_break is fb), report.positions[0])
-    lines = [f"closure of {report.model}, x {tuple(report.shape)}, float64; null inserted at {shown.position}",
-             f"  {'layer':<28} {'type':<26} {'|null in|':>10} {'|null out|':>10} {'old shift':>10} {'/bound':>8}  break"]
+    lines = [f"closure of {report.model}, x {tuple(report.shape)}, float64; null inserted at {shown.position} "
+             f"(every |.| and shift is an L_inf norm: the largest absolute entry)",
+             f"  {'layer':<28} {'type':<26} {'|null in|inf':>12} {'|null out|inf':>13} {'old shift':>10} {'/bound':>8}  break"]
     for r in shown.layers:
-        lines.append(f"  {r.label + ('' if r.index == 0 else f'#{r.index}'):<28} {r.type[:26]:<26} {_fmt(r.null_in):>10} "
-                     f"{_fmt(r.null_out):>10} {_fmt(r.old_out_shift):>10} {_fmt(r.ratio):>8}  {', '.join(r.kinds)}")
+        lines.append(f"  {r.label + ('' if r.index == 0 else f'#{r.index}'):<28} {r.type[:26]:<26} {_fmt(r.null_in):>12} "
+                     f"{_fmt(r.null_out):>13} {_fmt(r.old_out_shift):>10} {_fmt(r.ratio):>8}  {', '.join(r.kinds)}")
     lines.append("")
     for p in report.positions:
         b, o = p.first_break, p.first_old_shift
         lines.append(f"  null at {p.position}: " + ("closed at every layer" if b is None else
                      f"first break {b.label} ({', '.join(b.kinds)}); old tokens first moved at "
                      f"{o.label if o else '-'}") +
-                     f"; model output: |null| = {_fmt(p.output.null_out)}, old-token L_inf shift = {_fmt(p.output.old_out_shift)}")
+                     f"; model output: |null|_inf = {_fmt(p.output.null_out)}, old-token L_inf shift = {_fmt(p.output.old_out_shift)}")
     lines.append("CLOSURE HOLDS" if fb is None else f"CLOSURE BREAKS first at {fb.label} ({', '.join(fb.kinds)})")
     return "\n".join(lines)
 

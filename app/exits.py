@@ -12,7 +12,9 @@ Lower layers return results (a report, a verdict, a bool); the commands in
 * 4 ``EXIT_UNDECIDED``: ``check`` / ``prove`` / ``verify`` / ``report merge``: nothing fails, but the run did
   not establish what it claims: a claimed row is unknown, vacuous or its trace differs from eager, or
   there are claimed rows and none was established (``prove``: none proved).  Never a pass;
-* 70 ``EXIT_INTERNAL``: an internal error, a tokenlaw bug (EX_SOFTWARE of sysexits.h).
+* 70 ``EXIT_INTERNAL``: an internal error, a tokenlaw bug (EX_SOFTWARE of sysexits.h);
+* 141 ``EXIT_PIPE``: the reader closed stdout early (``tokenlaw docs closure | head``): the command stops
+  quietly, with the code a shell gives a process that SIGPIPE ended (128 + 13).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ EXIT_USAGE = 2
 EXIT_CANNOT_RUN = 3
 EXIT_UNDECIDED = 4
 EXIT_INTERNAL = 70
+EXIT_PIPE = 141
 
 # A report's ``summary.result`` (``reports.document.standing``) -> its exit code.
 _OF_RESULT = {"PASS": EXIT_OK, "FAIL": EXIT_FAIL, "UNDECIDED": EXIT_UNDECIDED}

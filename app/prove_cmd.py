@@ -23,6 +23,7 @@ import sys
 from tokenlaw.reports import proofs, runs
 from tokenlaw.reports.text import rows_word
 
+from . import selection
 from .exits import of_result
 from .progress import Progress
 
@@ -30,6 +31,7 @@ from .progress import Progress
 def register(subparsers):
     sp = subparsers.add_parser("prove", help="prove / refute declared contracts with z3 (reals) and write reports/proofs.{md,json}")
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    selection.add_flag(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--timeout", type=float, default=5.0, help="seconds per solver query (default 5)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
@@ -39,7 +41,7 @@ def register(subparsers):
 
 def prove_settings(args) -> runs.ProveSettings:
     """The parsed ``prove`` arguments as the library's settings."""
-    return runs.ProveSettings(operators=args.operator, contracts=args.contract, timeout=args.timeout, out=args.out,
+    return runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,
                               operator_modules=getattr(args, "operators_module", None))
 
 

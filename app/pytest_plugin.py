@@ -20,6 +20,8 @@ Example::
 """
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 
@@ -62,75 +64,52 @@ class DeclaredCells(pytest.Collector):
         from tokenlaw.properties.catalogue import collect  # optional: only with --tokenlaw
         from tokenlaw.properties.plan import plan, validate_dtypes  # optional: only with --tokenlaw
 
+        from tokenlaw.operators import user_modules  # optional: only with --tokenlaw
+        from tokenlaw.operators.errors import InvalidArgument  # optional: only with --tokenlaw
+
         modules = self.config.getoption("tokenlaw")
         dtypes = validate_dtypes(self.config.getoption("tokenlaw_dtype"))
-        registry = collect(*modules)
+        # Like the CLI, a module (or .py file) in the directory pytest runs from is found without installing it.
+        cwd = str(self.config.invocation_params.dir)
+        if cwd not in sys.path:
+            sys.path.insert(0, cwd)
+        try:
+            registry = collect(*[user_modules.load(m, "--tokenlaw") for m in modules])
+        except InvalidArgument as err:
+            raise pytest.UsageError(str(err)) from None
         if not len(registry):
             raise pytest.UsageError(f"--tokenlaw: no operator declared in {modules}")
         for row in plan(registry, dtypes=dtypes):
             item = ContractRow.from_parent(self, name=row.id, nodeid=f"tokenlaw::{row.id}",
-                                           row=row, spec=registry[row.operator])
+                                           row=row, registry=registry)
             item.add_marker("tokenlaw")
             yield item
-
-
-class RowFailed(Exception):
-    """A row that does not match its declaration."""
 
 
 class ContractRow(pytest.Item):
     """One (operator, contract) row: all its dtype cells, judged against the declaration."""
 
-    def __init__(self, *, row, spec, **kw):
+    def __init__(self, *, row, registry, **kw):
         super().__init__(**kw)
-        self.row, self.spec = row, spec
+        self.row, self.registry = row, registry
+        self.spec = registry[row.operator]
 
     def runtest(self):
-        from tokenlaw.fuzz.engine import run_cell  # optional: only with --tokenlaw
-        from tokenlaw.properties import verdict as V  # optional: only with --tokenlaw
-        from tokenlaw.properties.case import DTYPES  # optional: only with --tokenlaw
-        from tokenlaw.properties.catalogue import CONTRACTS  # optional: only with --tokenlaw
+        from tokenlaw.app import cells  # optional: only with --tokenlaw
 
-        examples = self.config.getoption("tokenlaw_examples")
-        seed = self.config.getoption("tokenlaw_seed")
-        for cell in self.row.cells:
-            cell.verdict = run_cell(self.spec, CONTRACTS[self.row.contract], DTYPES[cell.dtype],
-                                    examples=examples, seed=seed, replay_dir=self.replay_dir)
-        outcome = self.row.outcome
-        self.user_properties.append(("outcome", outcome))
-        if outcome in V.FAILING:
-            raise RowFailed(self._explain(outcome))
-        if outcome in V.UNDECIDED | V.NOT_RUN | {V.OUT_BY_DESIGN, V.NOT_APPLICABLE}:
-            details = "; ".join(f"{c.dtype}: {c.verdict.detail}" for c in self.row.cells if c.verdict)
-            pytest.skip(f"{self.row.id}: {outcome} ({details})")
-
-    def _explain(self, outcome) -> str:
-        from tokenlaw.reports.writers import example  # optional: only with --tokenlaw
-
-        lines = [f"{self.row.id}: {outcome}", f"  declared: {self.row.declared} - {self.row.reason}"]
-        for c in self.row.cells:
-            v = c.verdict
-            lines.append(f"  {c.dtype}: {v.status}, {v.examples} examples, discrepancy {v.discrepancy:.3g} "
-                         f"vs bound {v.bound:.3g}")
-            if v.violated:
-                lines.append(f"      counterexample: {example(v.counterexample)}")
-                lines.append(f"      {v.detail}")
-                if v.replay:
-                    lines.append(f"      replay: tokenlaw replay {v.replay} --replays {self.replay_dir}")
-        return "\n".join(lines)
+        cells.judge(self.registry, self.row, examples=self.config.getoption("tokenlaw_examples"),
+                    seed=self.config.getoption("tokenlaw_seed"), replay_dir=self.replay_dir,
+                    modules=self.config.getoption("tokenlaw"),
+                    record=lambda outcome: self.user_properties.append(("outcome", outcome)))
 
     @property
     def replay_dir(self):
         chosen = self.config.getoption("tokenlaw_replays")
         if chosen:
             return chosen
-        cache = getattr(self.config, "cache", None)
-        return str(cache.mkdir("tokenlaw-replays")) if cache is not None else None
+        from tokenlaw.app import cells  # optional: only with --tokenlaw
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, RowFailed):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
+        return cells.replay_dir(self.config)
 
     def reportinfo(self):
         return self.spec.source, None, f"tokenlaw {self.row.id}"

@@ -52,28 +52,34 @@ def _split(text):
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+def _checkout_root() -> Path | None:
+    """The root of the tokenlaw source checkout this tokenlaw runs from (its pyproject names tokenlaw), or None."""
+    root = Path(list(ops.__path__)[0]).resolve().parent
+    project = root / "pyproject.toml"
+    if project.is_file() and re.search(r'^name\s*=\s*["\']tokenlaw["\']', project.read_text(), re.M):
+        return root
+    return None
 
 
 def default_dir() -> Path:
-    """tokenlaw's own operators/ folder in a source checkout; else the current project (never site-packages).
+    """tokenlaw's own operators/ folder when run inside a tokenlaw checkout; else the current directory.
 
-    Installed from a wheel, the package folder belongs to pip (a file written
-    there is outside any project and survives ``pip uninstall``): the
-    scaffold goes into the current directory when it is a project (it has
-    pyproject.toml, setup.py, setup.cfg or .git), and is refused otherwise.
+    Whether tokenlaw is installed from a wheel, installed editable or run
+    from a checkout elsewhere, a user running ``tokenlaw new`` in their own
+    project means their project: the scaffold goes into the current
+    directory.  Only a current directory inside the checkout tokenlaw runs
+    from (a contributor adding a built-in operator) writes into its
+    ``operators/`` folder; a current directory inside site-packages is refused.
     """
-
-
-    own = Path(list(ops.__path__)[0]).resolve()
-    installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
-    if not any(own.is_relative_to(site) for site in installed):
+    cwd, own = Path.cwd().resolve(), Path(list(ops.__path__)[0]).resolve()
+    root = _checkout_root()
+    if root is not None and cwd.is_relative_to(root):
         return own
-    cwd = Path.cwd()
-    if any((cwd / m).exists() for m in PROJECT_MARKERS):
-        return cwd
-    raise InvalidArgument(f"--dir: tokenlaw is installed in {own.parent.parent}, which is not yours to write; "
-                          f"run `tokenlaw new` inside your project (a folder with pyproject.toml) or pass --dir DIR")
+    installed = {Path(sysconfig.get_paths()[k]).resolve() for k in ("purelib", "platlib")}
+    if any(cwd.is_relative_to(site) for site in installed):
+        raise InvalidArgument(f"--dir: the current directory {str(cwd)!r} is inside site-packages, which is not "
+                              "yours to write; run `tokenlaw new` inside your project or pass --dir DIR")
+    return cwd
 
 
 def applicable(traits, contracts=None) -> list[str]:
@@ -227,6 +233,35 @@ def render(name: str, *, traits, claims: dict, violates: dict, others: list, lik
     return "\n".join(lines)
 
 
+TEST_TEMPLATE = '''"""{name}'s tokenlaw cells as plain pytest tests (written by `tokenlaw new {name}`).
+
+Run with plain `pytest {test}`: one test per (operator, contract) row of the
+operators {module} declares, failing with the counterexample and the command
+that replays it until the body is written.
+"""
+from pathlib import Path
+
+import pytest
+
+from tokenlaw.app import cells
+
+HERE = Path(__file__).resolve().parent
+REGISTRY, ROWS = cells.rows_of(HERE / "{module}")
+EXAMPLES = 10          # examples per cell per dtype (tokenlaw check's profiles run more)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
+def test_{name}_row(row, request):
+    cells.judge(REGISTRY, row, examples=EXAMPLES, seed=0, modules=[str(HERE / "{module}")],
+                replay_dir=cells.replay_dir(request.config))
+'''
+
+
+def render_test(name: str, module_file: str) -> str:
+    """The plain-pytest test file of a scaffolded operator (``test_NAME.py`` beside ``NAME.py``)."""
+    return TEST_TEMPLATE.format(name=name, module=module_file, test=f"test_{name}.py")
+
+
 def _load(path: Path):
     spec = importlib.util.spec_from_file_location(f"_tokenlaw_scaffold_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
@@ -266,22 +301,31 @@ def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, fo
     chosen, violates, others = choose(traits, like_spec, claims)
     text = render(name, traits=traits, claims=chosen, violates=violates, others=others, like=like_spec,
                   where=str(path))
+    test = None if path.parent.resolve() == Path(list(ops.__path__)[0]).resolve() else \
+        path.with_name(f"test_{name}.py")          # tokenlaw's own operators have tests/test_cells.py
+    if test is not None and test.exists():
+        raise InvalidArgument(f"name: {str(test)!r} already exists")
     path.write_text(text)
     try:
         collect(_load(path))      # the scaffold must be a valid declaration as written
     except Exception:
         path.unlink()
         raise
+    if test is not None:
+        test.write_text(render_test(name, path.name))
     return path
 
 
 def _module_name(path: Path) -> str:
-    """The dotted module name of ``path`` when its folders are packages (else a placeholder)."""
+    """The dotted module name of ``path`` when its folders are packages, else its path from here."""
     parts, folder = [path.stem], path.parent.resolve()
     while (folder / "__init__.py").exists():
         parts.insert(0, folder.name)
         folder = folder.parent
-    return ".".join(parts) if len(parts) > 1 else f"<your.package>.{path.stem}"
+    if len(parts) > 1:
+        return ".".join(parts)
+    full = path.resolve()
+    return str(full.relative_to(Path.cwd().resolve())) if full.is_relative_to(Path.cwd().resolve()) else str(full)
 
 
 def cmd_new(args) -> int:
@@ -291,10 +335,14 @@ def cmd_new(args) -> int:
 
     inside = path.parent.resolve() == Path(list(ops.__path__)[0]).resolve()
     run = f"tokenlaw check --operator {args.name}" if inside else \
-        f"tokenlaw --operators {_module_name(path)} check --operator {args.name}"
+        f"tokenlaw --operators {_module_name(path)} check"
+    test = path.with_name(f"test_{args.name}.py")
     nxt = [f"write the body of {args.name}() in {path}", "edit the claims' reasons (and violates)", run]
+    if test.exists():
+        nxt.append(f"or with plain pytest: pytest {test}")
     if args.json:
-        print(json.dumps({"path": str(path), "operator": args.name, "next": nxt}, indent=1))
+        print(json.dumps({"path": str(path), "test": str(test) if test.exists() else None, "operator": args.name,
+                          "next": nxt}, indent=1))
     else:
         print(f"wrote {path}\nnext:\n" + "\n".join(f"  {i}. {s}" for i, s in enumerate(nxt, 1)))
     return EXIT_OK

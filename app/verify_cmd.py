@@ -15,7 +15,8 @@ import json
 
 from tokenlaw.reports import proofs, runs, verification, writers
 
-from .argtypes import positive_int
+from .argtypes import add_profile, add_workers, positive_int
+from . import selection
 from .exits import of_result
 from .progress import Progress
 
@@ -24,13 +25,13 @@ def register(subparsers):
     sp = subparsers.add_parser("verify", help="fuzz check + symbolic prove of one selection, combined in "
                                               "reports/verification.{md,json} (green only if no tier refuted a row)")
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    selection.add_flag(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="fuzz tier: only this dtype (repeatable)")
-    sp.add_argument("--profile", default="quick", choices=["smoke", "quick", "default", "deep"],
-                    help="fuzz tier: examples per cell per dtype (default quick)")
+    add_profile(sp)
     sp.add_argument("--examples", type=positive_int, help="fuzz tier: examples per cell per dtype (overrides the profile)")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--workers", type=positive_int, default=1, help="fuzz tier: worker processes (default 1)")
+    add_workers(sp, "fuzz tier: worker processes")
     sp.add_argument("--timeout", type=float, default=5.0, help="symbolic tier: seconds per solver query (default 5)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
@@ -39,10 +40,10 @@ def register(subparsers):
 
 def cmd_verify(args) -> int:
     modules = getattr(args, "operators_module", None)
-    check = runs.CheckSettings(operators=args.operator, contracts=args.contract, dtypes=args.dtype,
+    check = runs.CheckSettings(operators=selection.operators(args), contracts=args.contract, dtypes=args.dtype,
                                profile=args.profile, examples=args.examples, seed=args.seed, workers=args.workers,
                                out=args.out, operator_modules=modules)
-    prove = runs.ProveSettings(operators=args.operator, contracts=args.contract, timeout=args.timeout, out=args.out,
+    prove = runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,
                                operator_modules=modules)
     conformance, proved, ver = runs.verify(check, prove, progress=not args.json, stream=Progress())
     paths = writers.write_doc(conformance, args.out, stem=check.stem)

@@ -20,9 +20,11 @@ import traceback
 import torch
 
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import DTYPES
 from tokenlaw.properties.catalogue import CONTRACTS
 
+from . import engine
 from . import replay as R
 from .database import open_database
 from .engine import run_cell
@@ -105,22 +107,40 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, database=None, r
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
     left = {ri: len(row.cells) for ri, row in enumerate(rows)}
     start, done = time.perf_counter(), 0
+    # A display that predicts from per-cell cost (app.progress.Progress) is told what is planned and what
+    # each finished cell cost, and reads the shared example count for its heartbeat.
+    watch = progress and hasattr(stream, "cell_done")
+    if watch:
+        stream.planned([_cost_key(t) for t in tasks], workers)
+        engine.example_counter = stream.counter = multiprocessing.get_context("fork").Value("q", 0)
 
     def finished(ri, ci, v):
         nonlocal done
         rows[ri].cells[ci].verdict = v
         done += 1
         left[ri] -= 1
+        if watch:
+            stream.cell_done(_cost_key(tasks_by_cell[ri, ci]), v.seconds)
         if progress and left[ri] == 0:
             _report_row(rows[ri], done, len(tasks), time.perf_counter() - start, stream)
 
-    if workers == 1:
-        for t in tasks:
-            finished(*campaign.run(t))
-    else:
-        for result in _forked(campaign, tasks, workers):
-            finished(*result)
+    tasks_by_cell = {(t[0], t[1]): t for t in tasks}
+    try:
+        if workers == 1:
+            for t in tasks:
+                finished(*campaign.run(t))
+        else:
+            for result in _forked(campaign, tasks, workers):
+                finished(*result)
+    finally:
+        if watch:
+            engine.example_counter = None
     return rows
+
+
+def _cost_key(task) -> tuple:
+    """What a cell's cost is predicted from: its operator and contract (dtypes of a row cost alike)."""
+    return task[2], task[3]
 
 
 def _forked(campaign: Campaign, tasks, workers):
@@ -166,7 +186,10 @@ def rate(v) -> float:
 def _report_row(row, done, total, elapsed, stream):
     cells = " ".join(f"{c.dtype}:{c.verdict.examples}ex/{rate(c.verdict):.0f}eps/r{_ratio(c.verdict)}"
                      for c in row.cells if c.verdict is not None)
-    stream.write(f"[{done:4d}/{total}] {elapsed:6.1f}s  {row.id:<42} {row.outcome:<30} {cells}\n")
+    raised = next((c.verdict.detail.split(" [")[0] for c in row.cells
+                   if c.verdict is not None and c.verdict.status == V.RAISED), "")
+    stream.write(f"[{done:4d}/{total}] {elapsed:6.1f}s  {row.id:<42} {row.outcome:<30} {cells}"
+                 + (f"  {raised}" if raised else "") + "\n")
     stream.flush()
 
 

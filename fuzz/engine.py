@@ -38,16 +38,41 @@ from . import replay as R
 from .regimes import applicable, first_param, visited
 from .strategies import cases
 
-# Examples per cell per dtype.  quick is the CI profile (the benchmark in
-# docs/fuzz.md), deep is for long runs.
-PROFILES = {"smoke": 10, "quick": 100, "default": 300, "deep": 2000}
+class _Profiles(dict):
+    """{profile: examples per cell per dtype} that also answers to the old names (``ALIASES``); iterating
+    it, and its keys, give the current names only."""
+
+    def _name(self, key):
+        return ALIASES.get(key, key)
+
+    def __getitem__(self, key):
+        return super().__getitem__(self._name(key))
+
+    def __contains__(self, key):
+        return super().__contains__(self._name(key))
+
+    def get(self, key, default=None):
+        return super().get(self._name(key), default)
+
+
+# Examples per cell per dtype, named for what they are: smoke (seconds: does it run at all), ci (the
+# default, the CI gate; the benchmark in docs/fuzz.md), thorough (before a release), deep (long runs).
+# The old names stay accepted: quick = ci, default = thorough.
+ALIASES = {"quick": "ci", "default": "thorough"}
+PROFILES = _Profiles({"smoke": 10, "ci": 100, "thorough": 300, "deep": 2000})
+DEFAULT_PROFILE = "ci"
+
+
+def profile_name(name: str) -> str:
+    """The current name of a profile given by its current or old name (``quick`` -> ``ci``)."""
+    return ALIASES.get(name, name)
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
 # aside, or the example outside the error model).  With k judged examples and no violation, the rate
 # of inputs that would violate the law is below 3/k at 95% confidence (the rule of three); a
 # profile's budget N promises 3/N.  A cell whose k is under a tenth of the examples it ran (at most
 # N) has a bound more than ten times weaker than its profile promises: it is ``vacuous``, not
-# ``holds`` (never green, as in the symbolic tier).  Per profile: smoke 1, quick 10, default 30,
+# ``holds`` (never green, as in the symbolic tier).  Per profile: smoke 1, ci 10, thorough 30,
 # deep 200 (``MIN_JUDGED``).
 JUDGED_FRACTION = 10
 
@@ -61,7 +86,19 @@ def min_judged(examples: int) -> int:
     return max(1, -(-examples // JUDGED_FRACTION))
 
 
-MIN_JUDGED = {name: min_judged(n) for name, n in PROFILES.items()}
+MIN_JUDGED = _Profiles({name: min_judged(n) for name, n in PROFILES.items()})
+
+# Examples judged so far by this process (and, when a campaign shares one across its forked workers, by
+# all of them): anything with a ``value`` attribute (a ``multiprocessing.Value``); read by a progress
+# display's heartbeat during a long row.  None: not counted.
+example_counter = None
+
+
+def _count_example() -> None:
+    counter = example_counter
+    if counter is not None:
+        with counter.get_lock():
+            counter.value += 1
 
 # Per-contract bounds on the drawn domain are declared with each contract, with their reasons
 # (``@contract(fuzz=...)``: e.g. gradcheck's small smooth shapes, the unstabilised reference's
@@ -144,6 +181,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         _widen(searched, case)
         v = contract.judge(case)
         seen["n"] += 1
+        _count_example()
         for name in visited(case, wanted):
             visits[name] += 1
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)

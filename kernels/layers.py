@@ -20,7 +20,7 @@ from . import oattention_fwd, ops, pn_fir_tau_fwd, sm_fir_fwd, validate
 FIR_KERNELS = {"sm_fir": "sm_fir_fwd", "pn_fir_tau": "pn_fir_tau_fwd"}
 
 
-def oattention_layer(x, attn_mask=None, *, carrier=None, tau, eps_den, wq, bq, wk, bk, wv, bv, wo, heads):
+def oattention_layer(x, mask=None, *, carrier=None, tau, eps_den, wq, bq, wk, bk, wv, bv, wo, heads):
     """OAttention over x (B, N, D) with the fused kernel; presence from ``carrier`` (or x).
 
     >>> # doctest: +SKIP  (needs TRITON_INTERPRET=1 or a GPU)
@@ -29,7 +29,7 @@ def oattention_layer(x, attn_mask=None, *, carrier=None, tau, eps_den, wq, bq, w
     arguments.tokens(x)
     validate.layer_input(x)
     arguments.weight(wo, (x.shape[-1], x.shape[-1]), "wo", like=x)     # before the launch, not after it
-    mask = arguments.mask(attn_mask, x, "attn_mask")
+    mask = arguments.mask(mask, x, "mask")           # the eager operator's name for it: one name in errors
     arguments.positive(tau, "tau")
     arguments.positive(eps_den, "eps_den")
     if carrier is not None:

@@ -196,3 +196,17 @@ pn_fir_tau_fwd_op.register_autograd(_pn_backward, setup_context=_pn_setup)
 # name -> the forward custom op (what opcheck and torch.compile see)
 OPS = {"oattention_fwd": oattention_fwd_op, "sm_fir_fwd": sm_fir_fwd_op, "pn_fir_tau_fwd": pn_fir_tau_fwd_op}
 BACKWARD_OPS = {"oattention_fwd": oattention_bwd_op, "sm_fir_fwd": sm_fir_bwd_op, "pn_fir_tau_fwd": pn_fir_tau_bwd_op}
+
+
+def _first_derivative_only(name: str):
+    """The backward of a backward op: a clear refusal (torch's own would say only that no formula is registered)."""
+    def backward(ctx, *grads):
+        raise NotImplementedError(
+            f"tokenlaw::{name}: the Triton kernel has a first derivative only; a second one (double backward: "
+            f"create_graph=True and a backward through the gradient, e.g. a gradient penalty, gradgradcheck or "
+            f"a Hessian-vector product) is not implemented; compute it on the eager operator (implementation=None)")
+    return backward
+
+
+for _name, _op in BACKWARD_OPS.items():
+    _op.register_autograd(_first_derivative_only(_name), setup_context=lambda ctx, inputs, output: None)

@@ -97,8 +97,10 @@ def visibility(mask, name, b, n, like):
         raise InvalidArgument(f"{name}: expected bool or 0/1 entries of an integer or floating dtype, got {mask.dtype}")
     # The forward treats any non-zero entry as visible and the backward multiplies by the mask:
     # only 0/1 keeps them the same function.
-    if not bool(((mask == 0) | (mask == 1)).all()):
-        raise InvalidArgument(f"{name}: entries must be 0 or 1 exactly (1 = visible), got other values (e.g. 0.1 or NaN)")
+    bad = ~((mask == 0) | (mask == 1))
+    if bool(bad.any()):
+        raise InvalidArgument(f"{name}: entries must be 0 or 1 exactly (1 = visible), "
+                              + arguments.found_value(mask, bad))
     return mask
 
 

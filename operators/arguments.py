@@ -40,6 +40,11 @@ FLOAT_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 _COMPOSED = contextvars.ContextVar("tokenlaw_composed", default=False)
 
 
+def is_composed() -> bool:
+    """Inside :func:`composed`: the values are a model's own hidden states (checked once, at its input)."""
+    return _COMPOSED.get()
+
+
 @contextlib.contextmanager
 def composed():
     """Run components of an already-validated composition: hidden states skip the finiteness check."""
@@ -125,6 +130,14 @@ def tokens(x, name="x", *, d_model=None, like=None, like_name="x"):
 MASK_INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
+def found_value(t, bad) -> str:
+    """'got 0.1 at [0, 2, 1] (3 entries are neither 0 nor 1)': the first offending entry of ``t`` and how many."""
+    where = [int(i) for i in torch.nonzero(bad)[0]]
+    count = int(bad.sum())
+    return (f"got {t[tuple(where)].item()!r} at {where}"
+            + (f" ({count} entries are neither 0 nor 1)" if count > 1 else ""))
+
+
 def mask(m, x, name="mask"):
     """m must be (tokens, tokens) or (1|batch, tokens, tokens) with entries exactly 0 or 1.
 
@@ -149,9 +162,9 @@ def mask(m, x, name="mask"):
             return m.to(x.dtype)
         if not m.is_floating_point() and m.dtype not in MASK_INT_DTYPES:
             raise InvalidArgument(f"{name}: expected bool or 0/1 entries of an integer or floating dtype, got dtype {m.dtype}")
-        if not bool(((m == 0) | (m == 1)).all()):
-            raise InvalidArgument(f"{name}: entries must be 0 or 1 exactly (1 = visible), "
-                                  "got other values (e.g. 0.1 or NaN)")
+        bad = ~((m == 0) | (m == 1))
+        if bool(bad.any()):
+            raise InvalidArgument(f"{name}: entries must be 0 or 1 exactly (1 = visible), " + found_value(m, bad))
         return m.to(x.dtype)
     return m
 
@@ -382,13 +395,14 @@ def error_inputs(kwargs: dict, *, tokens=("x", "carrier"), scalars=("tau", "eps_
 
 # -- command-line arguments ---------------------------------------------------------------
 
-def closest(name: str, known, what: str) -> InvalidArgument:
-    """The error for an unknown ``name``: the closest known names (difflib), not the whole list."""
+def closest(name: str, known, what: str, *, also: str = "") -> InvalidArgument:
+    """The error for an unknown ``name``: the closest known names (difflib), not the whole list; ``also``: a
+    further hint appended (e.g. how to declare the name)."""
     known = sorted(known)
     near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else \
         f"{len(known)} known; `tokenlaw list` shows them"
-    return InvalidArgument(f"{what}: unknown name {name!r}; {hint}")
+    return InvalidArgument(f"{what}: unknown name {name!r}; {hint}" + (f" {also}" if also else ""))
 
 
 def writable_dir(path, what: str):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import torch
 from torch import nn
@@ -32,6 +33,29 @@ from .hosts import OA_ONLY, OTRANSFORMER, STANDARD
 from .oattention import oattention
 from .sdpa import sdpa
 from .xp import TORCH
+
+
+def check_parameters(module: nn.Module, d_model: int) -> None:
+    """Every parameter of ``module`` (and its sub-modules) has the shape its layer was built with for
+    ``d_model`` features; a mismatch names the parameter by its path (``blocks[1].norm1.gamma``)."""
+    for path, sub in module.named_modules():
+        expected = getattr(sub, "expected_shapes", None)
+        if expected is None:
+            continue
+        for name, shape in expected(d_model).items():
+            have = tuple(getattr(sub, name).shape)
+            if have != shape:
+                where = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", f"{path}.{name}" if path else name)
+                raise InvalidArgument(f"{where}: expected shape {shape} for d_model {d_model}, got {have}")
+
+
+def _features(x, d_model: int, name: str = "x"):
+    """``x`` (batch, tokens, features) with ``d_model`` features: the layer's width, said as such."""
+    arguments.tokens(x, name)
+    if x.shape[-1] != d_model:
+        raise InvalidArgument(f"{name}: expected {d_model} features (the layer's d_model), got {x.shape[-1]} "
+                              f"(shape {tuple(x.shape)})")
+    return x
 
 
 def _implementation(value, eager):
@@ -58,7 +82,13 @@ class _Projections(nn.Module):
         for name in ("bq", "bk", "bv"):
             setattr(self, name, nn.Parameter(torch.zeros(d_model) if not bias else torch.randn(d_model) * 0.02))
 
+    def expected_shapes(self, d_model: int) -> dict:
+        d = self.d_model
+        return {**{n: (d, d) for n in ("wq", "wk", "wv", "wo")}, **{n: (d,) for n in ("bq", "bk", "bv")}}
+
     def projection_params(self):
+        if not arguments.is_composed():       # called on its own: name a wrong parameter by its own name
+            check_parameters(self, self.d_model)
         return dict(wq=self.wq, bq=self.bq, wk=self.wk, bk=self.bk, wv=self.wv, bv=self.bv, wo=self.wo, heads=self.heads)
 
 
@@ -66,6 +96,7 @@ class SDPAttention(_Projections):
     """Standard softmax attention (the null-unsafe baseline); it takes no presence, so ``carrier`` is unused."""
 
     def forward(self, x, attn_mask=None, carrier=None):
+        _features(x, self.d_model)
         return sdpa(TORCH, x, attn_mask, **self.projection_params())
 
 
@@ -85,6 +116,7 @@ class OAttention(_Projections):
         self.implementation = _implementation(implementation, functools.partial(oattention, TORCH))
 
     def forward(self, x, attn_mask=None, carrier=None):
+        _features(x, self.d_model)
         p = self.projection_params()
         return self.implementation(x, attn_mask, carrier=carrier, tau=self.tau, eps_den=self.eps_den, **p)
 
@@ -108,6 +140,7 @@ class FIRAttention(_Projections):
             self.tau = nn.Parameter(torch.tensor(float(arguments.finite_scalar(tau, "tau"))))
 
     def forward(self, x):
+        _features(x, self.d_model)
         p = self.projection_params()
         norm = {"tau": self.tau} if self.variant == "pn_fir_tau" else {}
         return self.implementation(x, **p, **norm)
@@ -129,6 +162,9 @@ class _Norm(nn.Module):
         self.beta = nn.Parameter(torch.zeros(d_model))
         self.slot, self.tau = slot, tau
 
+    def expected_shapes(self, d_model: int) -> dict:
+        return {"gamma": (d_model,), "beta": (d_model,)}
+
     def forward(self, h):
         return NORM[self.slot](TORCH, h, h, dict(gamma=self.gamma, beta=self.beta), {"tau": self.tau})
 
@@ -143,6 +179,10 @@ class _FFN(nn.Module):
         self.b1 = nn.Parameter(torch.zeros(hidden))
         self.w2 = nn.Parameter(torch.randn(hidden, d_model) / math.sqrt(hidden))
         self.b2 = nn.Parameter(torch.zeros(d_model))
+
+    def expected_shapes(self, d_model: int) -> dict:
+        hidden = self.b1.shape[0]
+        return {"w1": (d_model, hidden), "w2": (hidden, d_model), "b2": (d_model,)}
 
     def params(self):
         return dict(w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2)
@@ -188,11 +228,15 @@ class Block(nn.Module):
                                   "implementation (only OAttention does)")
         else:
             self.attn = SDPAttention(d_model, heads)
+        self.d_model = d_model
         self.norm1 = _Norm(d_model, comp.norm, tau=self.tau)
         self.norm2 = _Norm(d_model, comp.norm, tau=self.tau)
         self.ffn = _FFN(d_model, hidden or 4 * d_model, comp.ffn, tau=self.tau)
 
     def forward(self, h, attn_mask=None):
+        if not arguments.is_composed():       # called on its own: the caller's input and parameters
+            _features(h, self.d_model, "h")
+            check_parameters(self, self.d_model)
         arguments.tokens(h, "h")
         return residual_block(h, self.norm1, lambda u, carrier: self.attn(u, attn_mask, carrier=carrier),
                               self.norm2, self.ffn)[-1]
@@ -205,10 +249,12 @@ class Host(nn.Module):
         super().__init__()
         if not isinstance(depth, int) or depth < 1:
             raise InvalidArgument(f"depth: expected a positive int, got {depth!r}")
+        self.d_model = d_model
         self.blocks = nn.ModuleList(Block(d_model, heads, kind=kind, **block_kwargs) for _ in range(depth))
 
     def forward(self, x, attn_mask=None):
-        arguments.tokens(x)
+        _features(x, self.d_model)
+        check_parameters(self, self.d_model)
         with arguments.composed():     # hidden states between blocks are the model's own values
             for block in self.blocks:
                 x = block(x, attn_mask)

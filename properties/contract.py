@@ -71,14 +71,15 @@ class Contract:
         return self.fn(case)
 
     def judge(self, case) -> "V.Verdict":
-        """The verdict on ``case``; an implementation that crashes on a valid input violates the law, and a
+        """The verdict on ``case``; an implementation that crashes on a valid input is *raised* (failing), and a
         backend that cannot answer what the law asks (e.g. which weights it applies) makes it not runnable."""
         try:
             return self.fn(case)
         except Unanswerable as err:
             return V.Verdict(V.NOT_RUNNABLE, detail=str(err))
-        except Exception as err:
-            return V.violated(float("nan"), 0.0, f"raised {type(err).__name__}: {err}")
+        except Exception as err:  # noqa: BLE001 (a crash on a valid input is a finding: 'operator raised')
+            op = getattr(case, "op", None)
+            return V.raised(err, getattr(op, "source", None))
 
 
 class Gap(str):

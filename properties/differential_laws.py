@@ -137,7 +137,9 @@ def differential(case):
 
 def _no_reference(op, dtype, backend):
     if op.reference is None:
-        return Gap("the operator declares no independent reference= (a formula written from the operator's mathematics)")
+        return Gap("the operator declares no reference= (a second, plain implementation of the same formula, "
+                   "written independently of the operator's code: @declare(..., reference=my_formula) runs this "
+                   "cell)")
     return None
 
 

@@ -33,10 +33,14 @@ def nulls_stay_null(xp, run, x, mask, nulls):
 
 
 def null_insertion(xp, run, x, mask, k):
-    """A null inserted at k has output 0; the old tokens' outputs are unchanged."""
+    """The old tokens' outputs are unchanged by a null inserted at k, whose own output is 0.
+
+    The old tokens come first: a violation of both is reported as the old tokens moving (the law's
+    substance); the null's own output alone is what null_receiver already says.
+    """
     out = run(S.insert_null(xp, x, k), S.insert_visible(mask, k))
-    return [S.zero(out[:, k], f"inserted null's own output (at {k})"),
-            S.equal(out[:, S.others(x.shape[1] + 1, k)], run(x, mask), f"old tokens after inserting a null at {k}")]
+    return [S.equal(out[:, S.others(x.shape[1] + 1, k)], run(x, mask), f"old tokens after inserting a null at {k}"),
+            S.zero(out[:, k], f"inserted null's own output (at {k})")]
 
 
 def empty_row(xp, run, x, mask, row, sources):

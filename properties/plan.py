@@ -52,7 +52,7 @@ class Row:
         verdicts = [v for v in verdicts if v.status != V.BY_DESIGN]    # by design: not part of the judgement
         if self.declared == "claims":
             outs = [V.outcome("claims", v) for v in verdicts]
-            for bad in (V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.OUT_TRACE_DIFFERS, V.OUT_UNKNOWN, V.OUT_VACUOUS):
+            for bad in (V.BAD_RAISED, V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.OUT_TRACE_DIFFERS, V.OUT_UNKNOWN, V.OUT_VACUOUS):
                 if bad in outs:
                     return bad
             runnable = [o for o in outs if o not in V.NOT_RUN]
@@ -62,6 +62,8 @@ class Row:
                 if all(o == same for o in runnable):
                     return same
             return V.OK_HOLDS
+        if any(v.status == V.RAISED for v in verdicts):
+            return V.BAD_RAISED          # a crash reproduces no violation
         if any(v.violated for v in verdicts):
             return V.OK_EXPECTED
         if all(v.status in (V.NOT_RUNNABLE, V.NOT_TRACEABLE) for v in verdicts):

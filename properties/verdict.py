@@ -29,10 +29,21 @@ Two more say what went wrong with the *evidence* rather than the law:
 * ``domain_mismatch``: a counterexample inside the declared domain is
   rejected by the eager code's own argument validation: the declaration's
   domain is wider than the code accepts (a defect of the declaration: failing).
+
+And one says the law was never asked:
+
+* ``raised``: the operator (or the code a contract runs on it) raised an
+  exception on an input of its declared domain; the detail gives the
+  exception's type and message and the file:line in the operator's code,
+  the counterexample the input.  Failing on a claimed and on an expected-violated row
+  alike (a crash reproduces no violation), and reported apart from a
+  violation of the law as the outcome ``operator raised``.
 """
 from __future__ import annotations
 
 import dataclasses
+import os
+import traceback
 from typing import Any
 
 HOLDS, PROVED = "holds", "proved"
@@ -43,8 +54,9 @@ UNKNOWN, NOT_RUNNABLE = "unknown", "not_runnable"
 BY_DESIGN = "not_applicable"
 SAMPLED, VACUOUS, NOT_TRACEABLE = "holds_for_sampled_weights", "vacuous", "not_traceable"
 TRACE_DIFFERS, DOMAIN_MISMATCH = "trace_differs", "domain_mismatch"
+RAISED = "raised"
 STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE, BY_DESIGN, SAMPLED, VACUOUS, NOT_TRACEABLE,
-            TRACE_DIFFERS, DOMAIN_MISMATCH)
+            TRACE_DIFFERS, DOMAIN_MISMATCH, RAISED)
 
 # Outcomes of a cell: the observation judged against the declaration.
 OK_HOLDS = "holds"
@@ -60,8 +72,9 @@ OUT_VACUOUS = "vacuous"
 OUT_NOT_TRACEABLE = "not symbolically traceable"
 OUT_TRACE_DIFFERS = "trace differs from eager"
 BAD_DOMAIN_MISMATCH = "domain mismatch"
+BAD_RAISED = "operator raised"
 NOT_APPLICABLE = "not applicable"
-FAILING = frozenset({BAD_UNEXPECTED, BAD_NOT_REPRODUCED, BAD_DOMAIN_MISMATCH})
+FAILING = frozenset({BAD_UNEXPECTED, BAD_NOT_REPRODUCED, BAD_DOMAIN_MISMATCH, BAD_RAISED})
 # Outcomes that decided nothing either way (reported, never green, never failing).
 UNDECIDED = frozenset({OUT_UNKNOWN, OUT_VACUOUS, OUT_TRACE_DIFFERS})
 NOT_RUN = frozenset({OUT_NOT_RUNNABLE, OUT_NOT_TRACEABLE})
@@ -90,7 +103,8 @@ class Verdict:
 
     @property
     def violated(self) -> bool:
-        return self.status in (VIOLATED, REFUTED)
+        """The example failed: the law was violated / refuted, or the operator raised (a search stops at both)."""
+        return self.status in (VIOLATED, REFUTED, RAISED)
 
     @property
     def ratio(self) -> float:
@@ -122,6 +136,26 @@ def violated(discrepancy, bound=0.0, detail="", **kw) -> Verdict:
     return Verdict(VIOLATED, float(discrepancy), float(bound), detail, **kw)
 
 
+def raised(err: BaseException, source: str | None = None) -> Verdict:
+    """The verdict on an example where running the operator raised ``err``: type, message and the innermost
+    line of its traceback in ``source`` (the operator's file), else the innermost line anywhere (said so)."""
+    frames = traceback.extract_tb(err.__traceback__)
+    own = [f for f in frames if source and _same_file(f.filename, source)]
+    frame = (own or frames or [None])[-1]
+    where = f"{frame.filename}:{frame.lineno}" if frame is not None else "?"
+    message = (str(err).splitlines() or [""])[0][:300]
+    note = "" if own or not source else " (no frame in the operator's own file)"
+    return Verdict(RAISED, float("nan"), 0.0, f"operator raised {type(err).__name__}: {message} at {where}{note}",
+                   extra={"raised": {"type": type(err).__name__, "message": message, "where": where}})
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return a == b
+
+
 def judge(discrepancy, bound, detail="", **kw) -> Verdict:
     """holds iff discrepancy <= bound (a NaN discrepancy is a violation)."""
     d = float(discrepancy)
@@ -141,6 +175,8 @@ def outcome(declared: str | None, verdict: Verdict | None) -> str:
         return OUT_TRACE_DIFFERS
     if verdict.status == DOMAIN_MISMATCH:
         return BAD_DOMAIN_MISMATCH
+    if verdict.status == RAISED:
+        return BAD_RAISED
     if verdict.status == BY_DESIGN:
         return OUT_BY_DESIGN
     if verdict.status in _NOT_RUN_STATUS:

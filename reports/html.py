@@ -21,17 +21,17 @@ from tokenlaw.properties import verdict as V
 
 from .svgplot import PALETTE, Series, chart
 from .document import ratio, summary
-from .text import HOW_TO_READ, by_design, by_reason, first_counterexample, headline, run_line
+from .text import HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, run_line
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
          V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.OUT_BY_DESIGN: "na",
          V.NOT_APPLICABLE: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk",
-         V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad"}
+         V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad", V.BAD_RAISED: "bad"}
 COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "miss": "#9c36b5", "unk": "#868e96", "na": "#ced4da"}
 DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
 # The matrix shows one short mark per row (the full outcome is in the cell's tooltip and the legend).
 MARK = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "viol.", V.BAD_UNEXPECTED: "FAIL",
-        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r", V.OUT_BY_DESIGN: "n/a"}
+        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.BAD_RAISED: "RAISED", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r", V.OUT_BY_DESIGN: "n/a"}
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:16px 24px;color:#212529;max-width:1400px}
@@ -115,7 +115,10 @@ def _clamp_range(values) -> tuple:
 
 
 def discrepancy_charts(doc: dict) -> list[str]:
-    """One log-log chart per dtype: each tolerance cell's worst discrepancy against its bound."""
+    """One log-log chart per dtype: each cell's worst discrepancy against its bound.
+
+    Exact cells (bound 0) sit in the bound axis' '0' lane, so a failing exact run plots its failures too
+    (a discrepancy of 0 sits in the discrepancy axis' '0' lane)."""
     figs = []
     dtypes = sorted({c["dtype"] for r in doc["rows"] for c in r["cells"]},
                     key=lambda d: DTYPE_ORDER.index(d) if d in DTYPE_ORDER else 99)
@@ -130,12 +133,12 @@ def discrepancy_charts(doc: dict) -> list[str]:
                 if c["dtype"] != dt or v is None or v["status"] in (V.UNKNOWN, V.NOT_RUNNABLE, V.BY_DESIGN):
                     continue
                 d, b = _num(v["discrepancy"]), _num(v["bound"])
-                if r["exact"] or b <= 0:
-                    zero_bound += 1
-                    continue
                 if not (math.isfinite(d) and math.isfinite(b)):
                     skipped_nan += 1
                     continue
+                if r["exact"] or b <= 0:
+                    zero_bound += 1
+                    b = 0.0
                 groups.setdefault(_cell_class(r, c), []).append((b, d, _cell_tip(r, c)))
         pts = [p for g in groups.values() for p in g]
         if not pts:
@@ -155,10 +158,11 @@ def discrepancy_charts(doc: dict) -> list[str]:
                   for k, g in sorted(groups.items())]
         svg = chart(series, xlabel="bound (derived tolerance)", ylabel="worst discrepancy",
                     title=f"{dt}: discrepancy vs bound", logx=True, logy=True, diagonal=True)
-        cap = (f"{len(pts)} tolerance cells in {dt}; below the dashed line the law holds within its bound. "
-               f"Not plotted: {zero_bound} cells with bound 0 (exact contracts, and tolerance cells whose "
-               f"worst example matched bit-for-bit)"
-               + (f", {skipped_nan} with a non-finite discrepancy" if skipped_nan else "") + "."
+        cap = (f"{len(pts)} cells in {dt}; below the dashed line the law holds within its bound. "
+               f"{zero_bound} cells with bound 0 (exact contracts, and tolerance cells whose worst example "
+               f"matched bit-for-bit) are drawn in the '0' lane of the bound axis: there any discrepancy "
+               f"above the '0' lane is a violation"
+               + (f"; not plotted: {skipped_nan} with a non-finite discrepancy" if skipped_nan else "") + "."
                + (f" {edge} values outside 1e{lo}..1e{hi} are drawn on the axis edge (hover for the value)."
                   if edge else "")
                + (" 'Expected violation not reproduced in this dtype': another dtype of the same row "
@@ -252,7 +256,7 @@ def _order(rows) -> list:
     return sorted(rows, key=lambda r: rank.get(CLASS[r["outcome"]], 2))
 
 
-def _rows_table(rows) -> str:
+def _rows_table(rows, meta=None) -> str:
     out = ['<table id="rows"><tr><th>row</th><th>declared</th><th>outcome</th>'
            '<th>cells: examples, worst disc/bound</th><th>minimal counterexample</th></tr>']
     for r in _order(rows):
@@ -265,7 +269,7 @@ def _rows_table(rows) -> str:
         out.append(f'<tr data-op="{escape(r["operator"])}" data-contract="{escape(r["contract"])}" '
                    f'data-cls="{cls}"><td><code>{escape(r["id"])}</code></td><td>{escape(str(r["declared"]))}</td>'
                    f'<td class="{cls}">{escape(r["outcome"])}</td><td>{escape("; ".join(parts))}</td>'
-                   f'<td>{inline_markdown(first_counterexample(r))}</td></tr>')
+                   f'<td>{inline_markdown(first_counterexample(r, meta))}</td></tr>')
     out.append("</table>")
     return "".join(out)
 
@@ -283,17 +287,49 @@ def _filters(rows) -> str:
             + select("f-contract", "contract", names) + "</div>")
 
 
-def _failing(byid, failing) -> str:
+def _tensor_text(value) -> str:
+    """A small nested list as rows of 6-digit numbers (one token per line)."""
+    if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+        return "[" + ", ".join(f"{v:.6g}" for v in value) + "]"
+    if isinstance(value, list):
+        return "[" + ",\n ".join(_tensor_text(v).replace("\n", "\n ") for v in value) + "]"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _tensors(row) -> str:
+    """The input tensors of the row's first failing counterexample, when small enough to be stored with it."""
+    for c in row["cells"]:
+        v = c["verdict"] or {}
+        ce = v.get("counterexample") or {}
+        if v.get("status") in (V.VIOLATED, V.REFUTED, V.RAISED) and "x" in ce:
+            shown = [("x", ce["x"])] + ([("mask", ce["mask"])] if ce.get("mask") is not None else [])
+            return "".join(f'<pre class="tensor">{name} ({c["dtype"]} cell; float64 values, 6 digits shown, '
+                           f'exact in the JSON) =\n{escape(_tensor_text(t))}</pre>' for name, t in shown)
+    return ""
+
+
+def _failing(byid, failing, meta=None) -> str:
     items = []
     for rid in failing:
         r = byid[rid]
-        ce = first_counterexample(r)
+        ce = first_counterexample(r, meta)
         items.append(f"<li><code>{escape(rid)}</code>: <b>{escape(r['outcome'])}</b> &mdash; {escape(r['reason'])}"
-                     + (f'<br>counterexample: <span class="ce">{inline_markdown(ce)}</span>' if ce else "") + "</li>")
+                     + (f'<br>counterexample: <span class="ce">{inline_markdown(ce)}</span>' if ce else "")
+                     + _tensors(r) + "</li>")
     return f'<h2>Failing rows</h2><ul id="failing">{"".join(items)}</ul>'
 
 
-def html(doc: dict) -> str:
+def _run_facts(meta: dict, stem: str) -> str:
+    """The command line the run was made with and its wall time (read from ``stem.timings.js`` beside the page,
+    so the page itself stays byte-identical for a seed)."""
+    command = meta.get("command")
+    parts = [f'command: <code id="command">{escape(command)}</code>' if command else ""]
+    parts.append(f'wall time: <span id="wall-time">in {escape(stem)}.timings.json</span>')
+    return (f'<p id="run-facts">{" &middot; ".join(p for p in parts if p)}</p>'
+            f'<script src="{escape(stem)}.timings.js"></script>')
+
+
+def html(doc: dict, stem: str = "conformance") -> str:
     """The whole page as one string: the verdict and failing rows on the first screen, then the rest."""
     rows, meta = doc["rows"], doc["meta"]
     summ = doc.get("summary") or summary(rows)
@@ -305,12 +341,12 @@ def html(doc: dict) -> str:
              "<h1>tokenlaw conformance report</h1>",
              f'<p id="headline"><span class="verdict {summ["result"]}">{summ["result"]}</span> '
              f'{escape(headline(summ))}</p>',
-             f"<p>{inline_markdown(run_line(meta))}</p>"]
+             f"<p>{inline_markdown(run_line(meta))}</p>", _run_facts(meta, stem)]
     if summ["failing"]:
-        parts.append(_failing(byid, summ["failing"]))
+        parts.append(_failing(byid, summ["failing"], meta))
     blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
-        items = "".join(f"<li>{escape(reason)} <details><summary>{len(ids)} cells</summary>"
+        items = "".join(f"<li>{escape(reason)} <details><summary>{counted(len(ids), 'cell')}</summary>"
                         f"<code>{escape(', '.join(ids))}</code></details></li>" for reason, ids in blocked.items())
         parts.append(f'<h2>Cells not runnable here</h2><ul id="not-runnable">{items}</ul>')
     designed = by_design(rows)
@@ -318,13 +354,13 @@ def html(doc: dict) -> str:
         n = sum(len(ids) for ids in designed.values())
         items = "".join(f"<li>{escape(reason)} ({len(ids)}): {escape(', '.join(ids))}</li>"
                         for reason, ids in designed.items())
-        parts.append(f'<details id="by-design"><summary>{n} cells not applicable by design (not counted '
-                     f'above; {len(designed)} reasons)</summary><ul>{items}</ul></details>')
+        parts.append(f'<details id="by-design"><summary>{counted(n, "cell")} not applicable by design (not '
+                     f'counted above; {counted(len(designed), "reason")})</summary><ul>{items}</ul></details>')
     parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
               f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>']
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
         if figs:
             parts.append(f'<h2>{title}</h2><div class="charts">{"".join(figs)}</div>')
-    parts += ["<h2>Rows (failing first)</h2>", _rows_table(rows), "</body></html>", ""]
+    parts += ["<h2>Rows (failing first)</h2>", _rows_table(rows, meta), "</body></html>", ""]
     return "\n".join(parts)

@@ -56,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from tokenlaw.fuzz.engine import profile_name
 from tokenlaw.properties import verdict as V
 
 from .document import Document, merge_runs, ratio
@@ -66,7 +67,7 @@ RATIO_ALERT = 0.5
 RANK = {V.OK_PROVED: 0, V.OK_HOLDS: 1, V.OK_EXPECTED: 1, V.OK_SAMPLED: 1, V.OUT_UNKNOWN: 2, V.OUT_VACUOUS: 2,
         V.OUT_TRACE_DIFFERS: 2,
         V.OUT_NOT_RUNNABLE: 3, V.OUT_BY_DESIGN: 3, V.OUT_NOT_TRACEABLE: 3, V.NOT_APPLICABLE: 3,
-        V.BAD_NOT_REPRODUCED: 4, V.BAD_DOMAIN_MISMATCH: 4, V.BAD_UNEXPECTED: 5}
+        V.BAD_NOT_REPRODUCED: 4, V.BAD_DOMAIN_MISMATCH: 4, V.BAD_UNEXPECTED: 5, V.BAD_RAISED: 5}
 
 
 @dataclasses.dataclass
@@ -138,6 +139,8 @@ def _draws(run: dict) -> tuple:
     bounds' last bits (``tokenlaw.operators.cpu_paths``)."""
     if run.get("tier") in ("fuzz", "kernel") and "pinned out" not in str(run.get("draws")):
         return (object(),)
+    run = dict(run, profile=profile_name(run["profile"])) if isinstance(run.get("profile"), str) else run
+    # (an old report's `quick` is today's `ci`: the same budget, comparable)
     return tuple(json.dumps(run.get(k), sort_keys=True) for k in ("seed", "examples", "profile", "draws", "cpu_paths"))
 
 

@@ -19,7 +19,6 @@ the reference records those variables (:data:`RUN_ENV`) in its meta as
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import sys
 import time
@@ -28,8 +27,8 @@ from pathlib import Path
 import torch
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
-from tokenlaw.fuzz.engine import PROFILES, draws
-from tokenlaw.operators import arguments, cpu_paths
+from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
+from tokenlaw.operators import arguments, cpu_paths, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import collect, default_registry
@@ -59,7 +58,7 @@ class CheckSettings:
     contracts: tuple | None = None
     dtypes: tuple | None = None
     backend: str = "eager"
-    profile: str = "quick"
+    profile: str = DEFAULT_PROFILE          # a name of fuzz.engine.PROFILES (old names accepted: quick = ci)
     examples: int | None = None             # None: the profile's
     seed: int = 0
     workers: int = 1
@@ -72,6 +71,7 @@ class CheckSettings:
     def __post_init__(self):
         for f in ("operators", "contracts", "dtypes", "operator_modules"):
             object.__setattr__(self, f, _names(getattr(self, f)))   # lists -> tuples: frozen, hashable
+        object.__setattr__(self, "profile", profile_name(self.profile))   # one name per profile in reports
 
     @classmethod
     def from_run(cls, run: dict, **overrides) -> "CheckSettings":
@@ -113,23 +113,33 @@ class ProveSettings:
 
 
 def registry(modules=None):
-    """The default registry, or the registry collected with the user's operator ``modules`` (importable names)."""
+    """The default registry, or the registry collected with the user's operator ``modules`` (importable names
+    or ``.py`` paths); a module that fails to import or declares no operator is refused (InvalidArgument)."""
     if not modules:
         return default_registry()
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ImportError as err:
-            raise InvalidArgument(f"--operators: cannot import {name!r} ({err}); the current directory "
-                                  "and PYTHONPATH are searched") from None
-    return collect("tokenlaw.operators", *modules)
+    loaded = [user_modules.load(name, "--operators") for name in modules]
+    for name, module in zip(modules, loaded):
+        if not len(collect(module)):
+            raise InvalidArgument(f"--operators: {name!r} ({getattr(module, '__file__', module.__name__)}) declares "
+                                  "no operator; mark one with @declare(...) from tokenlaw.operators.registry")
+    return collect("tokenlaw.operators", *loaded)
+
+
+def user_operators(modules) -> tuple:
+    """The names of the operators the user's ``modules`` declare (in declaration order)."""
+    return tuple(spec.name for spec in collect(*[user_modules.load(m, "--operators") for m in modules]))
+
+
+# How a name only the user's own module declares becomes known (said with every unknown --operator).
+OPERATORS_HINT = ("(your own operator? pass the module that declares it: "
+                  "tokenlaw --operators MODULE_OR_FILE.py check ...)")
 
 
 def check_names(reg, operators=None, contracts=None) -> None:
     """Unknown --operator / --contract names: an error suggesting the closest ones."""
     for name in operators or ():
         if name not in reg:
-            raise arguments.closest(name, reg.names(), "--operator")
+            raise arguments.closest(name, reg.names(), "--operator", also=OPERATORS_HINT)
     for name in contracts or ():
         if name not in CONTRACTS:
             raise arguments.closest(name, CONTRACTS, "--contract")
@@ -194,6 +204,8 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
                 database=str(settings.database),
                 # relative to the report when under it, so the document does not depend on where --out is
                 replays=_relative(replays, settings.out),
+                # the same directory seen from where the run ran: what a pasted replay command needs
+                replays_from_run_dir=replays,
                 **snapshot(reg),
                 scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
                        "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})

@@ -70,8 +70,9 @@ class _Axis:
 
     @property
     def zero_px(self) -> float:
-        # a lane 14px beyond the low end of the axis (below for y, left for x)
-        return self.lo_px + (14 if self.hi_px < self.lo_px else -14)
+        # a lane beyond the low end of the axis: 14px below for y; 24px left for x, clear of the first
+        # decade's label ('1e-16' is about 26px wide, centred on its tick)
+        return self.lo_px + (14 if self.hi_px < self.lo_px else -24)
 
     def ticks(self):
         if self.log:
@@ -97,7 +98,7 @@ def chart(series: list, *, xlabel: str, ylabel: str, title: str = "", logx=False
     if diagonal:
         both = [v for v in xs + ys if _finite(v) and v > 0]
         xs, ys = xs + both, ys + both
-    xa = _Axis(xs, LEFT + (16 if logx else 0), width - RIGHT - LEGEND, logx)
+    xa = _Axis(xs, LEFT + (26 if logx else 0), width - RIGHT - LEGEND, logx)
     ya = _Axis(ys, height - BOTTOM - (16 if logy else 0), TOP, logy)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label={quoteattr(title or ylabel)}>',

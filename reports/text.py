@@ -3,6 +3,7 @@ how a counterexample and a run are described, and the cells grouped by the reaso
 from __future__ import annotations
 
 import dataclasses
+import shlex
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
@@ -29,7 +30,12 @@ def by_design(rows: list[dict]) -> dict:
 
 def rows_word(n: int) -> str:
     """'1 row', '2 rows'."""
-    return f"{n} row" if n == 1 else f"{n} rows"
+    return counted(n, "row")
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 cell', '2 cells', '0 reasons': a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def claimed_line(summ: dict) -> str:
@@ -51,8 +57,9 @@ def claimed_line(summ: dict) -> str:
 
 def headline(summ: dict) -> str:
     """'156 rows, 452 cells: 38 expected violation reproduced, 115 holds; 153 of 156 claimed rows established...'"""
-    text = (f"{summ['rows']} declared (operator, contract) rows, {summ['cells']} cells judged; "
-            + ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items()))
+    outcomes = ", ".join(f"{n} {k}" for k, n in summ["outcomes"].items())
+    text = (f"{counted(summ['rows'], 'declared (operator, contract) row')}, "
+            f"{counted(summ['cells'], 'cell')} judged" + (f"; {outcomes}" if outcomes else ""))
     claimed = claimed_line(summ)
     return text + (f"; {claimed}" if claimed else "")
 
@@ -85,12 +92,14 @@ SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (e
          V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.OUT_BY_DESIGN: "n/a",
          V.NOT_APPLICABLE: "-", V.OK_SAMPLED: "holds (sampled weights)", V.OUT_VACUOUS: "vacuous",
          V.OUT_NOT_TRACEABLE: "not traceable", V.OUT_TRACE_DIFFERS: "**trace differs**",
-         V.BAD_DOMAIN_MISMATCH: "**domain mismatch**"}
+         V.BAD_DOMAIN_MISMATCH: "**domain mismatch**", V.BAD_RAISED: "**RAISED**"}
 
 HOW_TO_READ = (
     "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
     "or **violates** (the suite must reproduce the violation). Outcomes: `holds` / `proved`, "
-    "`expected violation reproduced`, `UNEXPECTED violation`, `expected violation NOT reproduced`, "
+    "`expected violation reproduced`, `UNEXPECTED violation`, `operator raised` (the operator threw an "
+    "exception on an input of its domain: its type, message, file:line and the input are given; failing), "
+    "`expected violation NOT reproduced`, "
     "`unknown` (never counted as proved), `not runnable here` (this machine cannot run it: the reason is "
     "listed), `not applicable by design` (the contract itself excludes the cell, e.g. the eager float32 "
     "differential cell whose float32 run is the error probe; counted apart, listed once); from the symbolic "
@@ -157,10 +166,27 @@ def run_line(meta: dict) -> str:
             f"torch {meta.get('torch')}.")
 
 
-def first_counterexample(row: dict) -> str:
+def replay_command(replay_id: str, meta: dict | None = None) -> str:
+    """The command that replays ``replay_id`` when pasted in the directory the run ran in.
+
+    The run's meta records what it needs: the user's ``--operators`` modules (``scope.operator_modules``,
+    as typed), the replay directory as seen from there (``replays_from_run_dir``) and the backend's
+    environment (``env``, e.g. ``TRITON_INTERPRET=1``).  A document without them (an old or merged
+    report) gets the bare command.
+    """
+    meta = meta or {}
+    env = [f"{k}={shlex.quote(str(v))}" for k, v in sorted((meta.get("env") or {}).items())]
+    modules = [f"--operators {shlex.quote(m)}" for m in ((meta.get("scope") or {}).get("operator_modules") or ())]
+    where = meta.get("replays_from_run_dir")
+    tail = [f"--replays {shlex.quote(where)}"] if where else []
+    return " ".join([*env, "tokenlaw", *modules, "replay", shlex.quote(replay_id), *tail])
+
+
+def first_counterexample(row: dict, meta: dict | None = None) -> str:
+    """The first failing cell's counterexample, its detail and the command that replays it (``meta``: the run's)."""
     for c in row["cells"]:
         v = c["verdict"]
-        if v and v["status"] in (V.VIOLATED, V.REFUTED):
+        if v and v["status"] in (V.VIOLATED, V.REFUTED, V.RAISED):
             ce = f"{c['dtype']}: {example(v.get('counterexample'))}; {v.get('detail', '')}"
-            return ce + (f" (replay: `tokenlaw replay {v['replay']}`)" if v.get("replay") else "")
+            return ce + (f" (replay: `{replay_command(v['replay'], meta)}`)" if v.get("replay") else "")
     return ""

@@ -37,7 +37,7 @@ from .text import first_counterexample, rows_word
 from .writers import atomic_write
 
 # The order in which a combined row takes a tier's outcome when several tiers disagree.
-FAILING_FIRST = (V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.BAD_NOT_REPRODUCED)
+FAILING_FIRST = (V.BAD_RAISED, V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.BAD_NOT_REPRODUCED)
 UNDECIDED_FIRST = (V.OUT_TRACE_DIFFERS, V.OUT_UNKNOWN, V.OUT_VACUOUS)
 GREEN_FIRST = (V.OK_PROVED, V.OK_HOLDS, V.OK_SAMPLED, V.OK_EXPECTED)
 MISMATCH = "refutation did not replay on eager"
@@ -159,12 +159,12 @@ class Verification:
                 "summary": summ, "rows": rows}
 
 
-def _detail(tier: str, row_json: dict) -> str:
+def _detail(tier: str, row_json: dict, meta: dict | None = None) -> str:
     if tier == "symbolic":
         v = row_json["cells"][0]["verdict"] if row_json["cells"] else None
         text = (v or {}).get("detail", "")
     else:
-        text = first_counterexample(row_json)
+        text = first_counterexample(row_json, meta)
     return text if len(text) <= 300 else text[:297] + "..."
 
 
@@ -174,7 +174,7 @@ def _tier_rows(doc: Document, name: str) -> dict:
         mismatch = any(c.verdict is not None and is_mismatch(c.verdict) for c in row.cells)
         failing = row.outcome in V.FAILING or mismatch
         show = failing or row.outcome in V.UNDECIDED or row.outcome in V.NOT_RUN
-        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(name, raw) if show else ""))
+        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(name, raw, doc.meta) if show else ""))
     return out
 
 

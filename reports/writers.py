@@ -20,8 +20,9 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, summary, timings  # noqa: F401
 from .html import html
 from .junit import junit
-from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, example,  # noqa: F401
-                   first_counterexample, headline, limit_legend, limits, run_line, searched)
+from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, counted, example,  # noqa: F401
+                   first_counterexample, headline, limit_legend, limits, replay_command, rows_word, run_line,
+                   searched)
 
 FORMATS = ("json", "md", "xml", "html")
 
@@ -48,7 +49,7 @@ def markdown(doc: dict) -> str:
         lines += ["## Failing rows", ""]
         for rid in summ["failing"]:
             r = byid[rid]
-            ce = first_counterexample(r)
+            ce = first_counterexample(r, meta)
             lines.append(f"- `{rid}`: {r['outcome']} - {r['reason']}" + (f"; counterexample {ce}" if ce else ""))
         lines.append("")
     if summ.get("undecided"):
@@ -57,12 +58,13 @@ def markdown(doc: dict) -> str:
     blocked = by_reason(rows, V.NOT_RUNNABLE)
     if blocked:
         lines += ["## Cells not runnable here", ""]
-        lines += [f"- {reason} ({len(ids)} cells): " + ", ".join(f"`{i}`" for i in ids) for reason, ids in blocked.items()]
+        lines += [f"- {reason} ({counted(len(ids), 'cell')}): " + ", ".join(f"`{i}`" for i in ids) for reason, ids in blocked.items()]
         lines.append("")
     designed = by_design(rows)
     if designed:
         n = sum(len(ids) for ids in designed.values())
-        lines += ["<details><summary>" + f"{n} cells not applicable by design (not counted above)" + "</summary>", ""]
+        lines += ["<details><summary>" + f"{counted(n, 'cell')} not applicable by design (not counted above)"
+                  + "</summary>", ""]
         for reason, ids in designed.items():
             lines.append(f"- {reason}: " + ", ".join(f"`{i}`" for i in ids))
         lines += ["", "</details>", ""]
@@ -92,7 +94,7 @@ def markdown(doc: dict) -> str:
             tag += "" if v["status"] in (V.HOLDS, V.VIOLATED) else f"{v['status']} "
             parts.append(f"{c['dtype']}{'' if c['backend'] == 'eager' else '/' + c['backend']}: "
                          f"{tag}{v['examples']} ex, {_fmt(ratio(v))}")
-        ce = first_counterexample(r)
+        ce = first_counterexample(r, meta)
         shapes = "; ".join([searched(r)] + [f"{dt}: {text.split(' (')[0]}" for dt, text in limits(r).items()])
         shapes = shapes.strip("; ").replace("|", "\\|")
         lines.append(f"| `{r['id']}` | {r['declared']} | {r['outcome']} | {'; '.join(parts)} | {shapes} "
@@ -116,8 +118,9 @@ def _view(doc) -> dict:
     return doc.to_json() if isinstance(doc, Document) else doc
 
 
-def render(doc, fmt: str) -> str:
-    """The report document (a Document or its JSON) rendered in one of FORMATS."""
+def render(doc, fmt: str, stem: str = "conformance") -> str:
+    """The report document (a Document or its JSON) rendered in one of FORMATS (``stem``: the files' stem, which
+    the HTML names to find its timings)."""
     doc = _view(doc)
     if fmt == "json":
         return json.dumps(doc, indent=1, sort_keys=False) + "\n"
@@ -126,7 +129,7 @@ def render(doc, fmt: str) -> str:
     if fmt == "xml":
         return junit(doc)
     if fmt == "html":
-        return html(doc)
+        return html(doc, stem)
     raise ValueError(f"fmt: expected one of {FORMATS}, got {fmt!r}")
 
 
@@ -147,10 +150,22 @@ def write_doc(doc, out_dir: Path, stem: str = "conformance", formats=FORMATS) ->
     det = stable(view)
     for fmt in formats:
         paths[fmt] = out_dir / f"{stem}.{fmt}"
-        atomic_write(paths[fmt], render(det, fmt))
+        atomic_write(paths[fmt], render(det, fmt, stem))
     paths["timings"] = out_dir / f"{stem}.timings.json"
     atomic_write(paths["timings"], json.dumps(timings(view), indent=1) + "\n")
+    if "html" in formats:
+        atomic_write(out_dir / f"{stem}.timings.js", timings_script(timings(view)))
     return paths
+
+
+def timings_script(times: dict) -> str:
+    """``stem.timings.js``: fills the HTML page's wall time from the run's timings (a script a file:// page
+    may load, unlike a JSON fetch)."""
+    seconds = times.get("seconds")
+    text = "unknown" if not isinstance(seconds, (int, float)) else (
+        f"{seconds:.1f} s" if seconds < 120 else f"{int(seconds // 60)} min {seconds % 60:.0f} s")
+    return ("(function () { var e = document.getElementById('wall-time'); if (e) e.textContent = "
+            + json.dumps(text) + "; })();\n")
 
 
 def write_all(rows, meta: dict, out_dir: Path, stem: str = "conformance") -> dict:

@@ -61,7 +61,7 @@ def here(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "path", list(sys.path))
     yield tmp_path
-    for name in ("mymod", "factories", "wheelop"):
+    for name in ("mymod", "factories", "wheelop", *BROKEN):
         sys.modules.pop(name, None)
 
 
@@ -110,6 +110,16 @@ def _known_typo(path: Path) -> tuple:
     return str(base), str(path / "known.txt")
 
 
+def _user_file(path: Path, name: str, text: str) -> str:
+    """A user module ``name`` with ``text`` in the scratch project; returns the module name."""
+    (path / f"{name}.py").write_text(text)
+    return name
+
+
+BROKEN = {"bad_syntax": "def f(:\n    pass\n", "raises_on_import": "import os\n\nraise RuntimeError('boom')\n",
+          "declares_nothing": "x = 1\n", "missing_dependency": "import not_a_package_zz\n"}
+
+
 # (case id, argv builder(tmp path) -> argv, exit code, text the one-line message must contain)
 CASES = [
     ("examples-negative", lambda p: ["check", "--examples", "-1"], 2, "--examples"),
@@ -119,6 +129,27 @@ CASES = [
     ("prove-out-unwritable", lambda p: ["prove", "--operator", "presence", "--out", _unwritable(p)], 2, "--out"),
     ("operators-not-importable", lambda p: ["--operators", "no_such_module_here", "list"], 2, "--operators"),
     ("operator-typo", lambda p: ["check", "--operator", "oatention"], 2, "did you mean 'oattention'"),
+    ("operator-unknown-hints-operators", lambda p: ["check", "--operator", "my_sparsemax"], 2,
+     "unknown name 'my_sparsemax'; 32 known"),
+    ("operator-unknown-says-operators", lambda p: ["check", "--operator", "my_sparsemax"], 2,
+     "tokenlaw --operators MODULE_OR_FILE.py"),
+    ("operators-syntax-error", lambda p: ["--operators", _user_file(p, "bad_syntax", BROKEN["bad_syntax"]), "list"],
+     2, "'bad_syntax' has a syntax error at {p}/bad_syntax.py:1"),
+    ("operators-syntax-error-by-path", lambda p: ["--operators", "./" + _user_file(p, "bad_syntax", BROKEN["bad_syntax"])
+                                                  + ".py", "list"], 2, "bad_syntax.py:1"),
+    ("operators-raises-on-import", lambda p: ["--operators", _user_file(p, "raises_on_import",
+                                                                        BROKEN["raises_on_import"]), "check"], 2,
+     "importing 'raises_on_import' raised RuntimeError at {p}/raises_on_import.py:3: boom"),
+    ("operators-missing-dependency", lambda p: ["--operators", _user_file(p, "missing_dependency",
+                                                                          BROKEN["missing_dependency"]), "list"], 2,
+     "missing_dependency.py:1: ModuleNotFoundError: No module named 'not_a_package_zz'"),
+    ("operators-declares-nothing", lambda p: ["--operators", _user_file(p, "declares_nothing",
+                                                                        BROKEN["declares_nothing"]), "check"], 2,
+     "'declares_nothing' ({p}/declares_nothing.py) declares no operator"),
+    ("operators-no-such-file", lambda p: ["--operators", "../nowhere.py", "list"], 2, "no such file '../nowhere.py'"),
+    ("closure-target-by-path-raises", lambda p: ["closure", _user_file(p, "raises_on_import",
+                                                                       BROKEN["raises_on_import"]) + ".py:factory"],
+     2, "target: importing 'raises_on_import.py' raised RuntimeError at {p}/raises_on_import.py:3"),
     ("contract-typo", lambda p: ["prove", "--contract", "nul_receiver"], 2, "did you mean 'null_receiver'"),
     ("replay-corrupted", lambda p: ["replay", _corrupt_artifact(p), "--replays", str(p / "replays")], 2,
      "not a readable replay artifact"),
@@ -141,7 +172,7 @@ CASES = [
 def test_bad_invocation_is_one_line_exit_2(here, capsys, build, code, text):
     rc, _, err = run(capsys, *build(here))
     assert rc == code, err
-    assert text in one_line_error(err)
+    assert text.replace("{p}", str(here)) in one_line_error(err)
 
 
 def test_unwritable_out_is_refused_before_the_run(here, capsys):
@@ -178,18 +209,26 @@ def test_users_module_next_to_them_works_and_its_replay_too(here, capsys):
     assert json.loads(out)["reproduced"] is True
 
 
-def test_new_from_a_wheel_writes_into_the_project_or_refuses(here, capsys, monkeypatch):
+def test_new_writes_into_the_current_directory_unless_it_is_the_checkout(here, capsys, monkeypatch):
+    """Installed (wheel or editable) or not: outside the checkout, `tokenlaw new` writes into the current
+    directory (a project marker or not); inside site-packages it refuses."""
     import tokenlaw.operators as ops
 
-    site = Path(list(ops.__path__)[0]).resolve().parent.parent
-    real = sysconfig.get_paths
-    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {**real(*a, **k), "purelib": str(site)})
-    rc, _, err = run(capsys, "new", "wheelop")
-    assert rc == 2 and "--dir" in one_line_error(err)
-    (here / "pyproject.toml").write_text("[project]\nname = 'mine'\n")
     rc, out, err = run(capsys, "new", "wheelop", "--json")
     assert rc == 0, err
     assert Path(json.loads(out)["path"]).resolve() == (here / "wheelop.py").resolve()
+    assert (here / "test_wheelop.py").exists()
+    site = here / "site"
+    site.mkdir()
+    real = sysconfig.get_paths
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {**real(*a, **k), "purelib": str(site)})
+    monkeypatch.chdir(site)
+    rc, _, err = run(capsys, "new", "wheelop2")
+    assert rc == 2 and "--dir" in one_line_error(err) and "site-packages" in err
+    assert not (site / "wheelop2.py").exists()
+    monkeypatch.chdir(Path(list(ops.__path__)[0]).resolve().parent / "docs")     # inside the checkout
+    from tokenlaw.app import scaffold
+    assert scaffold.default_dir() == Path(list(ops.__path__)[0]).resolve()
 
 
 def test_every_command_has_json():
@@ -238,3 +277,56 @@ def test_plain_mutate_without_gpu_runs_what_it_can_and_says_what_it_left_out(her
     assert left == kernel
     if kernel:
         assert "TRITON_INTERPRET=1 tokenlaw mutate --backend triton" in err
+
+
+def test_operators_module_selects_its_own_operators_unless_builtins_are_asked_for(here):
+    """`--operators mymod check` checks mymod's operators only; --with-builtins or --operator widen it."""
+    from tokenlaw.app import selection
+
+    sys.path.insert(0, str(here))             # as cli.main does
+    parse = cli.build_parser().parse_args
+    assert selection.operators(parse(["--operators", "mymod", "check"])) == ("myop_leaky",)
+    assert selection.operators(parse(["--operators", "./mymod.py", "prove"])) == ("myop_leaky",)
+    assert selection.operators(parse(["--operators", "mymod", "check", "--with-builtins"])) is None
+    assert selection.operators(parse(["--operators", "mymod", "verify", "--operator", "sdpa"])) == ("sdpa",)
+    assert selection.operators(parse(["check"])) is None
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("check", "prove", "verify"):
+        assert "only the module's own operators run" in " ".join(sub.choices[command].format_help().split())
+
+
+def test_profiles_are_named_for_what_they_are_and_the_old_names_still_work():
+    from tokenlaw.app import argtypes
+    from tokenlaw.fuzz import engine
+
+    assert dict(engine.PROFILES) == argtypes.PROFILES and engine.ALIASES == argtypes.PROFILE_ALIASES
+    assert engine.DEFAULT_PROFILE == argtypes.DEFAULT_PROFILE == "ci"
+    assert engine.PROFILES["quick"] == engine.PROFILES["ci"] == 100 and "default" in engine.PROFILES
+    parse = cli.build_parser().parse_args
+    assert parse(["check"]).profile == "ci"
+    assert runs_settings(parse(["check", "--profile", "quick"])).profile == "ci"       # one name in reports
+    assert runs_settings(parse(["check", "--profile", "default"])).profile == "thorough"
+    text = " ".join(sub_help("check").split())
+    assert "(default: ci, the CI gate)" in text and "quick = ci" in text
+
+
+def runs_settings(args):
+    return cli.check_settings(args)
+
+
+def sub_help(command: str) -> str:
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command].format_help()
+
+
+def test_workers_default_to_the_usable_cores(monkeypatch):
+    import os
+
+    from tokenlaw.app import argtypes
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5})
+    assert argtypes.usable_cores() == 3
+    assert cli.build_parser().parse_args(["check"]).workers == 3
+    assert "default: the 3 usable cores of this machine" in " ".join(sub_help("check").split())
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set())
+    assert argtypes.usable_cores() == 1

@@ -60,7 +60,7 @@ def test_stub_fails_by_name_then_filled_reference_holds(userpkg, capsys):
     rc, doc = check(capsys)
     assert rc == 1
     rows = {r["id"]: r for r in doc["rows"]}
-    assert rows["myop-zero_absorption"]["outcome"] == "UNEXPECTED violation"
+    assert rows["myop-zero_absorption"]["outcome"] == "operator raised"       # the stub raises: not a violation
     detail = rows["myop-zero_absorption"]["cells"][0]["verdict"]["detail"]
     assert "NotImplementedError" in detail and "myop: write the eager math" in detail
     for name in [m for m in sys.modules if m.startswith("userops")]:

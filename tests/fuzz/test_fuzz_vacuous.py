@@ -34,7 +34,8 @@ def _row(reg, op, contract):
 
 
 def test_the_minimum_is_a_tenth_of_each_profile_at_least_one():
-    assert MIN_JUDGED == {"smoke": 1, "quick": 10, "default": 30, "deep": 200}
+    assert MIN_JUDGED == {"smoke": 1, "ci": 10, "thorough": 30, "deep": 200}
+    assert (MIN_JUDGED["quick"], MIN_JUDGED["default"]) == (10, 30)          # the old names still answer
     assert [min_judged(n) for n in (0, 1, 9, 10, 11, 65)] == [1, 1, 1, 1, 2, 7]
 
 

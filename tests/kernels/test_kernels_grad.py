@@ -502,3 +502,21 @@ def test_each_old_form_is_rejected_at_its_case(registry, module, old, new, opera
     with _source_mutant(module, module, old, new):
         verdict = _agreement(registry, operator, fields)
     assert verdict.violated and where in verdict.detail, verdict.detail
+
+
+@pytest.mark.parametrize("name", sorted(ops.BACKWARD_OPS))
+def test_double_backward_through_a_kernel_is_a_clear_refusal(name):
+    """A first derivative with create_graph=True works; a second one names the kernel and the way out."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 4, 8, requires_grad=True) for _ in range(3))
+    if name == "oattention_fwd":
+        out = ops.oattention_fwd(q, k, v, torch.rand(1, 4), None, 1e-3, False)
+    elif name == "sm_fir_fwd":
+        out = ops.sm_fir_fwd(q, k, v)
+    else:
+        out = ops.pn_fir_tau_fwd(q, k, v, torch.tensor(0.1))
+    (g,) = torch.autograd.grad(out.sum(), q, create_graph=True)
+    assert g.shape == q.shape and torch.isfinite(g).all()
+    with pytest.raises(NotImplementedError, match=rf"tokenlaw::{name}: the Triton kernel has a first derivative "
+                                                  r"only.*implementation=None"):
+        g.sum().backward()

@@ -52,6 +52,14 @@ window.addEventListener('load', function () {
   var li = q('#failing li');
   set('failing-bottom', li ? li.getBoundingClientRect().bottom : -1);
   set('failing-text', li ? li.innerText : '');
+  var facts = q('#run-facts'), pre = q('#failing pre.tensor');
+  set('command', q('#command') ? q('#command').innerText : '');
+  set('wall-time', q('#wall-time') ? q('#wall-time').innerText : '');
+  set('facts-bottom', facts ? facts.getBoundingClientRect().bottom : -1);
+  set('tensor', pre ? pre.innerText : '');
+  set('tensor-top', pre ? pre.getBoundingClientRect().top : -1);
+  set('chart-titles', Array.prototype.map.call(document.querySelectorAll('svg.chart'),
+      function (s) { return s.getAttribute('aria-label'); }).join('|'));
   var text = b.innerText;
   set('raw-md', (text.match(/\\*\\*|`/g) || []).length);
   var d = q('#by-design');
@@ -110,6 +118,8 @@ def pages(tmp_path_factory):
 def seen(page: Path, tmp_path) -> dict:
     probe = tmp_path / page.name
     probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    for beside in page.parent.glob("*.timings.js"):         # the page reads its wall time from it
+        shutil.copy(beside, tmp_path / beside.name)
     out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                           "--disable-component-update", "--no-first-run", f"--window-size={WIDTH},{HEIGHT}",
                           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=3000",
@@ -130,8 +140,17 @@ def test_failing_report_shows_the_failure_first(pages, tmp_path):
     text = m["failing-text"]
     assert "leaky-zero_absorption" in text and "UNEXPECTED violation" in text
     assert re.search(r"counterexample: float\d+: n=\d+, batch=\d+, d=\d+, seed=\d+", text), text   # drawn fields
-    assert "tokenlaw replay leaky-zero_absorption-" in text       # and the command that replays it
+    # and the command that replays it, with the module and the replay directory the run used
+    assert "tokenlaw --operators leaky_ops replay leaky-zero_absorption-" in text and " --replays " in text
     assert m["raw-md"] == "0", "no raw Markdown marks in the rendered text"
+    # the first screen also has the command line, the wall time (from conformance.timings.js) and the tensors
+    assert m["command"].startswith("tokenlaw --operators leaky_ops check --operator leaky")
+    assert re.fullmatch(r"\d+\.\d s|\d+ min \d+ s", m["wall-time"]), m["wall-time"]
+    assert 0 < float(m["facts-bottom"]) <= HEIGHT
+    assert m["tensor"].startswith("x (") and re.search(r"\[\[\[-?\d", m["tensor"]), m["tensor"]
+    assert 0 < float(m["tensor-top"]) <= HEIGHT, "the counterexample's tensor is on the first screen"
+    # the failing exact cells are plotted (in the bound axis' 0 lane), not left out
+    assert "float64: discrepancy vs bound" in m["chart-titles"]
 
 
 def test_passing_report_is_readable(pages, tmp_path):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import html as htmllib
 import json
+import math
+import os
 import re
 import shutil
 import subprocess
@@ -23,11 +25,17 @@ ARGS = ["check", "--operator", "presence", "--operator", "otransformer", "--cont
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    out = []
+    """Two runs, each from its own directory with the same ``--out``: the report records the replay directory
+    as seen from where the run ran (``replays_from_run_dir``, for a replay command that works when pasted)."""
+    out, before = [], os.getcwd()
     for i in range(2):
         d = tmp_path_factory.mktemp(f"run{i}")
-        assert cli.main([*ARGS, "--out", str(d)]) in (0, 1)
-        out.append(d)
+        os.chdir(d)
+        try:
+            assert cli.main([*ARGS, "--out", "reports"]) in (0, 1)
+        finally:
+            os.chdir(before)
+        out.append(d / "reports")
     return out
 
 
@@ -80,8 +88,9 @@ def test_plots_are_drawn_from_the_verdicts(runs):
     cells = {c["id"]: (r, c) for r in doc["rows"] for c in r["cells"]}
     tips = re.findall(r'<circle class="pt"[^>]*><title>([^<]*)</title>', page)
     scatter = [htmllib.unescape(t) for t in tips if ", bound " in t]
+    # every judged cell with a finite discrepancy, exact (bound 0, in the '0' lane) and tolerance alike
     expected = [cid for cid, (r, c) in cells.items()
-                if not r["exact"] and c["verdict"]["status"] in ("holds", "violated") and c["verdict"]["bound"] > 0]
+                if c["verdict"]["status"] in ("holds", "violated") and math.isfinite(float(c["verdict"]["discrepancy"]))]
     assert scatter and sorted(t.split(":")[0] for t in scatter) == sorted(expected)
     for tip in scatter:
         cid = tip.split(":")[0]
@@ -131,7 +140,9 @@ def test_tau_sweep_chart_drawn_when_a_verdict_carries_one():
     assert "<h2>Tau sweeps</h2>" in page
     for p in sweep:
         assert f"tau {p['tau']}: row_mass = {p['row_mass']}" in page
-    assert "Discrepancy vs bound" not in page     # an exact cell with bound 0 is counted, never plotted
+    # an exact cell with bound 0 is plotted in the bound axis' '0' lane (a failing exact run plots its failures)
+    assert "Discrepancy vs bound" in page and "drawn in the '0' lane of the bound axis" in page
+    assert "pn_fir_tau-silence-eager-float32" in page.split("Discrepancy vs bound")[1].split("</figure>")[0]
 
 
 def test_ci_workflow_and_pre_commit_hook_run_the_gate():
