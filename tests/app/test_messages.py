@@ -90,7 +90,7 @@ def test_counts_agree_with_their_nouns_and_an_empty_headline_has_no_dangling_sep
 
 
 def test_a_missing_reference_says_how_to_declare_one():
-    """No word of SPEC (a user's operator has none): what a reference is and the keyword that declares it."""
+    """No word of a specification document (a user's operator has none): what a reference is and how to declare one."""
     from tokenlaw.properties.catalogue import CONTRACTS, default_registry
     from tokenlaw.properties.backends import EAGER
 
