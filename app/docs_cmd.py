@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tokenlaw.operators import arguments
 from tokenlaw.properties.catalogue import CONTRACTS
-from tokenlaw.reports.runs import registry as _load_registry
+from tokenlaw.orchestration.runs import registry as _load_registry
 
 from .exits import EXIT_OK
 
