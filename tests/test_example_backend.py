@@ -278,8 +278,15 @@ def test_example_backend_from_a_fresh_venv(venv, tmp_path):
     run.mkdir()
     ok = _tokenlaw(venv, "check", "--backend", "example", "--operator", "oattention", "--operator", "pn_fir_tau",
                    "--profile", "smoke", "--out", "good", "--progress", "off", cwd=run)
-    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
     good = json.loads((run / "good" / "conformance-example.json").read_text())
+    # its provenance, next to the Triton kernels' (every installed plug-in is recorded), and its own mutant,
+    # found through the entry point
+    assert "tokenlaw_example_backend/oattention.py" in good["meta"]["kernel_sources"]
+    assert "kernels/ops.py" in good["meta"]["kernel_sources"]
+    assert good["meta"]["kernels"]["oattention_layer"]["source"] == "tokenlaw_example_backend/oattention.py"
+    listed = _tokenlaw(venv, "mutate", "--backend", "example", "--list", cwd=run)
+    assert listed.returncode == 0 and listed.stdout.split()[0] == "example_numerator_not_rescaled", listed
+    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
     rows = {(r["operator"], r["contract"]): r for r in good["rows"]}
     # every row tokenlaw's own kernels of these operators get, judged alike
     assert {k: bool(r["cells"]) for k, r in rows.items()} == _triton_rows(venv, run)
