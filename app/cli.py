@@ -32,7 +32,8 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
-from tokenlaw.reports import runs, writers
+from tokenlaw.orchestration import provenance, runs
+from tokenlaw.reports import writers
 
 from . import selection
 from .argtypes import add_profile, add_workers, positive_int
@@ -79,7 +80,7 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps({
             "operators": [{"name": op.name, "traits": sorted(op.traits), "claims": op.claims, "violates": op.violates,
-                           "kernel": op.kernel, "source": op.source} for op in reg],
+                           "bindings": provenance.bindings(op), "source": op.source} for op in reg],
             "contracts": {n: {"law": c.law, "exact": c.exact, "requires": sorted(c.requires), "dtypes": list(c.dtypes)}
                           for n, c in CONTRACTS.items()},
         }, indent=1))

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from tokenlaw.operators import arguments
 from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.orchestration.runs import registry as _load_registry
 from tokenlaw.reports import measurements
-from tokenlaw.reports.runs import registry as _load_registry
 
 from .exits import EXIT_OK
 

@@ -7,11 +7,8 @@ fails; a mutant survived), 2 bad arguments, 4 a merged report undecided.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
-
-import torch
 
 from tokenlaw.app.progress import Progress
 from tokenlaw.fuzz.mutants import catalogue
@@ -19,11 +16,12 @@ from tokenlaw.fuzz.mutation import run_mutants
 from tokenlaw.fuzz.replay import load, replay, replay_dir
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import select
 from tokenlaw.reports import document, verification, writers
 from tokenlaw.reports.mutations import write
-from tokenlaw.reports.runs import registry as load_registry
+from tokenlaw.orchestration.runs import registry as load_registry
 
 from .exits import EXIT_FAIL, EXIT_OK, of_result
 
@@ -47,8 +45,9 @@ def register(sub):
 
     sp = sub.add_parser("mutate", help="run the suite against the catalogue of seeded bugs")
     sp.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
-    sp.add_argument("--backend", default=None, choices=["eager", "triton"],
-                    help="only mutants of this backend (default: eager ones, and kernel ones when importable)")
+    sp.add_argument("--backend", default=None, choices=backends.names(),
+                    help="only mutants of this backend (default: eager ones, and every backend plug-in's that "
+                         "can run here, e.g. the Triton kernels' with TRITON_INTERPRET=1 or a GPU)")
     sp.add_argument("--examples", type=int, default=30, help="examples per cell per dtype (default 30)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--workers", type=int, default=1)
@@ -135,7 +134,8 @@ def cmd_mutate(args) -> int:
     left_out = []
     if args.backend is None and not args.mutant and not args.list:
         # Plain `tokenlaw mutate`: run what this machine can run, say what it leaves out.
-        runnable = tuple(m for m in mutants if m.backend == "eager" or _kernels_runnable())
+        unavailable = {m.backend: backends.get(m.backend).available() for m in mutants}
+        runnable = tuple(m for m in mutants if not unavailable[m.backend])
         left_out = [m for m in mutants if m not in runnable]
         mutants = runnable
     if args.list:
@@ -144,10 +144,10 @@ def cmd_mutate(args) -> int:
         return EXIT_OK
     if not mutants:
         raise InvalidArgument(f"--backend {args.backend}: no mutants of that backend are available")
-    if left_out:
-        print(f"tokenlaw mutate: left out {len(left_out)} kernel mutant(s) ({', '.join(m.name for m in left_out)}): "
-              "no GPU and TRITON_INTERPRET is not set; run them with "
-              "`TRITON_INTERPRET=1 tokenlaw mutate --backend triton`", file=sys.stderr)
+    for name in sorted({m.backend for m in left_out}):
+        of = [m.name for m in left_out if m.backend == name]
+        print(f"tokenlaw mutate: left out {len(of)} mutant(s) of the {name} backend ({', '.join(of)}): "
+              f"{unavailable[name]}; then `tokenlaw mutate --backend {name}`", file=sys.stderr)
     arguments.writable_dir(args.out, "--out")
     results, baseline = run_mutants(default_registry(), mutants, examples=args.examples, seed=args.seed,
                                     workers=args.workers, replay_dir=args.replays,
@@ -166,18 +166,8 @@ def cmd_mutate(args) -> int:
 
 
 def mutant_catalogue(*, backend: str | None = None) -> tuple:
-    """Every mutant: the eager catalogue, then the Triton backend's (when the kernels import), of ``backend``."""
-
-    try:
-        from tokenlaw.kernels.mutants import catalogue as kernel_catalogue  # optional: Triton
-    except ImportError:
-        kernels = ()
-    else:
-        kernels = kernel_catalogue()
-    return select(catalogue() + kernels, backend=backend)
-
-
-def _kernels_runnable() -> bool:
-    """Kernel mutants need the kernels to run: a GPU, or TRITON_INTERPRET=1 set before they were imported."""
-
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or torch.cuda.is_available()
+    """Every mutant of ``backend`` (None: all): the eager catalogue, then each backend plug-in's own
+    (``Backend.mutants()``: what it declares, e.g. none when its optional dependency is missing)."""
+    plugins = tuple(m for name in backends.names() if name != backends.EAGER.name
+                    for m in backends.get(name).mutants())
+    return select(catalogue() + plugins, backend=backend)

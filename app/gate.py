@@ -3,13 +3,14 @@
 Thin command over :mod:`tokenlaw.reports.regressions` (the rules) and
 :mod:`tokenlaw.reports.known_failures`.  Without ``--current`` it re-runs
 every run the baseline records (``meta.runs``: e.g. the eager run and a
-Triton run) through the library entry points ``reports.runs.check`` /
-``reports.runs.prove``, each with the settings that run recorded (scope,
+Triton run) through the library entry points ``orchestration.runs.check`` /
+``orchestration.runs.prove``, each with the settings that run recorded (scope,
 backend, profile, example budget, seed), so both sides drew the same inputs.
-A run that recorded ``env`` (``TRITON_INTERPRET=1`` for a Triton interpreter
-run) gets the same environment: the gate sets a recorded variable that is
-unset here before anything imports Triton, and refuses, naming what to set,
-when it cannot (``reports.runs.prepare_env``).
+A run that recorded ``env`` (the variables its backend declares it depends
+on: ``TRITON_INTERPRET=1`` for a Triton interpreter run) gets the same
+environment: the gate sets a recorded variable that is unset here before
+anything imports the backend, and refuses, naming what to set, when it
+cannot (``orchestration.environment.prepare_env``).
 
 Exit codes: 0 no regression (or the baseline was updated); 1 at least one
 regression not covered by a live known-failure entry, or an expired entry;
@@ -26,7 +27,8 @@ from pathlib import Path
 
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.reports import document, known_failures, proofs, provenance, regressions, runs, writers
+from tokenlaw.orchestration import environment, provenance, runs
+from tokenlaw.reports import document, known_failures, proofs, regressions, writers
 
 from .progress import Progress
 
@@ -58,7 +60,7 @@ def register(sub):
 def _run_checks(args, base: document.Document | None) -> document.Document:
     """Re-run every run the baseline records, with its settings and scope, through the library entry points."""
     recorded = base.runs if base else [{}]
-    for line in runs.prepare_env(recorded):
+    for line in environment.prepare_env(recorded):
         _say(args, f"tokenlaw gate: set {line} for the re-run, as the baseline's run recorded it")
     modules = {"operator_modules": args.operators_module} if getattr(args, "operators_module", None) else {}
     docs = []
@@ -117,7 +119,7 @@ def cmd_gate(args) -> int:
     else:
         cur = _run_checks(args, base)
     _entries_match(entries, [d for d in (base, cur) if d], args.known_failures)
-    disk = provenance.kernel_sources() if args.current else None
+    disk = provenance.sources() if args.current else None
     empty = document.Document([], {"runs": cur.runs}, backends=[])
     cmp = regressions.compare(base or empty, cur, bound_growth=args.bound_growth, disk_kernels=disk)
     if args.update_baseline:

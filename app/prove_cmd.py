@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import sys
 
-from tokenlaw.reports import proofs, runs
+from tokenlaw.orchestration import runs
+from tokenlaw.reports import proofs
 from tokenlaw.reports.text import rows_word
 
 from . import selection

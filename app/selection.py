@@ -8,7 +8,7 @@ three select the same rows.
 """
 from __future__ import annotations
 
-from tokenlaw.reports import runs
+from tokenlaw.orchestration import runs
 
 WITH_BUILTINS_HELP = ("with --operators MODULE: also run tokenlaw's built-in operators (by default only the "
                       "module's own operators run, unless --operator names others)")

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 
-from tokenlaw.reports import proofs, runs, verification, writers
+from tokenlaw.orchestration import runs
+from tokenlaw.reports import proofs, verification, writers
 
 from .argtypes import add_profile, add_workers, positive_int
 from . import selection

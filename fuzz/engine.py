@@ -33,39 +33,11 @@ from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.contract import Gap
 from tokenlaw.properties.case import dtype_name
+from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Profiles, profile_name  # noqa: F401 (re-exported)
 
 from . import replay as R
 from .regimes import applicable, first_param, visited
 from .strategies import cases
-
-class _Profiles(dict):
-    """{profile: examples per cell per dtype} that also answers to the old names (``ALIASES``); iterating
-    it, and its keys, give the current names only."""
-
-    def _name(self, key):
-        return ALIASES.get(key, key)
-
-    def __getitem__(self, key):
-        return super().__getitem__(self._name(key))
-
-    def __contains__(self, key):
-        return super().__contains__(self._name(key))
-
-    def get(self, key, default=None):
-        return super().get(self._name(key), default)
-
-
-# Examples per cell per dtype, named for what they are: smoke (seconds: does it run at all), ci (the
-# default, the CI gate; the benchmark in docs/fuzz.md), thorough (before a release), deep (long runs).
-# The old names stay accepted: quick = ci, default = thorough.
-ALIASES = {"quick": "ci", "default": "thorough"}
-PROFILES = _Profiles({"smoke": 10, "ci": 100, "thorough": 300, "deep": 2000})
-DEFAULT_PROFILE = "ci"
-
-
-def profile_name(name: str) -> str:
-    """The current name of a profile given by its current or old name (``quick`` -> ``ci``)."""
-    return ALIASES.get(name, name)
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
 # aside, or the example outside the error model).  With k judged examples and no violation, the rate
@@ -86,7 +58,7 @@ def min_judged(examples: int) -> int:
     return max(1, -(-examples // JUDGED_FRACTION))
 
 
-MIN_JUDGED = _Profiles({name: min_judged(n) for name, n in PROFILES.items()})
+MIN_JUDGED = Profiles({name: min_judged(n) for name, n in PROFILES.items()})
 
 # Examples judged so far by this process (and, when a campaign shares one across its forked workers, by
 # all of them): anything with a ``value`` attribute (a ``multiprocessing.Value``); read by a progress

@@ -15,8 +15,9 @@ declared cells on the mutated registry: a mutant is *killed* when some row
 no longer matches its declaration.  A survivor is a defect of the suite (a
 law missing, or a strategy that never reaches the input that shows the bug).
 
-Kernel mutants are the Triton backend's (``catalogue()`` of its ``kernels/mutants.py``), of
-the same type; the app's ``mutate`` command gathers both catalogues (fuzz/ never imports kernels/).
+A backend plug-in's mutants are its own (``Backend.mutants()``: the Triton backend's come from
+its ``kernels/mutants.py``), of the same type; the app's ``mutate`` command gathers this catalogue
+and every backend's (fuzz/ never imports a plug-in).
 """
 from __future__ import annotations
 

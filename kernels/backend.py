@@ -4,12 +4,21 @@
 ``tokenlaw.properties.backends`` exactly as a third party's backend would,
 and registers itself through the ``tokenlaw.backends`` entry-point group
 (``pyproject.toml``: ``triton = "tokenlaw.kernels.backend:TRITON"``).  The
-suite then judges, for every operator whose declaration names one of these
-kernels (``kernel=``), the contracts the operator declares that are
+suite then judges, for every operator of its binding table (:data:`BINDINGS`:
+operator name -> the kernel that runs it), the contracts the operator declares that are
 evaluated through its implementation, plus the implementation laws every
 backend owes (``tokenlaw.properties.implementation_laws``) and the
 operator's own ``implementation_claims``.  Nothing in the suite asks for
-this backend by name.
+this backend by name, and no operator names a kernel: everything about the
+kernels is declared here --
+
+* ``run_env`` ``TRITON_INTERPRET`` (Triton interprets a kernel on the CPU when it
+  is set as the kernel is decorated, i.e. when ``triton`` is first imported:
+  ``env_fixed_by``), recorded in a run's report and set again by the gate;
+* provenance: the hashes of ``kernels/*.py`` and, per binding, its own file
+  (the protocol's default over this package's folder);
+* ``mutants()``: the seeded kernel bugs of ``kernels/mutants.py``;
+* ``benchmark``: ``kernels/bench.py`` (``tokenlaw bench``).
 
 What it declares about itself:
 
@@ -36,12 +45,13 @@ from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties.backends import Backend
 
 from . import capabilities
+from .bench import TritonBench
 from .capabilities import interpreting
 from .inspection import trace_transcendentals, transcendental_names
 
-# The kernels by the name an operator's declaration gives (``kernel=``), and the variant of
-# layers.fir_attention_layer that launches each FIR kernel.
-KERNEL_NAMES = ("oattention_fwd", "sm_fir_fwd", "pn_fir_tau_fwd")
+# The binding table: operator name -> the forward kernel (``ops.<name>``, source ``kernels/<name>.py``)
+# that runs its attention core; and the variant of layers.fir_attention_layer that launches each FIR kernel.
+BINDINGS = {"oattention": "oattention_fwd", "sm_fir": "sm_fir_fwd", "pn_fir_tau": "pn_fir_tau_fwd"}
 FIR_VARIANTS = {"sm_fir_fwd": "sm_fir", "pn_fir_tau_fwd": "pn_fir_tau"}
 
 
@@ -64,6 +74,9 @@ class TritonBackend(Backend):
     dtypes = tuple(str(d).replace("torch.", "") for d in capabilities.KERNEL_DTYPES)
     max_n = capabilities.N_MAX
     autograd = True
+    run_env = ("TRITON_INTERPRET",)
+    env_fixed_by = ("triton",)
+    benchmark = TritonBench(lambda op: implementation(op))    # implementation: defined below
 
     def available(self) -> str | None:
         if importlib.util.find_spec("triton") is None:
@@ -73,12 +86,21 @@ class TritonBackend(Backend):
                     "Triton's CPU interpreter")
         return None
 
+    def binds(self) -> dict[str, str]:
+        return dict(BINDINGS)
+
     def implements(self, op) -> str | None:
-        if op.kernel in KERNEL_NAMES:
+        if op.name in BINDINGS:
             return None
-        if not op.kernel:
-            return f"operator {op.name!r} declares no kernel"
-        return f"operator {op.name!r} names kernel {op.kernel!r}, which tokenlaw.kernels does not provide"
+        return f"tokenlaw's Triton kernels implement {sorted(BINDINGS)}, not {op.name!r}"
+
+    def mutants(self) -> tuple:
+        """The seeded kernel bugs (``kernels/mutants.py``); none when Triton is not installed."""
+        try:
+            from .mutants import catalogue  # optional: Triton (the mutants patch its kernels)
+        except ImportError:
+            return ()
+        return catalogue()
 
     def not_runnable(self, dtype: str) -> str | None:
         return capabilities.not_runnable(_dtype(dtype))
@@ -89,9 +111,10 @@ class TritonBackend(Backend):
         why = self.implements(op)
         if why:
             raise InvalidArgument(f"op: {why}")
-        if op.kernel == "oattention_fwd":
+        kernel = BINDINGS[op.name]
+        if kernel == "oattention_fwd":
             return lambda x, mask=None, **params: layers.oattention_layer(x, mask, **params)
-        variant = FIR_VARIANTS[op.kernel]
+        variant = FIR_VARIANTS[kernel]
         return lambda x, **params: layers.fir_attention_layer(x, variant, **params)
 
     def run(self, op, x, **kwargs):
@@ -113,14 +136,15 @@ class TritonBackend(Backend):
         dtype = x.dtype
         q, k, v = projections.project_qkv(TORCH, x, wq=kwargs["wq"], bq=kwargs["bq"], wk=kwargs["wk"],
                                           bk=kwargs["bk"], wv=kwargs["wv"], bv=kwargs["bv"], heads=kwargs["heads"])
+        kernel = BINDINGS[op.name]
         with torch.no_grad():
-            if op.kernel == "oattention_fwd":
+            if kernel == "oattention_fwd":
                 pres = presence(TORCH, x, tau=kwargs["tau"])[..., 0].float()
                 mask = kwargs.get("mask")
                 return ops.oattention_fwd(place(q), place(k), place(v), place(pres),
                                           None if mask is None else place(mask.to(dtype)),
                                           float(kwargs["eps_den"]), False)
-            if op.kernel == "sm_fir_fwd":
+            if kernel == "sm_fir_fwd":
                 return ops.sm_fir_fwd(place(q), place(k), place(v))
             tau = torch.tensor(float(kwargs["tau"]), dtype=torch.float32)
             return ops.pn_fir_tau_fwd(place(q), place(k), place(v), tau)
@@ -139,7 +163,8 @@ class TritonBackend(Backend):
 
         if _eager_here(dtype):
             return super().weights(op, s, mask, dtype, **params)
-        if op.kernel not in FIR_VARIANTS:
+        kernel = BINDINGS.get(op.name)
+        if kernel not in FIR_VARIANTS:
             return None                       # OAttention's kernel exposes no row normaliser
         b, n, _ = s.shape
         fir_matrix = sum(w * torch.diag(torch.ones(n - t, dtype=torch.float64), -t)
@@ -149,7 +174,7 @@ class TritonBackend(Backend):
         k = keys.expand(b, 1, n, n).to(dtype)
         v = torch.eye(n, dtype=torch.float64).expand(b, 1, n, n).to(dtype)
         with torch.no_grad():
-            if op.kernel == "sm_fir_fwd":
+            if kernel == "sm_fir_fwd":
                 out = ops.sm_fir_fwd(q, k, v)
             else:
                 out = ops.pn_fir_tau_fwd(q, k, v, torch.tensor(float(params["tau"]), dtype=torch.float32))
@@ -160,12 +185,13 @@ class TritonBackend(Backend):
         helpers, traced); compiled: the ``tl.*`` transcendentals the kernel's source names."""
         from . import layers  # optional: Triton; available() answers without it
 
-        kernel = layers.KERNELS[op.kernel]
+        name = BINDINGS[op.name]
+        kernel = layers.KERNELS[name]
         if not interpreting():
-            return {f"{op.kernel} source: {k}": v for k, v in transcendental_names(kernel).items()}
+            return {f"{name} source: {k}": v for k, v in transcendental_names(kernel).items()}
         with trace_transcendentals() as calls:
             case.run(case.x, case.mask, dtype=torch.float32)
-        return {f"{op.kernel}: {k}": v for k, v in calls.items()}
+        return {f"{name}: {k}": v for k, v in calls.items()}
 
     def describe(self) -> dict:
         return {**super().describe(), **capabilities.describe()}

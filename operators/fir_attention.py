@@ -54,7 +54,7 @@ def _pn_tau_weights(xp, s, mask=None, *, tau):
 
 
 @declare(name="sm_fir", domain=Domain(params=fir_params, limits=limits.SOFTMAX_SCORES), traits=_TRAITS,
-         weights=normalisers.softmax, kernel="sm_fir_fwd", reference=references.sm_fir_reference,
+         weights=normalisers.softmax, reference=references.sm_fir_reference,
          implementation_claims={"gradient_causality": _CAUSAL_GRAD},
          claims={"causality": _CAUSAL, "score_shift_invariance": "softmax ignores a per-row constant",
                  "simplex": "softmax rows sum to one", "gradcheck": "smooth"},
@@ -93,7 +93,7 @@ def pn_fir_c(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads, taps=TAPS):
 
 
 @declare(name="pn_fir_tau", domain=Domain(params=tau_params, reals=("tau",), limits=limits.FLOAT16_SCORES), traits=_TRAITS,
-         weights=_pn_tau_weights, kernel="pn_fir_tau_fwd", reference=references.pn_fir_tau_reference,
+         weights=_pn_tau_weights, reference=references.pn_fir_tau_reference,
          implementation_claims={"gradient_causality": _CAUSAL_GRAD,
                                 "silent_gradient": "a silent row has O = 0, delta = 0, no positive r and a "
                                                    "guarded gate term: every ds of it is exactly 0"},

@@ -64,7 +64,7 @@ def _implementation(value, eager):
         return eager
     if not callable(value):
         raise InvalidArgument(f"implementation: expected None (the eager operator) or a callable with the eager "
-                              f"operator's signature minus xp, e.g. the Triton backend's kernels.implementation(op); "
+                              f"operator's signature minus xp, e.g. a backend plug-in's layer for the operator; "
                               f"got {value!r:.80}")
     return value
 

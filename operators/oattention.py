@@ -76,7 +76,6 @@ def oattention_errors(kw):
     domain=Domain(params=oattention_params, mask="random", positive=("tau", "eps_den"), limits=limits.FLOAT16_SCORES_NORM2),
     errors=oattention_errors,
     traits={"token_mixing", "masked", "presence"},
-    kernel="oattention_fwd",
     reference=references.oattention_reference,
     claims={
         "null_receiver": "the receiver gate p_i = rho(0) = 0 multiplies the output",

@@ -258,7 +258,6 @@ class OperatorSpec:
     violates: Mapping[str, str]
     weights: Callable[..., Any] | None = None
     layers: Callable[..., Any] | None = None
-    kernel: str | None = None
     reference: Callable[..., Any] | None = None
     errors: Callable[..., Any] | None = None
     implementation_claims: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -281,7 +280,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             claims: Mapping[str, str] | None = None,
             violates: Mapping[str, str] | None = None,
             weights: Callable | None = None, layers: Callable | None = None,
-            kernel: str | None = None, reference: Callable | None = None,
+            reference: Callable | None = None,
             errors: Callable | None = None, implementation_claims: Mapping[str, str] | None = None):
     """Mark ``fn(xp, x, **params)`` as an operator; nothing is validated yet.
 
@@ -301,7 +300,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
         setattr(fn, MARK, dict(
             name=name, domain=domain, traits=frozenset(traits),
             claims=dict(claims or {}), violates=dict(violates or {}),
-            weights=weights, layers=layers, kernel=kernel, reference=reference,
+            weights=weights, layers=layers, reference=reference,
             errors=errors, implementation_claims=dict(implementation_claims or {}),
             doc=inspect.getdoc(fn) or ""))
         return fn

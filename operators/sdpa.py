@@ -14,7 +14,6 @@ def sdpa_weights(xp, s, mask=None):
     domain=Domain(params=projections.attention_params, mask="random", limits=limits.SOFTMAX_SCORES),
     traits={"token_mixing", "masked", "score_normaliser"},
     weights=sdpa_weights,
-    kernel=None,
     reference=references.sdpa_reference,
     claims={
         "mask_respect": "a masked key gets weight m_ij exp(s_ij) = 0",

@@ -15,6 +15,16 @@ operators it implements declare, plus the implementation laws (agreement with
 the float64 eager reference, NaN-padded buffers, determinism, gradients...),
 with no edit to tokenlaw.  Contracts never ask a backend's *name*: they call
 the methods below.
+
+A backend owns everything about itself, so a plug-in gets what tokenlaw's own
+Triton kernels get through the same interface: its binding table
+(:meth:`Backend.binds`: which operators it implements and what it runs for
+each), the environment its runs depend on (:attr:`Backend.run_env`, recorded in
+the report and set again by the gate), its provenance (:meth:`Backend.provenance`:
+hashes of its own source files, recorded in every report), its seeded bugs
+(:meth:`Backend.mutants`: ``tokenlaw mutate --backend NAME``) and optionally a
+benchmark (:attr:`Backend.benchmark`: ``tokenlaw bench --backend NAME``).
+Operators carry no backend's names.
 """
 from __future__ import annotations
 
@@ -24,6 +34,7 @@ from importlib.metadata import entry_points
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.xp import TORCH
 
+from . import provenance
 from .applied import applied_weights
 
 GROUP = "tokenlaw.backends"
@@ -44,7 +55,13 @@ class Backend:
     ``dtypes``     -- the dtypes it computes in (a cell in another dtype is *not runnable*, with the reason);
     ``max_n``      -- the longest sequence worth drawing (None: the contract's own bound), e.g. to keep an
                       interpreter fast while still crossing tile edges;
-    ``autograd``   -- whether ``run`` is differentiable (gradient laws judge its backward).
+    ``autograd``   -- whether ``run`` is differentiable (gradient laws judge its backward);
+    ``run_env``    -- environment variables that decide how it runs (read when it is first imported): a run
+                      records those that are set in its report's meta ``env``, and the gate sets them again
+                      before it re-runs that run;
+    ``env_fixed_by`` -- modules whose import fixes those variables (the gate refuses to re-run a recorded
+                      environment once one of them is loaded);
+    ``benchmark``  -- a :class:`Benchmark`, or None when it has none.
     """
 
     name: str = ""
@@ -52,14 +69,44 @@ class Backend:
     dtypes: tuple = ("float32", "float16", "bfloat16")
     max_n: int | None = None
     autograd: bool = True
+    run_env: tuple = ()
+    env_fixed_by: tuple = ()
+    benchmark: "Benchmark | None" = None
 
     def available(self) -> str | None:
         """None when the backend can run on this machine; else why not (refused up front, exit 2)."""
         return None
 
+    def binds(self) -> dict[str, str]:
+        """The binding table: {operator name: the name of what the backend runs for it}.
+
+        Default: none.  The names are recorded in reports (:meth:`provenance`), so the gate can tell
+        which operators' cells a change to the backend's sources concerns.
+        """
+        return {}
+
     def implements(self, op) -> str | None:
-        """None when the backend runs ``op``; else why not (the operator's rows are then left out)."""
+        """None when the backend runs ``op``; else why not (the operator's rows are then left out).
+        Default: the operators of the binding table (:meth:`binds`)."""
+        if op.name in self.binds():
+            return None
         return f"the {self.name} backend does not implement {op.name!r}"
+
+    def sources(self) -> dict[str, str]:
+        """{"<folder>/<file>.py": sha256} of the backend's own sources.  Default: every Python file of the
+        folder of the module that defines the backend's class."""
+        return provenance.source_hashes(provenance.module_folder(type(self).__module__))
+
+    def provenance(self, registry) -> dict:
+        """What a report records about the backend: ``sources`` (:meth:`sources`) and ``binds``
+        ({binding: {"operators": [...], "source": its own file or None}} over ``registry``)."""
+        folder = provenance.module_folder(type(self).__module__)
+        return {"sources": self.sources(), "binds": provenance.binding_sources(self.binds(), registry, folder)}
+
+    def mutants(self) -> tuple:
+        """The backend's seeded bugs (:class:`~tokenlaw.properties.mutants.Mutant` s whose ``backend`` is
+        this one's name): what ``tokenlaw mutate --backend NAME`` must kill.  Default: none."""
+        return ()
 
     def not_runnable(self, dtype: str) -> str | None:
         """None when a cell in ``dtype`` can be judged here; else the reason it is *not runnable here*."""
@@ -100,6 +147,27 @@ class Backend:
                     reference=self.reference)
 
 
+class Benchmark:
+    """A backend's optional benchmark (``tokenlaw bench --backend NAME``).  Subclass it and override all three.
+
+    A benchmark measures; it never estimates: where it cannot measure, :meth:`prepare` says why and the
+    command exits 3 with that reason.
+    """
+
+    def prepare(self, smoke: bool) -> str | None:
+        """Get ready to run (``smoke``: tiny shapes that test the harness, not a benchmark); None when it can
+        run here, else why not."""
+        return "this backend's benchmark does not say how to run"
+
+    def run(self, *, smoke: bool, skip_eager_above: int) -> dict:
+        """The measurements, JSON-ready (``skip_eager_above``: no O(N^2) reference beyond this N)."""
+        raise NotImplementedError(f"{type(self).__name__}.run")
+
+    def table(self, results: dict) -> str:
+        """``results`` as text for the terminal."""
+        raise NotImplementedError(f"{type(self).__name__}.table")
+
+
 class EagerBackend(Backend):
     """The operators' own math on torch: every dtype, autograd, the reference."""
 
@@ -109,6 +177,12 @@ class EagerBackend(Backend):
 
     def implements(self, op) -> str | None:
         return None
+
+    def sources(self) -> dict[str, str]:
+        return {}          # the operators themselves: the reference, not a plug-in
+
+    def provenance(self, registry) -> dict:
+        return {"sources": {}, "binds": {}}
 
     def run(self, op, x, **kwargs):
         return op.fn(TORCH, x, **kwargs)

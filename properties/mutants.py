@@ -1,5 +1,5 @@
-"""A seeded bug (a *mutant*), the one type for every tier: eager mutants (``fuzz/mutants.py``) and an
-implementation's kernel mutants (the Triton backend's ``catalogue()`` in its ``kernels/mutants.py``).
+"""A seeded bug (a *mutant*), the one type for every tier: eager mutants (``fuzz/mutants.py``) and a
+backend's own (``Backend.mutants()``, e.g. the Triton backend's ``kernels/mutants.py``).
 
 A mutant never changes shared state.  An eager mutant's ``mutate(registry)``
 returns a *new* registry in which its operators are the mutated ones (an edit

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell
-from tokenlaw.symbolic.prover import is_mismatch
 
 from .document import Document, ProofRow
 from .text import rows_word
@@ -36,6 +35,12 @@ LEGEND = [
     "on a traced value, a direct torch.* / math.* / numpy call); file:line given. Not a failure of the suite.",
     "`not runnable here`: the contract has no real-arithmetic statement (gradients, limits, trace properties).",
 ]
+
+
+def is_mismatch(verdict: V.Verdict) -> bool:
+    """A refutation that did not replay (the symbolic tier marks it so): a failure of the suite, whatever the
+    declaration.  Read off the verdict here, so that rendering a proofs document needs no solver."""
+    return bool(verdict.extra.get("mismatch"))
 
 
 def rows_from(results, planned) -> list:

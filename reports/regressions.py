@@ -56,7 +56,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tokenlaw.fuzz.engine import profile_name
+from tokenlaw.properties.profiles import profile_name
 from tokenlaw.properties import verdict as V
 
 from .document import Document, merge_runs, ratio
@@ -291,10 +291,10 @@ def _kernels(out, base, cur, disk):
         if not rerun:
             out.regressions.append(Change(
                 "kernel-not-rerun", name, _short(bsrc.get(hit[0])), _short(csrc.get(hit[0])),
-                f"{', '.join(hit)} changed but no cell of {sorted(ops)} ran on a kernel backend; run "
-                f"`TRITON_INTERPRET=1 tokenlaw check --backend triton --out reports` (no GPU) or the same without "
-                f"TRITON_INTERPRET on a GPU, then `tokenlaw gate --current reports/conformance.json "
-                f"reports/conformance-triton.json`"))
+                f"{', '.join(hit)} changed but no cell of {sorted(ops)} ran on a kernel backend; re-run the "
+                f"backend that binds {name} (`tokenlaw check --backend NAME --out reports`, with the environment "
+                f"its report's run recorded under env), then `tokenlaw gate --current reports/conformance.json "
+                f"reports/conformance-NAME.json`"))
     if not kernels:
         out.notes.append(Change("kernels", ", ".join(changed), "", "", "changed; no operator declares a kernel"))
 

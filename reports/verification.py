@@ -30,9 +30,9 @@ from pathlib import Path
 
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
-from tokenlaw.symbolic.prover import is_mismatch
 
 from .document import ESTABLISHED, Document, merge_shards, stable, standing
+from .proofs import is_mismatch
 from .text import first_counterexample, rows_word
 from .writers import atomic_write
 

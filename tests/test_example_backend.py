@@ -8,7 +8,10 @@ null source's exp(s_ij) left in the denominator).
 * The fast tests register them in-process (``backends.register``) and judge a
   few cells: the plan gives the example every row tokenlaw's own Triton
   kernel gets, the right one holds, the wrong one is caught with a small
-  counterexample.
+  counterexample; the example's report records its provenance (its own
+  source hashes and bindings) and its environment, and its own seeded bug
+  is killed by ``tokenlaw mutate --backend example`` -- all through the
+  backend interface, with no edit of tokenlaw.
 * The slow test does what a user does: builds a tokenlaw wheel and the
   example's wheel, installs both into a fresh virtual environment (torch &c.
   from the system site, tokenlaw from the *wheel*, never the editable
@@ -29,7 +32,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from tokenlaw.app import cli
 from tokenlaw.fuzz.engine import run_cell
+from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
@@ -39,6 +44,7 @@ from tokenlaw.properties.plan import plan
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_SRC = ROOT / "examples" / "my_backend"
 sys.path.insert(0, str(EXAMPLE_SRC))        # the example package, importable without installing it
+from tokenlaw_example_backend import backend as example_backend  # noqa: E402
 from tokenlaw_example_backend.backend import ExampleBackend, WrongExampleBackend  # noqa: E402
 from tokenlaw_example_backend.common import CountTranscendentals  # noqa: E402
 
@@ -151,6 +157,64 @@ def test_transcendentals_are_measured_not_declared():
     assert counter.calls == {"exp": 1, "log": 1, "pow": 1}, counter.calls
 
 
+def test_example_report_records_its_provenance_and_environment(monkeypatch, tmp_path, capsys):
+    """What tokenlaw records for its own kernels, it records for the example, read off the backend."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(example_backend.BLOCK_ENV, str(ExampleBackend.block))      # as read at import
+    with registered(ExampleBackend()):
+        assert cli.main(["check", "--backend", "example", "--operator", "oattention", "--contract",
+                         "eager_agreement", "--dtype", "float32", "--examples", "2", "--out", "r", "--json"]) == 0
+    run = json.loads((tmp_path / "r" / "conformance-example.json").read_text())["meta"]
+    assert run["env"] == {example_backend.BLOCK_ENV: str(ExampleBackend.block)}
+    own = {f for f in run["kernel_sources"] if f.startswith("tokenlaw_example_backend/")}
+    assert own == {f"tokenlaw_example_backend/{p.name}" for p in (EXAMPLE_SRC / "tokenlaw_example_backend").glob("*.py")}
+    assert run["kernels"]["oattention_layer"] == {"operators": ["oattention"],
+                                                  "source": "tokenlaw_example_backend/oattention.py"}
+    assert run["kernels"]["pn_fir_tau_layer"]["source"] == "tokenlaw_example_backend/pn_fir_tau.py"
+
+
+def test_example_block_size_is_validated():
+    assert example_backend._block({}) == 4 and example_backend._block({example_backend.BLOCK_ENV: "8"}) == 8
+    with pytest.raises(InvalidArgument, match=example_backend.BLOCK_ENV):
+        example_backend._block({example_backend.BLOCK_ENV: "0"})
+
+
+def test_example_mutant_is_caught_only_while_active():
+    """The example's own seeded bug, from ``Backend.mutants()``: a cell that holds on the shipped layer is
+    violated while the mutant's patch is active, and the shipped layer is back afterwards."""
+    backend = ExampleBackend()
+    (mutant,) = backend.mutants()
+    assert mutant.backend == "example" and mutant.operators == ("oattention",)
+    assert WrongExampleBackend().mutants() == ()
+    op, law = default_registry()["oattention"], CONTRACTS["softmax_reduction"]
+    shipped = backend.layers()["oattention"].func
+    with registered(backend):
+        assert run_cell(op, law, torch.float32, examples=4, seed=0, backend="example",
+                        replay_dir=None).status == V.HOLDS                                   # control
+        with mutant.patch():
+            assert backend.layers()["oattention"].func is not shipped
+            v = run_cell(op, law, torch.float32, examples=4, seed=0, backend="example", replay_dir=None)
+        assert v.violated, v.detail
+    assert backend.layers()["oattention"].func is shipped
+
+
+@pytest.mark.slow   # every declared row of oattention, unmutated then mutated: ~3 min on 2 busy cores
+def test_example_mutant_is_killed_by_mutate(monkeypatch, tmp_path, capsys):
+    """``tokenlaw mutate --backend example`` lists and runs the example's own mutant (nothing else) and kills it."""
+    monkeypatch.chdir(tmp_path)
+    backend = ExampleBackend()
+    (mutant,) = backend.mutants()
+    with registered(backend):
+        capsys.readouterr()
+        assert cli.main(["mutate", "--backend", "example", "--list"]) == 0
+        assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [mutant.name]
+        rc = cli.main(["mutate", "--backend", "example", "--examples", "3", "--out", "m", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert (rc, out["mutants"], out["killed"], out["survived"]) == (0, 1, 1, []), out
+    (result,) = json.loads((tmp_path / "m" / "mutation.json").read_text())["mutants"]
+    assert result["name"] == mutant.name and result["killers"], result
+
+
 # -- slow: a user's fresh virtual environment, tokenlaw from its wheel ------------------------------------------
 def _clean_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TOKENLAW_REPLAYS", "TRITON_INTERPRET")}
@@ -214,8 +278,15 @@ def test_example_backend_from_a_fresh_venv(venv, tmp_path):
     run.mkdir()
     ok = _tokenlaw(venv, "check", "--backend", "example", "--operator", "oattention", "--operator", "pn_fir_tau",
                    "--profile", "smoke", "--out", "good", "--progress", "off", cwd=run)
-    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
     good = json.loads((run / "good" / "conformance-example.json").read_text())
+    # its provenance, next to the Triton kernels' (every installed plug-in is recorded), and its own mutant,
+    # found through the entry point
+    assert "tokenlaw_example_backend/oattention.py" in good["meta"]["kernel_sources"]
+    assert "kernels/ops.py" in good["meta"]["kernel_sources"]
+    assert good["meta"]["kernels"]["oattention_layer"]["source"] == "tokenlaw_example_backend/oattention.py"
+    listed = _tokenlaw(venv, "mutate", "--backend", "example", "--list", cwd=run)
+    assert listed.returncode == 0 and listed.stdout.split()[0] == "example_numerator_not_rescaled", listed
+    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
     rows = {(r["operator"], r["contract"]): r for r in good["rows"]}
     # every row tokenlaw's own kernels of these operators get, judged alike
     assert {k: bool(r["cells"]) for k, r in rows.items()} == _triton_rows(venv, run)

@@ -2,9 +2,14 @@
 
 The order (README "Layout"):
 
-    0 docs (data only)  <  1 operators  <  2 properties  <  3 fuzz | symbolic | kernels  <  4 reports  <  5 experiments  <  6 app
+    0 docs (data only)  <  1 operators  <  2 properties  <  3 fuzz | symbolic | kernels  <  4 reports
+        <  5 orchestration  <  6 experiments  <  7 app
 
-Peers in layer 3 never import each other.  Every import counts: module-level,
+Peers in layer 3 never import each other.  ``orchestration`` (settings -> plan ->
+tier runs -> one report document) is a layer of its own, above ``reports``
+(which only renders documents: it imports no tier) and below the commands and
+the experiments that call it: the app stays thin, and a library user gets
+``orchestration.runs.check`` without the command line.  Every import counts: module-level,
 inside a function, relative, and a string literal that names a tokenlaw module
 (``importlib.import_module("tokenlaw.x")``, a tuple of module names): a
 dependency hidden in a string is still a dependency.  A cycle between modules
@@ -22,7 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"docs": 0, "operators": 1, "properties": 2, "fuzz": 3, "symbolic": 3, "kernels": 3, "reports": 4,
-          "experiments": 5, "app": 6}
+          "orchestration": 5, "experiments": 6, "app": 7}
 MODULE_NAME = re.compile(r"tokenlaw(\.[A-Za-z_]\w*)+")
 
 
@@ -144,6 +149,22 @@ def late_imports(root: Path = ROOT) -> list[str]:
     return out
 
 
+# Layers that may use only some of the layers below them: reports render documents, they run no tier.
+RENDER_ONLY = {"reports": {"fuzz", "symbolic", "kernels"}}
+
+
+def reaches_a_tier(root: Path = ROOT) -> list[str]:
+    """Every import from a render-only layer (``reports``) of a tier it must not run, as 'file:line: a -> b'."""
+    out = []
+    for top, banned in RENDER_ONLY.items():
+        for path in sorted((root / top).rglob("*.py")):
+            for line, target in imports(path, root):
+                dst = layer(target)
+                if dst is not None and dst[0] in banned:
+                    out.append(f"{path.relative_to(root)}:{line}: {top} imports {target}: it renders, it runs no tier")
+    return out
+
+
 def test_every_folder_of_the_package_has_a_layer():
     mapped = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
     assert mapped <= set(LAYERS), f"folders without a layer: {sorted(mapped - set(LAYERS))}"
@@ -151,6 +172,10 @@ def test_every_folder_of_the_package_has_a_layer():
 
 def test_imports_only_go_down():
     assert violations() == []
+
+
+def test_reports_import_no_tier():
+    assert reaches_a_tier() == []
 
 
 def test_no_import_cycles():
@@ -180,6 +205,8 @@ def _copy(tmp_path: Path) -> Path:
     ("fuzz/engine.py", "from tokenlaw.symbolic import prover", "peer"),
     ("symbolic/prover.py", "X = 'tokenlaw.reports.writers'", "climbs"),                        # a module-name string
     ("kernels/ops.py", "from ..reports import writers", "climbs"),                              # relative
+    ("reports/writers.py", "from tokenlaw.orchestration import runs", "climbs"),
+    ("orchestration/runs.py", "from tokenlaw.app import cli", "climbs"),
 ])
 def test_an_added_upward_import_is_caught(tmp_path, where, line, expect):
     root = _copy(tmp_path)
@@ -193,6 +220,19 @@ def test_an_added_upward_import_is_caught(tmp_path, where, line, expect):
     path.write_text(body)
     found = sorted(set(violations(root)) - before)
     assert len(found) == 1 and where in found[0] and expect in found[0], found
+
+
+@pytest.mark.parametrize("line", ["from tokenlaw.fuzz import engine", "    from tokenlaw.symbolic import prover",
+                                  "X = 'tokenlaw.kernels.backend'"])
+def test_a_tier_imported_by_reports_is_caught(tmp_path, line):
+    root = _copy(tmp_path)
+    assert reaches_a_tier(root) == []
+    path = root / "reports/writers.py"
+    path.write_text(path.read_text() + ("\n\ndef _added():\n" if line.startswith("    ") else "\n") + line + "\n")
+    found = reaches_a_tier(root)
+    assert len(found) == 1 and "reports/writers.py" in found[0], found
+    path.write_text(path.read_text() + "\nfrom tokenlaw.properties import plan\n")       # control: a lower layer
+    assert reaches_a_tier(root) == found
 
 
 def test_an_added_late_import_is_caught(tmp_path):

@@ -276,7 +276,7 @@ def test_plain_mutate_without_gpu_runs_what_it_can_and_says_what_it_left_out(her
     kernel = [m.name for m in mutant_catalogue() if m.backend != "eager"]
     assert left == kernel
     if kernel:
-        assert "TRITON_INTERPRET=1 tokenlaw mutate --backend triton" in err
+        assert "TRITON_INTERPRET" in err and "tokenlaw mutate --backend triton" in err
 
 
 def test_operators_module_selects_its_own_operators_unless_builtins_are_asked_for(here):

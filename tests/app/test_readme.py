@@ -138,7 +138,7 @@ def test_every_shipped_topic_is_pointed_at():
     (lambda t: t.replace("`examples/my_backend/`", "`examples/my_kernel/`", 1), "`examples/my_kernel/`: no such path"),
     (lambda t: t.replace("| `3` |", "| `5` |"), "exit-code table lists"),
     (lambda t: t.replace('"null_gradient": "', '"null_grad": "'), "the tour claims 'null_grad'"),
-    (lambda t: t.replace(" 5  experiments/", " 7  experiments/"), "the layer drawing"),
+    (lambda t: t.replace(" 6  experiments/", " 7  experiments/"), "the layer drawing"),
 ])
 def test_a_false_readme_is_refused(edit, expected):
     text = README.read_text(encoding="utf-8")

@@ -13,7 +13,8 @@ import pytest
 
 from tokenlaw.app import cli
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.reports import known_failures, regressions, runs, writers
+from tokenlaw.orchestration import environment, runs
+from tokenlaw.reports import known_failures, regressions, writers
 from tokenlaw.reports.document import Document
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -283,16 +284,16 @@ def test_gate_refuses_an_interpreter_run_it_cannot_reproduce(monkeypatch, tmp_pa
 def test_prepare_env_sets_a_recorded_variable_only_while_it_can_take_effect():
     interp = {"backend": "triton", "env": {"TRITON_INTERPRET": "1"}}
     env = {}
-    assert runs.prepare_env([{"backend": "eager"}, interp], env, imported={}) == ["TRITON_INTERPRET=1"]
+    assert environment.prepare_env([{"backend": "eager"}, interp], env, imported={}) == ["TRITON_INTERPRET=1"]
     assert env == {"TRITON_INTERPRET": "1"}
-    assert runs.prepare_env([interp], env, imported={"triton": object()}) == []       # already as recorded
+    assert environment.prepare_env([interp], env, imported={"triton": object()}) == []       # already as recorded
     with pytest.raises(InvalidArgument, match="TRITON_INTERPRET=1"):                  # too late to set it
-        runs.prepare_env([interp], {}, imported={"triton": object()})
+        environment.prepare_env([interp], {}, imported={"triton": object()})
     with pytest.raises(InvalidArgument, match="TRITON_INTERPRET=1"):                  # set to something else
-        runs.prepare_env([interp], {"TRITON_INTERPRET": "0"}, imported={})
+        environment.prepare_env([interp], {"TRITON_INTERPRET": "0"}, imported={})
     with pytest.raises(InvalidArgument, match="one process"):                         # two runs disagree
-        runs.prepare_env([interp, {"backend": "triton", "env": {"TRITON_INTERPRET": "0"}}], {}, imported={})
-    assert runs.prepare_env([{"backend": "eager"}], {}, imported={}) == []            # nothing recorded
+        environment.prepare_env([interp, {"backend": "triton", "env": {"TRITON_INTERPRET": "0"}}], {}, imported={})
+    assert environment.prepare_env([{"backend": "eager"}], {}, imported={}) == []            # nothing recorded
 
 
 def test_gate_reruns_a_symbolic_run_through_prove(monkeypatch, tmp_path, capsys):

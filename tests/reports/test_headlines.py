@@ -15,7 +15,8 @@ from tokenlaw.app import cli
 from tokenlaw.app.exits import EXIT_FAIL, EXIT_OK, EXIT_UNDECIDED
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
-from tokenlaw.reports import proofs, runs, writers
+from tokenlaw.orchestration import runs
+from tokenlaw.reports import proofs, writers
 from tokenlaw.reports.document import Document, ProofRow, standing
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.reports import document, proofs, runs, writers
+from tokenlaw.orchestration import runs
+from tokenlaw.reports import document, proofs, writers
 from tokenlaw.reports.document import Document
 
 BASELINE = Path(__file__).resolve().parents[2] / "reports" / "baseline.json"

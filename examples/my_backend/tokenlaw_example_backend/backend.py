@@ -5,18 +5,41 @@
 * ``example_wrong`` -- the same OAttention with one realistic bug: presence gates the values only, so the
                        denominator sums exp(s_ij) unweighted -- a null source's mass stays in it.
                        tokenlaw must reject it.
+
+Everything tokenlaw's own Triton kernels declare about themselves, this backend declares through the same
+interface, with no edit of tokenlaw:
+
+* its binding table (``binds``): which operators it runs, and which function of this package runs each;
+* the environment its runs depend on (``run_env``): ``TOKENLAW_EXAMPLE_BLOCK``, the key block size, read
+  once when this package is imported (``env_fixed_by``); a report records it when set, and ``tokenlaw gate``
+  sets it again before re-running that report's run;
+* its provenance: tokenlaw's default, the hashes of this package's ``*.py`` and each binding's own file;
+* its own seeded bugs (``mutants``, ``mutants.py``), killed by ``tokenlaw mutate --backend example``.
 """
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 
+from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.backends import Backend
 
+from . import mutants
 from .common import CountTranscendentals
 from .oattention import oattention_layer
 from .pn_fir_tau import pn_fir_tau_layer
+
+BLOCK_ENV = "TOKENLAW_EXAMPLE_BLOCK"
+
+
+def _block(environ=os.environ) -> int:
+    """The key block size: ``TOKENLAW_EXAMPLE_BLOCK`` (a positive int) when set, else 4."""
+    text = environ.get(BLOCK_ENV, "4")
+    if not text.isdigit() or int(text) < 1:
+        raise InvalidArgument(f"{BLOCK_ENV}: expected a positive integer, got {text!r}")
+    return int(text)
 
 
 class ExampleBackend(Backend):
@@ -24,14 +47,23 @@ class ExampleBackend(Backend):
 
     name = "example"
     dtypes = ("float32", "float16", "bfloat16")
-    max_n = 16                 # four key blocks: nulls, masks and maxima land on block edges
+    max_n = 16                 # four key blocks (of 4): nulls, masks and maxima land on block edges
     autograd = True
-    block = 4
+    block = _block()           # read once, at import: a run's report records it (run_env)
+    run_env = (BLOCK_ENV,)
+    env_fixed_by = (__package__,)
 
     def layers(self) -> dict:
         """{operator name: layer with the eager operator's signature (minus xp)}."""
         return {"oattention": functools.partial(oattention_layer, block=self.block),
                 "pn_fir_tau": functools.partial(pn_fir_tau_layer, block=self.block)}
+
+    def binds(self) -> dict:
+        """{operator name: the function of this package that runs it} (recorded in tokenlaw's reports)."""
+        return {name: layer.func.__name__ for name, layer in self.layers().items()}
+
+    def mutants(self) -> tuple:
+        return mutants.catalogue(ExampleBackend, self.name)
 
     def implements(self, op) -> str | None:
         if op.name in self.layers():
@@ -70,6 +102,9 @@ class WrongExampleBackend(ExampleBackend):
 
     def layers(self) -> dict:
         return {"oattention": functools.partial(oattention_layer, block=self.block, values_only_gate=True)}
+
+    def mutants(self) -> tuple:
+        return ()              # this backend *is* a seeded bug (tests/test_example_backend.py rejects it)
 
 
 EXAMPLE = ExampleBackend()

@@ -10,17 +10,14 @@ and calls the same functions.  Neither function writes a report: the caller
 does (``writers.write_doc``, ``proofs.write_doc``); ``check`` stores
 counterexample replays under ``settings.replays`` as the run goes.
 
-Some backends decide how they run from the environment when they are first
-imported: Triton interprets its kernels on the CPU when ``TRITON_INTERPRET=1``
-is set before the first kernel is decorated.  A run of a backend other than
-the reference records those variables (:data:`RUN_ENV`) in its meta as
-``env``, so the gate can re-run it the same way (:func:`prepare_env`).
+A run of a backend other than the reference records the environment that
+backend declares it depends on (``Backend.run_env``) in its meta as ``env``,
+so the gate can re-run it the same way (:mod:`.environment`); every run
+records the plug-ins' provenance (:mod:`.provenance`).
 """
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 import time
 from pathlib import Path
 
@@ -36,15 +33,11 @@ from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.symbolic.prover import SOLVER, prove_rows
 
-from . import proofs, verification
-from .document import Document
+from tokenlaw.reports import proofs, verification
+from tokenlaw.reports.document import Document
+
+from .environment import recorded_env
 from .provenance import snapshot
-
-# Environment variables that decide how a backend runs and must be set before it is imported.
-RUN_ENV = ("TRITON_INTERPRET",)
-# Modules whose import fixes that decision (a Triton kernel is interpreted or compiled when decorated).
-ENV_FIXED_BY = ("triton",)
-
 
 def _names(values) -> tuple | None:
     return tuple(values) if values else None
@@ -209,7 +202,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
                 **snapshot(reg),
                 scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
                        "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})
-    env = {k: os.environ[k] for k in RUN_ENV if os.environ.get(k)}
+    env = recorded_env(backends.get(settings.backend))
     if not reference and env:
         meta["env"] = env
     return Document(rows, meta)
@@ -266,39 +259,3 @@ def planned_count(settings: ProveSettings) -> int:
     """How many rows :func:`prove` will judge (for a progress display)."""
     reg = registry(settings.operator_modules)
     return len(plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"]))
-
-
-def prepare_env(runs: list[dict], environ=None, imported=None) -> list[str]:
-    """Make the environment match what the ``runs`` recorded in ``env`` before any of them is re-run.
-
-    A variable a run recorded and the environment lacks is set (returned as "NAME=value" lines to
-    report), as long as no module that reads it at import (:data:`ENV_FIXED_BY`) is loaded yet.
-    Refused, naming what to set: two runs that recorded different values (one process cannot
-    run both), a variable that differs while such a module is already loaded, and a variable set
-    to another value than the run recorded.
-    """
-    environ = os.environ if environ is None else environ
-    imported = sys.modules if imported is None else imported
-    wanted: dict[str, set] = {}
-    for run in runs:
-        for k, v in (run.get("env") or {}).items():
-            wanted.setdefault(k, set()).add(v)
-    done = []
-    for k, values in sorted(wanted.items()):
-        if len(values) > 1:
-            raise InvalidArgument(f"--baseline: its runs recorded {k} as {sorted(values)}; one process cannot "
-                                  f"re-run both: gate each with `--current` reports made separately")
-        (v,) = values
-        have = environ.get(k)
-        if have == v:
-            continue
-        if have:
-            raise InvalidArgument(f"--baseline: a run recorded {k}={v} but it is {have} here; "
-                                  f"run the gate with {k}={v}")
-        loaded = [m for m in ENV_FIXED_BY if m in imported]
-        if loaded:
-            raise InvalidArgument(f"--baseline: a run recorded {k}={v}, unset here, and {', '.join(loaded)} "
-                                  f"is already imported; run the gate with {k}={v}")
-        environ[k] = v
-        done.append(f"{k}={v}")
-    return done
