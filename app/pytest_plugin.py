@@ -88,7 +88,7 @@ class ContractRow(pytest.Item):
     def runtest(self):
         from tokenlaw.fuzz.engine import run_cell  # optional: only with --tokenlaw
         from tokenlaw.properties import verdict as V  # optional: only with --tokenlaw
-        from tokenlaw.properties.case import DTYPES  # optional: only with --tokenlaw
+        from tokenlaw.operators.dtypes import DTYPES  # optional: only with --tokenlaw
         from tokenlaw.properties.catalogue import CONTRACTS  # optional: only with --tokenlaw
 
         examples = self.config.getoption("tokenlaw_examples")

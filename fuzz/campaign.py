@@ -20,7 +20,7 @@ import traceback
 import torch
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.properties.case import DTYPES
+from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.properties.catalogue import CONTRACTS
 
 from . import replay as R

@@ -68,17 +68,14 @@ import dataclasses
 
 import torch
 
+from tokenlaw.operators import dtypes
+
 K = 8.0
 TINY_FLOOR = 64          # underflowed terms an output may accumulate, times the smallest subnormal
-PROBE = {torch.float64: torch.float32, torch.float16: torch.float32,
-         torch.bfloat16: torch.float32, torch.float32: torch.bfloat16}
-TINY = {dt: torch.finfo(dt).smallest_normal * torch.finfo(dt).eps for dt in PROBE}
-UNIT_ROUNDOFF = {
-    torch.float64: 2.0 ** -53,
-    torch.float32: 2.0 ** -24,
-    torch.float16: 2.0 ** -11,
-    torch.bfloat16: 2.0 ** -8,
-}
+# P of each D: float32, except for float32 itself, whose probe is bfloat16 (see above).
+PROBE = {dt: torch.bfloat16 if dt == torch.float32 else torch.float32 for dt in dtypes.FLOATS}
+TINY = {dt: torch.finfo(dt).smallest_normal * torch.finfo(dt).eps for dt in dtypes.FLOATS}
+UNIT_ROUNDOFF = dtypes.UNIT_ROUNDOFF
 
 
 @dataclasses.dataclass
