@@ -15,7 +15,7 @@ import pytest
 from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.operators import user_modules
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.case import DTYPES
+from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.properties.catalogue import CONTRACTS, collect
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.reports.text import example, replay_command

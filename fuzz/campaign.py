@@ -20,8 +20,8 @@ import traceback
 import torch
 
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.case import DTYPES
 from tokenlaw.properties.catalogue import CONTRACTS
 
 from . import engine

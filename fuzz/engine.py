@@ -32,7 +32,7 @@ except ImportError:
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.contract import Gap
-from tokenlaw.properties.case import dtype_name
+from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Profiles, profile_name  # noqa: F401 (re-exported)
 
 from . import replay as R
@@ -226,7 +226,7 @@ SHAPE_AXES = ("n", "d", "batch", "heads")
 
 def _widen(searched: dict, case) -> None:
     """Widen the [min, max] of each shape axis to this case's n, d, batch and (effective) heads."""
-    declared = first_param(case.params, "heads")
+    declared = first_param(case.params, case.op.domain.roles.heads)
     heads = case.heads if case.heads is not None else (None if declared is None else int(declared))
     for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, heads)):
         if value is not None:

@@ -19,39 +19,25 @@ from typing import Callable
 
 import torch
 
+from tokenlaw.operators import tree
+
 LONG_ROW = 9            # rows longer than one 8-token tile of the interpreter's kernels
 SMALL_EPS_DEN = 1.5e-5  # below this exp(-log eps_den) = 1 / eps_den overflows float16
 FAR_TAU = 30.0          # |tau| beyond the drawn score range (|S| of a few units at unit scale)
 
 
-def _keys(params) -> set:
-    """Every parameter name at every nesting level (hosts keep per-block dicts)."""
-    if isinstance(params, dict):
-        out = set(params)
-        for v in params.values():
-            out |= _keys(v)
-        return out
-    if isinstance(params, list):
-        return set().union(*(_keys(p) for p in params)) if params else set()
-    return set()
-
-
 def first_param(params, key):
     """The first value of ``key`` at any nesting level of a parameter tree (hosts keep per-block dicts), or None."""
-    if isinstance(params, dict):
-        if key in params:
-            return params[key]
-        params = list(params.values())
-    if isinstance(params, (list, tuple)):
-        for p in params:
-            v = first_param(p, key)
-            if v is not None:
-                return v
-    return None
+    return tree.find(params, key)
 
 
 def _param_keys(op) -> set:
-    return _keys(op.domain.draw(torch.Generator().manual_seed(0), op.domain.d_model[0], torch.float64))
+    return tree.keys(op.domain.draw(torch.Generator().manual_seed(0), op.domain.d_model[0], torch.float64))
+
+
+def _scored(op, keys) -> bool:
+    """The operator has attention scores: its declared query weight is among its parameters."""
+    return op.domain.roles.query[0] in keys
 
 
 def _power_edge(dtype) -> float:
@@ -71,7 +57,7 @@ class Regime:
 
 
 def _tau_far(case) -> bool:
-    tau = first_param(case.params, "tau")
+    tau = first_param(case.params, case.op.domain.roles.threshold)
     if tau is None:
         return False
     if {"presence", "host"} & case.op.traits:     # presence tau against |h|^2 ~ d * scale^2
@@ -81,18 +67,18 @@ def _tau_far(case) -> bool:
 
 REGIMES = {r.name: r for r in (
     Regime("scores_low", "every score of a row below -log(max) of the dtype (exp(-M) overflows)",
-           lambda op, keys, dtype: "wq" in keys, lambda case: case.score_offset <= -_overflow(case.dtype)),
+           lambda op, keys, dtype: _scored(op, keys), lambda case: case.score_offset <= -_overflow(case.dtype)),
     Regime("scores_high", "every score of a row above log(max) of the dtype (exp(M) overflows)",
-           lambda op, keys, dtype: "wq" in keys, lambda case: case.score_offset >= _overflow(case.dtype)),
+           lambda op, keys, dtype: _scored(op, keys), lambda case: case.score_offset >= _overflow(case.dtype)),
     Regime("power_overflow", "scores past max^(1/10) of the dtype, where a power normaliser's x^10 overflows",
-           lambda op, keys, dtype: "wq" in keys and "score_normaliser" in op.traits
+           lambda op, keys, dtype: _scored(op, keys) and "score_normaliser" in op.traits
            and 1.1 * _power_edge(dtype) * torch.finfo(dtype).eps <= 1.0,
            lambda case: abs(case.score_offset) >= _power_edge(case.dtype)),
     Regime("eps_den_small", f"eps_den <= {SMALL_EPS_DEN:g} (1 / eps_den overflows float16)",
-           lambda op, keys, dtype: "eps_den" in keys,
-           lambda case: (first_param(case.params, "eps_den") or 1.0) <= SMALL_EPS_DEN),
+           lambda op, keys, dtype: op.domain.roles.eps_den in keys,
+           lambda case: (first_param(case.params, case.op.domain.roles.eps_den) or 1.0) <= SMALL_EPS_DEN),
     Regime("tau_far", "tau far outside the score (or |h|^2) range",
-           lambda op, keys, dtype: "tau" in keys, _tau_far),
+           lambda op, keys, dtype: op.domain.roles.threshold in keys, _tau_far),
     Regime("long_row", f"rows of n >= {LONG_ROW} tokens (past one 8-token tile)",
            lambda op, keys, dtype: "token_mixing" in op.traits, lambda case: case.n >= LONG_ROW),
     Regime("near_null", "a row with |h|^2 subnormal or zero in the dtype (not exactly null)",

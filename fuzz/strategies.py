@@ -48,9 +48,11 @@ import math
 import torch
 from hypothesis import strategies as st
 
+from tokenlaw.operators import dtypes
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
-from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case, dtype_name
+from tokenlaw.operators.dtypes import name as dtype_name
+from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
 
 # The longest n drawn: past two compiled Triton tiles plus one (2 * 64 + 1 = 129) and past the
 # 128-token blocks of a FlexAttention-style kernel.  tests/fuzz/test_fuzz_strategies.py ties it
@@ -261,7 +263,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
     """
-    if dtype not in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+    if dtype not in dtypes.FLOATS:
         raise InvalidArgument(f"dtype: expected a floating torch dtype, got {dtype!r}")
     longest = backends.get(backend).max_n     # a backend's declared longest worth drawing (an interpreter)
     n_max = op.domain.n_max if n_max is None else n_max

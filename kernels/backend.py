@@ -190,7 +190,7 @@ class TritonBackend(Backend):
         if not interpreting():
             return {f"{name} source: {k}": v for k, v in transcendental_names(kernel).items()}
         with trace_transcendentals() as calls:
-            case.run(case.x, case.mask, dtype=torch.float32)
+            case.runner.run(case.x, case.mask, dtype=torch.float32)
         return {f"{name}: {k}": v for k, v in calls.items()}
 
     def describe(self) -> dict:

@@ -27,9 +27,11 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 import torch
 
+from . import dtypes as _dtypes
+from . import tree as _tree
 from .errors import InvalidArgument
 
-FLOAT_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+FLOAT_DTYPES = _dtypes.FLOATS
 
 # Inside a composition (a host, a stack of modules) the hidden states handed
 # from one component to the next are the model's own values, not the user's
@@ -236,7 +238,8 @@ def tree(value, name, like):
 
     Names follow the path: ``blocks[0].attn.wq``.
     """
-    for path, leaf in leaves(value, name):
+    for key_path, leaf in _tree.leaves(value):
+        path = _tree.path_name(key_path, name)
         if torch.is_tensor(leaf) and leaf.ndim > 0:
             weight(leaf, leaf.shape, path, like)
         elif torch.is_tensor(leaf) or isinstance(leaf, float):
@@ -270,57 +273,10 @@ class ErrorInput(NamedTuple):
     argument: str
 
 
-def leaves(value, name) -> Iterator[tuple[str, Any]]:
-    """(path, leaf) for every non-container value of nested dicts / lists / tuples."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from leaves(v, f"{name}.{k}")
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            yield from leaves(v, f"{name}[{i}]")
-    else:
-        yield name, value
-
-
-def _replace(value, path: list, new):
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        return {**value, head: _replace(value[head], rest, new)}
-    items = list(value)
-    items[head] = _replace(items[head], rest, new)
-    return type(value)(items)
-
-
-def _setter(key_path: list, make: Callable[[Any], Any]):
+def _setter(key_path, make: Callable[[Any], Any]):
     def mutate(kwargs):
-        return _replace(kwargs, key_path, make(_get(kwargs, key_path)))
+        return _tree.replace(kwargs, key_path, make(_tree.get(kwargs, key_path)))
     return mutate
-
-
-def _get(value, path):
-    for k in path:
-        value = value[k]
-    return value
-
-
-def _key_paths(value, path=()):
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _key_paths(v, path + (k,))
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            yield from _key_paths(v, path + (i,))
-    else:
-        yield list(path), value
-
-
-def _path_name(path) -> str:
-    out = str(path[0])
-    for k in path[1:]:
-        out += f"[{k}]" if isinstance(k, int) else f".{k}"
-    return out
 
 
 def _poison(value, fill):
@@ -359,8 +315,8 @@ def error_inputs(kwargs: dict, *, tokens=("x", "carrier"), scalars=("tau", "eps_
             if torch.is_tensor(kwargs.get(name)):
                 yield ErrorInput(f"{name}-{label}", _setter([name], make), name)
     rest = {k: v for k, v in kwargs.items() if k not in (*tokens, "mask")}
-    for path, leaf in _key_paths(rest):
-        name = _path_name(path)
+    for path, leaf in _tree.leaves(rest):
+        name = _tree.path_name(path)
         if torch.is_tensor(leaf) and leaf.ndim > 0:
             other = torch.int32 if path[-1] in any_float else _other_dtype(ref.dtype)
             yield ErrorInput(f"{name}-nan", _setter(path, lambda t: _poison(t, float("nan"))), name)

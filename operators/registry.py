@@ -34,6 +34,9 @@ from typing import Any, Callable, Iterable, Mapping
 import torch
 
 from .errors import DeclarationError
+from . import dtypes as _dtypes
+from . import tree as _tree
+from .roles import Adjustments, Roles, adjust
 
 MARK = "__tokenlaw_operator__"
 
@@ -157,6 +160,9 @@ class Domain:
                 for cost, shown on every row through the ranges it searched.
     mask:       "none", "random" or "causal": what masks the operator accepts.
     dtypes:     dtypes the operator supports.
+    roles:      which parameters are the projection biases, the head count, tau, eps_den and the
+                query / key projections (:class:`~tokenlaw.operators.roles.Roles`; the default is
+                the convention of ``operators/projections.py``), so a drawn example adjusts them by role.
 
     The domain of every real scalar parameter (a float in ``params``, named by
     its key at any nesting level) is declared here, once:
@@ -175,7 +181,7 @@ class Domain:
     d_model: tuple = (4, 8)
     n_max: int = 6
     mask: str = "none"
-    dtypes: tuple = ("float64", "float32", "float16", "bfloat16")
+    dtypes: tuple = _dtypes.NAMES
     positive: tuple = ()
     nonnegative: tuple = ()
     reals: tuple = ()
@@ -183,8 +189,11 @@ class Domain:
     fixed_width: bool = False
     d_max: int | None = None
     limits: Any = ()
+    roles: Roles = Roles()
 
     def __post_init__(self):
+        if not isinstance(self.roles, Roles):
+            raise DeclarationError(f"Domain.roles: expected a roles.Roles, got {self.roles!r}")
         limits = dict(self.limits)
         for dt, lim in limits.items():
             if dt not in self.dtypes:
@@ -226,6 +235,11 @@ class Domain:
         """The declared domain of scalar parameter ``name`` (None if the operator has none)."""
         return self._scalars.get(name)
 
+    def adjust(self, params, how: Adjustments):
+        """``params`` (a draw) with a drawn example's :class:`~tokenlaw.operators.roles.Adjustments`
+        applied to the parameters this domain's ``roles`` name, at every nesting level."""
+        return adjust(params, self.roles, how)
+
     def draw(self, gen, d_model: int, dtype=torch.float64) -> dict:
         """The parameters ``params`` builds at width ``d_model`` ({} for an operator declared without any).
 
@@ -235,15 +249,9 @@ class Domain:
         return {} if self.params is None else self.params(gen, d_model, dtype)
 
 
-def scalar_parameters(tree, path=()):
+def scalar_parameters(tree):
     """[(path, value)] of every real scalar (a Python float) in a parameter tree."""
-    if isinstance(tree, float):
-        return [(path, tree)]
-    if isinstance(tree, dict):
-        return [p for k, v in tree.items() for p in scalar_parameters(v, path + (k,))]
-    if isinstance(tree, (list, tuple)):
-        return [p for i, v in enumerate(tree) for p in scalar_parameters(v, path + (i,))]
-    return []
+    return [(path, v) for path, v in _tree.leaves(tree) if isinstance(v, float)]
 
 
 @dataclasses.dataclass(frozen=True)

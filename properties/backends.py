@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 from importlib.metadata import entry_points
 
+from tokenlaw.operators import dtypes as _dtypes
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.xp import TORCH
 
@@ -44,7 +45,7 @@ class Unanswerable(Exception):
     """A contract asked the backend something it cannot say (``weights`` or ``transcendentals`` gave
     None): the cell is *not runnable here*, not violated."""
 
-ALL_DTYPES = ("float64", "float32", "float16", "bfloat16")
+ALL_DTYPES = _dtypes.NAMES
 
 
 class Backend:
@@ -66,7 +67,7 @@ class Backend:
 
     name: str = ""
     reference: bool = False
-    dtypes: tuple = ("float32", "float16", "bfloat16")
+    dtypes: tuple = _dtypes.LOW
     max_n: int | None = None
     autograd: bool = True
     run_env: tuple = ()

@@ -30,11 +30,13 @@ import dataclasses
 import inspect
 from typing import Any, Callable
 
+from tokenlaw.operators import dtypes as _dtypes
+
 from . import verdict as V
 from .backends import Unanswerable
 
 MARK = "__tokenlaw_contract__"
-ALL_DTYPES = ("float64", "float32", "float16", "bfloat16")
+ALL_DTYPES = _dtypes.NAMES
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from tokenlaw.operators import dtypes
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.xp import TORCH
 
@@ -25,7 +26,6 @@ def _eager_probe_only(op, dtype, backend):
 # mass may jump between 1 and 0, and no rounding-error bound exists there.
 THRESHOLD_ULPS = 64
 
-_OTHER_HALF = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}
 
 
 def _where(case) -> str:
@@ -35,13 +35,13 @@ def _where(case) -> str:
 def _probes(reference_case) -> dict:
     """The eager operator in float32 (and, for a half format, the other half format): D's error probes."""
     case = reference_case
-    probes = {torch.float32: case.run(case.x, case.mask, dtype=torch.float32)}
-    if case.dtype in _OTHER_HALF:
-        other = _OTHER_HALF[case.dtype]
+    probes = {torch.float32: case.runner.run(case.x, case.mask, dtype=torch.float32)}
+    if case.dtype in dtypes.OTHER_HALF:
+        other = dtypes.OTHER_HALF[case.dtype]
         # a bfloat16 input past float16's range (65504) is no input of float16: that probe is left out
         # (the float32 one stays); a raise there is an input float16 cannot hold, not D's error
         try:
-            probe = case.run(case.x, case.mask, dtype=other)
+            probe = case.runner.run(case.x, case.mask, dtype=other)
         except InvalidArgument:
             probe = None
         if probe is not None and bool(torch.isfinite(probe).all()) >= bool(torch.isfinite(probes[torch.float32]).all()):
@@ -63,7 +63,7 @@ def set_aside(case, out64: torch.Tensor) -> tuple[torch.Tensor, dict]:
     margin = getattr(case.op.reference, "threshold_margin", None)
     if margin is not None:
         with torch.no_grad():
-            rel = margin(TORCH, case.x, **case.arguments(case.mask, torch.float64))
+            rel = margin(TORCH, case.x, **case.runner.arguments(case.mask, torch.float64))
         near = rel <= THRESHOLD_ULPS * UNIT_ROUNDOFF[case.dtype]
         keep &= ~near
     return keep, {"rows": int(keep.numel()), "set_aside_threshold": int(near.sum()),
@@ -109,7 +109,7 @@ def input_rounding(reference_case, a64) -> torch.Tensor | None:
         return None
     rounded = cast(cast(case.params, case.dtype), torch.float64)
     x = case.x.to(case.dtype).double()
-    return (case.run(x, case.mask, dtype=torch.float64, **rounded).double() - a64.double()).abs()
+    return (case.runner.run(x, case.mask, dtype=torch.float64, **rounded).double() - a64.double()).abs()
 
 
 _NUMERICAL = ("scores_low", "scores_high", "power_overflow", "eps_den_small", "long_row")
@@ -120,7 +120,7 @@ _NUMERICAL = ("scores_low", "scores_high", "power_overflow", "eps_den_small", "l
 # left to the metamorphic contracts, which bound each side by its own measured error.  eps_den is
 # still drawn down to 1e-8 (strategies.eps_dens): the stabilised denominator never forms 1 / eps_den,
 # so a small eps_den must stay accurate.
-@contract(exact=False, dtypes=("float32", "float16", "bfloat16"), universal=True, skip=_eager_probe_only,
+@contract(exact=False, dtypes=dtypes.LOW, universal=True, skip=_eager_probe_only,
           regimes=_NUMERICAL, fuzz=dict(near_null=False, wide_params=False))
 def differential(case):
     """The implementation in dtype D matches the float64 reference within D's predicted rounding error."""
@@ -128,8 +128,8 @@ def differential(case):
     # dtype, so the float32 probe measures this input's conditioning (input
     # rounding included) and its error, scaled by u_D / u_32, predicts D's.
     reference = case.on_reference()
-    a_d = case.run(case.x, case.mask)
-    a_64 = reference.run(case.x, case.mask, dtype=torch.float64)
+    a_d = case.runner.run(case.x, case.mask)
+    a_64 = reference.runner.run(case.x, case.mask, dtype=torch.float64)
     keep, counts = set_aside(case, a_64)
     c = _compare_rows(a_d, a_64, _probes(reference), keep, case.dtype, input_rounding=input_rounding(reference, a_64))
     return _judge(case, c, counts, f"{_where(case)} vs float64")
@@ -148,15 +148,15 @@ def _no_reference(op, dtype, backend):
 # fuzz: no near-null rows: a presence whose |h|^2 is subnormal has a few significant bits, which
 # 1 / sqrt(eps) in a standardisation amplifies far past any rounding bound; those rows are judged
 # exactly by the null contracts.
-@contract(exact=False, dtypes=("float64",), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",),
+@contract(exact=False, dtypes=(dtypes.REFERENCE,), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",),
           fuzz=dict(near_null=False))
 def spec_reference(case):
     """The operator equals its independent reference written from its formula (float64 reference)."""
     # The reference is the formula as written (no stabilisation): rows where it is not
     # finite are set aside and counted, as are rows at a declared discontinuity.
     with torch.no_grad():
-        r64 = case.op.reference(TORCH, case.x, **case.arguments(case.mask, torch.float64))
-    a_d = case.run(case.x, case.mask)
+        r64 = case.op.reference(TORCH, case.x, **case.runner.arguments(case.mask, torch.float64))
+    a_d = case.runner.run(case.x, case.mask)
     if tuple(a_d.shape) != tuple(r64.shape):
         return V.violated(float("inf"), 0.0, f"output shape {tuple(a_d.shape)} vs reference {tuple(r64.shape)}")
     keep, counts = set_aside(case, r64)
@@ -164,7 +164,7 @@ def spec_reference(case):
     # Both sides round: the operator's error is predicted from its float32 probe, the
     # reference's (it is float64 too) from the reference run in float32 where that is finite.
     with torch.no_grad():
-        r32 = case.op.reference(TORCH, case.x.float(), **case.arguments(case.mask, torch.float32))
+        r32 = case.op.reference(TORCH, case.x.float(), **case.runner.arguments(case.mask, torch.float32))
     c = _compare_rows(a_d, r64, _probes(eager), keep, case.dtype, input_rounding=input_rounding(eager, r64),
                       ref_probes={torch.float32: r32})
     return _judge(case, c, counts, f"{_where(case)} vs the independent reference")
@@ -172,11 +172,11 @@ def spec_reference(case):
 
 def _loss_grad(case, x, dtype):
     """(output, d/dx of sum(output * g)) in ``dtype`` on the case's backend; grad None without autograd."""
-    kwargs = case.arguments(case.mask, dtype)
+    kwargs = case.runner.arguments(case.mask, dtype)
     if kwargs.get("mask") is not None:
         kwargs["mask"] = lay_out(kwargs["mask"], case.layout)
     xin = lay_out(x.to(dtype), case.layout).detach().requires_grad_(True)
-    out = case.call(xin, **kwargs)
+    out = case.runner.call(xin, **kwargs)
     if not out.requires_grad:
         return out.detach(), None
     g = case.random_like(out.shape, salt=41).to(out.dtype)
@@ -201,7 +201,7 @@ def finite(case):
     out, grad = _loss_grad(case, case.x, case.dtype)
     bad, half = {}, {}
     in_d = f"{_where(case)} "
-    if case.dtype == torch.float64 and case.implementation.reference:
+    if case.dtype == torch.float64 and case.runner.implementation.reference:
         bad[in_d + "output"] = int((~torch.isfinite(out)).sum())
         if grad is not None:
             (half if case.near_null else bad)[in_d + "gradient"] = int((~torch.isfinite(grad)).sum())
@@ -215,7 +215,7 @@ def finite(case):
             # reported (extra["unjudged_gradient"]) but not judged, and so are backward passes through
             # a near-null row (|h|^2 subnormal: the presence has a few significant bits); both
             # are listed in docs/fuzz.md as defects found, not hidden ones.
-            target = half if case.dtype in _OTHER_HALF or case.near_null else bad
+            target = half if case.dtype in dtypes.OTHER_HALF or case.near_null else bad
             target[in_d + "gradient"] = _non_finite(grad.double(), grad64, case.dtype)
     n = sum(bad.values())
     return V.judge(n, 0, "non-finite entries for finite inputs: "

@@ -32,7 +32,7 @@ def dc_gain(case):
     warm = len(w) - 1
     checks = []
     if case.n > warm:
-        checks.append(relation(case, lambda dt: case.run(const, dtype=dt)[:, warm:],
+        checks.append(relation(case, lambda dt: case.runner.run(const, dtype=dt)[:, warm:],
                                lambda dt: const[:, warm:], "constant input after warm-up"))
     t0 = case.pos % case.n
     impulse = torch.zeros(case.batch, case.n, case.d, dtype=torch.float64)
@@ -41,7 +41,7 @@ def dc_gain(case):
     for k, wk in enumerate(w):
         if t0 + k < case.n:
             expected[:, t0 + k] = wk
-    checks.append(relation(case, lambda dt: case.run(impulse, dtype=dt), lambda dt: expected,
+    checks.append(relation(case, lambda dt: case.runner.run(impulse, dtype=dt), lambda dt: expected,
                            f"impulse at {t0} vs the taps"))
     return worst(*checks)
 

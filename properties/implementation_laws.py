@@ -22,8 +22,8 @@ declaration), because the math has them only there:
 * ``silent_gradient`` -- a silent row (no score above tau) has exactly 0
   gradient w.r.t. every input.
 
-Every law runs the implementation through the case's backend (``Case.run``,
-``Case.call``, ``Backend.run_placed``): the gradient laws judge its backward
+Every law runs the implementation through the case's backend (``case.runner.run``,
+``case.runner.call``, ``Backend.run_placed``): the gradient laws judge its backward
 (eager autograd, or a backend's fused backward kernels).
 """
 from __future__ import annotations
@@ -32,25 +32,25 @@ import dataclasses
 
 import torch
 
-from tokenlaw.operators import projections
+from tokenlaw.operators import dtypes, projections
 from tokenlaw.operators.fir import fir
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.case import cast, dtype_name
+from tokenlaw.operators.dtypes import name as dtype_name
+from tokenlaw.properties.case import cast
 from tokenlaw.properties.contract import contract
 from tokenlaw.properties.differential_laws import FIRST_ORDER_LIMIT
 from tokenlaw.properties.judging import exact_zero, worst
 from tokenlaw.properties.tolerance import K, PROBE, UNIT_ROUNDOFF
 from tokenlaw.properties.tolerance import differential as compare_differential
 
-_LOW = ("float32", "float16", "bfloat16")     # the dtypes an implementation is judged in (float64 is the reference)
 
 
 def _eager(case, x, mask, dtype, rounded_to=None, **overrides):
     """The eager operator in ``dtype``; with ``rounded_to``, on inputs first rounded to that dtype (evaluated in
     float64 that is the exact value of what an implementation computing in ``rounded_to`` is given)."""
     src = dtype if rounded_to is None else rounded_to
-    kwargs = case.arguments(mask, src, **overrides)
+    kwargs = case.runner.arguments(mask, src, **overrides)
     if rounded_to is not None:
         kwargs = cast(kwargs, dtype)
     with torch.no_grad():
@@ -91,20 +91,20 @@ def agreement(case, kernel_out, reference, what) -> V.Verdict:
                                 f"{input_err:.3g}, |ref| <= {scale:.3g})")
 
 
-@contract(exact=False, dtypes=_LOW,
+@contract(exact=False, dtypes=dtypes.LOW,
           implementation="the implementation evaluates the operator's formula; with fp32 accumulation it stays "
                          "within the eager operator's own rounding error in the same dtype")
 def eager_agreement(case):
     """The kernel's output equals the float64 eager reference within the eager operator's own error in that dtype."""
-    return agreement(case, case.run(case.x, case.mask), lambda dt, **r: _eager(case, case.x, case.mask, dt, **r),
+    return agreement(case, case.runner.run(case.x, case.mask), lambda dt, **r: _eager(case, case.x, case.mask, dt, **r),
                      "differential check")
 
 
 def placed_call(case, place=lambda t: t):
     """The case's backend on the case's input in its dtype, every buffer it reads passed through ``place``."""
     with torch.no_grad():
-        return case.implementation.run_placed(case.op, case.x.to(case.dtype), place,
-                                              **case.arguments(case.mask, case.dtype))
+        return case.runner.implementation.run_placed(case.op, case.x.to(case.dtype), place,
+                                              **case.runner.arguments(case.mask, case.dtype))
 
 
 def nan_buffer(t: torch.Tensor, pad: int = 3) -> torch.Tensor:
@@ -125,7 +125,7 @@ def _same_bits(a, b, what) -> V.Verdict:
     return V.violated(d, 0.0, f"{what}: outputs differ (max |diff| = {d:.3g}, NaNs: {int(nan.sum())})")
 
 
-@contract(exact=True, dtypes=_LOW, implementation="every load is masked to the tensor's extent; strides are honoured")
+@contract(exact=True, dtypes=dtypes.LOW, implementation="every load is masked to the tensor's extent; strides are honoured")
 def nan_padding(case):
     """Placing every kernel input inside a larger NaN-filled buffer leaves the output bit-identical."""
     plain = placed_call(case)
@@ -133,16 +133,16 @@ def nan_padding(case):
     return _same_bits(plain, padded, "inputs embedded in NaN buffers (3 NaN slots around every axis)")
 
 
-@contract(exact=True, dtypes=_LOW,
+@contract(exact=True, dtypes=dtypes.LOW,
           implementation="a fixed reduction order and no atomics: reruns are bit-identical")
 def determinism(case):
     """Rerunning the kernel on the same inputs gives bit-identical outputs."""
-    first = case.run(case.x, case.mask)
-    second = case.run(case.x, case.mask)
+    first = case.runner.run(case.x, case.mask)
+    second = case.runner.run(case.x, case.mask)
     return _same_bits(first, second, "two runs on the same input")
 
 
-@contract(exact=False, requires={"presence"}, dtypes=("float32", "float16", "bfloat16"))
+@contract(exact=False, requires={"presence"}, dtypes=dtypes.LOW)
 def null_key_immunity(case):
     """A token whose carrier is null leaves every other output unchanged however large its key."""
     k = case.pos % case.n
@@ -152,7 +152,7 @@ def null_key_immunity(case):
     huge[:, k] = case.random_like(huge[:, k].shape, salt=41, scale=1000.0)
     quiet = carrier.clone()                                  # the same token with x = 0
     keep = [i for i in range(case.n) if i != k]
-    out = case.run(huge, case.mask, carrier=carrier)
+    out = case.runner.run(huge, case.mask, carrier=carrier)
     own = exact_zero(out[:, k], f"output of the null-carrier token {k}")
     rest = agreement(case, out[:, keep], lambda dt, **r: _eager(case, quiet, case.mask, dt, carrier=carrier, **r)[:, keep],
                      f"other tokens when token {k} (null carrier) has a key of scale 1000, vs the same token at x = 0")
@@ -160,7 +160,6 @@ def null_key_immunity(case):
 
 
 # -- gradient laws -------------------------------------------------------------------
-_OTHER_HALF = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}
 
 
 def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> dict:
@@ -176,7 +175,7 @@ def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> d
     x = case.x if x is None else x
     mask = case.mask if mask is None else mask
     leaves = {"x": x.to(dtype).requires_grad_(True)}
-    kwargs = case.arguments(mask, dtype)
+    kwargs = case.runner.arguments(mask, dtype)
     for name, value in list(kwargs.items()):
         if torch.is_tensor(value) and value.is_floating_point() and name != "mask":
             kwargs[name] = leaves[name] = value.detach().clone().requires_grad_(True)
@@ -185,7 +184,7 @@ def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> d
     if carrier is not None:
         kwargs["carrier"] = leaves["carrier"] = carrier.to(dtype).requires_grad_(True)
     with torch.enable_grad():
-        out = case.call(leaves["x"], **kwargs)
+        out = case.runner.call(leaves["x"], **kwargs)
         w = case.random_like(out.shape, salt=11) if cotangent is None else cotangent
         grads = torch.autograd.grad(out, list(leaves.values()), w.to(out.dtype), allow_unused=True)
     return {name: (torch.zeros(t.shape, dtype=torch.float64) if g is None else g.detach().double())
@@ -214,7 +213,7 @@ def _eager_probe_only(op, dtype, backend):
     return None
 
 
-@contract(exact=False, dtypes=_LOW, skip=_eager_probe_only, evaluated="autograd",
+@contract(exact=False, dtypes=dtypes.LOW, skip=_eager_probe_only, evaluated="autograd",
           implementation="the backward evaluates the operator's derivative (a fused backward from saved row "
                          "statistics, with fp32 accumulation)")
 def gradient_agreement(case):
@@ -231,7 +230,7 @@ def gradient_agreement(case):
     reference = case.on_reference()
     got = _affine(gradients(case, case.dtype))
     exact = _affine(gradients(reference, torch.float64))
-    second = _OTHER_HALF.get(case.dtype, PROBE[torch.float32])
+    second = dtypes.OTHER_HALF.get(case.dtype, PROBE[torch.float32])
     probes = {dt: _affine(gradients(reference, dt)) for dt in (torch.float32, second)}
     where = f"{case.backend} {dtype_name(case.dtype)} gradients vs float64 eager"
     # Calibration, for an implementation other than the reference: where the eager operator's
@@ -242,7 +241,7 @@ def gradient_agreement(case):
     # the eager gradient leaves D's range there, the example says nothing (inconclusive).
     # (On the eager backend the implementation *is* the reference: no calibration, so its D
     # gradients are always judged against the prediction.)
-    eager_d = None if case.implementation.reference else _affine(gradients(reference, case.dtype))
+    eager_d = None if case.runner.implementation.reference else _affine(gradients(reference, case.dtype))
     verdicts, inconclusive = [], []
     for name in got:
         tensors = {dt: p[name] for dt, p in probes.items()}
@@ -277,7 +276,7 @@ def gradient_agreement(case):
     return verdict
 
 
-@contract(exact=True, requires={"presence"}, dtypes=_LOW, evaluated="autograd")
+@contract(exact=True, requires={"presence"}, dtypes=dtypes.LOW, evaluated="autograd")
 def null_carrier_gradient(case):
     """A token whose carrier is null gets exactly zero gradient in its token and its carrier, however large its key."""
     k = case.pos % case.n
@@ -292,7 +291,7 @@ def null_carrier_gradient(case):
                  exact_zero(g["carrier"][:, k], f"gradient at token {k}'s null carrier"))
 
 
-@contract(exact=True, requires={"masked"}, dtypes=_LOW, evaluated="autograd")
+@contract(exact=True, requires={"masked"}, dtypes=dtypes.LOW, evaluated="autograd")
 def masked_gradient(case):
     """A source gets exactly zero gradient from the outputs of the receivers it is masked from."""
     j = case.pos % case.n
@@ -305,7 +304,7 @@ def masked_gradient(case):
     return exact_zero(g["x"][:, j], f"gradient at source {j} from the {case.n - 1} receivers masked from it")
 
 
-@contract(exact=True, requires={"causal"}, dtypes=_LOW, evaluated="autograd")
+@contract(exact=True, requires={"causal"}, dtypes=dtypes.LOW, evaluated="autograd")
 def gradient_causality(case):
     """out_t has exactly zero gradient with respect to every token after t."""
     if case.n < 2:
@@ -326,7 +325,7 @@ def _fir_scores(case, dtype):
     return s.masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf"))
 
 
-@contract(exact=True, requires={"causal"}, dtypes=_LOW, evaluated="autograd")
+@contract(exact=True, requires={"causal"}, dtypes=dtypes.LOW, evaluated="autograd")
 def silent_gradient(case):
     """A silent row (no score above tau in any head) has exactly zero gradient with respect to every input."""
     if "tau" not in case.params:
@@ -352,7 +351,7 @@ def silent_gradient(case):
                        extra={"ratio": 0.0, "inconclusive": True})
     silent = peaks < tau                                          # (B, N)
     w = case.random_like((case.batch, case.n, case.d), salt=11) * silent[..., None]
-    shifted = dataclasses.replace(case, tau=tau, _cache={})
+    shifted = dataclasses.replace(case, tau=tau)
     g = gradients(shifted, case.dtype, cotangent=w)
     rows = f"{int(silent.sum())} silent of {silent.numel()} rows"
     return worst(*(exact_zero(t, f"gradient w.r.t. {name} of the outputs of {rows} (tau = {tau:.3g})")

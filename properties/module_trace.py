@@ -21,6 +21,8 @@ import dataclasses
 import torch
 from torch import nn
 
+from tokenlaw.operators import tree
+
 
 @dataclasses.dataclass
 class Call:
@@ -33,16 +35,7 @@ class Call:
 
 def first_tensor(value):
     """The first tensor found in value (a tensor, or nested tuples / lists / dicts)."""
-    if torch.is_tensor(value):
-        return value
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            t = first_tensor(v)
-            if t is not None:
-                return t
-    return None
+    return next((t for _, t in tree.leaves(value) if torch.is_tensor(t)), None)
 
 
 def trace(model: nn.Module, args: tuple, kwargs: dict | None = None) -> list[Call]:

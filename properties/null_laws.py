@@ -98,7 +98,7 @@ def null_gradient(case):
     """A null token's carrier receives exactly zero gradient."""
     nulls = null_positions(case)
     x = with_nulls(case, nulls).to(case.dtype).requires_grad_(True)
-    out = case.call(x, **case.arguments(case.mask))          # eager autograd or the kernels' backward
+    out = case.runner.call(x, **case.runner.arguments(case.mask))          # eager autograd or the kernels' backward
     weights = case.random_like(out.shape, salt=11).to(case.dtype)
     (grad,) = torch.autograd.grad((out * weights).sum(), x)
     return exact_zero(grad[:, list(nulls)], f"gradient at null tokens {list(nulls)}")
@@ -116,9 +116,9 @@ def closure(case):
     x2, m2 = S.insert_null(TORCH, case.x, k), S.insert_visible(case.mask, k)
     keep = S.others(case.n + 1, k)
     # the operator's own output closes the list: a host whose fn is not its last layer is judged on both
-    new = {dt: case.layers(x2, m2, dtype=dt) + [case.run(x2, m2, dtype=dt)]
+    new = {dt: case.runner.layers(x2, m2, dtype=dt) + [case.runner.run(x2, m2, dtype=dt)]
            for dt in {case.dtype, torch.float64, PROBE[case.dtype]}}
-    old = {dt: case.layers(case.x, case.mask, dtype=dt) + [case.run(case.x, case.mask, dtype=dt)] for dt in new}
+    old = {dt: case.runner.layers(case.x, case.mask, dtype=dt) + [case.runner.run(case.x, case.mask, dtype=dt)] for dt in new}
     per_layer = []
     for layer in range(len(new[case.dtype])):
         own = max_abs(new[case.dtype][layer][:, k])

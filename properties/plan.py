@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.operators.errors import InvalidArgument
 
 from . import backends
 from . import verdict as V
-from .case import DTYPES
 from .catalogue import CONTRACTS
 
 

@@ -47,10 +47,10 @@ def visibility(case):
 def weights(case, s, dtype=None, **override):
     """W(S) as the case's backend applies it (``Backend.weights``)."""
     dtype = case.dtype if dtype is None else dtype
-    params = {**law_params(case.arguments(dtype=dtype)), **override}
+    params = {**law_params(case.runner.arguments(dtype=dtype)), **override}
     params.pop("mask", None)
     with torch.no_grad():
-        w = case.implementation.weights(case.op, s, case.mask, dtype, **params)
+        w = case.runner.implementation.weights(case.op, s, case.mask, dtype, **params)
     if w is None:
         raise backends.Unanswerable(f"the {case.backend} backend cannot say which weights it applies")
     return w
@@ -189,7 +189,7 @@ def silence_through_tau(case) -> V.Verdict:
                                       wv=p["wv"], bv=p["bv"], heads=p["heads"])
     top = float(projections.scores(TORCH, q, fir(TORCH, k)).abs().max())
     tau = 1.1 * top + 0.1
-    out = case.run(case.x, case.mask, tau=tau)
+    out = case.runner.run(case.x, case.mask, tau=tau)
     return exact_zero(out, f"output with tau = {tau:.3g} above every score (|S| <= {top:.3g})")
 
 
@@ -198,7 +198,7 @@ def silence(case):
     """All S'_tj = S_tj - tau <= 0 implies row mass 0 and output exactly 0."""
     # The reference is judged on its applied weights (scores chosen at and below tau, the
     # boundary included); another implementation through its inputs (silence_through_tau).
-    if not case.implementation.reference:
+    if not case.runner.implementation.reference:
         return silence_through_tau(case)
     tau = _tau(case)
     # at and below tau, within the dtype's finite range: tau = -65504 in float16 leaves only

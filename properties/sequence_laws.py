@@ -87,7 +87,7 @@ def causality(case):
 def softmax_reduction(case):
     """All tokens active, tau -> 0, eps_den -> 0: the operator reduces to SDPA."""
     # "all tokens active": near-null rows (|h|^2 far below tau) are not in this law's domain
-    x = dataclasses.replace(case, near_null=(), _cache={}).x_dense
+    x = dataclasses.replace(case, near_null=()).x_dense
     tau, eps_den = 1e-30, 1e-300
     attn = {k: v for k, v in case.params.items() if k in ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "heads")}
 
@@ -97,7 +97,7 @@ def softmax_reduction(case):
         mask[:, torch.arange(case.n), torch.arange(case.n)] = 1.0
 
     def limit(dt):
-        return case.run(x, mask, dtype=dt, tau=tau, eps_den=eps_den)
+        return case.runner.run(x, mask, dtype=dt, tau=tau, eps_den=eps_den)
 
     def reference(dt):
         with torch.no_grad():
@@ -120,11 +120,11 @@ def formula_equivalence(case):
     x, mask = case.x, case.mask
 
     def implementation(dt):
-        return case.run(x, mask, dtype=dt)
+        return case.runner.run(x, mask, dtype=dt)
 
     def reference(dt, **overrides):
         with torch.no_grad():
-            return case.op.reference(TORCH, x.to(dt), **case.arguments(mask, dt, **overrides))
+            return case.op.reference(TORCH, x.to(dt), **case.runner.arguments(mask, dt, **overrides))
 
     return relation(case, implementation, reference, "implementation vs direct formula",
                     allowance=log_held_eps_den(case, reference))

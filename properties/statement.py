@@ -139,9 +139,9 @@ def runner(case, dtype) -> Runner:
     it computed in ``dtype``) as float64, so a statement's own arithmetic adds no rounding."""
     def reference(x, mask):
         with torch.no_grad():
-            return case.op.reference(TORCH, x.to(dtype), **case.arguments(mask, dtype)).double()
+            return case.op.reference(TORCH, x.to(dtype), **case.runner.arguments(mask, dtype)).double()
 
-    return Runner(lambda x, mask, **overrides: case.run(x, mask, dtype=dtype, **overrides).double(), reference)
+    return Runner(lambda x, mask, **overrides: case.runner.run(x, mask, dtype=dtype, **overrides).double(), reference)
 
 
 def judge(case, statement, make_run=runner) -> V.Verdict:

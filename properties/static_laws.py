@@ -18,8 +18,8 @@ from .contract import contract
           evaluated="trace")
 def zero_transcendental(case):
     """Evaluating the operator calls no exp, log, tanh or erf."""
-    if not case.implementation.reference:     # what the backend's implementation evaluates on this case
-        calls = case.implementation.transcendentals(case.op, case)
+    if not case.runner.implementation.reference:     # what the backend's implementation evaluates on this case
+        calls = case.runner.implementation.transcendentals(case.op, case)
         if calls is None:
             raise backends.Unanswerable(f"the {case.backend} backend cannot say which transcendental "
                                         "functions it evaluates")
@@ -30,7 +30,7 @@ def zero_transcendental(case):
     # bypasses xp, but not torch's function mode).
     rec, seen = Recording(TORCH), _TorchTranscendentals()
     with torch.no_grad(), seen:
-        case.op.fn(rec, case.x, **case.arguments(case.mask, torch.float64))
+        case.op.fn(rec, case.x, **case.runner.arguments(case.mask, torch.float64))
     calls = dict(rec.transcendental_calls)
     for name, k in seen.calls.items():
         calls[f"torch.{name}"] = k
@@ -80,7 +80,7 @@ class _TorchTranscendentals(TorchFunctionMode):
 def gradcheck(case):
     """Analytic float64 gradients match finite differences (torch.autograd.gradcheck)."""
     x = case.x.clone().requires_grad_(True)
-    kwargs = case.arguments(case.mask, torch.float64)
+    kwargs = case.runner.arguments(case.mask, torch.float64)
 
     def f(inp):
         return case.op.fn(TORCH, inp, **kwargs)

@@ -68,6 +68,8 @@ import dataclasses
 
 import torch
 
+from tokenlaw.operators import dtypes
+
 K = 8.0
 # The bound is first order in u: valid only while a rounding error is small against the output.  A probe
 # whose own normwise error passes this fraction of the output's scale has left its linear regime (bfloat16
@@ -75,15 +77,10 @@ K = 8.0
 # by the output's range and no longer grows with u), so scaling it by u_D / u_P predicts nothing.
 FIRST_ORDER_LIMIT = 1 / 16
 TINY_FLOOR = 64          # underflowed terms an output may accumulate, times the smallest subnormal
-PROBE = {torch.float64: torch.float32, torch.float16: torch.float32,
-         torch.bfloat16: torch.float32, torch.float32: torch.bfloat16}
-TINY = {dt: torch.finfo(dt).smallest_normal * torch.finfo(dt).eps for dt in PROBE}
-UNIT_ROUNDOFF = {
-    torch.float64: 2.0 ** -53,
-    torch.float32: 2.0 ** -24,
-    torch.float16: 2.0 ** -11,
-    torch.bfloat16: 2.0 ** -8,
-}
+# P of each D: float32, except for float32 itself, whose probe is bfloat16 (see above).
+PROBE = {dt: torch.bfloat16 if dt == torch.float32 else torch.float32 for dt in dtypes.FLOATS}
+TINY = {dt: torch.finfo(dt).smallest_normal * torch.finfo(dt).eps for dt in dtypes.FLOATS}
+UNIT_ROUNDOFF = dtypes.UNIT_ROUNDOFF
 
 
 @dataclasses.dataclass

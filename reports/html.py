@@ -17,6 +17,7 @@ import math
 import re
 from xml.sax.saxutils import escape
 
+from tokenlaw.operators import dtypes as _dtypes
 from tokenlaw.properties import verdict as V
 
 from .svgplot import PALETTE, Series, chart
@@ -28,7 +29,7 @@ CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPE
          V.NOT_APPLICABLE: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk",
          V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad", V.BAD_RAISED: "bad"}
 COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "miss": "#9c36b5", "unk": "#868e96", "na": "#ced4da"}
-DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
+DTYPE_ORDER = _dtypes.NAMES
 # The matrix shows one short mark per row (the full outcome is in the cell's tooltip and the legend).
 MARK = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "viol.", V.BAD_UNEXPECTED: "FAIL",
         V.BAD_NOT_REPRODUCED: "NOT REPR.", V.BAD_RAISED: "RAISED", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r", V.OUT_BY_DESIGN: "n/a"}

@@ -19,7 +19,8 @@ after the solver has answered (:func:`check`):
    (``tokenlaw/properties``: it runs the same statement on both), and
    ``operators/arguments.py``: its checks only raise ``InvalidArgument`` or
    return their argument (a mask cast to x's dtype, same 0/1 values), and
-   skip the value checks on traced values by design.  A type branch in
+   skip the value checks on traced values by design; and ``operators/tree.py``,
+   the parameter-tree walk, which only rebuilds containers.  A type branch in
    *operator* code is never excluded: where floating point needs another
    step than exact reals, that step is a namespace primitive
    (``xp.log_full``, ``xp.denominator_floor``).
@@ -57,6 +58,7 @@ import torch
 import z3
 
 import tokenlaw.operators as _operators
+from tokenlaw.operators import tree
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
@@ -86,7 +88,9 @@ REL_TOL = REL_NOISE
 _OPERATORS = os.path.dirname(os.path.realpath(_operators.__file__)) + os.sep
 # Namespace implementations (their job is to differ between backends) and validation-only code
 # (module docstring): never counted.
-_NOT_COUNTED = frozenset(os.path.join(_OPERATORS, f) for f in ("xp.py", "ordered_xp.py", "arguments.py"))
+# operators/tree.py walks the containers of a parameter tree and computes nothing: the trace's
+# inputs pass through it (objarray.traced) where the eager run's floats need no walk.
+_NOT_COUNTED = frozenset(os.path.join(_OPERATORS, f) for f in ("xp.py", "ordered_xp.py", "arguments.py", "tree.py"))
 
 
 def counted_files(op):
@@ -173,17 +177,8 @@ class Finding:
 
 # -- random in-domain points -----------------------------------------------------------------
 
-def _flatten(tree, prefix="", path=()) -> dict:
-    out = {}
-    if torch.is_tensor(tree) or isinstance(tree, float):
-        out[prefix + ".".join(map(str, path))] = tree
-    elif isinstance(tree, dict):
-        for k, u in tree.items():
-            out.update(_flatten(u, prefix, path + (k,)))
-    elif isinstance(tree, (list, tuple)):
-        for i, u in enumerate(tree):
-            out.update(_flatten(u, prefix, path + (i,)))
-    return out
+def _flatten(params, prefix="") -> dict:
+    return {tree.dotted(path, prefix): v for path, v in tree.leaves(params) if torch.is_tensor(v) or isinstance(v, float)}
 
 
 def _spread(op, name: str, gen) -> float:
@@ -437,9 +432,7 @@ def _close(a: float, b: float, scale: float) -> bool:
 
 def _arrays(value) -> list:
     """The arrays in an output (an array, or a host's list of layer states)."""
-    if isinstance(value, (list, tuple)):
-        return [a for v in value for a in _arrays(v)]
-    return [value] if torch.is_tensor(value) or isinstance(value, np.ndarray) else []
+    return [a for _, a in tree.leaves(value) if torch.is_tensor(a) or isinstance(a, np.ndarray)]
 
 
 def _compare(ns, ev, traced_value, eager_value, what: str) -> str | None:

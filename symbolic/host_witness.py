@@ -29,6 +29,7 @@ import dataclasses
 import numpy as np
 import torch
 
+from tokenlaw.operators import tree
 from tokenlaw.operators.xp import TORCH
 
 from . import laws as L
@@ -53,13 +54,13 @@ class Witness:
 
 def tensors(template, value):
     """A counterexample's JSON values back as float64 tensors / floats, shaped like the problem's ``template``."""
-    if isinstance(template, np.ndarray):
-        return float(value) if template.ndim == 0 else torch.as_tensor(value, dtype=torch.float64)
-    if isinstance(template, dict):
-        return {k: tensors(t, value[k]) for k, t in template.items()}
-    if isinstance(template, (list, tuple)):
-        return type(template)(tensors(t, u) for t, u in zip(template, value))
-    return value
+    def leaf(path, t):
+        v = tree.get(value, path)
+        if isinstance(t, np.ndarray):
+            return float(v) if t.ndim == 0 else torch.as_tensor(v, dtype=torch.float64)
+        return v
+
+    return tree.map_with_path(leaf, template)
 
 
 def _reach(op, x, mask, params, b):

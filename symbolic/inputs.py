@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import z3
 
+from tokenlaw.operators import tree
 from tokenlaw.operators.errors import DeclarationError
 
 from .objarray import objects, scalar
@@ -144,8 +145,8 @@ def symbolic_params(op, sym: Symbols, d: int, *, mode: str = "symbolic", seed: i
     """The operator's parameters as z3 terms (see the module docstring for the two modes)."""
     drawn = draw_params(op, d, seed)
 
-    def walk(v, path):
-        name = prefix + ".".join(map(str, path))
+    def leaf(path, v):
+        name = tree.dotted(path, prefix)
         if torch.is_tensor(v):
             if mode == "concrete":
                 return objects(tuple(v.shape), lambda idx: z3.Q(round(float(v[idx]) * 100), 100))
@@ -155,13 +156,9 @@ def symbolic_params(op, sym: Symbols, d: int, *, mode: str = "symbolic", seed: i
             for cond, why in domain_premises(op, path[-1], s[()], name):
                 sym.premise(cond, why)
             return s
-        if isinstance(v, dict):
-            return {k: walk(u, path + (k,)) for k, u in v.items()}
-        if isinstance(v, (list, tuple)):
-            return type(v)(walk(u, path + (i,)) for i, u in enumerate(v))
         return v
 
-    params = walk(drawn, ())
+    params = tree.map_with_path(leaf, drawn)
     # The FIR operator's taps are its parameter (symbols on their declared domain); an
     # attention over FIR keys keeps its fixed taps (its `taps=` exists for the weights probe).
     taps = inspect.signature(op.fn).parameters.get("taps")
@@ -182,8 +179,8 @@ def symbolic_taps(sym: Symbols, count: int, prefix: str = "") -> tuple:
 def concrete(params, values: dict, prefix: str = ""):
     """Symbolic params -> float64 tensors / floats for the eager replay, reading symbols from ``values``."""
 
-    def walk(v, path):
-        name = prefix + ".".join(map(str, path))
+    def leaf(path, v):
+        name = tree.dotted(path, prefix)
         if isinstance(v, np.ndarray):
             if name in values:
                 return values[name]
@@ -191,10 +188,6 @@ def concrete(params, values: dict, prefix: str = ""):
                 return to_float(z3.simplify(v[()]))
             return torch.as_tensor(np.vectorize(lambda t: to_float(z3.simplify(t)), otypes=[float])(v),
                                    dtype=torch.float64)
-        if isinstance(v, dict):
-            return {k: walk(u, path + (k,)) for k, u in v.items()}
-        if isinstance(v, (list, tuple)):
-            return type(v)(walk(u, path + (i,)) for i, u in enumerate(v))
         return v
 
-    return walk(params, ())
+    return tree.map_with_path(leaf, params)

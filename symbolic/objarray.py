@@ -34,6 +34,7 @@ import sys
 
 import numpy as np
 
+from tokenlaw.operators import tree
 from tokenlaw.operators.xp import PRIMITIVES
 
 _HERE = os.path.abspath(__file__)
@@ -207,20 +208,18 @@ def untraced(arr):
     return out
 
 
-def traced(tree):
+def traced(inputs):
     """Inputs of a trace: every term in these (nested) object arrays becomes a :class:`Term`."""
-    if isinstance(tree, np.ndarray):
-        if tree.dtype != object:
-            return tree
-        out = np.empty(tree.shape, dtype=object)
-        for idx in np.ndindex(*tree.shape):
-            out[idx] = wrap(tree[idx])
-        return out
-    if isinstance(tree, dict):
-        return {k: traced(v) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(traced(v) for v in tree)
-    return tree
+    return tree.map(_traced_array, inputs)
+
+
+def _traced_array(leaf):
+    if not isinstance(leaf, np.ndarray) or leaf.dtype != object:
+        return leaf
+    out = np.empty(leaf.shape, dtype=object)
+    for idx in np.ndindex(*leaf.shape):
+        out[idx] = wrap(leaf[idx])
+    return out
 
 
 def scalar(term) -> np.ndarray:

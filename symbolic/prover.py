@@ -49,6 +49,7 @@ import sympy
 import torch
 import z3
 
+from tokenlaw.operators import tree
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
@@ -330,13 +331,7 @@ def _counterexample(problem, v: dict, failed: list) -> dict:
 
 
 def _jsonable(p):
-    if hasattr(p, "tolist"):
-        return p.tolist()
-    if isinstance(p, dict):
-        return {k: _jsonable(u) for k, u in p.items()}
-    if isinstance(p, (list, tuple)):
-        return [_jsonable(u) for u in p]
-    return p
+    return tree.map(lambda u: u.tolist() if hasattr(u, "tolist") else u, p, sequence=list)
 
 
 def shapes_text(problem) -> str:

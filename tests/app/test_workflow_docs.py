@@ -8,12 +8,11 @@ import pytest
 import torch
 
 from tokenlaw.operators.arguments import null_threshold
+from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.app import cli, docs_cmd
 from tokenlaw.reports import writers
-
-DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def test_topics_and_the_generated_laws(capsys):

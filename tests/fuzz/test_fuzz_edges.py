@@ -8,7 +8,8 @@ from tokenlaw.fuzz.strategies import tiny_magnitudes
 from tokenlaw.operators import projections
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.operators.xp import TORCH
-from tokenlaw.properties.case import DTYPES, Case
+from tokenlaw.operators.dtypes import DTYPES
+from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS
 
 REG = default_registry()
@@ -23,7 +24,7 @@ def test_near_null_token_with_subnormal_norm_is_handled(dtype):
     sq = (h * h).sum(-1)
     assert bool((h != 0).any()), "the near-null row must not already be exactly null in this dtype"
     assert float(sq.max()) < torch.finfo(dtype).tiny, "|h|^2 must be subnormal or underflow to 0"
-    out = case.run(case.x, case.mask)
+    out = case.runner.run(case.x, case.mask)
     assert torch.isfinite(out).all()
     for name in ("null_receiver", "null_source_insertion", "permutation_equivariance", "mask_respect"):
         v = CONTRACTS[name](case)
@@ -41,17 +42,17 @@ def test_null_token_with_huge_key_leaves_oattention_outputs_unchanged(dtype):
     assert not v.violated, v.detail
     # and directly: the old tokens' outputs do not move at all in float64
     x2 = torch.cat([case.x[:, :1], torch.zeros_like(case.x[:, :1]), case.x[:, 1:]], dim=1)
-    a = case.run(x2, None, dtype=torch.float64)[:, [0, 2, 3]]
-    b = case.run(case.x, None, dtype=torch.float64)
+    a = case.runner.run(x2, None, dtype=torch.float64)[:, [0, 2, 3]]
+    b = case.runner.run(case.x, None, dtype=torch.float64)
     torch.testing.assert_close(a, b, rtol=1e-12, atol=0.0)
-    assert float(case.run(x2, None, dtype=torch.float64)[:, 1].abs().max()) == 0.0
+    assert float(case.runner.run(x2, None, dtype=torch.float64)[:, 1].abs().max()) == 0.0
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES.values()), ids=list(DTYPES))
 def test_fully_masked_row_gives_zero_not_nan(dtype):
     case = Case(op=REG["oattention"], dtype=dtype, n=4, d=4, seed=5, mask_kind="empty_row", pos=2, bias_scale=16.0)
     assert float(case.mask[:, 2].abs().max()) == 0.0
-    out = case.run(case.x, case.mask)
+    out = case.runner.run(case.x, case.mask)
     assert torch.isfinite(out).all()
     assert bool((out[:, 2] == 0).all()), out[:, 2]
     assert CONTRACTS["empty_support"](case).status == "holds"
@@ -63,7 +64,7 @@ def test_half_precision_null_receivers_are_exact_zeros(op, dtype):
     spec = REG[op]
     for seed in range(5):
         case = Case(op=spec, dtype=dtype, n=5, d=4, seed=seed, null=(0, 3), scale=4.0)
-        out = case.run(case.x, case.mask)
+        out = case.runner.run(case.x, case.mask)
         zeros = out[:, [0, 3]]
         assert zeros.dtype == dtype
         assert bool((zeros == 0).all()), zeros        # 0.0, not 1e-30

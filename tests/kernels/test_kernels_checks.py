@@ -270,7 +270,7 @@ def test_kernel_weights_are_the_eager_weights(op, dtype, registry):
 
     case = Case(op=registry[op], dtype=dtype, backend="triton", n=11, batch=2, seed=3)
     s = score_laws.scores(case)
-    params = case.weight_params(torch.float64)
+    params = case.runner.weight_params(torch.float64)
     kern = TRITON.weights(case.op, s, case.mask, dtype, **params).double()
     ref = TRITON.weights(case.op, s, case.mask, torch.float64, **params)    # the eager weights in float64
     # Rounding q = sqrt(n) S to the dtype moves each score by ~u |S|; pn's x^10

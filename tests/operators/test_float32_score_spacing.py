@@ -42,7 +42,7 @@ def _first_scores(case, x, mask, dtype, monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(OA, "oattention_core", recording)
-        case.layers(x, mask, dtype=dtype)
+        case.runner.layers(x, mask, dtype=dtype)
     return seen[0]
 
 

@@ -25,8 +25,8 @@ FAILED = dict(dtype="float64", seed=761, batch=1, n=2, d=8, null=(0,), pos=0, pe
 
 def _sides(case):
     def reference(dt, **overrides):
-        return case.op.reference(sequence_laws.TORCH, case.x.to(dt), **case.arguments(case.mask, dt, **overrides))
-    return (lambda dt: case.run(case.x, case.mask, dtype=dt)), reference
+        return case.op.reference(sequence_laws.TORCH, case.x.to(dt), **case.runner.arguments(case.mask, dt, **overrides))
+    return (lambda dt: case.runner.run(case.x, case.mask, dtype=dt)), reference
 
 
 def test_the_replayed_failure_holds_and_failed_without_the_term():

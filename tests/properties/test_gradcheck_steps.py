@@ -37,7 +37,7 @@ class _Scaled(torch.autograd.Function):
 
 
 def _case(fn, x):
-    return types.SimpleNamespace(x=x, mask=None, arguments=lambda mask, dtype: {},
+    return types.SimpleNamespace(x=x, mask=None, runner=types.SimpleNamespace(arguments=lambda mask, dtype: {}),
                                  op=types.SimpleNamespace(fn=lambda xp, inp: fn(inp)))
 
 

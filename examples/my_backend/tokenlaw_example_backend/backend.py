@@ -87,7 +87,7 @@ class ExampleBackend(Backend):
     def transcendentals(self, op, case) -> dict:
         """Every torch exp/log/tanh/... call this implementation evaluates on the case's input (float32)."""
         with torch.no_grad(), CountTranscendentals() as counter:
-            self.run(op, case.x.to(torch.float32), **case.arguments(case.mask, torch.float32))
+            self.run(op, case.x.to(torch.float32), **case.runner.arguments(case.mask, torch.float32))
         return dict(counter.calls)
 
     def describe(self) -> dict:

@@ -1,0 +1,89 @@
+"""Which drawn parameters are what: the declaration's answer, so the tiers adjust parameters by role, not by name.
+
+A drawn example may push an operator's parameters into a corner: huge
+projection biases (a null token then has a huge key), another head count, a
+presence threshold or denominator epsilon at an edge, every attention score
+pinned near a large offset.  Which parameters play those parts is a fact of
+the operator's declaration (``Domain(roles=...)``); the default is the
+convention of :mod:`tokenlaw.operators.projections`, which every attention
+here follows.  :func:`adjust` applies a set of :class:`Adjustments` at every
+nesting level of the tree (a host keeps one parameter dict per block).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import tree
+
+_SPREAD = 1.0 / 16     # what is left of the drawn projections when the scores are pinned at an offset
+
+
+@dataclasses.dataclass(frozen=True)
+class Roles:
+    """The parameter names that play each part (a name the tree lacks is simply never met).
+
+    biases:    projection biases, multiplied by ``bias_scale``;
+    heads:     the head count; threshold: the presence threshold (tau); eps_den: the denominator epsilon;
+    query / key: the (weight, bias) pairs whose product is the attention score.
+    """
+
+    biases: tuple = ("bq", "bk", "bv")
+    heads: str = "heads"
+    threshold: str = "tau"
+    eps_den: str = "eps_den"
+    query: tuple = ("wq", "bq")
+    key: tuple = ("wk", "bk")
+
+
+@dataclasses.dataclass(frozen=True)
+class Adjustments:
+    """What a drawn example changes; each default leaves the parameters as drawn."""
+
+    bias_scale: float = 1.0
+    heads: int | None = None
+    threshold: float | None = None
+    eps_den: float | None = None
+    score_offset: float = 0.0
+
+
+def adjust(params, roles: Roles, how: Adjustments):
+    """``params`` with ``how`` applied at every nesting level: overrides first, then the score offset."""
+    def leaf(path, v):
+        k = path[-1] if path else None
+        if k in roles.biases and how.bias_scale != 1.0:
+            return v * how.bias_scale
+        for name, new in ((roles.heads, how.heads), (roles.threshold, how.threshold), (roles.eps_den, how.eps_den)):
+            if k == name and new is not None:
+                return new
+        return v
+
+    out = tree.map_with_path(leaf, params)
+    if not how.score_offset:
+        return out
+    return tree.map_nodes(lambda block: _offset_scores(block, roles, how.score_offset), out,
+                          lambda node: isinstance(node, dict) and _scored(node, roles))
+
+
+def _scored(block: dict, roles: Roles) -> bool:
+    return {*roles.query, *roles.key, roles.heads} <= set(block)
+
+
+def _offset_scores(block: dict, roles: Roles, offset: float) -> dict:
+    """Pin every attention score of ``block`` near ``offset``: s_ij = offset + O(spread).
+
+    The drawn q, k projections (weights and biases) are scaled by 1/16 and a
+    constant a (resp. sign(offset) a) is added to every entry of the query
+    (key) bias with sqrt(dh) a^2 = |offset|, so <q_i, k_j> / sqrt(dh) =
+    offset plus a small token-dependent part: all scores of a row are
+    strongly negative (or positive) together, the regime where exp(-max) and
+    exp(max) overflow.
+    """
+    (wq, bq), (wk, bk) = roles.query, roles.key
+    dh = block[bq].shape[-1] // block[roles.heads]
+    a = (abs(offset) / dh ** 0.5) ** 0.5
+    sign = 1.0 if offset > 0 else -1.0
+    out = dict(block)
+    out[wq], out[wk] = block[wq] * _SPREAD, block[wk] * _SPREAD
+    out[bq] = block[bq] * _SPREAD + a
+    out[bk] = block[bk] * _SPREAD + sign * a
+    return out
