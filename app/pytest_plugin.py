@@ -100,7 +100,7 @@ class ContractRow(pytest.Item):
         self.user_properties.append(("outcome", outcome))
         if outcome in V.FAILING:
             raise RowFailed(self._explain(outcome))
-        if outcome in V.UNDECIDED | V.NOT_RUN | {V.OUT_BY_DESIGN, V.NOT_APPLICABLE}:
+        if outcome in V.UNDECIDED | V.NOT_RUN | {V.Outcome.NOT_APPLICABLE_BY_DESIGN, V.Outcome.UNDECLARED}:
             details = "; ".join(f"{c.dtype}: {c.verdict.detail}" for c in self.row.cells if c.verdict)
             pytest.skip(f"{self.row.id}: {outcome} ({details})")
 

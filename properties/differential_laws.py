@@ -79,7 +79,7 @@ def _judge(case, c, counts, what) -> V.Verdict:
                  f"{counts['set_aside_not_finite']} with a non-finite float64 value")
     if c is None:
         return V.holds(0.0, 0.0, f"{what}: inconclusive, no row left to compare{aside}",
-                       extra={"ratio": 0.0, "inconclusive": True, **counts})
+                       extra={"ratio": 0.0, **counts}, inconclusive=True)
     if c.predicted_relative > FIRST_ORDER_LIMIT:
         # The bound is a first-order (linear in u) prediction: it is only valid
         # while the predicted error is small against the output.  Beyond that
@@ -87,7 +87,7 @@ def _judge(case, c, counts, what) -> V.Verdict:
         # example says nothing either way, and is not counted as evidence.
         return V.holds(0.0, 0.0, f"{what}: inconclusive, predicted relative error {c.predicted_relative:.2g} "
                        f"> {FIRST_ORDER_LIMIT} is outside the first-order error model{aside}",
-                       extra={"ratio": 0.0, "inconclusive": True, **counts})
+                       extra={"ratio": 0.0, **counts}, inconclusive=True)
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |difference| = {c.discrepancy:.3g} vs predicted bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside})",

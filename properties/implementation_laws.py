@@ -270,10 +270,11 @@ def gradient_agreement(case):
     if not verdicts:
         return V.holds(0.0, 0.0, f"{where}: inconclusive for {inconclusive} (beyond first order, or the eager "
                                  f"gradient in {dtype_name(case.dtype)} leaves its range)",
-                       extra={"ratio": 0.0, "inconclusive": True})
+                       extra={"ratio": 0.0}, inconclusive=True)
     verdict = worst(*verdicts)
     if inconclusive:
-        verdict.detail += f"; inconclusive for {inconclusive} (beyond first order, or out of range)"
+        verdict = dataclasses.replace(
+            verdict, detail=verdict.detail + f"; inconclusive for {inconclusive} (beyond first order, or out of range)")
     return verdict
 
 
@@ -349,7 +350,7 @@ def silent_gradient(case):
     if margin <= noise:
         return V.holds(0.0, 0.0, f"inconclusive: widest gap between row peaks {2 * margin:.3g} is within the "
                                  f"{dtype_name(case.dtype)} score rounding {noise:.3g}",
-                       extra={"ratio": 0.0, "inconclusive": True})
+                       extra={"ratio": 0.0}, inconclusive=True)
     silent = peaks < tau                                          # (B, N)
     w = case.random_like((case.batch, case.n, case.d), salt=11) * silent[..., None]
     shifted = dataclasses.replace(case, tau=tau, _cache={})

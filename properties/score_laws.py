@@ -7,6 +7,8 @@ body that normalises otherwise than it declares fails the law it breaks.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from tokenlaw.operators import projections
@@ -127,12 +129,12 @@ def score_shift_invariance(case):
             w = weigher(case_, dtype)
             return lambda s_, **o: w(s_, **o) * keep
     verdict = S.judge(case, lambda xp, w: shift_invariant(xp, w, s, c), make)
-    verdict.detail = f"row shifts up to {float(c.abs().max()):.3g}: " + verdict.detail
+    verdict = dataclasses.replace(verdict, detail=f"row shifts up to {float(c.abs().max()):.3g}: " + verdict.detail)
     if near is not None and bool(near.any()):
-        verdict.detail += f"; set aside {int(near.sum())} of {near.numel()} rows at the threshold"
-        verdict.extra["set_aside_threshold"] = int(near.sum())
-        if bool(near.all()):
-            verdict.extra["inconclusive"] = True
+        verdict = dataclasses.replace(
+            verdict, detail=verdict.detail + f"; set aside {int(near.sum())} of {near.numel()} rows at the threshold",
+            extra={**verdict.extra, "set_aside_threshold": int(near.sum())},
+            inconclusive=verdict.inconclusive or bool(near.all()))
     return verdict
 
 
@@ -141,8 +143,7 @@ def tau_covariance(case):
     """W(S + c, tau + c) = W(S, tau) for every constant c."""
     s, c, tau = scores(case), case.shift, _tau(case)
     verdict = S.judge(case, lambda xp, w: tau_covariant(xp, w, s, c, tau), weigher)
-    verdict.detail = f"shift c = {c:.3g} of scores and tau: " + verdict.detail
-    return verdict
+    return dataclasses.replace(verdict, detail=f"shift c = {c:.3g} of scores and tau: " + verdict.detail)
 
 
 def max_negative(w) -> float:

@@ -425,23 +425,21 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
             if q.steps and not host:
                 # only induction steps fail: a block is not closed on some state, which is
                 # no counterexample of the composed model (the caller then decides directly)
-                base["extra"]["step"] = True
                 return V.Verdict(V.REFUTED, disc, bound,
                                  f"induction step refuted at {shapes_text(problem)} (not a counterexample of the "
                                  f"whole): '{failed[0] if failed else '?'}', replayed on the eager code: {what}: "
                                  f"discrepancy {disc:.3g} > {bound:.3g}", counterexample=ce,
-                                 seconds=time.perf_counter() - start, **base)
+                                 seconds=time.perf_counter() - start, step=True, **base)
             return V.Verdict(V.REFUTED, disc, bound,
                              f"refuted at {shapes_text(problem)}: z3 model violates '{failed[0] if failed else '?'}'; "
                              f"replayed on the eager float64 code: {what}: discrepancy {disc:.3g} > {bound:.3g}",
                              counterexample=ce, seconds=time.perf_counter() - start, **base)
         # block this assignment of the inputs and ask again
         s.add(z3.Or([sym != model.eval(sym, model_completion=True) for sym in _input_terms(problem)]))
-    base["extra"]["mismatch"] = True
     return V.Verdict(V.UNKNOWN, max(tried, default=0.0), 0.0,
                      f"MISMATCH: z3 found counterexamples at {shapes_text(problem)} but none of {len(tried)} replayed "
                      f"on the eager code (discrepancies {tried}): model/implementation mismatch",
-                     seconds=time.perf_counter() - start, **base)
+                     seconds=time.perf_counter() - start, mismatch=True, **base)
 
 
 def _domain_mismatch(problem, v, err, failed, start, base) -> V.Verdict:
@@ -564,7 +562,7 @@ def tied_to_eager(op, contract: str, verdict: V.Verdict, *, n=None, d=None, star
     (a refutation already replays on the eager code)."""
     if verdict.status not in (V.PROVED, V.SAMPLED):
         return verdict
-    mode = "concrete" if verdict.extra.get("params", "symbols") != "symbols" else "symbolic"
+    mode = "concrete" if (verdict.params or "symbols") != "symbols" else "symbolic"
     problem = build_problem(op, contract, n=n, d=d, mode=mode)
     found, summary = coverage.check(op, problem)
     extra = dict(verdict.extra)
@@ -604,23 +602,24 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
             return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract} for {op.name}: {type(err).__name__}: {err}",
                              tier="symbolic", seconds=time.perf_counter() - start)
         verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout, cache)
-        if verdict.extra.get("step") and problem.fallback is not None:
+        if verdict.step and problem.fallback is not None:
             verdict = _after_step(op, problem, verdict, timeout, start, cache)
-        verdict.extra["params"] = "symbols" if m == "symbolic" else \
+        params = "symbols" if m == "symbolic" else \
             "weights: drawn values rounded to rationals /100; scalars (tau, eps_den, taps) symbols"
-        if m == "concrete" and verdict.status == V.PROVED:
+        status, detail = verdict.status, verdict.detail
+        if m == "concrete" and status == V.PROVED:
             # one drawn sample of the weights: evidence, not a proof for every weight
-            verdict.status = V.SAMPLED
-            verdict.detail = "holds for sampled weights (NOT proved for all weights): " + verdict.detail
-        verdict.detail += f" [parameters: {verdict.extra['params']}]"
-        if verdict.status != V.UNKNOWN or verdict.extra.get("mismatch"):
+            status, detail = V.SAMPLED, "holds for sampled weights (NOT proved for all weights): " + detail
+        verdict = dataclasses.replace(verdict, status=status, detail=detail + f" [parameters: {params}]",
+                                      params=params)
+        if verdict.status != V.UNKNOWN or verdict.mismatch:
             break
-    verdict.seconds = time.perf_counter() - start
+    verdict = dataclasses.replace(verdict, seconds=time.perf_counter() - start)
     if checked is not None:
-        verdict.extra["host_check"] = checked.detail
+        verdict = dataclasses.replace(verdict, extra={**verdict.extra, "host_check": checked.detail})
         if whole:
-            verdict.detail = f"judged as a whole, not by induction: host check failed: {checked.detail}; " \
-                             + verdict.detail
+            verdict = dataclasses.replace(verdict, detail=f"judged as a whole, not by induction: host check failed: "
+                                                          f"{checked.detail}; " + verdict.detail)
     return verdict
 
 
@@ -645,13 +644,12 @@ def _via_closure(op, *, timeout, mode, start, cache) -> V.Verdict | None:
     failure of closure proves nothing about the output."""
     via = prove_cell(op, "closure", timeout=timeout, mode=mode, cache=cache)
     if via.status in (V.PROVED, V.SAMPLED, V.NOT_TRACEABLE):
-        via.detail = f"{via.status} via closure (which implies it for the output): " + via.detail
-        via.seconds = time.perf_counter() - start
-        return via
-    if via.status != V.REFUTED or not via.extra.get("witness"):
+        return dataclasses.replace(via, detail=f"{via.status} via closure (which implies it for the output): "
+                                               + via.detail, seconds=time.perf_counter() - start)
+    if via.status != V.REFUTED or not via.witness:
         return None
     n, d = default_shape(op, "null_source_insertion")
-    mode = "symbolic" if via.extra.get("params") == "symbols" else "concrete"
+    mode = "symbolic" if via.params == "symbols" else "concrete"
     direct = build_problem(op, "null_source_insertion", n=n, d=d, mode=mode, whole=True)
     ce = via.counterexample
     if ce is None or np.shape(ce["x"]) != (1, n, d or 1):
@@ -664,13 +662,13 @@ def _via_closure(op, *, timeout, mode, start, cache) -> V.Verdict | None:
     if not reproduces(disc, bound):
         return None
     return V.Verdict(V.REFUTED, disc, bound,
-                     f"refuted at {shapes_text(direct)} via closure's host counterexample ({via.extra['witness']}), "
+                     f"refuted at {shapes_text(direct)} via closure's host counterexample ({via.witness}), "
                      f"replayed on op.fn's output: {what}: discrepancy {disc:.3g} > {bound:.3g} "
-                     f"[parameters: {via.extra.get('params')}]",
+                     f"[parameters: {via.params}]",
                      counterexample=_counterexample(direct, v, [what]), seconds=time.perf_counter() - start,
                      tier="symbolic", dtype="real",
-                     extra=dict(solver=SOLVER, shapes=direct.shapes, statement=direct.statement,
-                                witness=via.extra["witness"], params=via.extra.get("params")))
+                     extra=dict(solver=SOLVER, shapes=direct.shapes, statement=direct.statement),
+                     witness=via.witness, params=via.params)
 
 
 def _after_step(op, problem, first: V.Verdict, timeout, start, cache) -> V.Verdict:
@@ -683,18 +681,19 @@ def _after_step(op, problem, first: V.Verdict, timeout, start, cache) -> V.Verdi
     ce = first.counterexample or {}
     found, why = host_witness.search(op, ce, ce.get("failed", []), whole)
     if found is not None:
-        extra = {k: v for k, v in first.extra.items() if k not in ("step", "argument")}
-        extra.update(statement=whole.statement, witness=found.how)
+        extra = {k: v for k, v in first.extra.items() if k != "argument"}
+        extra.update(statement=whole.statement)
         return V.Verdict(V.REFUTED, found.discrepancy, found.bound,
                          f"refuted at {shapes_text(whole)}: the induction was not proved (an induction step is "
                          f"refuted: '{ce.get('failed', ['?'])[0]}'), and a host input that reaches a violating "
                          f"state ({found.how}), replayed on the eager whole host: {found.what}: discrepancy "
                          f"{found.discrepancy:.3g} > {found.bound:.3g}",
                          counterexample=_counterexample(whole, found.values, [found.what]),
-                         seconds=time.perf_counter() - start, tier="symbolic", dtype="real", extra=extra)
+                         seconds=time.perf_counter() - start, tier="symbolic", dtype="real", extra=extra,
+                         witness=found.how)
     verdict = prove_problem(whole, timeout, start + CELL_BUDGET * timeout, cache)
-    verdict.detail += f" (the stronger statement was not proved: {first.status}: {first.detail[:400]}; {why})"
-    return verdict
+    return dataclasses.replace(verdict, detail=verdict.detail + f" (the stronger statement was not proved: "
+                                                                f"{first.status}: {first.detail[:400]}; {why})")
 
 
 def prove_rows(registry, rows, *, timeout: float = DEFAULT_TIMEOUT, progress=None) -> list:
@@ -713,4 +712,4 @@ def prove_rows(registry, rows, *, timeout: float = DEFAULT_TIMEOUT, progress=Non
 
 def is_mismatch(verdict: V.Verdict) -> bool:
     """A refutation that did not replay: a failure of the suite, whatever the declaration."""
-    return bool(verdict.extra.get("mismatch"))
+    return verdict.mismatch
