@@ -1,30 +1,37 @@
-"""The contract catalogue: the laws of ``MODULES``, marked with ``@contract`` (``contract.py``), collected into
+"""The contract catalogue: the laws marked with ``@contract`` (``contract.py``) in the ``*_laws`` modules of
+this package -- found, like operators, by walking the package, never listed by hand -- collected into
 ``CONTRACTS``; and the operator registry validated against it (``collect``, ``default_registry``)."""
 from __future__ import annotations
 
 import functools
 import importlib
 import inspect
+import pkgutil
 
 from tokenlaw.operators import registry
 
 from .contract import ALL_DTYPES, MARK, Contract, Gap, contract  # noqa: F401  (re-exported)
 
-MODULES = (
-    "tokenlaw.properties.null_laws",
-    "tokenlaw.properties.sequence_laws",
-    "tokenlaw.properties.score_laws",
-    "tokenlaw.properties.filter_laws",
-    "tokenlaw.properties.static_laws",
-    "tokenlaw.properties.differential_laws",
-    "tokenlaw.properties.implementation_laws",
-)
+LAWS_SUFFIX = "_laws"
 
 
-def collect_contracts(modules=MODULES) -> dict[str, Contract]:
+def laws_modules(package: str = __package__) -> tuple[str, ...]:
+    """The modules of ``package`` that hold contracts: every ``*_laws`` module, ordered by its ``ORDER``
+    (where the catalogue, ``tokenlaw list`` and the reports list its laws; none: last), then by name."""
+    pkg = importlib.import_module(package)
+    names = [info.name for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + ".")
+             if info.name.rsplit(".", 1)[-1].endswith(LAWS_SUFFIX)]
+    return tuple(sorted(names, key=lambda name: (getattr(importlib.import_module(name), "ORDER", float("inf")),
+                                                 name)))
+
+
+def collect_contracts(*targets) -> dict[str, Contract]:
+    """The contracts marked in ``targets`` (modules or their names; none: this package's ``*_laws`` modules).
+
+    A law without a one-line docstring, or a name declared twice, is a declaration error naming the file."""
     out: dict[str, Contract] = {}
-    for name in modules:
-        module = importlib.import_module(name)
+    for target in targets or laws_modules():
+        module = importlib.import_module(target) if isinstance(target, str) else target
         for fn in vars(module).values():
             opts = getattr(fn, MARK, None)
             if opts is None or fn.__module__ != module.__name__:

@@ -8,9 +8,12 @@ from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
 from .case import cast, lay_out
-from .contract import Gap, contract
+from .contract import FuzzOptions, Gap, contract
 from .tolerance import UNIT_ROUNDOFF
 from .tolerance import differential as compare_differential
+
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 60
 
 
 def _eager_probe_only(op, dtype, backend):
@@ -122,7 +125,7 @@ _NUMERICAL = ("scores_low", "scores_high", "power_overflow", "eps_den_small", "l
 # still drawn down to 1e-8 (strategies.eps_dens): the stabilised denominator never forms 1 / eps_den,
 # so a small eps_den must stay accurate.
 @contract(exact=False, dtypes=("float32", "float16", "bfloat16"), universal=True, skip=_eager_probe_only,
-          regimes=_NUMERICAL, fuzz=dict(near_null=False, wide_params=False))
+          regimes=_NUMERICAL, fuzz=FuzzOptions(near_null=False, wide_params=False))
 def differential(case):
     """The implementation in dtype D matches the float64 reference within D's predicted rounding error."""
     # All runs take the same float64 inputs and round them to their own
@@ -148,7 +151,7 @@ def _no_reference(op, dtype, backend):
 # 1 / sqrt(eps) in a standardisation amplifies far past any rounding bound; those rows are judged
 # exactly by the null contracts.
 @contract(exact=False, dtypes=("float64",), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",),
-          fuzz=dict(near_null=False))
+          fuzz=FuzzOptions(near_null=False))
 def spec_reference(case):
     """The operator equals its independent reference written from SPEC's formula (float64 reference)."""
     # The reference is the formula as written (no stabilisation): rows where it is not

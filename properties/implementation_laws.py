@@ -43,6 +43,9 @@ from tokenlaw.properties.judging import exact_zero, worst
 from tokenlaw.properties.tolerance import K, PROBE, UNIT_ROUNDOFF
 from tokenlaw.properties.tolerance import differential as compare_differential
 
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 70
+
 _LOW = ("float32", "float16", "bfloat16")     # the dtypes an implementation is judged in (float64 is the reference)
 
 
