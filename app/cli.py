@@ -121,7 +121,8 @@ def cmd_check(args) -> int:
             print(f"  {outcome[i]}: {i}")
         for c in writers.not_runnable_cells(doc.rows):
             print(f"  not runnable here: {c.id}: {c.verdict.detail}")
-        designed = sum(1 for c in doc.cells if c.verdict is not None and c.verdict.status == V.Status.NOT_APPLICABLE_BY_DESIGN)
+        designed = sum(1 for c in doc.cells
+                       if c.verdict is not None and c.verdict.status == V.Status.NOT_APPLICABLE_BY_DESIGN)
         if designed:
             print(f"  {designed} cells not applicable by design (each reason listed once in the report)")
     return of_result(summ["result"])

@@ -125,7 +125,8 @@ def summary(rows: list[dict]) -> dict:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or _mismatch(r)) for r in rows),
                   proof=is_proof(rows))
-    by_design = [c for r in rows for c in r["cells"] if (c.get("verdict") or {}).get("status") == V.Status.NOT_APPLICABLE_BY_DESIGN]
+    by_design = [c for r in rows for c in r["cells"]
+                 if (c.get("verdict") or {}).get("status") == V.Status.NOT_APPLICABLE_BY_DESIGN]
     return {"result": st["result"], "rows": len(judged),
             "cells": sum(len(r["cells"]) for r in rows) - len(by_design),
             "outcomes": dict(sorted(counts.items())), "failing": st["failing"], "undecided": st["undecided"],

@@ -24,14 +24,15 @@ from .document import ratio, summary
 from .text import HOW_TO_READ, by_design, by_reason, first_counterexample, headline, run_line
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
-         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.Outcome.NOT_APPLICABLE_BY_DESIGN: "na",
-         V.Outcome.UNDECLARED: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk",
+         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk",
+         V.Outcome.NOT_APPLICABLE_BY_DESIGN: "na", V.Outcome.UNDECLARED: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk",
          V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad"}
 COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "miss": "#9c36b5", "unk": "#868e96", "na": "#ced4da"}
 DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
 # The matrix shows one short mark per row (the full outcome is in the cell's tooltip and the legend).
 MARK = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "viol.", V.BAD_UNEXPECTED: "FAIL",
-        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r", V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a"}
+        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r",
+        V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a"}
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:16px 24px;color:#212529;max-width:1400px}
@@ -127,7 +128,8 @@ def discrepancy_charts(doc: dict) -> list[str]:
         for r in doc["rows"]:
             for c in r["cells"]:
                 v = c["verdict"]
-                if c["dtype"] != dt or v is None or v["status"] in (V.UNKNOWN, V.NOT_RUNNABLE, V.Status.NOT_APPLICABLE_BY_DESIGN):
+                if c["dtype"] != dt or v is None or \
+                        v["status"] in (V.UNKNOWN, V.NOT_RUNNABLE, V.Status.NOT_APPLICABLE_BY_DESIGN):
                     continue
                 d, b = _num(v["discrepancy"]), _num(v["bound"])
                 if r["exact"] or b <= 0:
