@@ -1,12 +1,14 @@
 """The contract catalogue: the laws marked with ``@contract`` (``contract.py``) in the ``*_laws`` modules of
-this package -- found, like operators, by walking the package, never listed by hand -- collected into
-``CONTRACTS``; and the operator registry validated against it (``collect``, ``default_registry``)."""
+this package and in the modules installed plug-ins register under the ``tokenlaw.contracts`` entry-point
+group -- found like operators, never listed by hand -- collected into ``CONTRACTS``; and the operator
+registry validated against it (``collect``, ``default_registry``)."""
 from __future__ import annotations
 
 import functools
 import importlib
 import inspect
 import pkgutil
+from importlib.metadata import entry_points
 
 from tokenlaw.operators import registry
 
@@ -25,12 +27,21 @@ def laws_modules(package: str = __package__) -> tuple[str, ...]:
                                                  name)))
 
 
+ENTRY_POINTS = "tokenlaw.contracts"
+
+
+def contract_modules() -> tuple[str, ...]:
+    """Where the catalogue's contracts are declared: this package's ``*_laws`` modules, then the modules
+    installed plug-ins register under the ``tokenlaw.contracts`` entry-point group (as operators are found)."""
+    return laws_modules() + tuple(ep.value for ep in entry_points(group=ENTRY_POINTS))
+
+
 def collect_contracts(*targets) -> dict[str, Contract]:
-    """The contracts marked in ``targets`` (modules or their names; none: this package's ``*_laws`` modules).
+    """The contracts marked in ``targets`` (modules or their names; none: :func:`contract_modules`).
 
     A law without a one-line docstring, or a name declared twice, is a declaration error naming the file."""
     out: dict[str, Contract] = {}
-    for target in targets or laws_modules():
+    for target in targets or contract_modules():
         module = importlib.import_module(target) if isinstance(target, str) else target
         for fn in vars(module).values():
             opts = getattr(fn, MARK, None)

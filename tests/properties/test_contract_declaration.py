@@ -158,3 +158,18 @@ def test_the_name_check_can_fail():
     bad = 'def prove(contract):\n    if contract == "null_source_insertion":\n        return "via closure"\n'
     assert _named_contracts(ROOT / "symbolic" / "prover.py", bad) == [(2, "null_source_insertion")]
     assert _named_contracts(ROOT / "symbolic" / "laws.py", 'kind = "finite"') == []
+
+
+def test_a_plugin_registers_its_laws_module_like_its_operators(monkeypatch):
+    """An installed plug-in's contracts come from the ``tokenlaw.contracts`` entry-point group."""
+    import sys
+    from importlib.metadata import EntryPoint
+
+    from tokenlaw.properties import catalogue
+
+    monkeypatch.setitem(sys.modules, "user_law_fixture", USER)
+    fake = [EntryPoint(name="demo", value="user_law_fixture", group=catalogue.ENTRY_POINTS)]
+    monkeypatch.setattr(catalogue, "entry_points", lambda group: fake if group == catalogue.ENTRY_POINTS else [])
+    assert catalogue.contract_modules()[-1] == "user_law_fixture"
+    found = collect_contracts()
+    assert "homogeneity" in found and set(CONTRACTS) < set(found)
