@@ -41,7 +41,7 @@ def judge(registry, row, *, examples: int = 10, seed: int = 0, replay_dir=None, 
         record(outcome)
     if outcome in V.FAILING:
         pytest.fail(explain(row, outcome, replay_dir, modules), pytrace=False)   # the message is the whole story
-    if outcome in V.UNDECIDED | V.NOT_RUN | {V.OUT_BY_DESIGN, V.NOT_APPLICABLE}:
+    if outcome in V.UNDECIDED | V.NOT_RUN | {V.Outcome.NOT_APPLICABLE_BY_DESIGN, V.Outcome.UNDECLARED}:
         details = "; ".join(f"{c.dtype}: {c.verdict.detail}" for c in row.cells if c.verdict)
         pytest.skip(f"{row.id}: {outcome} ({details})")
     return outcome

@@ -134,7 +134,8 @@ def cmd_check(args) -> int:
                 print(f"      replay: {writers.replay_command(failed[0].replay, doc.meta)}")
         for c in writers.not_runnable_cells(doc.rows):
             print(f"  not runnable here: {c.id}: {c.verdict.detail}")
-        designed = sum(1 for c in doc.cells if c.verdict is not None and c.verdict.status == V.BY_DESIGN)
+        designed = sum(1 for c in doc.cells
+                       if c.verdict is not None and c.verdict.status == V.Status.NOT_APPLICABLE_BY_DESIGN)
         if designed:
             print(f"  {writers.counted(designed, 'cell')} not applicable by design (each reason listed once in "
                   "the report)")

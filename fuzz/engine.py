@@ -15,6 +15,7 @@ relative to its bound.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import time
 from unittest import mock
@@ -135,7 +136,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     impl = backends.get(backend)
     reason = contract.skip(op, dtype_name(dtype), impl) if contract.skip else None
     if reason:
-        status = V.NOT_RUNNABLE if isinstance(reason, Gap) else V.BY_DESIGN
+        status = V.NOT_RUNNABLE if isinstance(reason, Gap) else V.Status.NOT_APPLICABLE_BY_DESIGN
         return V.Verdict(status, detail=reason, dtype=dtype_name(dtype))
     why = impl.not_runnable(dtype_name(dtype))
     if why:
@@ -159,7 +160,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)
         seen["not_finite"] += v.extra.get("set_aside_not_finite", 0)
         seen["set_aside"] = seen["threshold"] + seen["not_finite"]
-        if v.extra.get("inconclusive") or v.status == V.NOT_RUNNABLE:
+        if v.inconclusive or v.status == V.NOT_RUNNABLE:
             # judged nothing: every row set aside, outside the error model, or unanswerable here
             seen["inconclusive"] += 1
             seen["not_runnable"] += v.status == V.NOT_RUNNABLE
@@ -197,17 +198,16 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         detail, extra = _coverage(detail, dict(best.extra), visits, seen, searched, limit)
         extra["judged_examples"] = judged
         return V.Verdict(status, best.discrepancy, best.bound, detail, examples=seen["n"],
-                         seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra)
+                         seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra,
+                         inconclusive=best.inconclusive)
     v = contract.judge(found)
     judged = V.Verdict(v.status, v.discrepancy, v.bound, v.detail)   # what a replay re-judges: no search notes
-    v.detail, v.extra = _coverage(v.detail, dict(v.extra), visits, seen, searched, limit)
-    v.extra["found_at"] = seen.get("found_at", seen["n"])
-    v.counterexample = found.describe()
-    v.examples = seen["n"]
-    v.seconds = time.perf_counter() - start
-    v.dtype = dtype_name(dtype)
+    detail, extra = _coverage(v.detail, dict(v.extra), visits, seen, searched, limit)
+    extra["found_at"] = seen.get("found_at", seen["n"])
+    v = dataclasses.replace(v, detail=detail, extra=extra, counterexample=found.describe(), examples=seen["n"],
+                            seconds=time.perf_counter() - start, dtype=dtype_name(dtype))
     if replay_dir is not None and v.violated:
-        v.replay = R.store(found, contract.name, judged, replay_dir, mutant=mutant)
+        v = dataclasses.replace(v, replay=R.store(found, contract.name, judged, replay_dir, mutant=mutant))
     return v
 
 

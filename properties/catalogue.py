@@ -1,30 +1,48 @@
-"""The contract catalogue: the laws of ``MODULES``, marked with ``@contract`` (``contract.py``), collected into
-``CONTRACTS``; and the operator registry validated against it (``collect``, ``default_registry``)."""
+"""The contract catalogue: the laws marked with ``@contract`` (``contract.py``) in the ``*_laws`` modules of
+this package and in the modules installed plug-ins register under the ``tokenlaw.contracts`` entry-point
+group -- found like operators, never listed by hand -- collected into ``CONTRACTS``; and the operator
+registry validated against it (``collect``, ``default_registry``)."""
 from __future__ import annotations
 
 import functools
 import importlib
 import inspect
+import pkgutil
+from importlib.metadata import entry_points
 
 from tokenlaw.operators import registry
 
 from .contract import ALL_DTYPES, MARK, Contract, Gap, contract  # noqa: F401  (re-exported)
 
-MODULES = (
-    "tokenlaw.properties.null_laws",
-    "tokenlaw.properties.sequence_laws",
-    "tokenlaw.properties.score_laws",
-    "tokenlaw.properties.filter_laws",
-    "tokenlaw.properties.static_laws",
-    "tokenlaw.properties.differential_laws",
-    "tokenlaw.properties.implementation_laws",
-)
+LAWS_SUFFIX = "_laws"
 
 
-def collect_contracts(modules=MODULES) -> dict[str, Contract]:
+def laws_modules(package: str = __package__) -> tuple[str, ...]:
+    """The modules of ``package`` that hold contracts: every ``*_laws`` module, ordered by its ``ORDER``
+    (where the catalogue, ``tokenlaw list`` and the reports list its laws; none: last), then by name."""
+    pkg = importlib.import_module(package)
+    names = [info.name for info in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + ".")
+             if info.name.rsplit(".", 1)[-1].endswith(LAWS_SUFFIX)]
+    return tuple(sorted(names, key=lambda name: (getattr(importlib.import_module(name), "ORDER", float("inf")),
+                                                 name)))
+
+
+ENTRY_POINTS = "tokenlaw.contracts"
+
+
+def contract_modules() -> tuple[str, ...]:
+    """Where the catalogue's contracts are declared: this package's ``*_laws`` modules, then the modules
+    installed plug-ins register under the ``tokenlaw.contracts`` entry-point group (as operators are found)."""
+    return laws_modules() + tuple(ep.value for ep in entry_points(group=ENTRY_POINTS))
+
+
+def collect_contracts(*targets) -> dict[str, Contract]:
+    """The contracts marked in ``targets`` (modules or their names; none: :func:`contract_modules`).
+
+    A law without a one-line docstring, or a name declared twice, is a declaration error naming the file."""
     out: dict[str, Contract] = {}
-    for name in modules:
-        module = importlib.import_module(name)
+    for target in targets or contract_modules():
+        module = importlib.import_module(target) if isinstance(target, str) else target
         for fn in vars(module).values():
             opts = getattr(fn, MARK, None)
             if opts is None or fn.__module__ != module.__name__:

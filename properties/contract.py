@@ -19,10 +19,18 @@ tables of each tier:
 * ``implementation`` -- the law is claimed by *every* non-reference backend
   for every operator it implements; the string is the reason (why an
   implementation of a declared operator must obey it);
-* ``fuzz`` -- bounds on the fuzz tier's drawn domain (keywords of
-  ``tokenlaw.fuzz.strategies.cases``), each for a stated reason;
-* ``symbolic`` -- the prover's shapes: ``dict(shape=(n, d), host_shape=(n, d))``,
-  or ``dict(none="reason")`` for a law with no real-arithmetic statement.
+* ``fuzz`` -- :class:`FuzzOptions`: bounds on the fuzz tier's drawn domain
+  (keywords of ``tokenlaw.fuzz.strategies.cases``), each for a stated reason;
+* ``symbolic`` -- :class:`SymbolicOptions`: the statement the symbolic tier
+  instantiates, at which positions, with which further symbolic inputs and
+  premises, at which shapes -- or ``none="reason"`` for a law with no
+  real-arithmetic statement.  The tier instantiates every contract from these
+  options alone (``tokenlaw.symbolic.laws.build``); only a genuine proof
+  strategy of its own (a host's induction) is named, by strategy, in ``host=``.
+
+Adding a contract is therefore one function with one ``@contract(...)`` in a
+``*_laws.py`` module of this package (found by ``catalogue``, like operators),
+plus a claim on an operator.
 """
 from __future__ import annotations
 
@@ -37,6 +45,80 @@ from .backends import Unanswerable
 
 MARK = "__tokenlaw_contract__"
 ALL_DTYPES = _dtypes.NAMES
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class FuzzOptions:
+    """Bounds on the fuzz tier's drawn domain: keywords of ``tokenlaw.fuzz.strategies.cases``.
+
+    ``FuzzOptions(near_null=False, wide_params=False)``; ``bounds`` holds them as sorted items (hashable)."""
+
+    bounds: tuple = ()
+
+    def __init__(self, **bounds):
+        object.__setattr__(self, "bounds", tuple(sorted(bounds.items())))   # the frozen record's one field
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """Where a symbolic statement is instantiated: ``n`` tokens of width ``d``, whether the operator takes
+    a mask, and its (symbolic) parameter tree.  What the callables of :class:`SymbolicOptions` receive."""
+
+    n: int
+    d: int
+    masked: bool
+    params: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SymbolicOptions:
+    """How the symbolic tier states a contract (``tokenlaw.symbolic.laws.build`` reads nothing else).
+
+    ``statement`` is the law as both tiers evaluate it (``tokenlaw.properties.statement``): its
+    parameters are filled by name from the traced arrays (``x``, ``mask``, ``run`` over tokens;
+    ``s``, ``mask``, ``weights`` over scores), the further ``inputs``, the keywords of one position
+    and the operator's parameters (e.g. ``tau``, ``taps``).  Where the fuzz tier judges one drawn
+    position, the symbolic tier proves every position of ``at`` (or every enumerated case of ``cases``).
+    """
+
+    shape: tuple | None = None          # (n, d): tokens and width, as small as the law needs
+    host_shape: tuple | None = None     # (n, d) for a host (two blocks of everything)
+    none: str = ""                      # no real-arithmetic statement: why (the cell is not runnable symbolically)
+    statement: Callable | None = None   # statement(xp, run | weights, ...) -> [Claim]
+    over: str = "tokens"                # "tokens": x (1, n, d); "scores": s (1, n, n), the weights the code applies
+    mask: str = "domain"                # "domain": m_ii = 1 (the domain of Case.mask); "free": any 0/1 mask
+    inputs: tuple = ()                  # ((name, kind), ...) further symbols; kind in INPUT_KINDS
+    at: Callable | None = None          # at(Instance) -> [keywords]: every position (default: one, no keywords)
+    cases: Callable | None = None       # cases(Instance) -> [(keywords, hidden (i, j) mask entries)]: enumerated
+    case_premise: str = ""              # the premise of a case, in words (its hidden entries are m_ij = 0)
+    bounds: Callable | None = None      # bounds(v) -> [(array, upper or None for 0, why)]: premises array <= upper
+    tokens: Callable | None = None      # tokens(Instance) -> n: the statement needs more tokens than shape says
+    says: Callable | None = None        # says(Instance) -> the instantiated law, in words
+    shapes: tuple = ()                  # further (name, value) entries of the reported shapes
+    exp_product: bool = False           # instantiate the axiom exp(a) exp(b) = exp(a + b)
+    host: str = ""                      # on a host: the tier's proof strategy of that name (e.g. "closure_induction")
+    implied_by: str = ""                # on a checked host: a contract whose proof implies this one
+
+    def __post_init__(self):
+        if self.over not in OVER:
+            raise ValueError(f"symbolic: over: expected one of {OVER}, got {self.over!r}")
+        if self.mask not in MASKS:
+            raise ValueError(f"symbolic: mask: expected one of {MASKS}, got {self.mask!r}")
+        bad = [kind for _, kind in self.inputs if kind not in INPUT_KINDS]
+        if bad:
+            raise ValueError(f"symbolic: inputs: kinds {bad} not among {INPUT_KINDS}")
+        if self.none and (self.statement or self.host):
+            raise ValueError("symbolic: none= (no symbolic form) contradicts a statement= or host=")
+        if (self.statement or self.host) and self.shape is None:
+            raise ValueError("symbolic: a statement= or host= needs shape=(n, d) (tokens and width to trace at)")
+        if self.statement is not None and self.says is None:
+            raise ValueError("symbolic: a statement= needs says= (the instantiated law, in words, for the proofs)")
+
+
+OVER = ("tokens", "scores")
+MASKS = ("domain", "free")
+# token: (1, d); sequence: (1, n, d); row: (1, n, 1) per-row constants; level: (1, 1, d); real: a scalar
+INPUT_KINDS = ("token", "sequence", "row", "level", "real")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,16 +136,12 @@ class Contract:
     unjudged: str = ""               # evaluated="reference": why another backend's implementation is not judged
     form: Callable | None = None     # form(op) -> why op cannot be judged on a non-reference backend, or None
     implementation: str = ""         # non-empty: claimed by every non-reference backend, for this reason
-    fuzz: Any = ()                   # keyword bounds for the fuzz tier's strategy (as a sorted tuple of items)
-    symbolic: Any = ()               # the prover's shapes / no-form reason (as a sorted tuple of items)
+    fuzz: FuzzOptions = FuzzOptions()              # bounds of the fuzz tier's drawn domain
+    symbolic: SymbolicOptions = SymbolicOptions()  # nothing declared: the symbolic tier has no law for it
 
     @property
     def fuzz_bounds(self) -> dict:
-        return dict(self.fuzz)
-
-    @property
-    def symbolic_options(self) -> dict:
-        return dict(self.symbolic)
+        return dict(self.fuzz.bounds)
 
     @property
     def law(self) -> str:
@@ -90,7 +168,6 @@ class Gap(str):
 
 
 EVALUATED = ("output", "weights", "autograd", "trace", "reference")
-_SYMBOLIC_KEYS = frozenset({"shape", "host_shape", "none"})
 
 
 def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal=False, skip=None, regimes=(),
@@ -110,15 +187,18 @@ def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal
         raise ValueError(f"evaluated: expected one of {EVALUATED}, got {evaluated!r}")
     if evaluated == "reference" and not unjudged:
         raise ValueError("evaluated='reference' needs unjudged= (why another backend is not judged)")
-    if set(symbolic or {}) - _SYMBOLIC_KEYS:
-        raise ValueError(f"symbolic: expected keys among {sorted(_SYMBOLIC_KEYS)}, got {sorted(symbolic)}")
+    fuzz = FuzzOptions() if fuzz is None else fuzz
+    symbolic = SymbolicOptions() if symbolic is None else symbolic
+    if not isinstance(fuzz, FuzzOptions):
+        raise ValueError(f"fuzz: expected FuzzOptions(...), got {fuzz!r}")
+    if not isinstance(symbolic, SymbolicOptions):
+        raise ValueError(f"symbolic: expected SymbolicOptions(...), got {symbolic!r}")
 
     def mark(fn):
         setattr(fn, MARK, dict(exact=exact, requires=frozenset(requires), dtypes=tuple(dtypes),
                                needs=frozenset(needs), universal=universal, skip=skip, regimes=tuple(regimes),
                                evaluated=evaluated, unjudged=unjudged, form=form, implementation=implementation,
-                               fuzz=tuple(sorted((fuzz or {}).items())),
-                               symbolic=tuple(sorted((symbolic or {}).items()))))
+                               fuzz=fuzz, symbolic=symbolic))
         return fn
 
     return mark

@@ -9,9 +9,12 @@ from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
 from .case import cast, lay_out
-from .contract import Gap, contract
+from .contract import FuzzOptions, Gap, contract
 from .tolerance import FIRST_ORDER_LIMIT, UNIT_ROUNDOFF
 from .tolerance import differential as compare_differential
+
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 60
 
 
 def _eager_probe_only(op, dtype, backend):
@@ -78,7 +81,7 @@ def _judge(case, c, counts, what) -> V.Verdict:
                  f"{counts['set_aside_not_finite']} with a non-finite float64 value")
     if c is None:
         return V.holds(0.0, 0.0, f"{what}: inconclusive, no row left to compare{aside}",
-                       extra={"ratio": 0.0, "inconclusive": True, **counts})
+                       extra={"ratio": 0.0, **counts}, inconclusive=True)
     if c.predicted_relative > FIRST_ORDER_LIMIT:
         # The bound is a first-order (linear in u) prediction: it is only valid
         # while the predicted error is small against the output.  Beyond that
@@ -86,7 +89,7 @@ def _judge(case, c, counts, what) -> V.Verdict:
         # example says nothing either way, and is not counted as evidence.
         return V.holds(0.0, 0.0, f"{what}: inconclusive, predicted relative error {c.predicted_relative:.2g} "
                        f"> {FIRST_ORDER_LIMIT} is outside the first-order error model{aside}",
-                       extra={"ratio": 0.0, "inconclusive": True, **counts})
+                       extra={"ratio": 0.0, **counts}, inconclusive=True)
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |difference| = {c.discrepancy:.3g} vs predicted bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside})",
@@ -121,7 +124,7 @@ _NUMERICAL = ("scores_low", "scores_high", "power_overflow", "eps_den_small", "l
 # still drawn down to 1e-8 (strategies.eps_dens): the stabilised denominator never forms 1 / eps_den,
 # so a small eps_den must stay accurate.
 @contract(exact=False, dtypes=dtypes.LOW, universal=True, skip=_eager_probe_only,
-          regimes=_NUMERICAL, fuzz=dict(near_null=False, wide_params=False))
+          regimes=_NUMERICAL, fuzz=FuzzOptions(near_null=False, wide_params=False))
 def differential(case):
     """The implementation in dtype D matches the float64 reference within D's predicted rounding error."""
     # All runs take the same float64 inputs and round them to their own
@@ -149,7 +152,7 @@ def _no_reference(op, dtype, backend):
 # 1 / sqrt(eps) in a standardisation amplifies far past any rounding bound; those rows are judged
 # exactly by the null contracts.
 @contract(exact=False, dtypes=(dtypes.REFERENCE,), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",),
-          fuzz=dict(near_null=False))
+          fuzz=FuzzOptions(near_null=False))
 def spec_reference(case):
     """The operator equals its independent reference written from its formula (float64 reference)."""
     # The reference is the formula as written (no stabilisation): rows where it is not

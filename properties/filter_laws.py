@@ -6,8 +6,11 @@ import torch
 from . import statement as S
 from tokenlaw.operators.references import spec_taps
 
-from .contract import contract
+from .contract import SymbolicOptions, contract
 from .judging import relation, worst
+
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 40
 
 _FILTER = dict(requires={"filter"})
 
@@ -23,7 +26,26 @@ def taps(case) -> tuple:
     return spec_taps()
 
 
-@contract(exact=False, **_FILTER, symbolic=dict(shape=(7, 1)))
+def dc_response(xp, run, x, level, taps):
+    """A constant input comes out unchanged after the warm-up (len(taps) - 1 tokens); an impulse at 0 comes out
+    as the taps (statement, symbolic tier: tokenlaw.properties.statement)."""
+    n, warm = x.shape[1], len(taps) - 1
+    const = level * xp.ones_like(x)
+    claims = [S.equal(run(const, None)[:, warm:], const[:, warm:], f"constant input after the {warm}-token warm-up")]
+    impulse = xp.zeros_like(x)
+    impulse[:, 0] = 1
+    expected = xp.zeros_like(x)
+    for k, w in enumerate(taps):
+        if k < n:
+            expected[:, k] = w
+    return claims + [S.equal(run(impulse, None), expected, "impulse at 0 vs the taps")]
+
+
+@contract(exact=False, **_FILTER,
+          symbolic=SymbolicOptions(shape=(7, 1), statement=dc_response, inputs=(("level", "level"),),
+                                   tokens=lambda at: max(at.n, len(at.params["taps"])),
+                                   says=lambda at: f"constant in => constant out from token "
+                                                   f"{len(at.params['taps']) - 1}; impulse at 0 => the taps"))
 def dc_gain(case):
     """A constant input comes out unchanged after the warm-up; an impulse comes out as the taps."""
     w = taps(case)
@@ -51,7 +73,10 @@ def superposes(xp, run, x, y, a, b):
     return [S.equal(run(a * x + b * y, None), a * run(x, None) + b * run(y, None), f"a = {a}, b = {b}")]
 
 
-@contract(exact=False, **_FILTER, symbolic=dict(shape=(3, 1)))
+@contract(exact=False, **_FILTER,
+          symbolic=SymbolicOptions(shape=(3, 1), statement=superposes, inputs=(("y", "sequence"), ("a", "real"),
+                                                                                ("b", "real")),
+                                   says=lambda at: "F(a x + b y) = a F(x) + b F(y) for all reals a, b"))
 def linearity(case):
     """F(a x + b y) = a F(x) + b F(y)."""
     a, b = case.shift, -0.75

@@ -44,6 +44,8 @@ from tokenlaw.properties.judging import exact_zero, worst
 from tokenlaw.properties.tolerance import K, PROBE, UNIT_ROUNDOFF
 from tokenlaw.properties.tolerance import differential as compare_differential
 
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 70
 
 
 def _eager(case, x, mask, dtype, rounded_to=None, **overrides):
@@ -269,10 +271,11 @@ def gradient_agreement(case):
     if not verdicts:
         return V.holds(0.0, 0.0, f"{where}: inconclusive for {inconclusive} (beyond first order, or the eager "
                                  f"gradient in {dtype_name(case.dtype)} leaves its range)",
-                       extra={"ratio": 0.0, "inconclusive": True})
+                       extra={"ratio": 0.0}, inconclusive=True)
     verdict = worst(*verdicts)
     if inconclusive:
-        verdict.detail += f"; inconclusive for {inconclusive} (beyond first order, or out of range)"
+        verdict = dataclasses.replace(
+            verdict, detail=verdict.detail + f"; inconclusive for {inconclusive} (beyond first order, or out of range)")
     return verdict
 
 
@@ -348,7 +351,7 @@ def silent_gradient(case):
     if margin <= noise:
         return V.holds(0.0, 0.0, f"inconclusive: widest gap between row peaks {2 * margin:.3g} is within the "
                                  f"{dtype_name(case.dtype)} score rounding {noise:.3g}",
-                       extra={"ratio": 0.0, "inconclusive": True})
+                       extra={"ratio": 0.0}, inconclusive=True)
     silent = peaks < tau                                          # (B, N)
     w = case.random_like((case.batch, case.n, case.d), salt=11) * silent[..., None]
     shifted = dataclasses.replace(case, tau=tau)

@@ -45,7 +45,7 @@ def compared(c: Comparison, what: str) -> V.Verdict:
         return V.holds(0.0, 0.0, f"{what}: inconclusive, the probe's relative error {c.probe_relative:.2g} > "
                        f"{FIRST_ORDER_LIMIT} is outside the first-order error model "
                        f"(|lhs - rhs| = {c.discrepancy:.3g}, bound {c.bound:.3g} not trusted)",
-                       extra={"ratio": 0.0, "inconclusive": True, "probe_relative": c.probe_relative})
+                       inconclusive=True, extra={"ratio": 0.0, "probe_relative": c.probe_relative})
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |lhs - rhs| = {c.discrepancy:.3g} vs bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g})",

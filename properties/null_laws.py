@@ -1,15 +1,20 @@
 """Null-token contracts: a zero-vector token is inert (docs/mathematics.md#null-contracts)."""
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from tokenlaw.operators.xp import TORCH
 
 from . import statement as S
 from . import verdict as V
-from .contract import contract
+from .contract import SymbolicOptions, contract
 from .judging import exact_zero, max_abs, relation
 from .tolerance import PROBE
+
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 10
 
 
 def null_positions(case) -> tuple:
@@ -55,28 +60,52 @@ def empty_row(xp, run, x, mask, row, sources):
 
 # -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
 
-@contract(exact=True, requires={"token_local"}, symbolic=dict(shape=(1, 2)))
+@contract(exact=True, requires={"token_local"},
+          symbolic=SymbolicOptions(shape=(1, 2), statement=nulls_stay_null, at=lambda at: [dict(nulls=(0,))],
+                                   says=lambda at: f"token 0 of {at.n} set to 0 => out_0 = 0"))
 def zero_absorption(case):
     """f(0) = 0 exactly: a null token stays exactly null."""
     nulls = null_positions(case)
     return S.judge(case, lambda xp, run: nulls_stay_null(xp, run, case.x_dense, case.mask, nulls))
 
 
-@contract(exact=True, requires={"token_mixing"}, symbolic=dict(shape=(2, 2), host_shape=(2, 1)))
+@contract(exact=True, requires={"token_mixing"},
+          symbolic=SymbolicOptions(shape=(2, 2), host_shape=(2, 1), statement=nulls_stay_null,
+                                   at=lambda at: [dict(nulls=(i,)) for i in range(at.n)],
+                                   says=lambda at: f"for every i < {at.n}: h_i = 0 => out_i = 0"))
 def null_receiver(case):
     """h_i = 0 implies out_i = 0 exactly."""
     nulls = null_positions(case)
     return S.judge(case, lambda xp, run: nulls_stay_null(xp, run, case.x_dense, case.mask, nulls))
 
 
-@contract(exact=False, requires={"token_mixing"}, symbolic=dict(shape=(2, 1), host_shape=(1, 1)))
+@contract(exact=False, requires={"token_mixing"},
+          symbolic=SymbolicOptions(shape=(2, 1), host_shape=(1, 1), statement=null_insertion,
+                                   at=lambda at: [dict(k=k) for k in range(at.n + 1)], shapes=(("inserted", 1),),
+                                   says=lambda at: f"for every k <= {at.n}: insert a null at k => its output 0, "
+                                                   f"the {at.n} others unchanged",
+                                   host="layered_insertion", implied_by="closure"))
 def null_source_insertion(case):
     """Inserting a null token leaves every other output unchanged and its own output exactly 0."""
     k = case.pos % (case.n + 1)
     return S.judge(case, lambda xp, run: null_insertion(xp, run, case.x, case.mask, k))
 
 
-@contract(exact=True, requires={"token_mixing"}, symbolic=dict(shape=(2, 1)))
+def _empty_rows(at):
+    """Row i sees only the null sources in N (every row, every set N): m_ij = 0 for j outside N.
+    Without a mask: every token null."""
+    if not at.masked:
+        return [(dict(row=None, sources=tuple(range(at.n))), ())]
+    return [(dict(row=i, sources=nulls), tuple((i, j) for j in range(at.n) if j not in nulls))
+            for i in range(at.n) for r in range(at.n + 1) for nulls in itertools.combinations(range(at.n), r)]
+
+
+@contract(exact=True, requires={"token_mixing"},
+          symbolic=SymbolicOptions(shape=(2, 1), statement=empty_row, mask="free", cases=_empty_rows,
+                                   case_premise="row i sees only null sources",
+                                   says=lambda at: "row i whose visible sources are all null (every row, every set "
+                                                   "of nulls) => out_i = 0, finite" if at.masked
+                                   else "every token null => out = 0, finite"))
 def empty_support(case):
     """Every source null or masked implies out = 0 exactly, and finite."""
     if case.mask is None:
@@ -92,7 +121,7 @@ def empty_support(case):
 
 
 @contract(exact=True, dtypes=("float64", "float32"),
-          symbolic=dict(none="a statement about autograd's float gradients, judged by the eager tier"),
+          symbolic=SymbolicOptions(none="a statement about autograd's float gradients, judged by the eager tier"),
           evaluated="autograd")
 def null_gradient(case):
     """A null token's carrier receives exactly zero gradient."""
@@ -104,7 +133,8 @@ def null_gradient(case):
     return exact_zero(grad[:, list(nulls)], f"gradient at null tokens {list(nulls)}")
 
 
-@contract(exact=False, requires={"host"}, needs={"layers"}, symbolic=dict(shape=(1, 1), host_shape=(1, 1)),
+@contract(exact=False, requires={"host"}, needs={"layers"},
+          symbolic=SymbolicOptions(shape=(1, 1), host_shape=(1, 1), host="closure_induction"),
           evaluated="reference",
           unjudged="judged on the per-layer states of the operator's own code (op.layers) and on its output (op.fn)")
 def closure(case):

@@ -46,10 +46,11 @@ class Row:
     def outcome(self) -> str:
         verdicts = [c.verdict for c in self.cells if c.verdict is not None]
         if self.declared is None or not verdicts:
-            return V.NOT_APPLICABLE
-        if all(v.status == V.BY_DESIGN for v in verdicts):
-            return V.OUT_BY_DESIGN
-        verdicts = [v for v in verdicts if v.status != V.BY_DESIGN]    # by design: not part of the judgement
+            return V.Outcome.UNDECLARED
+        if all(v.status == V.Status.NOT_APPLICABLE_BY_DESIGN for v in verdicts):
+            return V.Outcome.NOT_APPLICABLE_BY_DESIGN
+        # by design: not part of the judgement
+        verdicts = [v for v in verdicts if v.status != V.Status.NOT_APPLICABLE_BY_DESIGN]
         if self.declared == "claims":
             outs = [V.outcome("claims", v) for v in verdicts]
             for bad in (V.BAD_RAISED, V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.OUT_TRACE_DIFFERS, V.OUT_UNKNOWN, V.OUT_VACUOUS):

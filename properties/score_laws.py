@@ -7,6 +7,8 @@ body that normalises otherwise than it declares fails the law it breaks.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from tokenlaw.operators import projections
@@ -17,9 +19,12 @@ from . import backends
 from . import statement as S
 from . import verdict as V
 from .applied import law_params
-from .contract import contract
+from .contract import SymbolicOptions, contract
 from .judging import exact_zero
 from .tolerance import UNIT_ROUNDOFF
+
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 30
 
 # A row whose largest thresholded score lies within this many roundoffs of D (relative to the row's score
 # scale) of a rectified normaliser's threshold may change sides under rounding alone (as in the differential
@@ -113,7 +118,9 @@ def at_threshold(case, *ss) -> torch.Tensor | None:
     return near
 
 
-@contract(exact=False, **_SCORE, symbolic=dict(shape=(3, 0)))
+@contract(exact=False, **_SCORE,
+          symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=shift_invariant, inputs=(("c", "row"),),
+                                   says=lambda at: "W(S + c_t 1) = W(S) for any per-row constants c_t"))
 def score_shift_invariance(case):
     """W(S + c 1) = W(S) for a constant c added to each row."""
     s = scores(case)
@@ -127,22 +134,23 @@ def score_shift_invariance(case):
             w = weigher(case_, dtype)
             return lambda s_, **o: w(s_, **o) * keep
     verdict = S.judge(case, lambda xp, w: shift_invariant(xp, w, s, c), make)
-    verdict.detail = f"row shifts up to {float(c.abs().max()):.3g}: " + verdict.detail
+    verdict = dataclasses.replace(verdict, detail=f"row shifts up to {float(c.abs().max()):.3g}: " + verdict.detail)
     if near is not None and bool(near.any()):
-        verdict.detail += f"; set aside {int(near.sum())} of {near.numel()} rows at the threshold"
-        verdict.extra["set_aside_threshold"] = int(near.sum())
-        if bool(near.all()):
-            verdict.extra["inconclusive"] = True
+        verdict = dataclasses.replace(
+            verdict, detail=verdict.detail + f"; set aside {int(near.sum())} of {near.numel()} rows at the threshold",
+            extra={**verdict.extra, "set_aside_threshold": int(near.sum())},
+            inconclusive=verdict.inconclusive or bool(near.all()))
     return verdict
 
 
-@contract(exact=False, **_SCORE, symbolic=dict(shape=(3, 0)))
+@contract(exact=False, **_SCORE,
+          symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=tau_covariant, inputs=(("c", "real"),),
+                                   says=lambda at: "W(S + c, tau + c) = W(S, tau) for every real c"))
 def tau_covariance(case):
     """W(S + c, tau + c) = W(S, tau) for every constant c."""
     s, c, tau = scores(case), case.shift, _tau(case)
     verdict = S.judge(case, lambda xp, w: tau_covariant(xp, w, s, c, tau), weigher)
-    verdict.detail = f"shift c = {c:.3g} of scores and tau: " + verdict.detail
-    return verdict
+    return dataclasses.replace(verdict, detail=f"shift c = {c:.3g} of scores and tau: " + verdict.detail)
 
 
 def max_negative(w) -> float:
@@ -152,7 +160,10 @@ def max_negative(w) -> float:
     return float((-w.double()).clamp(min=0).max())
 
 
-@contract(exact=False, **_SCORE, symbolic=dict(shape=(3, 0)))
+@contract(exact=False, **_SCORE,
+          symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=distribution,
+                                   at=lambda at: [dict(rows=slice(None), upper="eq")],
+                                   says=lambda at: "W >= 0 and every row sums to 1"))
 def simplex(case):
     """W >= 0 and every row sums to 1."""
     # A row with no visible key has no distribution to sum to 1 (softmax makes it 0/0):
@@ -163,7 +174,10 @@ def simplex(case):
     return S.judge(case, lambda xp, w: distribution(xp, w, s, seen, "eq"), weigher)
 
 
-@contract(exact=False, **_SCORE, symbolic=dict(shape=(3, 0)))
+@contract(exact=False, **_SCORE,
+          symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=distribution,
+                                   at=lambda at: [dict(rows=slice(None), upper="le")],
+                                   says=lambda at: "W >= 0 and every row sums to <= 1"))
 def sub_simplex(case):
     """W >= 0 and every row sums to at most 1."""
     s = scores(case)
@@ -193,7 +207,11 @@ def silence_through_tau(case) -> V.Verdict:
     return exact_zero(out, f"output with tau = {tau:.3g} above every score (|S| <= {top:.3g})")
 
 
-@contract(exact=True, form=_through_tau, symbolic=dict(shape=(3, 0)), **{**_SCORE, "evaluated": "output"})
+@contract(exact=True, form=_through_tau, **{**_SCORE, "evaluated": "output"},
+          symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=silent, inputs=(("v", "row"),),
+                                   bounds=lambda v: [(v["s"], v["params"].get("tau"), "S - tau <= 0 everywhere")],
+                                   says=lambda at: "every S_tj - tau <= 0 => W = 0 and W v = 0 (tau = 0 when the "
+                                                   "normaliser has none)"))
 def silence(case):
     """All S'_tj = S_tj - tau <= 0 implies row mass 0 and output exactly 0."""
     # The reference is judged on its applied weights (scores chosen at and below tau, the

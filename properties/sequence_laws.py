@@ -12,9 +12,12 @@ from tokenlaw.operators.xp import TORCH
 from . import statement as S
 from . import verdict as V
 from .case import cast
-from .contract import contract
+from .contract import FuzzOptions, SymbolicOptions, contract
 from .judging import relation
 from .tolerance import UNIT_ROUNDOFF
+
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 20
 
 
 # -- statements (both tiers: see tokenlaw.properties.statement) ---------------------------
@@ -47,7 +50,13 @@ def same_as_reference(xp, run, x, mask):
 
 # -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
 
-@contract(exact=False, requires={"masked"}, symbolic=dict(shape=(2, 1)))
+@contract(exact=False, requires={"masked"},
+          symbolic=SymbolicOptions(shape=(2, 1), statement=blind_rows, inputs=(("y", "token"),),
+                                   cases=lambda at: [(dict(j=j, rows=(slice(None), i)), ((i, j),))
+                                                     for i in range(at.n) for j in range(at.n) if i != j],
+                                   case_premise="m_ij = 0 for the chosen pair",
+                                   says=lambda at: f"for every i != j < {at.n}: m_ij = 0 => out_i unchanged when "
+                                                   "h_j is replaced by any y"))
 def mask_respect(case):
     """m_ij = 0 implies out_i does not depend on h_j."""
     if case.n < 2:
@@ -61,14 +70,25 @@ def mask_respect(case):
     return S.judge(case, lambda xp, run: blind_rows(xp, run, case.x, m, j, y, hidden))
 
 
-@contract(exact=False, requires={"token_mixing"}, symbolic=dict(shape=(2, 1)))
+def _cyclic(n) -> list:
+    """A cyclic shift: with the swap it generates every permutation."""
+    return list(range(1, n)) + [0]
+
+
+@contract(exact=False, requires={"token_mixing"},
+          symbolic=SymbolicOptions(shape=(2, 1), statement=permuted, at=lambda at: [dict(perm=_cyclic(at.n))],
+                                   says=lambda at: f"F(pi H) = pi F(H) for the cyclic permutation {_cyclic(at.n)}"))
 def permutation_equivariance(case):
     """Without position terms F(pi H) = pi F(H) (masks permuted alike)."""
     perm = case.permutation()
     return S.judge(case, lambda xp, run: permuted(xp, run, case.x, case.mask, perm))
 
 
-@contract(exact=False, requires={"causal"}, symbolic=dict(shape=(3, 1)))
+@contract(exact=False, requires={"causal"},
+          symbolic=SymbolicOptions(shape=(3, 1), statement=past_unchanged, inputs=(("y", "sequence"),),
+                                   at=lambda at: [dict(t=t) for t in range(at.n - 1)],
+                                   says=lambda at: f"for every t < {at.n - 1}: out_<=t unchanged when tokens > t "
+                                                   "are replaced"))
 def causality(case):
     """out_t depends only on inputs at positions <= t."""
     if case.n < 2:
@@ -82,8 +102,8 @@ def causality(case):
 # fuzz: the limit eps_den -> 0 is uniform only while eps_den << sum_j exp(s_ij); past s = -709 the
 # exact OAttention output is ~0 while SDPA's is not.
 @contract(exact=False, requires={"presence", "masked"}, dtypes=("float64", "float32"),
-          symbolic=dict(none="a limit tau, eps_den -> 0: not a first-order statement at fixed parameters"),
-          fuzz=dict(scales=(1.0, 4.0), bias_scales=(1.0, 4.0), offsets=False))
+          symbolic=SymbolicOptions(none="a limit tau, eps_den -> 0: not a first-order statement at fixed parameters"),
+          fuzz=FuzzOptions(scales=(1.0, 4.0), bias_scales=(1.0, 4.0), offsets=False))
 def softmax_reduction(case):
     """All tokens active, tau -> 0, eps_den -> 0: the operator reduces to SDPA."""
     # "all tokens active": near-null rows (|h|^2 far below tau) are not in this law's domain
@@ -113,8 +133,10 @@ def softmax_reduction(case):
 
 # fuzz: the reference is the *unstabilised* formula, whose exp(s) overflows float64 past s = 709:
 # magnitudes stay where it is finite.
-@contract(exact=False, dtypes=("float64", "float32"), needs={"reference"}, symbolic=dict(shape=(2, 1)),
-          fuzz=dict(scales=(1.0,), bias_scales=(1.0,), offsets=False))
+@contract(exact=False, dtypes=("float64", "float32"), needs={"reference"},
+          symbolic=SymbolicOptions(shape=(2, 1), statement=same_as_reference, exp_product=True,
+                                   says=lambda at: "implementation(x, m) = reference formula(x, m) (eps_den included)"),
+          fuzz=FuzzOptions(scales=(1.0,), bias_scales=(1.0,), offsets=False))
 def formula_equivalence(case):
     """The stabilised implementation equals the declared direct formula (e.g. OAttention's with eps_den)."""
     x, mask = case.x, case.mask

@@ -10,11 +10,15 @@ from tokenlaw.operators.xp import TORCH, Recording
 
 from . import backends
 from . import verdict as V
-from .contract import contract
+from .contract import FuzzOptions, SymbolicOptions, contract
+
+# Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
+ORDER = 50
 
 
 @contract(exact=True, dtypes=("float64",),
-          symbolic=dict(none="a property of the trace itself (which primitives run), judged by the eager tier"),
+          symbolic=SymbolicOptions(none="a property of the trace itself (which primitives run), judged by the "
+                                        "eager tier"),
           evaluated="trace")
 def zero_transcendental(case):
     """Evaluating the operator calls no exp, log, tanh or erf."""
@@ -70,11 +74,11 @@ class _TorchTranscendentals(TorchFunctionMode):
 # approximate the Jacobian where the function is smooth on that scale (no huge scores, no fully
 # masked rows whose softmax is 0/0, no near-null rows at the kink of |h|^2 / (tau + |h|^2)).
 @contract(exact=False, dtypes=("float64",),
-          symbolic=dict(none="a float64 finite-difference check: no real-arithmetic statement"),
+          symbolic=SymbolicOptions(none="a float64 finite-difference check: no real-arithmetic statement"),
           evaluated="reference",
           unjudged="finite differences in float64, which an implementation other than the reference need not "
                    "compute; its backward is judged by gradient_agreement against the float64 eager gradients",
-          fuzz=dict(n_max=3, n_long=0, batch_max=1, widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
+          fuzz=FuzzOptions(n_max=3, n_long=0, batch_max=1, widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
                      mask_kinds=("random", "causal", "padding"), near_null=False, wide_params=False, offsets=False,
                      eps_draws=False))
 def gradcheck(case):

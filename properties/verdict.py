@@ -42,50 +42,110 @@ And one says the law was never asked:
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import traceback
 from typing import Any
 
-HOLDS, PROVED = "holds", "proved"
-VIOLATED, REFUTED = "violated", "refuted"
-UNKNOWN, NOT_RUNNABLE = "unknown", "not_runnable"
-# Not applicable by design: the contract says why this cell is never judged (e.g. the eager float32
-# differential cell, whose float32 run *is* the error probe).  Unlike NOT_RUNNABLE, no machine would run it.
-BY_DESIGN = "not_applicable"
-SAMPLED, VACUOUS, NOT_TRACEABLE = "holds_for_sampled_weights", "vacuous", "not_traceable"
-TRACE_DIFFERS, DOMAIN_MISMATCH = "trace_differs", "domain_mismatch"
-RAISED = "raised"
-STATUSES = (HOLDS, PROVED, VIOLATED, REFUTED, UNKNOWN, NOT_RUNNABLE, BY_DESIGN, SAMPLED, VACUOUS, NOT_TRACEABLE,
-            TRACE_DIFFERS, DOMAIN_MISMATCH, RAISED)
 
-# Outcomes of a cell: the observation judged against the declaration.
-OK_HOLDS = "holds"
-OK_PROVED = "proved"
-OK_SAMPLED = "holds for sampled weights"
-OK_EXPECTED = "expected violation reproduced"
-BAD_UNEXPECTED = "UNEXPECTED violation"
-BAD_NOT_REPRODUCED = "expected violation NOT reproduced"
-OUT_UNKNOWN = "unknown"
-OUT_NOT_RUNNABLE = "not runnable here"
-OUT_BY_DESIGN = "not applicable by design"
-OUT_VACUOUS = "vacuous"
-OUT_NOT_TRACEABLE = "not symbolically traceable"
-OUT_TRACE_DIFFERS = "trace differs from eager"
-BAD_DOMAIN_MISMATCH = "domain mismatch"
-BAD_RAISED = "operator raised"
-NOT_APPLICABLE = "not applicable"
-FAILING = frozenset({BAD_UNEXPECTED, BAD_NOT_REPRODUCED, BAD_DOMAIN_MISMATCH, BAD_RAISED})
+class _Named(str, enum.Enum):
+    """A ``str``-valued enum: equal to, hashed like, formatted and JSON-encoded as its value, so a report
+    written with these members reads exactly as one written with the bare strings (and reads back)."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class Status(_Named):
+    """What a tier observed for one cell (see the module docstring)."""
+
+    HOLDS = "holds"
+    PROVED = "proved"
+    VIOLATED = "violated"
+    REFUTED = "refuted"
+    UNKNOWN = "unknown"
+    NOT_RUNNABLE = "not_runnable"
+    # The contract says why this cell is never judged (e.g. the eager float32 differential cell, whose float32
+    # run *is* the error probe).  Unlike NOT_RUNNABLE, no machine would run it.
+    NOT_APPLICABLE_BY_DESIGN = "not_applicable"
+    SAMPLED = "holds_for_sampled_weights"
+    VACUOUS = "vacuous"
+    NOT_TRACEABLE = "not_traceable"
+    TRACE_DIFFERS = "trace_differs"
+    DOMAIN_MISMATCH = "domain_mismatch"
+    RAISED = "raised"               # the operator raised an exception on a drawn input (not a law's verdict)
+
+
+class Outcome(_Named):
+    """A cell's observation judged against the operator's declaration (:func:`outcome`)."""
+
+    HOLDS = "holds"
+    PROVED = "proved"
+    SAMPLED = "holds for sampled weights"
+    EXPECTED = "expected violation reproduced"
+    UNEXPECTED = "UNEXPECTED violation"
+    NOT_REPRODUCED = "expected violation NOT reproduced"
+    UNKNOWN = "unknown"
+    NOT_RUNNABLE = "not runnable here"
+    NOT_APPLICABLE_BY_DESIGN = "not applicable by design"
+    VACUOUS = "vacuous"
+    NOT_TRACEABLE = "not symbolically traceable"
+    TRACE_DIFFERS = "trace differs from eager"
+    DOMAIN_MISMATCH = "domain mismatch"
+    RAISED = "operator raised"
+    # The operator neither claims nor expects to violate the contract (or no verdict): no cell to judge.
+    UNDECLARED = "not applicable"
+
+
+# The members under their historical short names (each is the member itself, never a second string).
+HOLDS, PROVED = Status.HOLDS, Status.PROVED
+VIOLATED, REFUTED = Status.VIOLATED, Status.REFUTED
+UNKNOWN, NOT_RUNNABLE = Status.UNKNOWN, Status.NOT_RUNNABLE
+SAMPLED, VACUOUS, NOT_TRACEABLE = Status.SAMPLED, Status.VACUOUS, Status.NOT_TRACEABLE
+TRACE_DIFFERS, DOMAIN_MISMATCH = Status.TRACE_DIFFERS, Status.DOMAIN_MISMATCH
+RAISED = Status.RAISED
+STATUSES = tuple(Status)
+
+OK_HOLDS = Outcome.HOLDS
+OK_PROVED = Outcome.PROVED
+OK_SAMPLED = Outcome.SAMPLED
+OK_EXPECTED = Outcome.EXPECTED
+BAD_UNEXPECTED = Outcome.UNEXPECTED
+BAD_NOT_REPRODUCED = Outcome.NOT_REPRODUCED
+OUT_UNKNOWN = Outcome.UNKNOWN
+OUT_NOT_RUNNABLE = Outcome.NOT_RUNNABLE
+OUT_VACUOUS = Outcome.VACUOUS
+OUT_NOT_TRACEABLE = Outcome.NOT_TRACEABLE
+OUT_TRACE_DIFFERS = Outcome.TRACE_DIFFERS
+BAD_DOMAIN_MISMATCH = Outcome.DOMAIN_MISMATCH
+BAD_RAISED = Outcome.RAISED
+FAILING = frozenset({Outcome.UNEXPECTED, Outcome.NOT_REPRODUCED, Outcome.DOMAIN_MISMATCH, Outcome.RAISED})
 # Outcomes that decided nothing either way (reported, never green, never failing).
-UNDECIDED = frozenset({OUT_UNKNOWN, OUT_VACUOUS, OUT_TRACE_DIFFERS})
-NOT_RUN = frozenset({OUT_NOT_RUNNABLE, OUT_NOT_TRACEABLE})
-_NOT_RUN_STATUS = {NOT_RUNNABLE: OUT_NOT_RUNNABLE, NOT_TRACEABLE: OUT_NOT_TRACEABLE}
+UNDECIDED = frozenset({Outcome.UNKNOWN, Outcome.VACUOUS, Outcome.TRACE_DIFFERS})
+NOT_RUN = frozenset({Outcome.NOT_RUNNABLE, Outcome.NOT_TRACEABLE})
+_NOT_RUN_STATUS = {Status.NOT_RUNNABLE: Outcome.NOT_RUNNABLE, Status.NOT_TRACEABLE: Outcome.NOT_TRACEABLE}
+
+# Typed fields that steer the tiers; in the report they stay where they always were, in ``extra``
+# under these keys (written only when set), so the JSON schema is unchanged (docs/report-schema.md).
+_FLAGS = ("mismatch", "step", "inconclusive")
+_TEXTS = ("params", "witness")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Verdict:
-    """What one check observed; ``discrepancy <= bound`` for a law that holds."""
+    """What one check observed; ``discrepancy <= bound`` for a law that holds.
 
-    status: str
+    Frozen: a tier that adds to a verdict builds a new one (``dataclasses.replace``).  The
+    fields the tiers branch on are typed, the rest of the evidence lives in ``extra``:
+
+    * ``mismatch``: a symbolic refutation that did not replay on the eager code (a failure of the suite);
+    * ``step``: only an induction step of a host proof is refuted (no counterexample of the host by itself);
+    * ``inconclusive``: the example decided nothing (e.g. every row set aside at a threshold);
+    * ``params``: how the symbolic tier made the parameters ("symbols", or the sampled-weights wording);
+    * ``witness``: how a host input reaching a refuted induction step was found.
+    """
+
+    status: Status
     discrepancy: float = 0.0
     bound: float = 0.0
     detail: str = ""
@@ -96,10 +156,19 @@ class Verdict:
     dtype: str | None = None
     replay: str | None = None
     extra: dict = dataclasses.field(default_factory=dict)
+    mismatch: bool = False
+    step: bool = False
+    inconclusive: bool = False
+    params: str | None = None
+    witness: str | None = None
 
     def __post_init__(self):
+        steering = sorted(set(self.extra) & set(_FLAGS + _TEXTS))
+        if steering:
+            raise ValueError(f"extra: {steering} are typed fields of Verdict (pass them as keywords), not extra keys")
         if self.status not in STATUSES:
-            raise ValueError(f"status: expected one of {STATUSES}, got {self.status!r}")
+            raise ValueError(f"status: expected one of {[s.value for s in Status]}, got {self.status!r}")
+        object.__setattr__(self, "status", Status(self.status))   # normalising a field of a frozen record
 
     @property
     def violated(self) -> bool:
@@ -114,10 +183,34 @@ class Verdict:
         return float("inf") if self.bound == 0 else self.discrepancy / self.bound
 
     def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        d = dataclasses.asdict(dataclasses.replace(self, extra=dict(self.extra)))
+        extra = d["extra"]
+        for k in _TEXTS:
+            value = d.pop(k)
+            if value is not None:
+                extra[k] = value
+        for k in _FLAGS:
+            if d.pop(k):
+                extra[k] = True
+        d["status"] = self.status.value
         for k in ("discrepancy", "bound"):
             d[k] = _finite(d[k])
         return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Verdict":
+        """The inverse of :meth:`to_json` (reports of every schema version: the typed fields come out of ``extra``)."""
+        kw = dict(d)
+        extra = dict(kw.get("extra") or {})
+        for k in _FLAGS:
+            kw[k] = bool(extra.pop(k, False))
+        for k in _TEXTS:
+            kw[k] = extra.pop(k, None)
+        kw["extra"] = extra
+        for k in ("discrepancy", "bound"):
+            if isinstance(kw.get(k), str):
+                kw[k] = float(kw[k])
+        return cls(**kw)
 
 
 def _finite(v):
@@ -163,10 +256,10 @@ def judge(discrepancy, bound, detail="", **kw) -> Verdict:
     return Verdict(HOLDS if ok else VIOLATED, d, float(bound), detail, **kw)
 
 
-def outcome(declared: str | None, verdict: Verdict | None) -> str:
+def outcome(declared: str | None, verdict: Verdict | None) -> Outcome:
     """Judge an observation against 'claims' / 'violates' / None."""
     if declared is None or verdict is None:
-        return NOT_APPLICABLE
+        return Outcome.UNDECLARED
     if verdict.status == UNKNOWN:
         return OUT_UNKNOWN
     if verdict.status == VACUOUS:
@@ -175,10 +268,10 @@ def outcome(declared: str | None, verdict: Verdict | None) -> str:
         return OUT_TRACE_DIFFERS
     if verdict.status == DOMAIN_MISMATCH:
         return BAD_DOMAIN_MISMATCH
-    if verdict.status == RAISED:
-        return BAD_RAISED
-    if verdict.status == BY_DESIGN:
-        return OUT_BY_DESIGN
+    if verdict.status == Status.RAISED:
+        return Outcome.RAISED
+    if verdict.status == Status.NOT_APPLICABLE_BY_DESIGN:
+        return Outcome.NOT_APPLICABLE_BY_DESIGN
     if verdict.status in _NOT_RUN_STATUS:
         return _NOT_RUN_STATUS[verdict.status]
     if declared == "claims":

@@ -60,7 +60,7 @@ def verdict_from_json(d: dict | None) -> V.Verdict | None:
         return None
     kw = {k: d[k] for k in VERDICT_FIELDS if k in d}
     kw["discrepancy"], kw["bound"] = _number(kw.get("discrepancy", 0.0)), _number(kw.get("bound", 0.0))
-    return V.Verdict(**kw)
+    return V.Verdict.from_json(kw)     # the typed fields (mismatch, step, ...) come back out of "extra"
 
 
 def ratio(v: dict) -> float:
@@ -87,7 +87,7 @@ def standing(entries, *, proof: bool) -> dict:
     holds for sampled weights), ``undecided``, ``not_run`` (no tier could run them) and ``failing``.
     """
     entries = list(entries)
-    claimed = [e for e in entries if e[1] == "claims" and e[2] != V.OUT_BY_DESIGN]
+    claimed = [e for e in entries if e[1] == "claims" and e[2] != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
     failing = [i for i, _, _, bad in entries if bad]
     undecided = [i for i, _, out, bad in claimed if out in V.UNDECIDED and not bad]
     tally = {"rows": len(claimed),
@@ -120,12 +120,13 @@ def summary(rows: list[dict]) -> dict:
     (:func:`is_proof`) passes only when something was proved.
     """
     counts: dict[str, int] = {}
-    judged = [r for r in rows if r["outcome"] != V.OUT_BY_DESIGN]
+    judged = [r for r in rows if r["outcome"] != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
     for r in judged:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or _mismatch(r)) for r in rows),
                   proof=is_proof(rows))
-    by_design = [c for r in rows for c in r["cells"] if (c.get("verdict") or {}).get("status") == V.BY_DESIGN]
+    by_design = [c for r in rows for c in r["cells"]
+                 if (c.get("verdict") or {}).get("status") == V.Status.NOT_APPLICABLE_BY_DESIGN]
     return {"result": st["result"], "rows": len(judged),
             "cells": sum(len(r["cells"]) for r in rows) - len(by_design),
             "outcomes": dict(sorted(counts.items())), "failing": st["failing"], "undecided": st["undecided"],

@@ -25,14 +25,15 @@ from .document import ratio, summary
 from .text import HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, run_line
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
-         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk", V.OUT_BY_DESIGN: "na",
-         V.NOT_APPLICABLE: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk", V.OUT_NOT_TRACEABLE: "unk",
-         V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad", V.BAD_RAISED: "bad"}
+         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk",
+         V.Outcome.NOT_APPLICABLE_BY_DESIGN: "na", V.Outcome.UNDECLARED: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk",
+         V.OUT_NOT_TRACEABLE: "unk", V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad", V.BAD_RAISED: "bad"}
 COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "miss": "#9c36b5", "unk": "#868e96", "na": "#ced4da"}
 DTYPE_ORDER = _dtypes.NAMES
 # The matrix shows one short mark per row (the full outcome is in the cell's tooltip and the legend).
 MARK = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "viol.", V.BAD_UNEXPECTED: "FAIL",
-        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.BAD_RAISED: "RAISED", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r", V.OUT_BY_DESIGN: "n/a"}
+        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.BAD_RAISED: "RAISED", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r",
+        V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a"}
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:16px 24px;color:#212529;max-width:1400px}
@@ -131,7 +132,8 @@ def discrepancy_charts(doc: dict) -> list[str]:
         for r in doc["rows"]:
             for c in r["cells"]:
                 v = c["verdict"]
-                if c["dtype"] != dt or v is None or v["status"] in (V.UNKNOWN, V.NOT_RUNNABLE, V.BY_DESIGN):
+                if c["dtype"] != dt or v is None or \
+                        v["status"] in (V.UNKNOWN, V.NOT_RUNNABLE, V.Status.NOT_APPLICABLE_BY_DESIGN):
                     continue
                 d, b = _num(v["discrepancy"]), _num(v["bound"])
                 if not (math.isfinite(d) and math.isfinite(b)):
@@ -264,7 +266,7 @@ def _rows_table(rows, meta=None) -> str:
         parts = []
         for c in r["cells"]:
             v = c["verdict"]
-            if v is not None and v["status"] != V.BY_DESIGN:
+            if v is not None and v["status"] != V.Status.NOT_APPLICABLE_BY_DESIGN:
                 parts.append(f"{c['dtype']}: {v['status']}, {v['examples']} ex, {ratio(v):.2e}")
         cls = CLASS[r["outcome"]]
         out.append(f'<tr data-op="{escape(r["operator"])}" data-contract="{escape(r["contract"])}" '

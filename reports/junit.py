@@ -33,7 +33,7 @@ def _case(row: dict, cell: dict) -> tuple[str, str]:
                                f"({v['examples']} examples; declared reason: {row['reason']})")
         # Another dtype reproduces it (e.g. rounding hides it here): the row is fine.
         return "pass", ""
-    if out in V.UNDECIDED | V.NOT_RUN | {V.OUT_BY_DESIGN}:
+    if out in V.UNDECIDED | V.NOT_RUN | {V.Outcome.NOT_APPLICABLE_BY_DESIGN}:
         return "skipped", f"{status}: {v.get('detail', '')}"
     return "pass", ""
 

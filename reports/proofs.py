@@ -170,7 +170,7 @@ def to_markdown(doc: Document) -> str:
         if v.status == V.REFUTED:
             evidence += f"; counterexample {_short_ce(v)}"
         lines.append(f"| `{r.id}` | {r.declared} | {r.outcome} | {shapes} | {premises.replace('|', '/')} | "
-                     f"{v.extra.get('params', '')} | {v.seconds:.2f}s | {evidence.replace('|', '/')} |")
+                     f"{v.params or ''} | {v.seconds:.2f}s | {evidence.replace('|', '/')} |")
     lines.append("")
     return "\n".join(lines)
 

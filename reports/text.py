@@ -25,7 +25,7 @@ def by_reason(rows: list[dict], status: str) -> dict:
 
 def by_design(rows: list[dict]) -> dict:
     """{reason: [cell ids]} of the cells not applicable by design."""
-    return by_reason(rows, V.BY_DESIGN)
+    return by_reason(rows, V.Status.NOT_APPLICABLE_BY_DESIGN)
 
 
 def rows_word(n: int) -> str:
@@ -89,8 +89,8 @@ def example(ce: dict | None) -> str:
 
 SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (expected)",
          V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
-         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.OUT_BY_DESIGN: "n/a",
-         V.NOT_APPLICABLE: "-", V.OK_SAMPLED: "holds (sampled weights)", V.OUT_VACUOUS: "vacuous",
+         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a",
+         V.Outcome.UNDECLARED: "-", V.OK_SAMPLED: "holds (sampled weights)", V.OUT_VACUOUS: "vacuous",
          V.OUT_NOT_TRACEABLE: "not traceable", V.OUT_TRACE_DIFFERS: "**trace differs**",
          V.BAD_DOMAIN_MISMATCH: "**domain mismatch**", V.BAD_RAISED: "**RAISED**"}
 

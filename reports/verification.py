@@ -128,7 +128,7 @@ def combined_outcome(declared, tiers) -> str:
     for out in UNDECIDED_FIRST:
         if out in outs:
             return out
-    return next((o for o in outs if o in V.NOT_RUN), V.NOT_APPLICABLE)
+    return next((o for o in outs if o in V.NOT_RUN), V.Outcome.UNDECLARED)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,27 +1,25 @@
-"""Contracts stated on symbolic inputs: one builder per contract name.
+"""Contracts stated on symbolic inputs, instantiated from their declaration (:func:`build`).
 
-A builder ``law(op, shapes, mode) -> Problem`` makes the symbols (inputs and
-the operator's parameters, each with its domain premise) and a *relation*
-``relation(xp, v) -> [Fact]`` that runs the registered operator function
-(``op.fn``, ``op.layers``, ``op.reference``; the score laws read the
-weights ``op.fn`` applies off its output, never the declared ``op.weights``) through ``xp``
-and says which arrays must be equal (or ordered).  The prover runs the
-relation on z3 terms to build the claim; the replay runs the very same
-relation on float64 tensors read from the model.
+A contract declares how the symbolic tier states it (``@contract(symbolic=SymbolicOptions(...))``,
+``tokenlaw.properties.contract``): its statement -- the very function over ``xp`` the fuzz tier
+evaluates (:mod:`tokenlaw.properties.statement`) -- the positions or enumerated cases to prove it
+at, the further symbolic inputs and premises, the shapes.  :func:`instantiate` turns that into a
+:class:`Problem`: the symbols (inputs and the operator's parameters, each with its domain premise)
+and a *relation* ``relation(xp, v) -> [Fact]`` that runs the registered operator function
+(``op.fn``, ``op.reference``; over scores, the weights ``op.fn`` applies, read off its output, never
+the declared ``op.weights``) through ``xp`` at *every* position (null_receiver proves ``out_i = 0``
+for each i) and turns the statement's claims into facts.  The prover runs the relation on z3 terms
+to build the claim; the replay runs the very same relation on float64 tensors read from the model.
 
-The law itself is stated once, in ``tokenlaw.properties`` (e.g.
-``null_laws.null_insertion``), as a relation over ``xp`` that both tiers
-evaluate (:mod:`tokenlaw.properties.statement`); a builder here only makes
-its inputs symbolic and instantiates it for *every* position instead of one
-drawn position (null_receiver proves ``out_i = 0`` for each i) and turns its
-claims into facts.  Still written here alone: ``dc_gain`` and the proof
-strategies of hosts (the layered insertion and ``closure``); a host whose declared pieces do
-not check out (``host_check``) is judged by the direct statements of ``WHOLE_HOST`` instead.
+No contract is named here.  Written here alone are the proof strategies of hosts
+(:data:`HOST_STRATEGIES`, chosen by a contract's ``host=``): the layered insertion and the closure
+by induction; a host whose declared pieces do not check out (``host_check``) is judged by each
+strategy's direct whole-host statement instead.
 """
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import inspect
 import re
 from typing import Callable
 
@@ -29,12 +27,9 @@ import numpy as np
 import z3
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.properties import filter_laws as F
-from tokenlaw.properties import null_laws as N
-from tokenlaw.properties import score_laws as W
-from tokenlaw.properties import sequence_laws as Q
 from tokenlaw.properties import statement as S
 from tokenlaw.properties.applied import applied_weights, law_params
+from tokenlaw.properties.contract import Contract, Instance
 
 from . import relations as R
 from .inputs import Symbols, symbolic_params
@@ -79,26 +74,7 @@ class Problem:
     replay_params: Callable | None = None   # values -> eager params (default: inputs.concrete)
     argument: str = ""               # how the proved statement implies the contract (printed in proofs.md)
     fallback: Callable | None = None # () -> Problem: a direct statement to decide when this one is not proved
-
-
-LAWS: dict = {}
-
-
-def law(name):
-    def mark(fn):
-        LAWS[name] = fn
-        return fn
-    return mark
-
-
-def _setup(op, n, d, mode, *, mask="domain"):
-    """Symbols for x (1, n, d), the mask (if the operator takes one) and the parameters."""
-    sym = Symbols()
-    params = symbolic_params(op, sym, d, mode=mode)
-    inputs = {"x": sym.array("x", (1, n, d))}
-    if op.domain.mask != "none" and mask != "none":
-        inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=(mask == "domain"))
-    return sym, params, inputs
+    exact: bool = False              # the contract is exact: any non-zero replayed discrepancy refutes it
 
 
 def runner(op, xp, v) -> S.Runner:
@@ -133,279 +109,122 @@ def selected(sel, c) -> bool:
     return int(round(float(sel))) == c
 
 
-def _mask(v):
-    return v.get("mask")
+# -- any declared statement -----------------------------------------------------------------
+
+def _input_shape(kind: str, n: int, d: int) -> tuple:
+    return {"token": (1, d), "sequence": (1, n, d), "row": (1, n, 1), "level": (1, 1, d)}[kind]
 
 
-# -- null-token laws -------------------------------------------------------------
-
-@law("zero_absorption")
-def zero_absorption(op, n, d, mode):
-    sym, params, inputs = _setup(op, n, d, mode)
-
-    def relation(xp, v):
-        return facts(xp, N.nulls_stay_null(xp, runner(op, xp, v), v["x"], _mask(v), (0,)))
-
-    return Problem("zero_absorption", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   f"token 0 of {n} set to 0 => out_0 = 0")
+def _weigher(op, xp, v):
+    """The score statements' ``weights(s, **overrides)``: the weights op.fn applies to s (read off its
+    output: properties.applied), never op.weights."""
+    return lambda s, **overrides: applied_weights(op, xp, s, v.get("mask"), **{**law_params(v["params"]),
+                                                                               **overrides})
 
 
-@law("null_receiver")
-def null_receiver(op, n, d, mode):
-    sym, params, inputs = _setup(op, n, d, mode)
-
-    def relation(xp, v):
-        run = runner(op, xp, v)
-        return [f for i in range(n) for f in facts(xp, N.nulls_stay_null(xp, run, v["x"], _mask(v), (i,)))]
-
-    return Problem("null_receiver", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   f"for every i < {n}: h_i = 0 => out_i = 0")
-
-
-@law("null_source_insertion")
-def null_source_insertion(op, n, d, mode, *, layered=True):
-    """``layered=False``: the statement on ``op.fn`` alone (a host judged as a whole, see WHOLE_HOST)."""
-    sym, params, inputs = _setup(op, n, d, mode)
-
-    def relation(xp, v):
-        x, m = v["x"], _mask(v)
-        if op.layers is not None and layered:
-            return _layered_insertion(op, xp, x, m, v["params"], n)
-        run = runner(op, xp, v)
-        return [f for k in range(n + 1) for f in facts(xp, N.null_insertion(xp, run, x, m, k))]
-
-    return Problem("null_source_insertion", op.name, dict(n=n, d=d, inserted=1), sym, inputs, params, relation,
-                   f"for every k <= {n}: insert a null at k => its output 0, the {n} others unchanged")
+def _arguments(contract: Contract, op, given: dict, position: dict, params) -> dict:
+    """The statement's arguments, by the names of its parameters: a position's keyword, a traced
+    array (or the runner), else the operator's parameter of that name."""
+    names = list(inspect.signature(contract.symbolic.statement).parameters)[1:]
+    out = {}
+    for name in names:
+        if name in position:
+            out[name] = position[name]
+        elif name in given:
+            out[name] = given[name]
+        elif isinstance(params, dict) and name in params:
+            out[name] = params[name]
+        else:
+            raise InvalidArgument(f"symbolic: {contract.name}'s statement {contract.symbolic.statement.__name__} "
+                                  f"takes {name!r}, which no input, position or parameter of {op.name} provides "
+                                  f"(inputs {sorted(given)}, parameters {sorted(params or {})})")
+    return out
 
 
-def _layered_insertion(op, xp, x, m, params, n):
-    """Null insertion through a host, layer by layer: each layer's facts may restart from
-    the previous layer's proved-equal states (Fact.rewrite); the last layer is the output."""
-    old = op.layers(xp, x, m, **params)
-    facts = []
-    for k in range(n + 1):
-        new = op.layers(xp, R.insert_null(xp, x, k), R.insert_visible(m, k), **params)
-        keep = R.others(n + 1, k)
-        for layer, (a, o) in enumerate(zip(new, old)):
-            last = layer == len(new) - 1
-            at = "output" if last else f"layer {layer} (a lemma on the way)"
-            cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
-                                         (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
-            facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: inserted null at {k} stays 0",
-                              rewrite=cut, lemma=not last))
-            facts.append(Fact("eq", a[:, keep], o, f"{at}: old tokens after inserting a null at {k}",
-                              rewrite=cut, lemma=not last))
-    return facts
+def _upper(value):
+    """A premise's upper bound: 0 for None, a 0-d object array's term, else the value."""
+    if value is None:
+        return 0
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
 
 
-@law("empty_support")
-def empty_support(op, n, d, mode):
-    masked = op.domain.mask != "none"
-    sym, params, inputs = _setup(op, n, d, mode, mask="free")
-    m = inputs.get("mask")
-    # Row i sees only the null sources in N: m_ij = 0 for j outside N (premise on the mask).
-    cases = [(i, nulls) for i in range(n) for r in range(n + 1) for nulls in itertools.combinations(range(n), r)] \
-        if masked else [(None, tuple(range(n)))]
-    if masked:
-        selector = sym.choice("case", len(cases))[()]
-        for c, (i, nulls) in enumerate(cases):
-            for j in range(n):
-                if j not in nulls:
-                    sym.premise(z3.Implies(selector == c, m[0, i, j] == 0), "row i sees only null sources")
-
-    def relation(xp, v):
-        out = []
-        run = runner(op, xp, v)
-        for c, (i, nulls) in enumerate(cases):
-            if masked and not selected(v["case"], c):
-                continue
-            # one selector picks the case (masked): the others hold vacuously
-            out += facts(xp, N.empty_row(xp, run, v["x"], _mask(v), i, nulls),
-                         guard=(v["case"], c) if masked else None)
-        return out
-
-    inputs = dict(inputs)
-    if masked:
-        inputs["case"] = sym.arrays["case"]
-    return Problem("empty_support", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   "row i whose visible sources are all null (every row, every set of nulls) => out_i = 0, finite"
-                   if masked else "every token null => out = 0, finite")
-
-
-@law("mask_respect")
-def mask_respect(op, n, d, mode):
-    sym, params, inputs = _setup(op, n, d, mode)
-    inputs["y"] = sym.array("y", (1, d))
-    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
-    sel = sym.choice("case", len(pairs))[()]
-    inputs["case"] = sym.arrays["case"]
-    for c, (i, j) in enumerate(pairs):
-        sym.premise(z3.Implies(sel == c, inputs["mask"][0, i, j] == 0), "m_ij = 0 for the chosen pair")
-
-    def relation(xp, v):
-        out, run = [], runner(op, xp, v)
-        for c, (i, j) in enumerate(pairs):
-            if selected(v["case"], c):
-                out += facts(xp, Q.blind_rows(xp, run, v["x"], v["mask"], j, v["y"], (slice(None), i)),
-                             guard=(v["case"], c))
-        return out
-
-    return Problem("mask_respect", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   f"for every i != j < {n}: m_ij = 0 => out_i unchanged when h_j is replaced by any y")
-
-
-@law("formula_equivalence")
-def formula_equivalence(op, n, d, mode):
-    sym, params, inputs = _setup(op, n, d, mode)
-
-    def relation(xp, v):
-        return facts(xp, Q.same_as_reference(xp, runner(op, xp, v), v["x"], _mask(v)))
-
-    return Problem("formula_equivalence", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   "implementation(x, m) = reference formula(x, m) (eps_den included)", exp_product=True)
-
-
-@law("permutation_equivariance")
-def permutation_equivariance(op, n, d, mode):
-    sym, params, inputs = _setup(op, n, d, mode)
-    perm = list(range(1, n)) + [0]            # a cyclic shift: with the swap it generates every permutation
-
-    def relation(xp, v):
-        return facts(xp, Q.permuted(xp, runner(op, xp, v), v["x"], _mask(v), perm))
-
-    return Problem("permutation_equivariance", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   f"F(pi H) = pi F(H) for the cyclic permutation {perm}")
-
-
-# -- causal / filter laws -----------------------------------------------------------
-
-@law("causality")
-def causality(op, n, d, mode):
-    sym, params, inputs = _setup(op, n, d, mode)
-    inputs["y"] = sym.array("y", (1, n, d))
-
-    def relation(xp, v):
-        run = runner(op, xp, v)
-        return [f for t in range(n - 1) for f in facts(xp, Q.past_unchanged(xp, run, v["x"], _mask(v), v["y"], t))]
-
-    return Problem("causality", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   f"for every t < {n - 1}: out_<=t unchanged when tokens > t are replaced")
-
-
-@law("linearity")
-def linearity(op, n, d, mode):
-    sym, params, inputs = _setup(op, n, d, mode)
-    inputs["y"] = sym.array("y", (1, n, d))
-    inputs["a"], inputs["b"] = sym.real("a"), sym.real("b")
-
-    def relation(xp, v):
-        return facts(xp, F.superposes(xp, runner(op, xp, v), v["x"], v["y"], v["a"], v["b"]))
-
-    return Problem("linearity", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   "F(a x + b y) = a F(x) + b F(y) for all reals a, b")
-
-
-@law("dc_gain")
-def dc_gain(op, n, d, mode):
-    sym, params, inputs = _setup(op, n, d, mode)
-    inputs["level"] = sym.array("level", (1, 1, d))
-    taps = params["taps"]
-    warm = len(taps) - 1
-    n = max(n, warm + 1)
-    inputs["x"] = sym.arrays["x"] = sym.array("x", (1, n, d))
-
-    def relation(xp, v):
-        const = v["level"] * xp.ones_like(v["x"])
-        out = R.run(op, xp, const, None, v["params"])
-        facts = [eq(out[:, warm:], const[:, warm:], f"constant input after the {warm}-token warm-up")]
-        impulse = xp.zeros_like(v["x"])
-        impulse[:, 0] = 1
-        expected = xp.zeros_like(v["x"])
-        for k, w in enumerate(v["params"]["taps"]):
-            if k < n:
-                expected[:, k] = w
-        facts.append(eq(R.run(op, xp, impulse, None, v["params"]), expected, "impulse at 0 vs the taps"))
-        return facts
-
-    return Problem("dc_gain", op.name, dict(n=n, d=d), sym, inputs, params, relation,
-                   f"constant in => constant out from token {warm}; impulse at 0 => the taps")
-
-
-# -- row-normaliser laws (weights of scores S) -----------------------------------------
-
-def _scores(op, n, mode):
+def instantiate(op, contract: Contract, n: int, d: int, mode: str) -> Problem:
+    """The contract's declared statement (``SymbolicOptions``) on symbols, at every position / case."""
+    o = contract.symbolic
     sym = Symbols()
-    params = symbolic_params(op, sym, 1, mode=mode)
-    inputs = {"s": sym.array("s", (1, n, n))}
-    if "causal" not in op.traits and op.domain.mask != "none":
-        inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
-    return sym, params, inputs
-
-
-def _weights(op, xp, s, v, n, **override):
-    """The weights op.fn applies to s (read off its output: properties.applied), never op.weights."""
-    return applied_weights(op, xp, s, v.get("mask"), **{**law_params(v["params"]), **override})
-
-
-def _weigher(op, xp, v, n):
-    """The score statements' ``weights(s, **overrides)`` on symbolic scores."""
-    return lambda s, **overrides: _weights(op, xp, s, v, n, **overrides)
-
-
-@law("score_shift_invariance")
-def score_shift_invariance(op, n, d, mode):
-    sym, params, inputs = _scores(op, n, mode)
-    inputs["c"] = sym.array("c", (1, n, 1))
-
-    def relation(xp, v):
-        return facts(xp, W.shift_invariant(xp, _weigher(op, xp, v, n), v["s"], v["c"]))
-
-    return Problem("score_shift_invariance", op.name, dict(n=n), sym, inputs, params, relation,
-                   "W(S + c_t 1) = W(S) for any per-row constants c_t")
-
-
-@law("tau_covariance")
-def tau_covariance(op, n, d, mode):
-    sym, params, inputs = _scores(op, n, mode)
-    inputs["c"] = sym.real("c")
-
-    def relation(xp, v):
-        return facts(xp, W.tau_covariant(xp, _weigher(op, xp, v, n), v["s"], v["c"], v["params"]["tau"]))
-
-    return Problem("tau_covariance", op.name, dict(n=n), sym, inputs, params, relation,
-                   "W(S + c, tau + c) = W(S, tau) for every real c")
-
-
-@law("simplex")
-def simplex(op, n, d, mode):
-    sym, params, inputs = _scores(op, n, mode)
-    return Problem("simplex", op.name, dict(n=n), sym, inputs, params,
-                   lambda xp, v: facts(xp, W.distribution(xp, _weigher(op, xp, v, n), v["s"], slice(None), "eq")),
-                   "W >= 0 and every row sums to 1")
-
-
-@law("sub_simplex")
-def sub_simplex(op, n, d, mode):
-    sym, params, inputs = _scores(op, n, mode)
-    return Problem("sub_simplex", op.name, dict(n=n), sym, inputs, params,
-                   lambda xp, v: facts(xp, W.distribution(xp, _weigher(op, xp, v, n), v["s"], slice(None), "le")),
-                   "W >= 0 and every row sums to <= 1")
-
-
-@law("silence")
-def silence(op, n, d, mode):
-    sym, params, inputs = _scores(op, n, mode)
-    inputs["v"] = sym.array("v", (1, n, 1))
-    tau = params.get("tau")
-    for idx in itertools.product(range(n), range(n)):
-        s = inputs["s"][(0,) + idx]
-        sym.premise(s <= (0 if tau is None else tau[()]), "S - tau <= 0 everywhere")
+    masked = op.domain.mask != "none"
+    if o.over == "scores":
+        params = symbolic_params(op, sym, 1, mode=mode)
+        data = "s"
+        inputs = {"s": sym.array("s", (1, n, n))}
+        if "causal" not in op.traits and masked:
+            inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
+        at = Instance(n, d, "mask" in inputs, params)
+        shapes = dict(n=n)
+    else:
+        params = symbolic_params(op, sym, d, mode=mode)
+        at = Instance(n, d, masked, params)
+        if o.tokens is not None:
+            n = o.tokens(at)
+            at = dataclasses.replace(at, n=n)
+        data = "x"
+        inputs = {"x": sym.array("x", (1, n, d))}
+        if masked:
+            inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=(o.mask == "domain"))
+        shapes = dict(n=n, d=d)
+    shapes.update(o.shapes)
+    for name, kind in o.inputs:
+        inputs[name] = sym.real(name) if kind == "real" else sym.array(name, _input_shape(kind, n, d))
+    cases = o.cases(at) if o.cases is not None else [(position, ()) for position in (o.at(at) if o.at else [{}])]
+    select = o.cases is not None and at.masked
+    if select:
+        # one enumerated selector picks the case; each case's mask entries are hidden under it
+        selector = sym.choice("case", len(cases))[()]
+        inputs["case"] = sym.arrays["case"]
+        for c, (_, hidden) in enumerate(cases):
+            for i, j in hidden:
+                sym.premise(z3.Implies(selector == c, inputs["mask"][0, i, j] == 0), o.case_premise)
+    for array, upper, why in (o.bounds({**inputs, "params": params}) if o.bounds else ()):
+        for idx in np.ndindex(*np.shape(array)):
+            sym.premise(array[idx] <= _upper(upper), why)
+    names = {data, "mask", *(name for name, _ in o.inputs), "run" if o.over == "tokens" else "weights"}
+    for position, _ in cases[:1]:          # a statement that cannot be called is a declaration error, here
+        _arguments(contract, op, {k: None for k in names}, position, params)
 
     def relation(xp, v):
-        return facts(xp, W.silent(xp, _weigher(op, xp, v, n), v["s"], v["v"]))
+        given = {data: v[data], "mask": v.get("mask"), **{name: v[name] for name, _ in o.inputs}}
+        given["run" if o.over == "tokens" else "weights"] = runner(op, xp, v) if o.over == "tokens" \
+            else _weigher(op, xp, v)
+        out = []
+        for c, (position, _) in enumerate(cases):
+            if select and not selected(v["case"], c):
+                continue                   # the selector picks another case: this one holds vacuously
+            claims = o.statement(xp, **_arguments(contract, op, given, position, v["params"]))
+            out += facts(xp, claims, guard=(v["case"], c) if select else None)
+        return out
 
-    return Problem("silence", op.name, dict(n=n), sym, inputs, params, relation,
-                   "every S_tj - tau <= 0 => W = 0 and W v = 0 (tau = 0 when the normaliser has none)")
+    return Problem(contract.name, op.name, shapes, sym, inputs, params, relation, o.says(at),
+                   exp_product=o.exp_product, exact=contract.exact)
+
+
+def build(op, contract: Contract, n: int, d: int, mode: str, *, whole: bool = False) -> Problem | None:
+    """The contract's symbolic problem for ``op``, or None when it declares no symbolic statement.
+
+    A host (``op.layers``) is stated by the proof strategy its contract names (``host=``);
+    ``whole``: that strategy's direct statement on the whole host (never its induction)."""
+    o = contract.symbolic
+    if o.host and op.layers is not None:
+        if o.host not in HOST_STRATEGIES:
+            raise InvalidArgument(f"symbolic: host: {contract.name} names the proof strategy {o.host!r}; "
+                                  f"known: {sorted(HOST_STRATEGIES)}")
+        strategy = HOST_STRATEGIES[o.host]
+        problem = (strategy.whole if whole else strategy.induction)(op, contract, n, d, mode)
+        return dataclasses.replace(problem, exact=contract.exact)
+    if whole or o.statement is None:
+        return None
+    return instantiate(op, contract, n, d, mode)
 
 
 # -- hosts ---------------------------------------------------------------------------------
@@ -461,8 +280,7 @@ def _commutes(xp, f, h, m, n, at, step=False):
     return facts
 
 
-@law("closure")
-def closure(op, n, d, mode):
+def closure(op, contract, n, d, mode):
     """Closure by induction: the prefix and each block commute with null insertion for *every*
     input / state (CLOSURE_ARGUMENT).  If only an induction step is refuted (``Fact.step``), the
     direct whole-host statement (:func:`closure_whole_host`) decides: a block that is not closed on
@@ -490,13 +308,14 @@ def closure(op, n, d, mode):
                                h, m, n, f"block {b} on any state h{b}" if step else f"block {b} on the input x", step)
         return facts
 
-    return Problem("closure", op.name, dict(n=n, d=d, inserted=1, blocks=len(blocks), heads=1), sym, inputs, params,
-                   relation, "prefix P(ins_k x) = ins_k P(x) and every block B(ins_k h) = ins_k B(h) at each "
-                   "sub-layer, for all inputs x, all states h and all k (closure of the host by induction)",
-                   argument=CLOSURE_ARGUMENT, fallback=lambda: closure_whole_host(op, n, d, mode))
+    return Problem(contract.name, op.name, dict(n=n, d=d, inserted=1, blocks=len(blocks), heads=1), sym, inputs,
+                   params, relation, "prefix P(ins_k x) = ins_k P(x) and every block B(ins_k h) = ins_k B(h) at "
+                   "each sub-layer, for all inputs x, all states h and all k (closure of the host by induction)",
+                   argument=CLOSURE_ARGUMENT, fallback=lambda: closure_whole_host(op, contract, n, d, mode),
+                   exact=contract.exact)
 
 
-def closure_whole_host(op, n, d, mode, *, output=False):
+def closure_whole_host(op, contract, n, d, mode, *, output=False):
     """The composed model itself: H(ins_k x) = ins_k H(x) at every layer, for symbolic x (no induction).
 
     ``output``: op.fn's output is one more layer (a host whose fn is not shown to be the last
@@ -514,15 +333,57 @@ def closure_whole_host(op, n, d, mode, *, output=False):
         return _commutes(xp, lambda h, mm: states(xp, h, mm, p), v["x"], v["mask"], n, "whole host layer")
 
     last = " and its output op.fn" if output else ""
-    return Problem("closure", op.name, dict(n=n, d=d, inserted=1, blocks=len(params["blocks"]), heads=1), sym,
+    return Problem(contract.name, op.name, dict(n=n, d=d, inserted=1, blocks=len(params["blocks"]), heads=1), sym,
                    inputs, params, relation, f"the whole host: H(ins_k x) = ins_k H(x) at every layer{last}, for "
                    "all inputs x and all k (direct, no induction)",
-                   argument=f"Direct: the composed model's every layer{last}, traced from a symbolic input x.")
+                   argument=f"Direct: the composed model's every layer{last}, traced from a symbolic input x.",
+                   exact=contract.exact)
 
 
-# A host whose declarations do not check out (host_check) is judged by these statements, never by
-# the induction: closure on every layer and the output, null insertion on op.fn's output.
-WHOLE_HOST = {
-    "closure": lambda op, n, d, mode: closure_whole_host(op, n, d, mode, output=True),
-    "null_source_insertion": lambda op, n, d, mode: null_source_insertion(op, n, d, mode, layered=False),
+def _layered_insertion(op, xp, x, m, params, n):
+    """Null insertion through a host, layer by layer: each layer's facts may restart from
+    the previous layer's proved-equal states (Fact.rewrite); the last layer is the output."""
+    old = op.layers(xp, x, m, **params)
+    facts = []
+    for k in range(n + 1):
+        new = op.layers(xp, R.insert_null(xp, x, k), R.insert_visible(m, k), **params)
+        keep = R.others(n + 1, k)
+        for layer, (a, o) in enumerate(zip(new, old)):
+            last = layer == len(new) - 1
+            at = "output" if last else f"layer {layer} (a lemma on the way)"
+            cut = () if layer == 0 else ((new[layer - 1][:, keep], old[layer - 1]),
+                                         (new[layer - 1][:, k], xp.zeros_like(new[layer - 1][:, k])))
+            facts.append(Fact("eq", a[:, k], xp.zeros_like(a[:, k]), f"{at}: inserted null at {k} stays 0",
+                              rewrite=cut, lemma=not last))
+            facts.append(Fact("eq", a[:, keep], o, f"{at}: old tokens after inserting a null at {k}",
+                              rewrite=cut, lemma=not last))
+    return facts
+
+
+def layered_insertion(op, contract, n, d, mode):
+    """Null insertion through a host, layer by layer (:func:`_layered_insertion`): the contract's declared
+    statement's symbols and wording, with the layers' facts as the relation."""
+    problem = instantiate(op, contract, n, d, mode)
+
+    def relation(xp, v):
+        return _layered_insertion(op, xp, v["x"], v.get("mask"), v["params"], n)
+
+    return dataclasses.replace(problem, relation=relation)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStrategy:
+    """A proof strategy for hosts: ``induction(op, contract, n, d, mode) -> Problem`` and the direct
+    statement ``whole(...)`` that judges a host whose declared pieces do not check out (``host_check``)."""
+
+    induction: Callable
+    whole: Callable
+
+
+# A host whose declarations do not check out is judged by ``whole``, never by the induction: closure on
+# every layer and the output, null insertion on op.fn's output.
+HOST_STRATEGIES = {
+    "layered_insertion": HostStrategy(layered_insertion, instantiate),
+    "closure_induction": HostStrategy(
+        closure, lambda op, contract, n, d, mode: closure_whole_host(op, contract, n, d, mode, output=True)),
 }

@@ -32,7 +32,7 @@ the code accepts.
 Hosts (closure, null_source_insertion): before any induction the host's
 declared pieces are checked against what it runs (``host_check``: prefix then
 blocks = ``op.layers``, ``op.fn`` = its last state); a mismatch judges the host
-as a whole (``laws.WHOLE_HOST``).  A refuted induction step is searched for a
+as a whole (the strategy's ``whole``, ``laws.HOST_STRATEGIES``).  A refuted induction step is searched for a
 host input that reaches it (``host_witness``), replayed on the eager whole
 host: found, the host is refuted; else the direct statement decides.
 """
@@ -53,6 +53,7 @@ from tokenlaw.operators import tree
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.properties.contract import Contract
 
 from . import host_check
 from . import host_witness
@@ -70,13 +71,18 @@ FIRST_SHARE = 0.04     # of the timeout, for the whole conjunction before the sp
 MARGIN_SEARCH = 8      # how many claims, in order, to try for the earliest robust failure
 SOLVER = f"z3 {z3.get_version_string()}"
 
-# Shapes (tokens n, width d) per contract -- as small as the law needs, n <= 3 (+1 inserted) -- and
-# the reason a law has no symbolic form are declared with the contract: @contract(symbolic=...).
+# Everything the tier needs about a contract -- its statement, shapes (tokens n, width d: as small as
+# the law needs, n <= 3 (+1 inserted)), a host proof strategy, the reason it has no symbolic form -- is
+# declared with the contract: @contract(symbolic=SymbolicOptions(...)).  No contract is named here.
 
 
-def _symbolic(contract: str) -> dict:
-    c = CONTRACTS.get(contract)
-    return c.symbolic_options if c is not None else {}
+def _contract(contract) -> Contract | None:
+    """A contract given by name (the catalogue's) or as a :class:`Contract` (e.g. one a test declares)."""
+    return contract if isinstance(contract, Contract) else CONTRACTS.get(contract)
+
+
+def _name(contract) -> str:
+    return contract.name if isinstance(contract, Contract) else contract
 
 
 @dataclasses.dataclass
@@ -420,23 +426,21 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
             if q.steps and not host:
                 # only induction steps fail: a block is not closed on some state, which is
                 # no counterexample of the composed model (the caller then decides directly)
-                base["extra"]["step"] = True
                 return V.Verdict(V.REFUTED, disc, bound,
                                  f"induction step refuted at {shapes_text(problem)} (not a counterexample of the "
                                  f"whole): '{failed[0] if failed else '?'}', replayed on the eager code: {what}: "
                                  f"discrepancy {disc:.3g} > {bound:.3g}", counterexample=ce,
-                                 seconds=time.perf_counter() - start, **base)
+                                 seconds=time.perf_counter() - start, step=True, **base)
             return V.Verdict(V.REFUTED, disc, bound,
                              f"refuted at {shapes_text(problem)}: z3 model violates '{failed[0] if failed else '?'}'; "
                              f"replayed on the eager float64 code: {what}: discrepancy {disc:.3g} > {bound:.3g}",
                              counterexample=ce, seconds=time.perf_counter() - start, **base)
         # block this assignment of the inputs and ask again
         s.add(z3.Or([sym != model.eval(sym, model_completion=True) for sym in _input_terms(problem)]))
-    base["extra"]["mismatch"] = True
     return V.Verdict(V.UNKNOWN, max(tried, default=0.0), 0.0,
                      f"MISMATCH: z3 found counterexamples at {shapes_text(problem)} but none of {len(tried)} replayed "
                      f"on the eager code (discrepancies {tried}): model/implementation mismatch",
-                     seconds=time.perf_counter() - start, **base)
+                     seconds=time.perf_counter() - start, mismatch=True, **base)
 
 
 def _domain_mismatch(problem, v, err, failed, start, base) -> V.Verdict:
@@ -465,30 +469,38 @@ def _input_terms(problem) -> list:
     return out
 
 
-def default_shape(op, contract: str) -> tuple:
+def default_shape(op, contract) -> tuple:
     """(n, d) for a cell: the contract's declared shape, smaller for hosts (two blocks of everything) and for
     normalisers whose random mask is enumerated (2**(n*n - n) masks)."""
-    options = _symbolic(contract)
-    if "host" in op.traits and "host_shape" in options:
-        return options["host_shape"]
-    if "shape" not in options:
-        raise ValueError(f"contract {contract!r} declares no symbolic shape (@contract(symbolic=dict(shape=...)))")
-    n, d = options["shape"]
+    c = _contract(contract)
+    options = c.symbolic if c is not None else None
+    if "host" in op.traits and options is not None and options.host_shape is not None:
+        return options.host_shape
+    if options is None or options.shape is None:
+        raise ValueError(f"contract {_name(contract)!r} declares no symbolic shape "
+                         "(@contract(symbolic=SymbolicOptions(shape=...)))")
+    n, d = options.shape
     if "score_normaliser" in op.traits and "causal" not in op.traits and op.domain.mask != "none" and d == 0:
         n = min(n, 2)
     return n, d
 
 
-def build_problem(op, contract: str, *, n=None, d=None, mode=None, whole=False):
-    """The contract's symbolic law for this operator at the default (or given) shapes, or None.
+def build_problem(op, contract, *, n=None, d=None, mode=None, whole=False):
+    """The contract's symbolic law (``laws.build``: its declared statement, or its host strategy) for this
+    operator at the default (or given) shapes, or None.  ``contract``: a name or a :class:`Contract`.
 
-    ``whole``: a host's direct whole-host statement (``laws.WHOLE_HOST``), never its induction."""
-    builder = L.WHOLE_HOST.get(contract) if whole else L.LAWS.get(contract)
-    if builder is None:
+    ``whole``: a host's direct whole-host statement (``laws.HOST_STRATEGIES``), never its induction."""
+    c = _contract(contract)
+    if c is None or not _stated(op, c):
         return None
-    n0, d0 = default_shape(op, contract)
+    n0, d0 = default_shape(op, c)
     mode = mode or "symbolic"
-    return builder(op, n or n0, d or d0 or 1, mode)
+    return L.build(op, c, n or n0, d or d0 or 1, mode, whole=whole)
+
+
+def _stated(op, c: Contract) -> bool:
+    """Does the contract declare a symbolic statement for op (its own, or a host strategy)?"""
+    return c.symbolic.statement is not None or (bool(c.symbolic.host) and op.layers is not None)
 
 
 MODES = ("symbolic", "concrete")
@@ -529,7 +541,7 @@ def untraceable(op, contract, err: BaseException, start: float) -> V.Verdict | N
                      seconds=time.perf_counter() - start, extra=dict(where=where, construct=what))
 
 
-def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d=None, mode=None,
+def prove_cell(op, contract: str | Contract, *, timeout: float = DEFAULT_TIMEOUT, n=None, d=None, mode=None,
                cache: ProofCache | None = None) -> V.Verdict:
     """Verdict of the symbolic tier for one (operator, contract) cell.
 
@@ -552,14 +564,14 @@ def prove_cell(op, contract: str, *, timeout: float = DEFAULT_TIMEOUT, n=None, d
     return tied_to_eager(op, contract, verdict, n=n, d=d, start=start)
 
 
-def tied_to_eager(op, contract: str, verdict: V.Verdict, *, n=None, d=None, start: float) -> V.Verdict:
+def tied_to_eager(op, contract: str | Contract, verdict: V.Verdict, *, n=None, d=None, start: float) -> V.Verdict:
     """A proved / sampled verdict, checked against the eager code (``coverage.check``): the same
     lines, the same values at random points, no other path at other shapes.  Otherwise
     ``trace_differs`` (or ``domain_mismatch``), never green.  Other statuses pass unchanged
     (a refutation already replays on the eager code)."""
     if verdict.status not in (V.PROVED, V.SAMPLED):
         return verdict
-    mode = "concrete" if verdict.extra.get("params", "symbols") != "symbols" else "symbolic"
+    mode = "concrete" if (verdict.params or "symbols") != "symbols" else "symbolic"
     problem = build_problem(op, contract, n=n, d=d, mode=mode)
     found, summary = coverage.check(op, problem)
     extra = dict(verdict.extra)
@@ -576,15 +588,18 @@ def tied_to_eager(op, contract: str, verdict: V.Verdict, *, n=None, d=None, star
 
 
 def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict:
-    none = _symbolic(contract).get("none")
+    c = _contract(contract)
+    none = c.symbolic.none if c is not None else ""
     if none:
         return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic form: {none}", tier="symbolic")
-    if contract not in L.LAWS:
-        return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic law for {contract}", tier="symbolic")
+    if c is None or not _stated(op, c):
+        return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic law for {_name(contract)}", tier="symbolic")
+    contract = c
     checked = _host_checked(op, contract, n, d)
     whole = checked is not None and not checked.ok
-    if contract == "null_source_insertion" and checked is not None and checked.ok and "closure" in L.LAWS:
-        via = _via_closure(op, timeout=timeout, mode=mode, start=start, cache=cache)
+    implied_by = _contract(contract.symbolic.implied_by)
+    if implied_by is not None and checked is not None and checked.ok and _stated(op, implied_by):
+        via = _via(op, contract, implied_by, timeout=timeout, mode=mode, start=start, cache=cache)
         if via is not None:
             return via
     verdict = None
@@ -596,58 +611,59 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
         except Exception as err:  # a law that cannot be stated for this operator is reported, not hidden
             if untraceable(op, contract, err, start) is not None:
                 raise
-            return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract} for {op.name}: {type(err).__name__}: {err}",
-                             tier="symbolic", seconds=time.perf_counter() - start)
+            return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract.name} for {op.name}: "
+                             f"{type(err).__name__}: {err}", tier="symbolic", seconds=time.perf_counter() - start)
         verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout, cache)
-        if verdict.extra.get("step") and problem.fallback is not None:
+        if verdict.step and problem.fallback is not None:
             verdict = _after_step(op, problem, verdict, timeout, start, cache)
-        verdict.extra["params"] = "symbols" if m == "symbolic" else \
+        params = "symbols" if m == "symbolic" else \
             "weights: drawn values rounded to rationals /100; scalars (tau, eps_den, taps) symbols"
-        if m == "concrete" and verdict.status == V.PROVED:
+        status, detail = verdict.status, verdict.detail
+        if m == "concrete" and status == V.PROVED:
             # one drawn sample of the weights: evidence, not a proof for every weight
-            verdict.status = V.SAMPLED
-            verdict.detail = "holds for sampled weights (NOT proved for all weights): " + verdict.detail
-        verdict.detail += f" [parameters: {verdict.extra['params']}]"
-        if verdict.status != V.UNKNOWN or verdict.extra.get("mismatch"):
+            status, detail = V.SAMPLED, "holds for sampled weights (NOT proved for all weights): " + detail
+        verdict = dataclasses.replace(verdict, status=status, detail=detail + f" [parameters: {params}]",
+                                      params=params)
+        if verdict.status != V.UNKNOWN or verdict.mismatch:
             break
-    verdict.seconds = time.perf_counter() - start
+    verdict = dataclasses.replace(verdict, seconds=time.perf_counter() - start)
     if checked is not None:
-        verdict.extra["host_check"] = checked.detail
+        verdict = dataclasses.replace(verdict, extra={**verdict.extra, "host_check": checked.detail})
         if whole:
-            verdict.detail = f"judged as a whole, not by induction: host check failed: {checked.detail}; " \
-                             + verdict.detail
+            verdict = dataclasses.replace(verdict, detail=f"judged as a whole, not by induction: host check failed: "
+                                                          f"{checked.detail}; " + verdict.detail)
     return verdict
 
 
 # -- hosts: the declarations checked first, step refutations turned into host refutations --------
 
-def _host_checked(op, contract, n=None, d=None) -> host_check.HostCheck | None:
-    """For a host's closure / null_source_insertion: do its prefix, blocks and fn match its layers
-    (``host_check``, at the cell's shape)?  None for every other cell.  A failed check means the host
-    is judged as a whole (``laws.WHOLE_HOST``), never by the induction."""
-    if op.layers is None or contract not in L.WHOLE_HOST:
+def _host_checked(op, contract: Contract, n=None, d=None) -> host_check.HostCheck | None:
+    """For a host's contract with a host proof strategy (closure, null_source_insertion): do its prefix,
+    blocks and fn match its layers (``host_check``, at the cell's shape)?  None for every other cell.  A
+    failed check means the host is judged as a whole (the strategy's ``whole``), never by the induction."""
+    if op.layers is None or not contract.symbolic.host:
         return None
     n0, d0 = default_shape(op, contract)
     return host_check.check(op, n or n0, d or d0 or 1)
 
 
-def _via_closure(op, *, timeout, mode, start, cache) -> V.Verdict | None:
-    """null_source_insertion of a checked host from its closure, or None (then the layered law decides).
+def _via(op, contract: Contract, implied_by: Contract, *, timeout, mode, start, cache) -> V.Verdict | None:
+    """A checked host's contract from the contract that implies it (``implied_by``: null_source_insertion
+    from closure), or None (then the contract's own host strategy decides).
 
     Closure (every layer, the last one being op.fn's output: host_check) implies the output
     statement.  A closure refutation on a host input (a witness, ``host_witness``) is replayed on
     the output statement itself: it refutes null insertion only if op.fn breaks it there.  Any other
     failure of closure proves nothing about the output."""
-    via = prove_cell(op, "closure", timeout=timeout, mode=mode, cache=cache)
+    via = prove_cell(op, implied_by, timeout=timeout, mode=mode, cache=cache)
     if via.status in (V.PROVED, V.SAMPLED, V.NOT_TRACEABLE):
-        via.detail = f"{via.status} via closure (which implies it for the output): " + via.detail
-        via.seconds = time.perf_counter() - start
-        return via
-    if via.status != V.REFUTED or not via.extra.get("witness"):
+        return dataclasses.replace(via, detail=f"{via.status} via {implied_by.name} (which implies it for the "
+                                               f"output): " + via.detail, seconds=time.perf_counter() - start)
+    if via.status != V.REFUTED or not via.witness:
         return None
-    n, d = default_shape(op, "null_source_insertion")
-    mode = "symbolic" if via.extra.get("params") == "symbols" else "concrete"
-    direct = build_problem(op, "null_source_insertion", n=n, d=d, mode=mode, whole=True)
+    n, d = default_shape(op, contract)
+    mode = "symbolic" if via.params == "symbols" else "concrete"
+    direct = build_problem(op, contract, n=n, d=d, mode=mode, whole=True)
     ce = via.counterexample
     if ce is None or np.shape(ce["x"]) != (1, n, d or 1):
         return None
@@ -659,13 +675,13 @@ def _via_closure(op, *, timeout, mode, start, cache) -> V.Verdict | None:
     if not reproduces(disc, bound):
         return None
     return V.Verdict(V.REFUTED, disc, bound,
-                     f"refuted at {shapes_text(direct)} via closure's host counterexample ({via.extra['witness']}), "
+                     f"refuted at {shapes_text(direct)} via {implied_by.name}'s host counterexample ({via.witness}), "
                      f"replayed on op.fn's output: {what}: discrepancy {disc:.3g} > {bound:.3g} "
-                     f"[parameters: {via.extra.get('params')}]",
+                     f"[parameters: {via.params}]",
                      counterexample=_counterexample(direct, v, [what]), seconds=time.perf_counter() - start,
                      tier="symbolic", dtype="real",
-                     extra=dict(solver=SOLVER, shapes=direct.shapes, statement=direct.statement,
-                                witness=via.extra["witness"], params=via.extra.get("params")))
+                     extra=dict(solver=SOLVER, shapes=direct.shapes, statement=direct.statement),
+                     witness=via.witness, params=via.params)
 
 
 def _after_step(op, problem, first: V.Verdict, timeout, start, cache) -> V.Verdict:
@@ -678,18 +694,19 @@ def _after_step(op, problem, first: V.Verdict, timeout, start, cache) -> V.Verdi
     ce = first.counterexample or {}
     found, why = host_witness.search(op, ce, ce.get("failed", []), whole)
     if found is not None:
-        extra = {k: v for k, v in first.extra.items() if k not in ("step", "argument")}
-        extra.update(statement=whole.statement, witness=found.how)
+        extra = {k: v for k, v in first.extra.items() if k != "argument"}
+        extra.update(statement=whole.statement)
         return V.Verdict(V.REFUTED, found.discrepancy, found.bound,
                          f"refuted at {shapes_text(whole)}: the induction was not proved (an induction step is "
                          f"refuted: '{ce.get('failed', ['?'])[0]}'), and a host input that reaches a violating "
                          f"state ({found.how}), replayed on the eager whole host: {found.what}: discrepancy "
                          f"{found.discrepancy:.3g} > {found.bound:.3g}",
                          counterexample=_counterexample(whole, found.values, [found.what]),
-                         seconds=time.perf_counter() - start, tier="symbolic", dtype="real", extra=extra)
+                         seconds=time.perf_counter() - start, tier="symbolic", dtype="real", extra=extra,
+                         witness=found.how)
     verdict = prove_problem(whole, timeout, start + CELL_BUDGET * timeout, cache)
-    verdict.detail += f" (the stronger statement was not proved: {first.status}: {first.detail[:400]}; {why})"
-    return verdict
+    return dataclasses.replace(verdict, detail=verdict.detail + f" (the stronger statement was not proved: "
+                                                                f"{first.status}: {first.detail[:400]}; {why})")
 
 
 def prove_rows(registry, rows, *, timeout: float = DEFAULT_TIMEOUT, progress=None) -> list:
@@ -708,4 +725,4 @@ def prove_rows(registry, rows, *, timeout: float = DEFAULT_TIMEOUT, progress=Non
 
 def is_mismatch(verdict: V.Verdict) -> bool:
     """A refutation that did not replay: a failure of the suite, whatever the declaration."""
-    return bool(verdict.extra.get("mismatch"))
+    return verdict.mismatch

@@ -92,11 +92,12 @@ def test_presence_cancellation_is_caught_through_near_null_rows_alone():
 
     from tokenlaw.fuzz.engine import run_cell
     from tokenlaw.properties.catalogue import CONTRACTS
+    from tokenlaw.properties.contract import FuzzOptions
 
     c = _canary("fuzz_presence_cancellation")
     reg = c.registry(default_registry())
     law = CONTRACTS["formula_equivalence"]
-    narrow = dataclasses.replace(law, fuzz=tuple(sorted({**law.fuzz_bounds, "wide_params": False}.items())))
+    narrow = dataclasses.replace(law, fuzz=FuzzOptions(**{**law.fuzz_bounds, "wide_params": False}))
     v = run_cell(reg["oattention"], narrow, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
     assert v.violated and v.extra["found_at"] <= DEFAULT_EXAMPLES, v.detail
     ce = v.counterexample

@@ -69,7 +69,7 @@ def test_a_cell_is_vacuous_exactly_when_too_few_examples_were_judged(share, stat
     """share 0: no example judged; 2: about half; 1: all."""
     def judge(case):
         skipped = share == 0 or case.seed % share != 0
-        return V.holds(extra={"inconclusive": True} if skipped else {})
+        return V.holds(inconclusive=skipped)
 
     v = run_cell(REG["sm_fir"], _contract(judge), torch.float64, examples=40, seed=0, replay_dir=None)
     assert v.status == status, v.detail
@@ -86,7 +86,7 @@ def test_a_violation_among_inconclusive_examples_is_still_found():
     def judge(case):
         if case.seed % 7 == 0:
             return V.violated(1.0, 0.0, "seeded")
-        return V.holds(extra={"inconclusive": True})
+        return V.holds(inconclusive=True)
 
     v = run_cell(REG["sm_fir"], _contract(judge), torch.float64, examples=40, seed=0, replay_dir=None)
     assert v.status == V.VIOLATED

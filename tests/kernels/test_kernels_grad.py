@@ -42,7 +42,7 @@ def _case(registry, op, contract, backend, dtype, n=20):
 def _judge(registry, op, contract, backend, dtype, n=20):
     verdict = CONTRACTS[contract](_case(registry, op, contract, backend, dtype, n))
     assert verdict.status == V.HOLDS, verdict.detail
-    assert not verdict.extra.get("inconclusive"), verdict.detail        # a real judgement, not a pass by default
+    assert not verdict.inconclusive, verdict.detail        # a real judgement, not a pass by default
     return verdict
 
 
@@ -468,7 +468,7 @@ _PRESENCE_OLD = """        expo = tl.where(prob > 0.0, tl.exp(s - row_max[:, Non
 def test_each_found_case_holds_on_the_fixed_kernel(registry, operator, fields):
     """Every case above, found by a search and fixed in its kernel, holds (and is not set aside as inconclusive)."""
     verdict = _agreement(registry, operator, fields)
-    assert verdict.status == V.HOLDS and not verdict.extra.get("inconclusive"), verdict.detail
+    assert verdict.status == V.HOLDS and not verdict.inconclusive, verdict.detail
 
 
 # Each case above with its kernel's old form put back (a source mutant of the fixed kernel):

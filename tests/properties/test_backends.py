@@ -93,7 +93,8 @@ def test_what_a_contract_evaluates_decides_what_another_backend_is_judged_by(reg
 @pytest.mark.parametrize("options, message", [
     (dict(evaluated="vibes"), "evaluated: expected one of"),
     (dict(evaluated="reference"), "needs unjudged="),
-    (dict(symbolic=dict(shapes=(2, 1))), "symbolic: expected keys"),
+    (dict(symbolic=dict(shape=(2, 1))), "symbolic: expected SymbolicOptions"),   # options are one typed record
+    (dict(fuzz=dict(near_null=False)), "fuzz: expected FuzzOptions"),
 ])
 def test_contract_options_are_validated(options, message):
     from tokenlaw.properties.catalogue import contract

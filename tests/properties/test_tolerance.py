@@ -73,14 +73,14 @@ def _sdpa_case(**kw):
 def test_a_probe_past_its_first_order_regime_makes_the_example_inconclusive():
     law, case = _sdpa_case(**SATURATED)
     v = law(case)
-    assert not v.violated and v.extra.get("inconclusive"), v.detail
+    assert not v.violated and v.inconclusive, v.detail
     assert "probe's relative error" in v.detail and v.extra["probe_relative"] > FIRST_ORDER_LIMIT
 
 
 def test_the_same_row_without_the_offset_is_judged():
     law, case = _sdpa_case(**{**SATURATED, "score_offset": 0.0})
     v = law(case)
-    assert not v.extra.get("inconclusive") and v.ratio > 0 and not v.violated, v.detail
+    assert not v.inconclusive and v.ratio > 0 and not v.violated, v.detail
 
 
 def test_a_non_finite_value_is_a_violation_even_when_the_probe_saturates():

@@ -22,8 +22,8 @@ from tokenlaw.reports.document import Document, ProofRow, standing
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-def proof_row(op, contract, status, declared="claims", detail="", **extra):
-    v = V.Verdict(status, detail=detail or status, tier="symbolic", extra=extra)
+def proof_row(op, contract, status, declared="claims", detail="", **fields):
+    v = V.Verdict(status, detail=detail or status, tier="symbolic", **fields)
     return ProofRow(op, contract, declared, "reason", [Cell(op, contract, "symbolic", "real", v)])
 
 
@@ -97,7 +97,7 @@ def test_standing_is_one_rule_for_both_tiers():
     assert standing([("r", "claims", V.OUT_NOT_RUNNABLE, False)], proof=False)["result"] == "UNDECIDED"
     assert standing([("r", "violates", V.OK_EXPECTED, False)], proof=False)["result"] == "PASS"   # nothing claimed
     assert standing(fuzz + [("r3", "violates", V.BAD_NOT_REPRODUCED, True)], proof=False)["result"] == "FAIL"
-    by_design = [("r1", "claims", V.OK_HOLDS, False), ("r4", "claims", V.OUT_BY_DESIGN, False)]
+    by_design = [("r1", "claims", V.OK_HOLDS, False), ("r4", "claims", V.Outcome.NOT_APPLICABLE_BY_DESIGN, False)]
     assert standing(by_design, proof=False)["claimed"]["rows"] == 1
 
 

@@ -33,12 +33,12 @@ def fuzz_doc(*rows):
 def proof_doc(*rows):
     out = [ProofRow(op, "zero_absorption", declared, "reason",
                     [Cell(op, "zero_absorption", "symbolic", "real",
-                          V.Verdict(status, tier="symbolic", detail=status, extra=dict(extra)))])
+                          V.Verdict(status, tier="symbolic", detail=status, **dict(extra)))])
            for op, declared, status, *extra in rows]
     return proofs.document(out, dict(tier="symbolic", backend="z3", solver="z3", timeout=5))
 
 
-CASES = [  # (operator, declared, fuzz status, symbolic status, extra, combined colour, combined outcome)
+CASES = [  # (operator, declared, fuzz status, symbolic status, typed fields, combined colour, combined outcome)
     ("both_hold", "claims", V.HOLDS, V.PROVED, (), "green", V.OK_PROVED),
     ("no_form", "claims", V.HOLDS, V.NOT_RUNNABLE, (), "green", V.OK_HOLDS),
     ("fuzz_only_refutes", "claims", V.VIOLATED, V.PROVED, (), "red", V.BAD_UNEXPECTED),

@@ -88,7 +88,7 @@ def test_open_last_block_host_is_refuted_on_a_host_input_replayed_on_eager():
     for contract in ("closure", "null_source_insertion"):
         v = prove_cell(op, contract, timeout=5)
         assert v.status == V.REFUTED and v.discrepancy > v.bound, v.detail
-        assert "host" in v.detail and v.extra.get("witness"), v.detail
+        assert "host" in v.detail and v.witness, v.detail
         # the counterexample is a host input: the eager host on it, with a null inserted at 0
         ce = v.counterexample
         x = torch.as_tensor(ce["x"], dtype=torch.float64)
