@@ -1,8 +1,16 @@
-"""argparse types shared by the subcommands (here, not in ``cli``, so a command module never imports ``cli``)."""
+"""argparse types and choices shared by the subcommands (here, not in ``cli``, so a command module never imports ``cli``).
+
+Light on purpose: the parser is built from this module and the ``*_args`` modules
+alone, so ``tokenlaw --help`` and an argument error answer without importing torch
+(or anything of tokenlaw's layers that does).  What a heavy module owns is restated
+here as plain data (profiles, the eager backend's name), and tests keep the two equal.
+"""
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from importlib.metadata import entry_points
 
 # The fuzz profiles (fuzz.engine.PROFILES, restated here so that parsing needs no torch; a test keeps
 # them equal), the old names still accepted, and the default.
@@ -44,3 +52,29 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
     return value
+
+
+WITH_BUILTINS_HELP = ("with --operators MODULE: also run tokenlaw's built-in operators (by default only the "
+                      "module's own operators run, unless --operator names others)")
+
+
+def add_with_builtins(parser) -> None:
+    """The ``--with-builtins`` flag of a command that selects operators (``selection.operators`` reads it)."""
+    parser.add_argument("--with-builtins", action="store_true", help=WITH_BUILTINS_HELP)
+
+
+# properties.backends: the reference backend's name and the entry-point group plug-ins register under.
+EAGER_BACKEND = "eager"
+BACKENDS_GROUP = "tokenlaw.backends"
+BACKENDS_MODULE = "tokenlaw.properties.backends"
+
+
+def backend_names() -> list[str]:
+    """``backends.names()`` without importing a backend: eager, then the installed plug-ins' entry-point
+    names (read by name, never loaded).  When the backends module is already loaded (a test or a notebook
+    that registered one in-process) its own answer is used, so those names are accepted too."""
+    loaded = sys.modules.get(BACKENDS_MODULE)
+    if loaded is not None:
+        return loaded.names()
+    others = {ep.name for ep in entry_points(group=BACKENDS_GROUP)} - {EAGER_BACKEND}
+    return [EAGER_BACKEND, *sorted(others)]

@@ -93,14 +93,3 @@ def cmd_docs(args) -> int:
         raise arguments.closest(args.topic, [*pages, GENERATED], "topic")
     print(json.dumps({"topic": args.topic, "text": text}, indent=1) if args.json else text)
     return EXIT_OK
-
-
-def register(subparsers):
-    sp = subparsers.add_parser("docs", help="print the shipped documentation (mathematics, laws, workflow ...)",
-                               description=__doc__.split("\n\n")[0])
-    sp.add_argument("topic", nargs="?", help="a topic; without one, list them")
-    sp.add_argument("--json", action="store_true", help="machine-readable output")
-    sp.add_argument("--write", action="store_true",
-                    help="with 'measurements', in a checkout: render reports/measurements/*.json into "
-                         "docs/measurements.md")
-    sp.set_defaults(func=cmd_docs)

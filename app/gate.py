@@ -18,7 +18,6 @@ regression not covered by a live known-failure entry, or an expired entry;
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as dt
 import json
@@ -33,28 +32,6 @@ from tokenlaw.reports import document, known_failures, proofs, regressions, writ
 from .progress import Progress
 
 from .exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE  # noqa: F401
-
-
-def register(sub):
-    sp = sub.add_parser("gate", help="compare a run with reports/baseline.json; exit 1 on any regression",
-                        description=__doc__.split("\n\n")[0],
-                        epilog="exit codes: 0 no regression / baseline updated, 1 regression or expired known "
-                               "failure, 2 bad arguments")
-    sp.add_argument("--baseline", default="reports/baseline.json", help="committed baseline report")
-    sp.add_argument("--current", action="append", metavar="REPORT",
-                    help="report to judge, repeatable (e.g. the eager and a kernel backend's report); "
-                         "default: run `tokenlaw check` for every run of the baseline, with its settings")
-    sp.add_argument("--out", default="reports", help="where the run writes its reports (default: ./reports)")
-    sp.add_argument("--update-baseline", action="store_true", help="rewrite the baseline from the current run "
-                                                                   "and print the diff")
-    sp.add_argument("--known-failures", default="reports/known_failures.txt",
-                    help="plain-text file: cell-id  YYYY-MM-DD  reason (missing file: none)")
-    sp.add_argument("--bound-growth", type=float, default=regressions.BOUND_GROWTH,
-                    help="a tolerance bound growing by more than this factor is a regression (default 2)")
-    # For tests of expiry only: the date taken as today (YYYY-MM-DD).
-    sp.add_argument("--today", help=argparse.SUPPRESS, default=None)
-    sp.add_argument("--json", action="store_true", help="machine-readable result on stdout")
-    sp.set_defaults(func=cmd_gate)
 
 
 def _run_checks(args, base: document.Document | None) -> document.Document:

@@ -29,17 +29,6 @@ from .exits import of_result
 from .progress import Progress
 
 
-def register(subparsers):
-    sp = subparsers.add_parser("prove", help="prove / refute declared contracts with z3 (reals) and write reports/proofs.{md,json}")
-    sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
-    selection.add_flag(sp)
-    sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
-    sp.add_argument("--timeout", type=float, default=5.0, help="seconds per solver query (default 5)")
-    sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
-    sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
-    sp.set_defaults(func=cmd_prove)
-
-
 def prove_settings(args) -> runs.ProveSettings:
     """The parsed ``prove`` arguments as the library's settings."""
     return runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,

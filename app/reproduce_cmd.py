@@ -66,26 +66,3 @@ def cmd_retrofit(args) -> int:
     print(json.dumps({"result": "PASS" if code == EXIT_OK else "FAIL", "markdown": str(out / "retrofit.md"),
                       "report": str(out / "retrofit.json")}, indent=1))
     return code
-
-
-def register(subparsers):
-    sp = subparsers.add_parser("reproduce", help="reproduce the papers' ablation and retrofit experiments")
-    sub = sp.add_subparsers(dest="experiment", required=True)
-
-    a = sub.add_parser("ablation", help="two-block null-insertion ablation with per-component attribution")
-    a.add_argument("--width", type=int, default=64)
-    a.add_argument("--seeds", type=int, default=8)
-    a.add_argument("--gains", type=float, nargs="+", default=[1.0, 2.0], help="weight gains (std gain/sqrt(fan_in))")
-    a.add_argument("--sweep-widths", type=int, nargs="+", default=[16, 64, 256],
-                   help="widths of the OA-only width x gain sweep")
-    a.add_argument("--out", default="reports")
-    a.add_argument("--json", action="store_true", help="machine-readable result on stdout")
-    a.set_defaults(func=cmd_ablation)
-
-    r = sub.add_parser("retrofit", help="train a small in-context tabular regressor, swap in O components, report RMSE")
-    r.add_argument("--out", default="reports")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--quick", action="store_true", help="tiny run for tests (not the reported numbers)")
-    r.add_argument("--retrain", action="store_true", help="ignore cached weights in <out>/retrofit_model.pt")
-    r.add_argument("--json", action="store_true", help="machine-readable result on stdout")
-    r.set_defaults(func=cmd_retrofit)

@@ -34,20 +34,6 @@ ALWAYS = ("gradcheck",)      # every eager operator must pass fp64 gradcheck (do
 NEEDS_ORDER = ("weights", "layers", "reference")
 
 
-def register(sub):
-    sp = sub.add_parser("new", help="scaffold operators/NAME.py: declaration, claims, an eager stub",
-                        description=__doc__.split("\n\n")[0],
-                        epilog="exit codes: 0 written, 2 bad arguments")
-    sp.add_argument("name", help="operator name (a lowercase identifier), also the file name")
-    sp.add_argument("--like", metavar="OP", help="copy traits, domain, parameters and claims of this operator")
-    sp.add_argument("--traits", help="comma-separated traits (default: token_local; ignored with --like)")
-    sp.add_argument("--claims", help="comma-separated contracts to claim (default: from --like or the traits)")
-    sp.add_argument("--dir", help="folder to write into (default: tokenlaw's operators/ folder in a checkout; "
-                                  "the current project when tokenlaw is installed)")
-    sp.add_argument("--json", action="store_true", help="machine-readable result on stdout")
-    sp.set_defaults(func=cmd_new)
-
-
 def _split(text):
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 

@@ -11,8 +11,9 @@ tier runs -> one report document) is a layer of its own, above ``reports``
 the experiments that call it: the app stays thin, and a library user gets
 ``orchestration.runs.check`` without the command line.  Every import counts: module-level,
 inside a function, relative, and a string literal that names a tokenlaw module
-(``importlib.import_module("tokenlaw.x")``, a tuple of module names): a
-dependency hidden in a string is still a dependency.  A cycle between modules
+(``importlib.import_module("tokenlaw.x")``, a tuple of module names, a
+``"tokenlaw.x.y:function"`` a parser names as the work it runs): a dependency
+hidden in a string is still a dependency.  A cycle between modules
 is refused too, inside one package as well.  Plug-ins are found through entry
 points (``tokenlaw.backends``, ``tokenlaw.operators``), which is how a lower
 layer reaches code it does not import.
@@ -28,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"docs": 0, "operators": 1, "properties": 2, "fuzz": 3, "symbolic": 3, "kernels": 3, "reports": 4,
           "orchestration": 5, "experiments": 6, "app": 7}
-MODULE_NAME = re.compile(r"tokenlaw(\.[A-Za-z_]\w*)+")
+MODULE_NAME = re.compile(r"(tokenlaw(?:\.[A-Za-z_]\w*)+)(:[A-Za-z_]\w*)?")      # module, or module:attribute
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -60,7 +61,7 @@ def imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
             out += [(node.lineno, s) for s in subs] if subs else [(node.lineno, target)]
         elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value)
               and id(node) not in groups):      # an entry-point group's name (group="tokenlaw.x") is not an import
-            out.append((node.lineno, node.value))
+            out.append((node.lineno, MODULE_NAME.fullmatch(node.value).group(1)))
     return [(line, t) for line, t in out if t.startswith("tokenlaw.")]
 
 
@@ -207,6 +208,7 @@ def _copy(tmp_path: Path) -> Path:
     ("kernels/ops.py", "from ..reports import writers", "climbs"),                              # relative
     ("reports/writers.py", "from tokenlaw.orchestration import runs", "climbs"),
     ("orchestration/runs.py", "from tokenlaw.app import cli", "climbs"),
+    ("reports/writers.py", "X = 'tokenlaw.app.check_cmd:cmd_check'", "climbs"),            # a module:function string
 ])
 def test_an_added_upward_import_is_caught(tmp_path, where, line, expect):
     root = _copy(tmp_path)

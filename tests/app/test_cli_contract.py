@@ -185,7 +185,9 @@ def test_internal_crash_has_its_own_exit_code(here, capsys, monkeypatch):
     def crash(args):
         raise ZeroDivisionError("a bug inside tokenlaw")
 
-    monkeypatch.setattr(cli, "cmd_list", crash)
+    from tokenlaw.app import check_cmd
+
+    monkeypatch.setattr(check_cmd, "cmd_list", crash)          # what `list` names; cli.main looks it up per call
     rc, _, err = run(capsys, "list")
     assert rc == cli.EXIT_INTERNAL == 70
     line = one_line_error(err)
@@ -311,7 +313,9 @@ def test_profiles_are_named_for_what_they_are_and_the_old_names_still_work():
 
 
 def runs_settings(args):
-    return cli.check_settings(args)
+    from tokenlaw.app import check_cmd
+
+    return check_cmd.check_settings(args)
 
 
 def sub_help(command: str) -> str:

@@ -1,0 +1,41 @@
+"""The arguments of the fuzz tier's ``replay``, ``report merge`` and ``mutate`` (light: argparse only).
+
+Each parser names its work as a ``"module:function"`` string (``fuzz_cmd``), which
+``cli.main`` imports only once the arguments parsed: ``--help`` and a bad argument
+never load torch.
+"""
+from __future__ import annotations
+
+from .argtypes import backend_names
+
+
+def register(sub):
+    sp = sub.add_parser("replay", help="re-run a stored counterexample by id and compare it bit-for-bit")
+    sp.add_argument("id", help="replay id (as printed in reports) or the path of its JSON artifact")
+    sp.add_argument("--replays", default=None, help="artifact directory (default $TOKENLAW_REPLAYS or reports/replays)")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func="tokenlaw.app.fuzz_cmd:cmd_replay")
+
+    sp = sub.add_parser("report", help="work with written reports")
+    rsub = sp.add_subparsers(dest="report_command", required=True)
+    mp = rsub.add_parser("merge", help="join shard reports (conformance.json files) into one report, or a check's "
+                                       "and a prove's reports into the combined verification.{md,json}")
+    mp.add_argument("reports", nargs="+", help="the JSON reports: shards of one campaign, and/or proofs.json")
+    mp.add_argument("--out", required=True, help="directory for the merged conformance.{md,json} (one tier) or "
+                                                 "verification.{md,json} (several tiers)")
+    mp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    mp.set_defaults(func="tokenlaw.app.fuzz_cmd:cmd_merge")
+
+    sp = sub.add_parser("mutate", help="run the suite against the catalogue of seeded bugs")
+    sp.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
+    sp.add_argument("--backend", default=None, choices=backend_names(),
+                    help="only mutants of this backend (default: eager ones, and every backend plug-in's that "
+                         "can run here, e.g. the Triton kernels' with TRITON_INTERPRET=1 or a GPU)")
+    sp.add_argument("--examples", type=int, default=30, help="examples per cell per dtype (default 30)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--workers", type=int, default=1)
+    sp.add_argument("--replays", default=None, help="store the killing counterexamples here (default: not stored)")
+    sp.add_argument("--out", default="reports", help="writes mutation.{md,json} here (default ./reports)")
+    sp.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    sp.set_defaults(func="tokenlaw.app.fuzz_cmd:cmd_mutate")

@@ -1,0 +1,15 @@
+"""The arguments of ``tokenlaw prove`` (light: argparse only; the work is ``prove_cmd.cmd_prove``)."""
+from __future__ import annotations
+
+from .argtypes import add_with_builtins
+
+
+def register(subparsers):
+    sp = subparsers.add_parser("prove", help="prove / refute declared contracts with z3 (reals) and write reports/proofs.{md,json}")
+    sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
+    add_with_builtins(sp)
+    sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
+    sp.add_argument("--timeout", type=float, default=5.0, help="seconds per solver query (default 5)")
+    sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
+    sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    sp.set_defaults(func="tokenlaw.app.prove_cmd:cmd_prove")
