@@ -4,13 +4,18 @@
 
 Each command runs ``--runs`` times in a fresh interpreter (the same ``sys.executable``, the same
 environment, so the same tokenlaw); the record keeps every wall time and their minimum (the cost
-without noise from other processes) and median (what a user waits).  ``tokenlaw --help`` cannot
-answer faster than its own imports: the difference to ``python -c "import torch"`` is what tokenlaw
-adds on top of torch, the difference to ``python -c pass`` what a torch-free help would save.
+without noise from other processes) and median (what a user waits).  The help's parser imports no
+torch (``cli``), so ``tokenlaw --help`` should sit near ``python -c pass``, far below
+``python -c "import torch"``; an argument error (``check --workers 0``) is timed beside it.
+
+The record is a measurement record (``reports.measurements``): the first command is the one
+measured, the others are timed alike under ``compared_with``, so
+``tokenlaw docs measurements --write`` renders it into ``docs/measurements.md``.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -19,10 +24,15 @@ import sys
 import time
 from pathlib import Path
 
+from tokenlaw.reports import measurements
+
+from .measure import commit, machine
+
+# The first is the command measured; the others are timed alike beside it.
 COMMANDS = {
+    "tokenlaw --help": [sys.executable, "-m", "tokenlaw.app.cli", "--help"],
     "python -c pass": [sys.executable, "-c", "pass"],
     'python -c "import torch"': [sys.executable, "-c", "import torch"],
-    "tokenlaw --help": [sys.executable, "-m", "tokenlaw.app.cli", "--help"],
     "tokenlaw check --workers 0 (an argument error)": [sys.executable, "-m", "tokenlaw.app.cli", "check",
                                                        "--workers", "0"],
 }
@@ -41,20 +51,20 @@ def measure(argv: list, runs: int) -> list[float]:
 
 
 def record(runs: int) -> dict:
-    """The measurement: one entry per command (command, runs, min_s, median_s, samples_s)."""
-    out = []
+    """The measurement record: the first command's timings (command, runs, min_s, median_s, samples_s), the
+    machine, date and commit, and the other commands' timings under ``compared_with``."""
+    timed = []
+    load = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     for name, argv in COMMANDS.items():
         times = measure(argv, runs)
-        out.append({"command": name, "runs": runs, "min_s": round(min(times), 3),
-                    "median_s": round(statistics.median(times), 3), "samples_s": [round(t, 3) for t in times]})
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count()
-    return {"what": "tokenlaw --help start-up time against python -c pass and python -c 'import torch'",
-            "python": sys.version.split()[0], "usable_cores": cores,
-            "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-            "records": out}
+        timed.append({"command": name, "runs": runs, "min_s": round(min(times), 3),
+                      "median_s": round(statistics.median(times), 3), "samples_s": [round(t, 3) for t in times]})
+    head, *others = timed
+    data = {**head, "machine": machine(), "python": sys.version.split()[0], "load_average_1min": load,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "commit": commit(), "compared_with": others}
+    measurements.parse("help_startup", data)                # what is written is what the docs read
+    return data
 
 
 def main(argv=None) -> None:
@@ -68,7 +78,7 @@ def main(argv=None) -> None:
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rec, indent=1) + "\n")
-    for r in rec["records"]:
+    for r in [rec, *rec["compared_with"]]:
         print(f"{r['command']:<48} min {r['min_s']:.2f} s  median {r['median_s']:.2f} s  ({r['runs']} runs)")
     print(f"wrote {path}")
 

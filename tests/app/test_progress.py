@@ -79,23 +79,29 @@ def test_heartbeat_on_a_terminal_during_a_long_row():
 
 
 def test_startup_benchmark_writes_the_record_docs_read(tmp_path, monkeypatch):
-    """The record's shape (command, runs, min_s, median_s per command); the real commands are swapped for two
-    bare interpreters so the test takes a second, the measured file is reports/measurements/help_startup.json."""
+    """The record is a measurement record (the first command measured, the others under compared_with, each
+    with runs, min_s, median_s, samples_s) that reports.measurements reads; the real commands are swapped for
+    two bare interpreters so the test takes a second; the measured file is reports/measurements/help_startup.json."""
     import json
     import sys
 
     from tokenlaw.app import startup_bench
+    from tokenlaw.reports import measurements
 
+    assert list(startup_bench.COMMANDS)[0] == "tokenlaw --help"
     assert set(startup_bench.COMMANDS) >= {"python -c pass", 'python -c "import torch"', "tokenlaw --help"}
     monkeypatch.setattr(startup_bench, "COMMANDS", {"a": [sys.executable, "-c", "pass"],
                                                     "b": [sys.executable, "-c", "import json"]})
     out = tmp_path / "m" / "help_startup.json"
     startup_bench.main(["--runs", "3", "--out", str(out)])
     rec = json.loads(out.read_text())
-    assert [r["command"] for r in rec["records"]] == ["a", "b"]
-    for r in rec["records"]:
+    assert rec["command"] == "a" and [r["command"] for r in rec["compared_with"]] == ["b"]
+    for r in [rec, *rec["compared_with"]]:
         assert r["runs"] == 3 and len(r["samples_s"]) == 3
         assert 0 < r["min_s"] <= r["median_s"] <= max(r["samples_s"])
+    (read,) = measurements.load(out.parent)
+    assert read.name == "help_startup" and read.command == "a" and read.min_s == rec["min_s"]
+    assert "| `help_startup` compared_with | `b` | 3 |" in measurements.render([read])
     monkeypatch.setattr(startup_bench, "COMMANDS", {"fails": [sys.executable, "-c", "raise SystemExit(5)"]})
     with pytest.raises(RuntimeError, match="exited 5"):
         startup_bench.main(["--runs", "1", "--out", str(out)])
