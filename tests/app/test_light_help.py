@@ -8,12 +8,13 @@ check can fail.  Exit codes and first lines of stderr are those of ``test_cli_co
 """
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
 import pytest
 
-from tokenlaw.app import argtypes, gate_args
+from tokenlaw.app import argtypes, cli, gate_args
 
 HEAVY = ("torch", "numpy", "sympy", "z3", "hypothesis", "triton", "matplotlib")
 # tokenlaw's layers below app: each of them imports torch (operators/__init__ pins the CPU paths).
@@ -88,3 +89,25 @@ def test_backend_names_come_from_entry_points_without_loading_them(monkeypatch):
     monkeypatch.delitem(sys.modules, argtypes.BACKENDS_MODULE)
     installed = sorted({ep.name for ep in entry_points(group=argtypes.BACKENDS_GROUP)} - {"eager"})
     assert argtypes.backend_names() == ["eager", *installed]
+
+
+def _specs(parser, prefix="tokenlaw"):
+    """(command, "module:function") of every runnable subcommand of ``parser``."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield prefix, parser.get_default("func")
+        return
+    for name, sp in subs[0].choices.items():
+        yield from _specs(sp, f"{prefix} {name}")
+
+
+def test_every_command_names_a_function_that_exists():
+    """The work is named by a string, so a typo would only show when the command runs: resolve them all."""
+    specs = dict(_specs(cli.build_parser()))
+    assert {"tokenlaw list", "tokenlaw check", "tokenlaw report merge", "tokenlaw reproduce retrofit",
+            "tokenlaw docs"} <= set(specs)
+    for name, spec in specs.items():
+        assert isinstance(spec, str) and spec.startswith("tokenlaw.app.") and ":" in spec, (name, spec)
+        assert callable(cli.command(spec)), (name, spec)
+    with pytest.raises(AttributeError):                  # the check can fail: a misspelt function
+        cli.command("tokenlaw.app.check_cmd:cmd_chek")
