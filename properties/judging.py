@@ -36,12 +36,16 @@ def relation(case, lhs, rhs, what: str, allowance: float = 0.0) -> V.Verdict:
 def compared(c: Comparison, what: str) -> V.Verdict:
     """A ``tolerance.compare`` result as a verdict; inconclusive where the probe left its first-order regime.
 
-    A violation the probe cannot bound is not evidence either way: the bound is a scaled copy of an error
-    that stopped growing with u (see ``tolerance.FIRST_ORDER_LIMIT``), so such an example is set aside
-    as inconclusive, never judged held or violated.  A non-finite value where float64 is finite is a
-    violation regardless (an infinite discrepancy): no error model excuses it.
+    A probe whose own relative error passes ``tolerance.FIRST_ORDER_LIMIT`` no longer predicts D's
+    rounding (its error stopped growing with u), so an example whose discrepancy D's rounding could
+    still explain -- at most that same fraction of the output's scale, the first-order model's own
+    range -- is set aside as inconclusive, never judged held or violated.  A discrepancy past it is no
+    first-order rounding of D whatever the probe says, and is judged against the bound as always (a
+    bug that also wrecks the probe, e.g. a presence that cancels to 0 in every dtype, stays visible);
+    so is a non-finite value where float64 is finite.
     """
-    if c.probe_relative > FIRST_ORDER_LIMIT and math.isfinite(c.discrepancy):
+    if (c.probe_relative > FIRST_ORDER_LIMIT and math.isfinite(c.discrepancy)
+            and c.discrepancy <= FIRST_ORDER_LIMIT * c.scale):
         return V.holds(0.0, 0.0, f"{what}: inconclusive, the probe's relative error {c.probe_relative:.2g} > "
                        f"{FIRST_ORDER_LIMIT} is outside the first-order error model "
                        f"(|lhs - rhs| = {c.discrepancy:.3g}, bound {c.bound:.3g} not trusted)",

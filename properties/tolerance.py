@@ -92,6 +92,7 @@ class Comparison:
     max_discrepancy: float  # max_i |a_D - b_D| anywhere
     predicted_relative: float = 0.0  # differential only: largest predicted error / largest |reference|
     probe_relative: float = 0.0      # compare only: the probes' largest normwise error / largest |float64 value|
+    scale: float = 0.0               # compare only: the largest finite |float64 value| of either side
 
     @property
     def ok(self) -> bool:
@@ -143,7 +144,14 @@ def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Com
         c = _worst(aD, bD, bound, finite64)
         c.probe_relative = max(_relative(a[PROBE[dtype]], a[torch.float64]),
                                _relative(b[PROBE[dtype]], b[torch.float64]))
+        c.scale = max(_largest(a[torch.float64]), _largest(b[torch.float64]))
         return c
+
+
+def _largest(v64) -> float:
+    v = torch.as_tensor(v64).double().abs()
+    v = v[torch.isfinite(v)]
+    return float(v.max()) if v.numel() else 0.0
 
 
 def _relative(vP: torch.Tensor, v64: torch.Tensor) -> float:

@@ -17,6 +17,8 @@ import math
 import re
 from xml.sax.saxutils import escape
 
+import numpy as np
+
 from tokenlaw.operators import dtypes as _dtypes
 from tokenlaw.properties import verdict as V
 
@@ -291,12 +293,13 @@ def _filters(rows) -> str:
 
 
 def _tensor_text(value) -> str:
-    """A small nested list as rows of 6-digit numbers (one token per line)."""
-    if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
-        return "[" + ", ".join(f"{v:.6g}" for v in value) + "]"
-    if isinstance(value, list):
-        return "[" + ",\n ".join(_tensor_text(v).replace("\n", "\n ") for v in value) + "]"
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    """A small nested list of numbers as rows of 6-digit numbers (one token per line); anything else as text."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return str(value)
+    return np.array2string(arr, separator=", ", formatter={"float_kind": lambda v: f"{v:.6g}"},
+                           max_line_width=10 ** 6, threshold=10 ** 6)
 
 
 def _tensors(row) -> str:

@@ -40,7 +40,7 @@ LEGEND = [
 def is_mismatch(verdict: V.Verdict) -> bool:
     """A refutation that did not replay (the symbolic tier marks it so): a failure of the suite, whatever the
     declaration.  Read off the verdict here, so that rendering a proofs document needs no solver."""
-    return bool(verdict.extra.get("mismatch"))
+    return bool(verdict.mismatch)
 
 
 def rows_from(results, planned) -> list:

@@ -62,7 +62,10 @@ def test_broken_contract_fails_naming_the_cell_and_reverting_passes(scratch, cap
 
 
 def test_grown_tolerance_fails_naming_the_cell(scratch, capsys, monkeypatch):
-    monkeypatch.setattr(scratch, "NOISE", 1000.0)
+    # 4 units of roundoff in every dtype: the float32 cell's bfloat16 probe is then 3 % off, still first
+    # order, and predicts a bound 8 times the baseline's.  (1000 units put that probe 8-fold off: past
+    # tolerance.FIRST_ORDER_LIMIT its examples are inconclusive, a regression of its own, tested below.)
+    monkeypatch.setattr(scratch, "NOISE", 4.0)
     rc, out = gate(capsys, "--json")
     res = json.loads(out)
     assert rc == 1 and res["result"] == "FAIL"

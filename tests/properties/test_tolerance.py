@@ -100,3 +100,17 @@ def test_a_saturated_probe_is_read_from_the_output_scale_not_an_absolute_error()
     assert compare(a, a, torch.float32).probe_relative < FIRST_ORDER_LIMIT      # bfloat16's own rounding: 2^-9
     zero = {dt: torch.zeros(4, dtype=dt) for dt in a}
     assert compare(zero, zero, torch.float32).probe_relative == 0.0                 # no scale: nothing to read
+
+
+def test_a_discrepancy_past_first_order_is_judged_even_when_the_probe_saturates():
+    """A bug that also wrecks the probe (a presence cancelling to 0 in every dtype) must stay visible."""
+    x = torch.randn(64, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    noise = {torch.bfloat16: torch.zeros(64, dtype=torch.bfloat16)}          # the probe returns garbage
+    a = {torch.float32: x.float(), torch.float64: x, **noise}
+    b = {torch.float32: (x * 1.5).float(), torch.float64: x, **noise}       # D is off by half the output
+    c = compare(a, b, torch.float32)
+    assert c.probe_relative > FIRST_ORDER_LIMIT and c.discrepancy > FIRST_ORDER_LIMIT * c.scale
+    v = compared(c, "bug")
+    assert v.violated and not v.inconclusive, v.detail
+    small = {torch.float32: (x * (1 + 1e-3)).float(), torch.float64: x, **noise}   # within first order
+    assert compared(compare(a, small, torch.float32), "noise").inconclusive
