@@ -114,3 +114,13 @@ def test_onorms_float16_presence_past_65504(name):
     # presence itself: rho -> 1 - tau / |h|^2, not inf / inf
     rho = REG["presence"].fn(TORCH, x.half(), tau=0.5).double()
     assert float((rho - REG["presence"].fn(TORCH, x, tau=0.5)).abs().max()) <= 2.0 ** -11
+
+
+def test_standardize_two_far_tokens_float16_seed4():
+    """The default check, seed 4: standardize over two tokens -195.1, 322.3 (scale 100, d = 8) in float16.
+    The centred values are +-258.7 and their mean of squares 66900 overflowed: 0 for +-1.  Now retaken over
+    c / max|c| (spread.standardised) like the norms."""
+    case = Case(op=REG["standardize"], dtype=torch.float16, seed=255, batch=2, n=2, d=8, scale=100.0)
+    assert [round(v, 3) for v in case.x[1, :, 4].tolist()] == [-195.089, 322.348]
+    v = CONTRACTS["differential"](case)
+    assert v.status == "holds" and v.ratio > 0, v.detail
