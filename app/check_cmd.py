@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+import sys
 from pathlib import Path
 
 from tokenlaw.properties import verdict as V
@@ -58,8 +59,15 @@ def check_settings(args) -> runs.CheckSettings:
 
 def cmd_check(args) -> int:
     settings = check_settings(args)
-    doc = runs.check(settings, progress=args.progress == "on" or (args.progress == "auto" and not args.json),
-                     stream=Progress())
+    try:
+        doc = runs.check(settings, progress=args.progress == "on" or (args.progress == "auto" and not args.json),
+                         stream=Progress())
+    except KeyboardInterrupt:
+        # the reports already in --out are an earlier run's: say so beside them, then stop as interrupted
+        marker = writers.mark_interrupted(Path(args.out), settings.stem, command_line(args))
+        if marker is not None:
+            print(f"tokenlaw: the reports in {args.out} are from an earlier run (marked: {marker})", file=sys.stderr)
+        raise
     # the command line as typed, for the report's first screen (the settings it fixed are recorded apart)
     doc = dataclasses.replace(doc, meta={**doc.meta, "command": command_line(args)})
     paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)

@@ -17,10 +17,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import random
+import sys
 import time
 from unittest import mock
 
 import hypothesis
+import hypothesis.reporting
 import torch
 from hypothesis import HealthCheck, Phase, find, settings, target
 from hypothesis.errors import NoSuchExample
@@ -124,6 +126,12 @@ def pinned_constants():
         cache.clear()
 
 
+def _to_stderr(text) -> None:
+    """Hypothesis' own messages (an interrupted search's "@seed(...)" hint among them) go to stderr: stdout
+    carries the command's results (``--json`` among them), never a library's notes."""
+    print(text, file=sys.stderr)
+
+
 def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0, backend: str = backends.EAGER.name,
              database=None, replay_dir=R.DEFAULT_DIR, mutant: str | None = None) -> V.Verdict:
     """Judge ``contract`` for ``op`` in ``dtype`` on up to ``examples`` drawn cases.
@@ -185,7 +193,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         # Hypothesis neither reads nor writes its database under an explicit seed, so a
         # run with a database is ordered by Hypothesis (and replays stored failures first).
         rnd = {} if database is not None else {"random": random.Random(seed)}
-        with pinned_constants():
+        with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
             found = find(strategy, is_violation, settings=cfg, database_key=key, **rnd)
     except NoSuchExample:
         best = seen["best"] or V.holds()

@@ -155,7 +155,26 @@ def write_doc(doc, out_dir: Path, stem: str = "conformance", formats=FORMATS) ->
     atomic_write(paths["timings"], json.dumps(timings(view), indent=1) + "\n")
     if "html" in formats:
         atomic_write(out_dir / f"{stem}.timings.js", timings_script(timings(view)))
+    interrupted_marker(out_dir, stem).unlink(missing_ok=True)      # these reports are the latest run's
     return paths
+
+
+def interrupted_marker(out_dir: Path, stem: str = "conformance") -> Path:
+    """``stem.INTERRUPTED.txt``: present while the reports beside it are older than a run that was stopped."""
+    return Path(out_dir) / f"{stem}.INTERRUPTED.txt"
+
+
+def mark_interrupted(out_dir: Path, stem: str, command: str) -> Path | None:
+    """After an interrupted run: say, beside any earlier reports in ``out_dir``, that they are not its results.
+
+    Nothing is written where no earlier report exists (there is nothing to mistake for the run's)."""
+    out_dir = Path(out_dir)
+    if not any(out_dir.glob(f"{stem}.*")):
+        return None
+    marker = interrupted_marker(out_dir, stem)
+    atomic_write(marker, f"{command} was interrupted before it finished: the {stem}.* reports in this folder "
+                         "are from an earlier run, not from it.\n")
+    return marker
 
 
 def timings_script(times: dict) -> str:
