@@ -227,6 +227,9 @@ def silence(case):
     return S.judge(case, lambda xp, w: silent(xp, w, s, v), weigher)
 
 
+PREMISE_RESOLUTION = 16     # gate_below_one: the scores' rounding at |tau| must stay 1/16 of a peak's range
+
+
 @contract(exact=True, **_SCORE)
 def gate_below_one(case):
     """Rows whose largest rectified score m_t = max_j (S_tj - tau)+ is at most 1 have mass strictly below 1."""
@@ -234,6 +237,14 @@ def gate_below_one(case):
     # every dtype (docs/mathematics.md#pn-fir-tau's m / (1 + m) gives at most 1/2), so strictness is
     # judged exactly here; a gate that saturates at moderate peaks fails.
     tau = _tau(case)
+    if PREMISE_RESOLUTION * UNIT_ROUNDOFF[case.dtype] * abs(tau) > 1.0:
+        # The premise needs S - tau in [0, 1] while S sits at |tau|: past |tau| = 1 / (16 u) the scores'
+        # own rounding there (a dot product of length D errs by ~ sqrt(D) u |S|) moves a peak by more than
+        # its whole range, so no implementation in this dtype can be held to it (Triton float32 at
+        # tau = 1e21, the baseline's smoke run: S - tau came out 6.5e13, mass 1).  Not judged.
+        return V.holds(0.0, 0.0, f"inconclusive: |tau| = {abs(tau):.3g} puts the scores where {case.dtype} cannot "
+                       f"resolve a peak in [0, 1] (|tau| > 1 / (16 u) = {1 / (16 * UNIT_ROUNDOFF[case.dtype]):.3g})",
+                       inconclusive=True)
     s = tau + scores(case).abs().clamp(max=1.0) * torch.sign(scores(case))   # rectified peaks in [0, 1]
     w = weights(case, s).double()
     m = visibility(case)

@@ -35,3 +35,18 @@ def test_operators_without_a_threshold_set_nothing_aside():
     case = Case.from_fields(REG["sm_fir"], {**FOUND, "dtype": "float32"})
     s = torch.zeros(case.batch, case.n, case.n, dtype=torch.float64)
     assert at_threshold(case, s) is None
+
+
+def test_gate_below_one_is_not_judged_where_the_dtype_cannot_resolve_its_premise():
+    """The baseline's smoke run, Triton float32, tau = 1e21: S - tau came out 6.5e13 (mass 1), a rounding of S
+    at |tau| no float32 implementation avoids.  Past |tau| = 1 / (16 u) the example is inconclusive; below it
+    the law is judged (and a gate that saturates is still caught there: tests/fuzz/test_fuzz_mutants.py)."""
+    from tokenlaw.properties.catalogue import CONTRACTS, default_registry
+    from tokenlaw.properties.case import Case
+
+    law, op = CONTRACTS["gate_below_one"], default_registry()["pn_fir_tau"]
+    far = law(Case(op=op, dtype=torch.float32, seed=0, batch=1, n=2, d=4, tau=1e21))
+    assert far.inconclusive and not far.violated and "cannot resolve" in far.detail
+    near = law(Case(op=op, dtype=torch.float32, seed=0, batch=1, n=2, d=4, tau=1e5))
+    assert not near.inconclusive and near.status == "holds", near.detail
+    assert law(Case(op=op, dtype=torch.bfloat16, seed=0, batch=1, n=2, d=4, tau=100.0)).inconclusive
