@@ -3,7 +3,7 @@
 # It builds .dev/tokenlaw/<pkg> -> ../../<pkg> symlinks and puts .dev on PYTHONPATH.
 _tl_root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$_tl_root/.dev/tokenlaw"
-for _d in operators properties symbolic fuzz kernels reports orchestration app experiments docs; do
+for _d in operators properties symbolic fuzz kernels reports orchestration integrations app experiments docs; do
   ln -sfn "../../$_d" "$_tl_root/.dev/tokenlaw/$_d"
 done
 export PYTHONPATH="$_tl_root/.dev${PYTHONPATH:+:$PYTHONPATH}"

@@ -2,7 +2,7 @@
 
 The order (README "Layout"):
 
-    0 docs (data only)  <  1 operators  <  2 properties  <  3 fuzz | symbolic | kernels  <  4 reports
+    0 docs (data only)  <  1 operators  <  2 properties  <  3 fuzz | symbolic | kernels | integrations  <  4 reports
         <  5 orchestration  <  6 experiments  <  7 app
 
 Peers in layer 3 never import each other.  ``orchestration`` (settings -> plan ->
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = {"docs": 0, "operators": 1, "properties": 2, "fuzz": 3, "symbolic": 3, "kernels": 3, "reports": 4,
+LAYERS = {"docs": 0, "operators": 1, "properties": 2, "fuzz": 3, "symbolic": 3, "kernels": 3, "integrations": 3, "reports": 4,
           "orchestration": 5, "experiments": 6, "app": 7}
 MODULE_NAME = re.compile(r"(tokenlaw(?:\.[A-Za-z_]\w*)+)(:[A-Za-z_]\w*)?")      # module, or module:attribute
 

@@ -29,7 +29,7 @@ def test_wheel_contains_nothing_outside_tokenlaw(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     payload = [n for n in names if ".dist-info/" not in n]
     assert payload and all(n.startswith("tokenlaw/") for n in payload), [n for n in payload if not n.startswith("tokenlaw/")]
-    for sub in ("operators", "properties", "symbolic", "fuzz", "kernels", "reports", "orchestration", "experiments", "app"):
+    for sub in ("operators", "properties", "symbolic", "fuzz", "kernels", "reports", "orchestration", "integrations", "experiments", "app"):
         assert f"tokenlaw/{sub}/__init__.py" in names
     assert not any(n.startswith("tokenlaw/tests") for n in names)
     assert "tokenlaw/__init__.py" not in names      # a namespace: never shadows another top-level package
