@@ -9,7 +9,7 @@ def register(subparsers):
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
     add_with_builtins(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
-    sp.add_argument("--timeout", type=float, default=5.0, help="seconds per solver query (default 5)")
+    sp.add_argument("--timeout", type=float, default=5.0, help="budget per solver query, in seconds converted to z3 resource steps (default 5)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func="tokenlaw.app.prove_cmd:cmd_prove")

@@ -51,7 +51,6 @@ import fractions
 import math
 import os
 import sys
-import time
 
 import numpy as np
 import torch
@@ -63,6 +62,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
 
+from . import effort
 from . import relations as R
 from .inputs import draw_params, to_float
 from .objarray import raw, traced
@@ -252,13 +252,13 @@ def _substituted(premises, pins):
     return _Pinned(pins)
 
 
-SAMPLE_BUDGET = 8.0   # seconds for z3 to move the pins onto the premises, all rounds together
+SAMPLE_BUDGET = 8.0   # seconds (counted in z3 steps: effort.py) to move the pins onto the premises, all rounds
 
 
 def _solved(premises, pins):
     """A model of the premises keeping as many pins as it can: drop the pins in an unsat core, ask
     again, within SAMPLE_BUDGET.  None when z3 cannot (then this point is skipped, and said so)."""
-    deadline = time.perf_counter() + SAMPLE_BUDGET
+    budget = effort.Budget(SAMPLE_BUDGET, None)
     s = z3.Solver()
     s.add(*[p for p, _ in premises])
     lits = {}
@@ -267,11 +267,10 @@ def _solved(premises, pins):
         s.add(z3.Implies(lit, t == val))
         lits[lit.get_id()] = lit
     while True:
-        left = deadline - time.perf_counter()
+        left = budget.left()
         if left <= 0:
             return None
-        s.set("timeout", max(1, int(left * 1000)))
-        r = s.check(*lits.values())
+        r = effort.check(effort.limit(s, left), *lits.values())
         if r == z3.sat:
             return s.model()
         if r != z3.unsat:

@@ -39,6 +39,7 @@ from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import tolerance as T
 from tokenlaw.properties.case import cast
 
+from . import effort
 from . import relations as R
 from .inputs import Symbols, symbolic_params
 from .objarray import traced
@@ -191,15 +192,14 @@ def _symbolic(op, n, d) -> HostCheck | None:
 
 def _z3_equal(ns, sym, p, q):
     """True when z3 proves p = q under the premises and axioms; else why not (words)."""
-    s = z3.Solver()
-    s.set("timeout", int(EQUAL_TIMEOUT * 1000))
+    s = effort.limit(z3.Solver(), EQUAL_TIMEOUT)
     s.add(*[c for c, _ in sym.premises], *[c for c, _ in ns.axioms()])
     s.add(p != q)
-    r = s.check()
+    r = effort.check(s)
     if r == z3.unsat:
         return True
     return "different (z3 finds parameters and an input where they differ)" if r == z3.sat else \
-        f"not shown equal (z3: {s.reason_unknown()})"
+        f"not shown equal (z3: {effort.reason(s)})"
 
 
 def check(op, n: int, d: int) -> HostCheck:

@@ -58,6 +58,7 @@ from tokenlaw.properties.contract import Contract
 from . import host_check
 from . import host_witness
 from . import coverage
+from . import effort
 from . import laws as L
 from .replay import concrete_inputs, measure, reproduces
 from .objarray import NotTraceable, traced
@@ -66,7 +67,7 @@ from .z3_ns import Z3Namespace
 DEFAULT_TIMEOUT = 5.0
 MARGIN = z3.Q(1, 100)
 ATTEMPTS = 3
-CELL_BUDGET = 6        # a cell (all its queries) stops after this many per-proof timeouts
+CELL_BUDGET = 6        # a cell (all its queries) stops after this many per-proof budgets (in z3 steps: effort.py)
 FIRST_SHARE = 0.04     # of the timeout, for the whole conjunction before the split
 MARGIN_SEARCH = 8      # how many claims, in order, to try for the earliest robust failure
 SOLVER = f"z3 {z3.get_version_string()}"
@@ -218,8 +219,7 @@ def _formulas(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
 
 
 def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=False, rewrite=(), formulas=None):
-    s = z3.Tactic(tactic).solver()
-    s.set("timeout", max(1, int(timeout * 1000)))
+    s = effort.limit(z3.Tactic(tactic).solver(), timeout, tactic)
     s.add(*(formulas if formulas is not None else _formulas(q, goal, assume_obligations, rewrite)))
     return s
 
@@ -258,22 +258,22 @@ def _check(q: Query, timeout: float, goal, assume_obligations=False, rewrite=(),
     reasons = []
     for tactic, share in PORTFOLIO:
         s = _solver(q, timeout * share, goal, tactic, formulas=formulas)
-        r = s.check()
+        r = effort.check(s)
         if r == z3.unsat:
             cache.add(formulas, tactic)
         if r != z3.unknown:
             return r, s, tactic
-        reasons.append(f"{tactic}: {s.reason_unknown()}")
+        reasons.append(f"{tactic}: {effort.reason(s)}")
     return z3.unknown, s, "; ".join(reasons)
 
 
-def _decide(q: Query, timeout: float, deadline: float = float("inf"), *, cache: ProofCache):
+def _decide(q: Query, timeout: float, budget: effort.Budget | None = None, *, cache: ProofCache):
     """(result, model, how) for "some claim or obligation fails".
 
     First the whole conjunction with a slice of the budget; if z3 cannot
     decide it, split: each obligation O_k on its own, then each claim C
     assuming the obligations its cone of influence mentions (valid(O) and
-    valid(O -> C) give valid(O and C)), each with the full budget.
+    valid(O -> C) give valid(O and C)), each with the full budget.  ``budget``: what is left of the cell's (counted in z3 steps).
     """
     all_ok = z3.And([c for c, _ in q.claims + q.obligations])
     result, s, how = _check(q, timeout * FIRST_SHARE, z3.Not(all_ok), cache=cache)
@@ -292,7 +292,7 @@ def _decide(q: Query, timeout: float, deadline: float = float("inf"), *, cache: 
             # uses it to restart each sub-layer from the previous layer's old states.
             rewrite = [(a, b) for a, b in q.rewrites.get(c.get_id(), ()) if (a.get_id(), b.get_id()) in proved_eq]
             goal = z3.Not(z3.substitute(c, *rewrite)) if rewrite else z3.Not(c)
-            left = deadline - time.perf_counter()
+            left = budget.left() if budget is not None else timeout
             if left <= 0:
                 return z3.unknown, None, f"cell budget spent before '{what}'"
             r, s, why = _check(q, min(timeout, left), goal, assume, rewrite, cache=cache)
@@ -347,7 +347,7 @@ def shapes_text(problem) -> str:
         f", batch={shapes['batch']}, heads={shapes['heads']}"
 
 
-def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline: float | None = None,
+def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, budget: effort.Budget | None = None,
                   cache: ProofCache | None = None) -> V.Verdict:
     """Run the three-way decision of the module docstring on one problem.
 
@@ -368,7 +368,7 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline
     for assignment, premises in problem.sym.assignments():
         q = build_query(problem, assignment, premises)
         queries += 1
-        result, model, how = _decide(q, timeout, deadline if deadline is not None else start + CELL_BUDGET * timeout,
+        result, model, how = _decide(q, timeout, budget if budget is not None else effort.Budget(CELL_BUDGET * timeout),
                                      cache=cache)
         if result == z3.sat:
             extra["queries"] = queries
@@ -384,7 +384,7 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, deadline
                          f"so nothing was checked: {problem.statement}", seconds=time.perf_counter() - start, **base)
     if unknown:
         return V.Verdict(V.UNKNOWN, detail=f"z3 undecided ({reason}) on query {queries} {where} "
-                         f"(timeout {timeout:g}s each): {problem.statement}", seconds=time.perf_counter() - start, **base)
+                         f"(budget {timeout:g}s each, counted in z3 steps): {problem.statement}", seconds=time.perf_counter() - start, **base)
     return V.Verdict(V.PROVED, detail=f"proved {where}: {problem.statement}",
                      seconds=time.perf_counter() - start, **base)
 
@@ -398,7 +398,7 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
     s = None
     for margin in q.margins[:MARGIN_SEARCH]:
         s = _solver(q, timeout / 4, z3.And(margin, obligations_hold), "qfnra-nlsat")
-        if s.check() == z3.sat:
+        if effort.check(s) == z3.sat:
             break
         s = None
     if s is None:
@@ -406,7 +406,7 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
         s = _solver(q, timeout, not_ok, "qfnra-nlsat")
     tried = []
     for attempt in range(ATTEMPTS):
-        model = s.model() if s.check() == z3.sat else (first_model if attempt == 0 else None)
+        model = s.model() if effort.check(s) == z3.sat else (first_model if attempt == 0 else None)
         if model is None:
             break
         values = problem.sym.values(model)
@@ -613,7 +613,7 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
                 raise
             return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract.name} for {op.name}: "
                              f"{type(err).__name__}: {err}", tier="symbolic", seconds=time.perf_counter() - start)
-        verdict = prove_problem(problem, timeout, start + CELL_BUDGET * timeout, cache)
+        verdict = prove_problem(problem, timeout, effort.Budget(CELL_BUDGET * timeout), cache)
         if verdict.step and problem.fallback is not None:
             verdict = _after_step(op, problem, verdict, timeout, start, cache)
         params = "symbols" if m == "symbolic" else \
@@ -704,7 +704,7 @@ def _after_step(op, problem, first: V.Verdict, timeout, start, cache) -> V.Verdi
                          counterexample=_counterexample(whole, found.values, [found.what]),
                          seconds=time.perf_counter() - start, tier="symbolic", dtype="real", extra=extra,
                          witness=found.how)
-    verdict = prove_problem(whole, timeout, start + CELL_BUDGET * timeout, cache)
+    verdict = prove_problem(whole, timeout, effort.Budget(CELL_BUDGET * timeout), cache)
     return dataclasses.replace(verdict, detail=verdict.detail + f" (the stronger statement was not proved: "
                                                                 f"{first.status}: {first.detail[:400]}; {why})")
 
