@@ -160,8 +160,14 @@ def decoder_layers(model: nn.Module) -> list:
 
 def attach(model: nn.Module, *, tau: float = Settings.tau, eps_den: float = Settings.eps_den,
            name: str = NAME) -> list:
-    """Record each decoder layer's input for presence and select ``name``; returns the hook handles."""
-    register(name)
+    """Record each decoder layer's input for presence and select ``name``; returns the hook handles.
+
+    ``name`` is OAttention's (registered here) or one already registered with :func:`register`.
+    """
+    if name == NAME:
+        register()
+    elif name not in transformers.AttentionInterface._global_mapping:
+        raise InvalidArgument(f"name: {name!r} is not a registered attention implementation; register(name, fn) first")
     settings = Settings(tau, eps_den)
     handles = [layer.register_forward_pre_hook(_record(settings), with_kwargs=True)
                for layer in decoder_layers(model)]
