@@ -22,7 +22,8 @@ transformers = pytest.importorskip("transformers", reason=hf.INSTALL)
 from tokenlaw.app.cli import main  # noqa: E402
 from tokenlaw.integrations.hf import models  # noqa: E402
 from tokenlaw.properties.closure_analyser import CONTEXTUAL_ERASURE, ZERO_ABSORPTION  # noqa: E402
-from tokenlaw.properties.mask_insertion import insert_slice  # noqa: E402
+from tokenlaw.operators.errors import InvalidArgument  # noqa: E402
+from tokenlaw.properties.mask_insertion import insert_into_mask, insert_slice  # noqa: E402
 
 K = 3   # the null goes between tokens 2 and 3 of 6
 
@@ -161,3 +162,22 @@ def test_without_transformers_the_command_says_how_to_install(capsys, monkeypatc
     assert main(["closure", "--hf-config", "llama"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install 'tokenlaw[hf]'" in err
+
+
+def test_llama_with_oattention_holds_closure_at_every_layer(capsys):
+    """The retrofit: OAttention through the interface; RMSNorm and the bias-free MLP already map 0 to 0."""
+    code = main(["closure", "--hf-config", "llama", "--kv-heads", "2", "--attn", "tokenlaw_oattention",
+                 "--positions", "0", "3", "6", "--json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert code == 0 and rep["holds"]
+    for p in rep["positions"]:
+        judged = [r for r in p["rows"] if r["role"] not in ("embedding", "position")]
+        assert all(r["kinds"] == [] and r["null_out"] in (0.0, None) for r in judged)
+
+
+def test_position_ids_grow_keeping_every_old_id():
+    ids = torch.tensor([[0, 1, 2, 3]])
+    assert insert_into_mask(ids, "positions", 2).tolist() == [[0, 1, 1, 2, 3]]
+    assert insert_into_mask(ids, "positions", 0).tolist() == [[0, 0, 1, 2, 3]]
+    with pytest.raises(InvalidArgument, match="position_ids"):
+        insert_into_mask(ids.double(), "positions", 1, "position_ids")
