@@ -2,7 +2,9 @@
 
 A thin call into :mod:`tokenlaw.properties.closure_analyser`.  The factory
 takes no arguments and returns an ``nn.Module``, ``(module, x[, kwargs])``
-or a ``ClosureExample`` (with mask conventions).  Exit codes: 0 closure
+or a ``ClosureExample`` (with mask conventions).  ``--hf-config FAMILY`` /
+``--hf-model DIR`` analyse a Hugging Face model through
+:mod:`tokenlaw.integrations.hf` (the optional extra ``tokenlaw[hf]``).  Exit codes: 0 closure
 holds at every layer and position tried, 1 it breaks, 2 bad arguments.
 """
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from tokenlaw.integrations import hf
 from tokenlaw.operators import arguments, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.closure_analyser import analyse, as_example
@@ -79,11 +82,79 @@ def format_report(report) -> str:
     return "\n".join(lines)
 
 
+SHOWN_ROLES = ("norm", "attention", "mlp", "residual", "model")
+
+
+def format_hf_report(report) -> str:
+    """Per decoder layer: norm, attention, MLP, residual rows (and the first break, whatever its role)."""
+    fb = report.first_break
+    shown = next((p for p in report.positions if fb is not None and p.first_break is fb), report.positions[0])
+    lines = [f"closure of {report.report.model}, x {tuple(report.report.shape)}, float64; null hidden state "
+             f"inserted at {shown.position} after {report.embedding!r}, padding mask and position ids grown with it "
+             f"(|.| and shift are L_inf norms)",
+             f"  {'call':<40} {'role':<10} {'|null in|inf':>12} {'|null out|inf':>13} {'old shift':>10} {'/bound':>8}  break"]
+    for row in shown.rows:
+        r = row.layer
+        if row.role not in SHOWN_ROLES and not (r.breaks and row.role not in ("position", "embedding")):
+            continue
+        label = row.label + ("" if r.index == 0 else f"#{r.index}")
+        lines.append(f"  {label:<40} {row.role:<10} {_fmt(r.null_in):>12} {_fmt(r.null_out):>13} "
+                     f"{_fmt(r.old_out_shift):>10} {_fmt(r.ratio):>8}  {', '.join(r.kinds)}")
+    lines.append("  (rows of projections, activations and rotary tables: --json; a rotary table is a function of "
+                 "position ids, not of the hidden state, and never judged)")
+    lines.append("")
+    for p in report.positions:
+        b = p.first_break
+        lines.append(f"  null at {p.position}: " + ("closed at every layer" if b is None else
+                     f"first break {b.label} ({b.role}: {', '.join(b.layer.kinds)})"))
+    lines.append("CLOSURE HOLDS" if fb is None else
+                 f"CLOSURE BREAKS first at {fb.label} ({fb.role}: {', '.join(fb.layer.kinds)})")
+    return "\n".join(lines)
+
+
+def _hf_report(args):
+    """The Hugging Face branch: build or load the model, analyse it with roles."""
+    if args.target:
+        raise InvalidArgument("target: give a module.path:factory or --hf-config / --hf-model, not both")
+    if args.hf_config and args.hf_model:
+        raise InvalidArgument("--hf-model: give --hf-config FAMILY or --hf-model DIR, not both")
+    hf.require()
+    from tokenlaw.integrations.hf import attention, closure, models  # optional: transformers, only with --hf-*
+    if args.tokens < 2:
+        raise InvalidArgument(f"--tokens: expected an int >= 2, got {args.tokens}")
+    if args.attn.startswith("tokenlaw_"):
+        attention.register()
+    if args.hf_config:
+        shape = models.Shape(args.layers, args.hidden, args.heads, args.kv_heads)
+        example = models.example(args.hf_config, shape, seed=args.seed, biases=args.biases, attn=args.attn,
+                                 tokens=args.tokens)
+    else:
+        example = models.example(models.load(args.hf_model, attn=args.attn), seed=args.seed, tokens=args.tokens,
+                                 name=f"{args.hf_model} (attention {args.attn})")
+    if args.attn.startswith("tokenlaw_"):
+        attention.attach(example.model.hf)
+    return closure.analyse_hf(example, args.positions, trials=args.trials, seed=args.seed)
+
+
+def _emit(args, report, text) -> int:
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "closure.json").write_text(json.dumps(report.to_json(), indent=1))
+    print(json.dumps(report.to_json(), indent=1) if args.json else text)
+    return EXIT_OK if report.holds else EXIT_FAIL
+
+
 def cmd_closure(args) -> int:
 
-    factory, shape = load_factory(args.target), _shape(args.shape)
     if args.out:
         arguments.writable_dir(args.out, "--out")
+    if args.hf_config or args.hf_model:
+        report = _hf_report(args)
+        return _emit(args, report, None if args.json else format_hf_report(report))
+    if not args.target:
+        raise InvalidArgument("target: expected module.path:factory (or --hf-config FAMILY / --hf-model DIR)")
+    factory, shape = load_factory(args.target), _shape(args.shape)
     try:
         built = factory()
     except Exception as err:  # noqa: BLE001 (the user's code: its failure is bad input, not ours)
@@ -92,12 +163,4 @@ def cmd_closure(args) -> int:
     example = as_example(built, shape=shape, seed=args.seed)
     _finite_inputs(example)
     report = analyse(example, args.positions, trials=args.trials, seed=args.seed)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "closure.json").write_text(json.dumps(report.to_json(), indent=1))
-    if args.json:
-        print(json.dumps(report.to_json(), indent=1))
-    else:
-        print(format_report(report))
-    return EXIT_OK if report.holds else EXIT_FAIL
+    return _emit(args, report, None if args.json else format_report(report))

@@ -6,7 +6,10 @@ padding.  What "visible" means depends on the convention:
 * ``visibility``: 0/1 or bool, (N, N) or (B, N, N), 1 = may attend (tokenlaw's modules);
 * ``blocked``:    bool, (N, N) or (B*heads, N, N), True = may not attend (torch ``attn_mask`` / ``mask``);
 * ``additive``:   float, same shapes, 0 = visible, -inf = blocked (torch float masks);
-* ``padding``:    bool, (B, N), True = padding (torch ``key_padding_mask``).
+* ``padding``:    bool, (B, N), True = padding (torch ``key_padding_mask``);
+* ``positions``:  integer position ids, (N,) or (B, N) (Hugging Face ``position_ids``): every old token
+  keeps its id and the null repeats its left neighbour's (0 at the front), so the distances between old
+  tokens, all a rotary or relative encoding sees, are unchanged.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import torch
 
 from tokenlaw.operators.errors import InvalidArgument
 
-CONVENTIONS = {"visibility": True, "blocked": False, "additive": 0.0, "padding": False}
+CONVENTIONS = {"visibility": True, "blocked": False, "additive": 0.0, "padding": False, "positions": None}
 
 
 def insert_slice(t: torch.Tensor, axis: int, k: int, value=0) -> torch.Tensor:
@@ -35,6 +38,12 @@ def insert_into_mask(mask: torch.Tensor, convention: str, k: int, name: str = "m
         raise InvalidArgument(f"{name}: mask convention must be one of {sorted(CONVENTIONS)}, got {convention!r}")
     if not torch.is_tensor(mask):
         raise InvalidArgument(f"{name}: expected a tensor mask, got {type(mask).__name__}")
+    if convention == "positions":
+        if mask.ndim not in (1, 2) or mask.is_floating_point() or mask.dtype == torch.bool:
+            raise InvalidArgument(f"{name}: position ids are integer (N,) or (B, N), got "
+                                  f"{mask.dtype} of shape {tuple(mask.shape)}")
+        left = mask.narrow(-1, k - 1, 1) if k > 0 else torch.zeros_like(mask.narrow(-1, 0, 1))
+        return torch.cat([mask.narrow(-1, 0, k), left, mask.narrow(-1, k, mask.shape[-1] - k)], dim=-1)
     value = CONVENTIONS[convention]
     if mask.dtype != torch.bool and isinstance(value, bool):
         value = float(value)

@@ -5,7 +5,9 @@ call, in completion order (a child finishes before its parent, so the
 first call that misbehaves is the innermost, earliest one).  Only the first
 tensor among the positional inputs and the first tensor in the output are
 kept: the token stream for the layers that matter (attention returns
-``(out, weights)``; norms, linears and blocks return a tensor).
+``(out, weights)``; norms, linears and blocks return a tensor).  A module
+called with keywords only (Hugging Face's ``self_attn(hidden_states=...)``)
+gives the first tensor among its keyword arguments, in call order.
 
 Example::
 
@@ -29,7 +31,7 @@ class Call:
     name: str                    # the submodule's qualified name ("" is the model itself)
     index: int                   # how many times this submodule was called before
     type: str                    # class name, e.g. "LayerNorm"
-    input: torch.Tensor | None   # first tensor among the positional arguments
+    input: torch.Tensor | None   # first tensor among the positional arguments (else the keyword ones)
     output: torch.Tensor | None  # first tensor in the output
 
 
@@ -48,17 +50,19 @@ def trace(model: nn.Module, args: tuple, kwargs: dict | None = None) -> list[Cal
     calls, counts, handles = [], {}, []
 
     def hook_for(name):
-        def hook(module, inputs, output):
+        def hook(module, inputs, kwargs, output):
             i = counts.get(name, 0)
             counts[name] = i + 1
             inp, out = first_tensor(inputs), first_tensor(output)
+            if inp is None:
+                inp = first_tensor(list(kwargs.values()))
             calls.append(Call(name, i, type(module).__name__,
                               None if inp is None else inp.detach().clone(),
                               None if out is None else out.detach().clone()))
         return hook
 
     for name, module in model.named_modules():
-        handles.append(module.register_forward_hook(hook_for(name)))
+        handles.append(module.register_forward_hook(hook_for(name), with_kwargs=True))
     try:
         with torch.enable_grad():
             model(*args, **(kwargs or {}))
