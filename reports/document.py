@@ -45,6 +45,12 @@ class ProofRow(Row):
         return V.outcome(self.declared, self.cells[0].verdict)
 
 
+def tier_name(meta: dict) -> str:
+    """A run's tier as the combined reports name it: ``fuzz``, ``symbolic``, or ``kernel:<backend>``."""
+    tier = meta.get("tier", "fuzz")
+    return f"kernel:{meta.get('backend')}" if tier == "kernel" else tier
+
+
 def row_type(meta: dict) -> type:
     """The row class a run's rows are judged with: the symbolic tier's rows are :class:`ProofRow`."""
     return ProofRow if meta.get("tier") == "symbolic" else Row
