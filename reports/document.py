@@ -107,7 +107,7 @@ def standing(entries, *, proof: bool) -> dict:
     return {"result": result, "failing": failing, "undecided": undecided, "claimed": tally}
 
 
-def _mismatch(row: dict) -> bool:
+def mismatched(row: dict) -> bool:
     # a symbolic refutation that did not replay on eager: a failure of the suite, whatever the declaration
     return any(((c.get("verdict") or {}).get("extra") or {}).get("mismatch") for c in row["cells"])
 
@@ -129,7 +129,7 @@ def summary(rows: list[dict]) -> dict:
     judged = [r for r in rows if r["outcome"] != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
     for r in judged:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-    st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or _mismatch(r)) for r in rows),
+    st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or mismatched(r)) for r in rows),
                   proof=is_proof(rows))
     by_design = [c for r in rows for c in r["cells"]
                  if (c.get("verdict") or {}).get("status") == V.Status.NOT_APPLICABLE_BY_DESIGN]

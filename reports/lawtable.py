@@ -39,7 +39,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
-from .document import tier_name
+from .document import mismatched, tier_name
 from .text import SHORT, first_counterexample
 
 # The trait that makes an operator a row by itself, and the traits that make one without it.
@@ -103,6 +103,7 @@ class Mark:
     row: str                # the row id (operator-contract)
     outcome: str
     evidence: str = ""      # the counterexample (and replay command) of a violation, "" otherwise
+    mismatch: bool = False  # a symbolic refutation that did not replay on eager (failing, whatever the outcome)
 
     @property
     def anchor(self) -> str:
@@ -111,7 +112,7 @@ class Mark:
 
     @property
     def failing(self) -> bool:
-        return self.outcome in V.FAILING
+        return self.outcome in V.FAILING or self.mismatch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +163,7 @@ def members(docs) -> list[str]:
 
 
 def _evidence(tier: str, row: dict, meta: dict) -> str:
-    if row["outcome"] != V.OK_EXPECTED and row["outcome"] not in V.FAILING:
+    if row["outcome"] != V.OK_EXPECTED and row["outcome"] not in V.FAILING and not mismatched(row):
         return ""
     if tier == "symbolic":
         v = (row["cells"][0]["verdict"] or {}) if row["cells"] else {}
@@ -203,7 +204,7 @@ def _cell(op, col, docs, tiers, rows) -> LawCell:
         ran = any(op in {r["operator"] for r in d["rows"]} and _in_scope(d.get("meta") or {}, col.contract)
                   for d in docs)
         return LawCell(op, col, NOT_DECLARED if ran else NOT_IN_RUN)
-    marks = [Mark(t, r["id"], r["outcome"], _evidence(t, r, meta)) for t, r, meta in found]
+    marks = [Mark(t, r["id"], r["outcome"], _evidence(t, r, meta), mismatched(r)) for t, r, meta in found]
     # a tier with no form for the law (not runnable, not traceable) adds nothing where another tier judged
     judged = [m for m in marks if m.outcome not in V.NOT_RUN]
     marks = sorted(judged or marks, key=lambda m: _tier_rank(m.tier))
@@ -223,7 +224,9 @@ SYMBOL_LEGEND = ("∎ proved (z3, over the reals at the stated shapes) · ✓ ho
 
 
 def words(mark: Mark) -> str:
-    """A tier's verdict in the reports' short words; a failing one in capitals."""
+    """A tier's verdict in the reports' short words (a failing one in bold capitals)."""
+    if mark.mismatch:
+        return "**MISMATCH** (refutation did not replay on eager)"
     return SHORT.get(mark.outcome, mark.outcome)
 
 
@@ -293,10 +296,10 @@ def _html_class(cell: LawCell) -> str:
     return "unk"
 
 
-def _html_cell(cell: LawCell) -> str:
+def _html_cell(cell: LawCell, inline) -> str:
     if cell.state != "declared":
         return f'<td class="na">{escape(cell.state)}</td>'
-    parts = [f'<a href="#{m.anchor}">{escape(words(m))}</a>' if m.evidence else escape(words(m)) for m in cell.marks]
+    parts = [f'<a href="#{m.anchor}">{inline(words(m))}</a>' if m.evidence else inline(words(m)) for m in cell.marks]
     tip = f"{cell.marks[0].row}: {cell.declared}; " + "; ".join(f"{m.tier}: {m.outcome}" for m in cell.marks)
     return f'<td class="{_html_class(cell)}" title="{escape(tip)}">{" / ".join(parts)}</td>'
 
@@ -307,9 +310,9 @@ def html(table: LawTable, inline=escape) -> str:
         return ""
     head = "".join(f"<th>{escape(c.title)}</th>" for c in COLUMNS)
     body = "".join(f'<tr><th class="op">{escape(op)}</th>'
-                   + "".join(_html_cell(table.cell(op, c)) for c in COLUMNS) + "</tr>" for op in table.operators)
+                   + "".join(_html_cell(table.cell(op, c), inline) for c in COLUMNS) + "</tr>" for op in table.operators)
     items = "".join(f"<li>{inline(line[2:])}</li>" for line in legend(table))
-    ces = "".join(f'<li id="{m.anchor}"><code>{escape(m.row)}</code> ({escape(m.tier)}, {escape(words(m))}): '
+    ces = "".join(f'<li id="{m.anchor}"><code>{escape(m.row)}</code> ({escape(m.tier)}, {inline(words(m))}): '
                   f'<span class="ce">{inline(m.evidence)}</span></li>' for m in table.evidence)
     return (f'<h2>Normaliser law table</h2><p>{inline(_rows_line(table))}</p>'
             f'<div class="wrap"><table id="lawtable"><tr><th class="op">operator</th>{head}</tr>{body}</table></div>'
