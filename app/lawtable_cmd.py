@@ -48,8 +48,7 @@ def table(paths) -> lawtable.LawTable:
 
 def readme_block(paths, readme: Path) -> str:
     """The README's block for the reports at ``paths``, naming them relative to the README's folder."""
-    names = ", ".join(f"`{Path(os.path.relpath(Path(p).resolve(), Path(readme).resolve().parent)).as_posix()}`"
-                      for p in paths)
+    names = [Path(os.path.relpath(Path(p).resolve(), Path(readme).resolve().parent)).as_posix() for p in paths]
     return lawtable.readme(table(paths), names)
 
 

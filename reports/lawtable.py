@@ -326,14 +326,15 @@ def _readme_cell(cell: LawCell) -> str:
     return "/".join(symbol(m) for m in cell.marks)
 
 
-def readme(table: LawTable, sources: str) -> str:
-    """The README's compact block: symbols, one legend line, where the verdicts came from."""
+def readme(table: LawTable, sources: list[str]) -> str:
+    """The README's compact block: symbols, one legend line, where the verdicts came from (``sources``: the
+    record's paths as the README names them)."""
     lines = ["| operator | " + " | ".join(c.short for c in COLUMNS) + " |", "|---|" + ":-:|" * len(COLUMNS)]
     lines += [f"| `{op}` | " + " | ".join(_readme_cell(table.cell(op, c)) for c in COLUMNS) + " |"
               for op in table.operators]
     missing = ", ".join(c.title for c in COLUMNS if c.contract is None)
-    lines += ["", f"{SYMBOL_LEGEND}. Verdicts of the recorded run {sources} ({' + '.join(table.tiers)}); "
-                  f"columns, contracts and counterexamples: the law table of `reports/conformance.md`"
+    lines += ["", f"{SYMBOL_LEGEND}. Verdicts of the recorded run ({' + '.join(table.tiers)}); each column's "
+                  f"contract and every counterexample: `tokenlaw report lawtable {' '.join(sources)}`"
                   + (f"; no contract yet for {missing}" if missing else "") + "."]
     return "\n".join(lines)
 

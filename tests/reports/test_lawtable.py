@@ -148,7 +148,7 @@ def test_the_section_is_in_the_markdown_and_html_reports_and_verify_adds_the_pro
 
 def test_readme_block_and_markers():
     t = L.build([fuzz_doc([("soft", "simplex", "claims", V.HOLDS)])])
-    block = L.readme(t, "`r.json`")
+    block = L.readme(t, ["r.json"])
     page = f"intro\n{L.BEGIN}\nold\n{L.END}\nrest\n"
     new = L.splice(page, block)
     assert L.generated(new) == block and new.endswith(f"{L.END}\nrest\n")
