@@ -36,6 +36,7 @@ def register(sub):
     lp.add_argument("--readme", metavar="PATH", help="write the compact table into PATH between its law-table markers "
                                                      "(e.g. README.md) instead of printing the full section")
     add_workers(lp, "--record: fuzz worker processes")
+    lp.add_argument("--json", action="store_true", help="the table as data on stdout (cells, tiers, marks)")
     lp.set_defaults(func="tokenlaw.app.lawtable_cmd:cmd_lawtable")
 
     sp = sub.add_parser("mutate", help="run the suite against the catalogue of seeded bugs")

@@ -65,7 +65,11 @@ def cmd_lawtable(args) -> int:
             raise arguments.InvalidArgument(f"--readme: no such file {str(readme)!r}")
         text = lawtable.splice(readme.read_text(encoding="utf-8"), readme_block(paths, readme))
         writers.atomic_write(readme, text)
-        print(f"wrote the law table of {', '.join(map(str, paths))} into {readme}")
-        return EXIT_OK
-    print("\n".join(lawtable.markdown(table(paths))) or "no operator of these reports is a law-table row")
+    if args.json:
+        print(json.dumps({"reports": list(map(str, paths)), "readme": args.readme,
+                          **lawtable.to_json(table(paths))}, indent=1))
+    elif args.readme:
+        print(f"wrote the law table of {', '.join(map(str, paths))} into {args.readme}")
+    else:
+        print("\n".join(lawtable.markdown(table(paths))) or "no operator of these reports is a law-table row")
     return EXIT_OK

@@ -211,6 +211,16 @@ def _cell(op, col, docs, tiers, rows) -> LawCell:
     return LawCell(op, col, "declared", found[0][1]["declared"], tuple(marks))
 
 
+def to_json(table: LawTable) -> dict:
+    """The table as data (``tokenlaw report lawtable --json``): columns, and per cell its state and tiers' marks."""
+    return {"tiers": list(table.tiers), "operators": list(table.operators),
+            "columns": [{"key": c.key, "title": c.title, "contract": c.contract} for c in COLUMNS],
+            "cells": {op: {c.key: {"state": (cell := table.cell(op, c)).state, "declared": cell.declared,
+                                   "marks": [{"tier": m.tier, "row": m.row, "outcome": str(m.outcome),
+                                              "failing": m.failing} for m in cell.marks]}
+                           for c in COLUMNS} for op in table.operators}}
+
+
 # -- rendering ---------------------------------------------------------------------------------
 
 SYMBOL = {V.OK_PROVED: "∎", V.OK_HOLDS: "✓", V.OK_SAMPLED: "✓s", V.OK_EXPECTED: "✗",

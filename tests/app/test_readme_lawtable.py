@@ -84,3 +84,12 @@ def test_the_command_writes_what_the_test_compares(tmp_path):
 def test_bad_arguments_are_refused_in_one_line(argv, expected, capsys):
     assert cli.main(argv) == 2
     assert expected in capsys.readouterr().err
+
+
+def test_json_is_the_table_as_data(capsys):
+    assert cli.main(["report", "lawtable", *map(str, RECORD), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    cell = out["cells"]["sdpa"]["simplex"]
+    assert out["tiers"] == ["symbolic", "fuzz"] and cell["state"] == "declared"
+    assert [m["tier"] for m in cell["marks"]] == ["symbolic", "fuzz"]
+    assert out["cells"]["sdpa"]["exact_zeros"]["state"] == lawtable.NO_CONTRACT
