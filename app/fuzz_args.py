@@ -6,7 +6,7 @@ never load torch.
 """
 from __future__ import annotations
 
-from .argtypes import backend_names
+from .argtypes import add_workers, backend_names
 
 
 def register(sub):
@@ -25,6 +25,19 @@ def register(sub):
                                                  "verification.{md,json} (several tiers)")
     mp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     mp.set_defaults(func="tokenlaw.app.fuzz_cmd:cmd_merge")
+
+    lp = rsub.add_parser("lawtable", help="the normaliser law table of written reports (a check's conformance.json, "
+                                          "a prove's proofs.json), or of a new recorded run; --readme splices it "
+                                          "into a README between its markers")
+    lp.add_argument("reports", nargs="*", help="the JSON reports (at most one per tier)")
+    lp.add_argument("--record", metavar="DIR", help="first run check + prove (smoke profile) over the registry's "
+                                                    "law-table operators and record DIR/conformance.json and "
+                                                    "DIR/proofs.json; then render those")
+    lp.add_argument("--readme", metavar="PATH", help="write the compact table into PATH between its law-table markers "
+                                                     "(e.g. README.md) instead of printing the full section")
+    add_workers(lp, "--record: fuzz worker processes")
+    lp.add_argument("--json", action="store_true", help="the table as data on stdout (cells, tiers, marks)")
+    lp.set_defaults(func="tokenlaw.app.lawtable_cmd:cmd_lawtable")
 
     sp = sub.add_parser("mutate", help="run the suite against the catalogue of seeded bugs")
     sp.add_argument("--mutant", action="append", help="only this mutant (repeatable)")

@@ -29,7 +29,7 @@ def cmd_verify(args) -> int:
     prove = runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,
                                operator_modules=modules)
     conformance, proved, ver = runs.verify(check, prove, progress=not args.json, stream=Progress())
-    paths = writers.write_doc(conformance, args.out, stem=check.stem)
+    paths = writers.write_doc(conformance, args.out, stem=check.stem, also=[proved])   # law table: both tiers
     proofs.write_doc(proved, args.out)
     md, js = verification.write(ver, args.out)
     view = ver.to_json()

@@ -199,13 +199,19 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
                 replays=_relative(replays, settings.out),
                 # the same directory seen from where the run ran: what a pasted replay command needs
                 replays_from_run_dir=replays,
-                **snapshot(reg),
+                **snapshot(reg), traits=traits(reg, rows),
                 scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
                        "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})
     env = recorded_env(backends.get(settings.backend))
     if not reference and env:
         meta["env"] = env
     return Document(rows, meta)
+
+
+def traits(reg, rows) -> dict:
+    """{operator: sorted traits} of the operators of ``rows``: what a report needs to know about them from the
+    registry (the law table picks its rows by trait, ``reports.lawtable.members``)."""
+    return {name: sorted(reg[name].traits) for name in dict.fromkeys(r.operator for r in rows)}
 
 
 def validate_prove(settings: ProveSettings):
@@ -247,7 +253,7 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
     results = prove_rows(reg, planned, timeout=settings.timeout, progress=progress)
     rows = proofs.rows_from(results, planned)
     meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout, cpu_paths=cpu_paths.record(),
-                seconds=time.perf_counter() - start, note=proofs.HEADER)
+                seconds=time.perf_counter() - start, note=proofs.HEADER, traits=traits(reg, planned))
     scope = {"operators": _list(settings.operators), "contracts": _list(settings.contracts),
              "operator_modules": _list(settings.operator_modules)}
     if any(scope.values()):

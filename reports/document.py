@@ -45,6 +45,12 @@ class ProofRow(Row):
         return V.outcome(self.declared, self.cells[0].verdict)
 
 
+def tier_name(meta: dict) -> str:
+    """A run's tier as the combined reports name it: ``fuzz``, ``symbolic``, or ``kernel:<backend>``."""
+    tier = meta.get("tier", "fuzz")
+    return f"kernel:{meta.get('backend')}" if tier == "kernel" else tier
+
+
 def row_type(meta: dict) -> type:
     """The row class a run's rows are judged with: the symbolic tier's rows are :class:`ProofRow`."""
     return ProofRow if meta.get("tier") == "symbolic" else Row
@@ -101,7 +107,7 @@ def standing(entries, *, proof: bool) -> dict:
     return {"result": result, "failing": failing, "undecided": undecided, "claimed": tally}
 
 
-def _mismatch(row: dict) -> bool:
+def mismatched(row: dict) -> bool:
     # a symbolic refutation that did not replay on eager: a failure of the suite, whatever the declaration
     return any(((c.get("verdict") or {}).get("extra") or {}).get("mismatch") for c in row["cells"])
 
@@ -123,7 +129,7 @@ def summary(rows: list[dict]) -> dict:
     judged = [r for r in rows if r["outcome"] != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
     for r in judged:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-    st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or _mismatch(r)) for r in rows),
+    st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or mismatched(r)) for r in rows),
                   proof=is_proof(rows))
     by_design = [c for r in rows for c in r["cells"]
                  if (c.get("verdict") or {}).get("status") == V.Status.NOT_APPLICABLE_BY_DESIGN]

@@ -22,6 +22,7 @@ import numpy as np
 from tokenlaw.operators import dtypes as _dtypes
 from tokenlaw.properties import verdict as V
 
+from . import lawtable
 from .svgplot import PALETTE, Series, chart
 from .document import ratio, summary
 from .text import HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, run_line
@@ -335,8 +336,9 @@ def _run_facts(meta: dict, stem: str) -> str:
             f'<script src="{escape(stem)}.timings.js"></script>')
 
 
-def html(doc: dict, stem: str = "conformance") -> str:
-    """The whole page as one string: the verdict and failing rows on the first screen, then the rest."""
+def html(doc: dict, stem: str = "conformance", also=()) -> str:
+    """The whole page as one string: the verdict and failing rows on the first screen, then the rest (``also``:
+    other tiers' JSON documents of the same selection, whose verdicts the law table shows beside this one's)."""
     rows, meta = doc["rows"], doc["meta"]
     summ = doc.get("summary") or summary(rows)
     byid = {r["id"]: r for r in rows}
@@ -363,7 +365,8 @@ def html(doc: dict, stem: str = "conformance") -> str:
         parts.append(f'<details id="by-design"><summary>{counted(n, "cell")} not applicable by design (not '
                      f'counted above; {counted(len(designed), "reason")})</summary><ul>{items}</ul></details>')
     parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
-              f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>']
+              f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>',
+              lawtable.html(lawtable.build([doc, *also]), inline_markdown)]
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
         if figs:

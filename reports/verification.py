@@ -31,7 +31,7 @@ from pathlib import Path
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 
-from .document import ESTABLISHED, Document, merge_shards, stable, standing
+from .document import ESTABLISHED, Document, merge_shards, stable, standing, tier_name  # noqa: F401 (re-exported)
 from .proofs import is_mismatch
 from .text import first_counterexample, rows_word
 from .writers import atomic_write
@@ -47,12 +47,6 @@ WORDS = {"symbolic": {V.OUT_NOT_RUNNABLE: "no symbolic form", V.OK_SAMPLED: "sam
                       V.OK_EXPECTED: "refuted (expected)", V.BAD_UNEXPECTED: "REFUTED",
                       V.BAD_NOT_REPRODUCED: "proved away (expected violation)"},
          "fuzz": {V.OK_EXPECTED: "violated (expected)", V.BAD_UNEXPECTED: "VIOLATED"}}
-
-
-def tier_name(meta: dict) -> str:
-    """A run's column: ``fuzz``, ``symbolic``, or ``kernel:<backend>``."""
-    tier = meta.get("tier", "fuzz")
-    return f"kernel:{meta.get('backend')}" if tier == "kernel" else tier
 
 
 @dataclasses.dataclass(frozen=True)

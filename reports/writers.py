@@ -18,6 +18,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
 from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, summary, timings  # noqa: F401
+from . import lawtable
 from .html import html
 from .junit import junit
 from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, counted, example,  # noqa: F401
@@ -36,8 +37,11 @@ def _fmt(x) -> str:
     return f"{x:.2e}" if isinstance(x, float) else str(x)
 
 
-def markdown(doc: dict) -> str:
-    """Markdown: the verdict and failing rows first, then the matrix, the rows and the contracts."""
+def markdown(doc: dict, also=()) -> str:
+    """Markdown: the verdict and failing rows first, then the matrix, the law table, the rows and the contracts.
+
+    ``also``: the JSON documents of other tiers run on the same selection (``verify``'s proofs), whose
+    verdicts the law table shows beside this document's."""
     rows, meta, summ = doc["rows"], doc["meta"], doc.get("summary") or summary(doc["rows"])
     ops = list(dict.fromkeys(r["operator"] for r in rows))
     names = list(dict.fromkeys(r["contract"] for r in rows))
@@ -80,7 +84,8 @@ def markdown(doc: dict) -> str:
     for op in ops:
         cells = [SHORT[by[(op, n)]["outcome"]] if (op, n) in by else "-" for n in names]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
-    lines += ["", "## Rows", "",
+    lines += [""] + lawtable.markdown(lawtable.build([doc, *also]))
+    lines += ["## Rows", "",
               "| row | declared | outcome | dtypes: examples, max disc/bound | searched (n, d, batch, heads; limits) "
               "| minimal counterexample |",
               "|---|---|---|---|---|---|"]
@@ -118,18 +123,19 @@ def _view(doc) -> dict:
     return doc.to_json() if isinstance(doc, Document) else doc
 
 
-def render(doc, fmt: str, stem: str = "conformance") -> str:
+def render(doc, fmt: str, stem: str = "conformance", also=()) -> str:
     """The report document (a Document or its JSON) rendered in one of FORMATS (``stem``: the files' stem, which
-    the HTML names to find its timings)."""
+    the HTML names to find its timings; ``also``: other tiers' documents for the law table, see :func:`markdown`)."""
     doc = _view(doc)
+    also = [stable(_view(d)) for d in also]
     if fmt == "json":
         return json.dumps(doc, indent=1, sort_keys=False) + "\n"
     if fmt == "md":
-        return markdown(doc)
+        return markdown(doc, also)
     if fmt == "xml":
         return junit(doc)
     if fmt == "html":
-        return html(doc, stem)
+        return html(doc, stem, also)
     raise ValueError(f"fmt: expected one of {FORMATS}, got {fmt!r}")
 
 
@@ -138,8 +144,10 @@ def not_runnable_cells(rows) -> list:
     return [c for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.NOT_RUNNABLE]
 
 
-def write_doc(doc, out_dir: Path, stem: str = "conformance", formats=FORMATS) -> dict:
+def write_doc(doc, out_dir: Path, stem: str = "conformance", formats=FORMATS, also=()) -> dict:
     """Write the document in every format to ``out_dir/stem.<fmt>``; returns {fmt: path}.
+
+    ``also``: other tiers' documents of the same selection, shown beside this one's in the law table.
 
     Every format is written from the timing-free document (:func:`stable`), so the files are
     byte-identical for a seed; the timings go to ``stem.timings.json`` alone.
@@ -150,7 +158,7 @@ def write_doc(doc, out_dir: Path, stem: str = "conformance", formats=FORMATS) ->
     det = stable(view)
     for fmt in formats:
         paths[fmt] = out_dir / f"{stem}.{fmt}"
-        atomic_write(paths[fmt], render(det, fmt, stem))
+        atomic_write(paths[fmt], render(det, fmt, stem, also))
     paths["timings"] = out_dir / f"{stem}.timings.json"
     atomic_write(paths["timings"], json.dumps(timings(view), indent=1) + "\n")
     if "html" in formats:

@@ -1,0 +1,368 @@
+"""The normaliser law table: which laws each attention keeps, as the run's report documents judged them.
+
+Rows are the attentions of the run (:func:`members`): every operator with the
+``score_normaliser`` trait (it exposes its row normaliser ``W(S)``), and every
+other operator that mixes tokens under a visibility mask and is not a host
+(an attention whose weights are not a function of the scores alone, e.g.
+OAttention's presence gate).  The traits are read from the documents'
+``meta.traits``, which the check and prove runs record from the registry; a
+document without them (written before they were recorded) gives the score
+normalisers only: the operators declaring a contract that requires the trait.
+
+Columns (:data:`COLUMNS`) are the properties people compare normalisers by,
+each judged by one contract of the catalogue, or by none yet (the legend then
+says "no contract yet" and no cell claims a verdict).  The column-to-contract
+mapping is this table's own choice of view; what the law says, who declares
+it and how a tier judges it stay with the contract and the operators.
+
+A cell is what *these* documents say: for each tier that has the row (fuzz,
+symbolic, a kernel backend), that tier's row outcome, e.g. ``proved / holds``
+when the symbolic tier proved it and the fuzz tier saw it hold; an expected
+violation reproduced links to its counterexample (listed under the table).  A
+tier that has no form for the law (the symbolic tier's "no symbolic form")
+adds nothing to a cell another tier judged.  An operator that does not declare
+the contract reads "not declared"; a contract outside the run's
+``--contract`` selection reads "not in this run": never a verdict nobody made.
+
+:func:`build` makes the table from JSON documents (``Document.to_json()``);
+:func:`markdown`, :func:`html` and :func:`readme` render it;
+:func:`splice` writes the README block between :data:`BEGIN` and :data:`END`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from xml.sax.saxutils import escape
+
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.catalogue import CONTRACTS
+
+from .document import mismatched, tier_name
+from .text import SHORT, first_counterexample
+
+# The trait that makes an operator a row by itself, and the traits that make one without it.
+NORMALISER = "score_normaliser"
+MASKED_MIXING = frozenset({"masked", "token_mixing"})
+NOT_A_ROW = "host"
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One property of the table: its ``title`` (reports), ``short`` header (README), the ``contract`` that
+    judges it (None: no contract yet) and a one-line ``note`` for the legend."""
+
+    key: str
+    title: str
+    short: str
+    contract: str | None
+    note: str = ""
+
+
+COLUMNS = (
+    Column("simplex", "simplex", "simplex", "simplex"),
+    Column("sub_simplex", "sub-simplex", "sub-simplex", "sub_simplex"),
+    Column("silence", "silence (row mass 0)", "silence", "silence",
+           "a row can have mass 0: with no score above the threshold (tau, or 0 without one) W = 0 and out = 0"),
+    Column("exact_zeros", "exact zeros", "exact 0", None,
+           "a visible key can get weight exactly 0 (sparsity): no contract yet, so no verdict"),
+    Column("shift", "score-shift invariance", "shift", "score_shift_invariance"),
+    Column("permutation", "permutation equivariance", "perm.", "permutation_equivariance"),
+    Column("null_source", "null-source insertion", "null src", "null_source_insertion"),
+    Column("mask", "mask respect", "mask", "mask_respect",
+           "out_i ignores the keys masked from i; masked-key insertion (adding a masked key changes no "
+           "weight, which a normaliser counting all keys breaks) has no contract yet"),
+    Column("causal", "causality (causal mask)", "causal", "causality"),
+    Column("no_exp", "zero-transcendental", "no exp", "zero_transcendental"),
+    Column("masked_row", "fully masked row = 0", "empty row", "empty_support",
+           "the declared convention for a row with every key masked or null is out = 0 and finite; an operator "
+           "with another convention (softmax's 0/0 = NaN) declares the contract violated and its "
+           "counterexample shows the value"),
+    Column("null_grad", "gradient at nulls", "null grad", "null_gradient"),
+)
+
+# Cell states that are not a tier's verdict.
+NOT_DECLARED = "not declared"
+NO_CONTRACT = "no contract yet"
+NOT_IN_RUN = "not in this run"
+
+# Tiers are shown in this order in a cell: proofs first, then draws, then any kernel backend.
+TIER_ORDER = ("symbolic", "fuzz")
+
+
+def _tier_rank(tier: str) -> tuple:
+    return (TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER), tier)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mark:
+    """One tier's verdict on one cell: the row's outcome there and, for a violation, where its evidence is."""
+
+    tier: str
+    row: str                # the row id (operator-contract)
+    outcome: str
+    evidence: str = ""      # the counterexample (and replay command) of a violation, "" otherwise
+    mismatch: bool = False  # a symbolic refutation that did not replay on eager (failing, whatever the outcome)
+
+    @property
+    def anchor(self) -> str:
+        """The id of this mark's counterexample entry under the table."""
+        return "lt-" + re.sub(r"[^A-Za-z0-9_-]", "-", f"{self.tier}-{self.row}")
+
+    @property
+    def failing(self) -> bool:
+        return self.outcome in V.FAILING or self.mismatch
+
+
+@dataclasses.dataclass(frozen=True)
+class LawCell:
+    """A row's cell in a column: ``state`` is "declared" (then ``marks`` hold each tier's verdict), or
+    :data:`NOT_DECLARED`, :data:`NO_CONTRACT`, :data:`NOT_IN_RUN`."""
+
+    operator: str
+    column: Column
+    state: str
+    declared: str | None = None
+    marks: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class LawTable:
+    operators: tuple
+    cells: dict             # {(operator, column key): LawCell}
+    tiers: tuple            # the tiers the documents hold, in display order
+    laws: dict              # {contract: law} as the documents state them
+
+    def cell(self, operator: str, column: Column) -> LawCell:
+        return self.cells[(operator, column.key)]
+
+    @property
+    def evidence(self) -> list:
+        """The marks with a counterexample, in table order (each listed once under the table)."""
+        return [m for op in self.operators for col in COLUMNS for m in self.cell(op, col).marks if m.evidence]
+
+
+def is_member(traits) -> bool:
+    """An operator with these traits is a row: a score normaliser, or a masked token-mixer that is no host."""
+    traits = frozenset(traits)
+    return NORMALISER in traits or (MASKED_MIXING <= traits and NOT_A_ROW not in traits)
+
+
+def members(docs) -> list[str]:
+    """The operators of the JSON documents ``docs`` that are rows, in the order first seen (see the module)."""
+    order = list(dict.fromkeys(r["operator"] for d in docs for r in d["rows"]))
+    traits: dict = {}
+    for d in docs:
+        traits.update((d.get("meta") or {}).get("traits") or {})
+    if traits:
+        return [op for op in order if op in traits and is_member(traits[op])]
+    scored = {r["operator"] for d in docs for r in d["rows"]
+              if r["contract"] in CONTRACTS and NORMALISER in CONTRACTS[r["contract"]].requires}
+    return [op for op in order if op in scored]
+
+
+def _evidence(tier: str, row: dict, meta: dict) -> str:
+    if row["outcome"] != V.OK_EXPECTED and row["outcome"] not in V.FAILING and not mismatched(row):
+        return ""
+    if tier == "symbolic":
+        v = (row["cells"][0]["verdict"] or {}) if row["cells"] else {}
+        ce = {k: x for k, x in (v.get("counterexample") or {}).items() if k not in ("params", "failed")}
+        text = v.get("detail", "") + (f"; counterexample {json.dumps(ce, separators=(',', ':'))}" if ce else "")
+        return text if len(text) <= 400 else text[:397] + "..."
+    return first_counterexample(row, meta)
+
+
+def _in_scope(meta: dict, contract: str) -> bool:
+    chosen = (meta.get("scope") or {}).get("contracts")
+    return not chosen or contract in chosen
+
+
+def build(docs) -> LawTable:
+    """The law table of single-tier JSON documents (a check's, a prove's, a kernel run's), at most one per tier."""
+    docs = list(docs)
+    tiers = [tier_name(d.get("meta") or {}) for d in docs]
+    twice = sorted({t for t in tiers if tiers.count(t) > 1})
+    if twice:
+        raise InvalidArgument(f"law table: more than one {twice[0]} report (merge a campaign's shards first)")
+    ops = members(docs)
+    rows = {(t, r["operator"], r["contract"]): (r, d.get("meta") or {}) for d, t in zip(docs, tiers)
+            for r in d["rows"]}
+    laws = {r["contract"]: r.get("law", "") for d in docs for r in d["rows"]}
+    cells = {}
+    for op in ops:
+        for col in COLUMNS:
+            cells[(op, col.key)] = _cell(op, col, docs, tiers, rows)
+    return LawTable(tuple(ops), cells, tuple(sorted(set(tiers), key=_tier_rank)), laws)
+
+
+def _cell(op, col, docs, tiers, rows) -> LawCell:
+    if col.contract is None:
+        return LawCell(op, col, NO_CONTRACT)
+    found = [(t, *rows[(t, op, col.contract)]) for t in tiers if (t, op, col.contract) in rows]
+    if not found:
+        ran = any(op in {r["operator"] for r in d["rows"]} and _in_scope(d.get("meta") or {}, col.contract)
+                  for d in docs)
+        return LawCell(op, col, NOT_DECLARED if ran else NOT_IN_RUN)
+    marks = [Mark(t, r["id"], r["outcome"], _evidence(t, r, meta), mismatched(r)) for t, r, meta in found]
+    # a tier with no form for the law (not runnable, not traceable) adds nothing where another tier judged
+    judged = [m for m in marks if m.outcome not in V.NOT_RUN]
+    marks = sorted(judged or marks, key=lambda m: _tier_rank(m.tier))
+    return LawCell(op, col, "declared", found[0][1]["declared"], tuple(marks))
+
+
+def to_json(table: LawTable) -> dict:
+    """The table as data (``tokenlaw report lawtable --json``): columns, and per cell its state and tiers' marks."""
+    return {"tiers": list(table.tiers), "operators": list(table.operators),
+            "columns": [{"key": c.key, "title": c.title, "contract": c.contract} for c in COLUMNS],
+            "cells": {op: {c.key: {"state": (cell := table.cell(op, c)).state, "declared": cell.declared,
+                                   "marks": [{"tier": m.tier, "row": m.row, "outcome": str(m.outcome),
+                                              "failing": m.failing} for m in cell.marks]}
+                           for c in COLUMNS} for op in table.operators}}
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+SYMBOL = {V.OK_PROVED: "∎", V.OK_HOLDS: "✓", V.OK_SAMPLED: "✓s", V.OK_EXPECTED: "✗",
+          V.OUT_UNKNOWN: "?", V.OUT_VACUOUS: "?", V.OUT_TRACE_DIFFERS: "?", V.OUT_NOT_RUNNABLE: "n/r",
+          V.OUT_NOT_TRACEABLE: "n/r", V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a"}
+STATE_SYMBOL = {NOT_DECLARED: "·", NO_CONTRACT: "–", NOT_IN_RUN: "(not run)"}
+SYMBOL_LEGEND = ("∎ proved (z3, over the reals at the stated shapes) · ✓ holds (fuzz, every dtype) · "
+                 "✓s holds for sampled weights · ✗ expected violation reproduced (a counterexample) · "
+                 "? unknown / vacuous · n/r not run · FAIL a row that fails · · not declared · – no contract yet; "
+                 "two tiers read symbolic/fuzz (∎/✓)")
+
+
+def words(mark: Mark) -> str:
+    """A tier's verdict in the reports' short words (a failing one in bold capitals)."""
+    if mark.mismatch:
+        return "**MISMATCH** (refutation did not replay on eager)"
+    return SHORT.get(mark.outcome, mark.outcome)
+
+
+def symbol(mark: Mark) -> str:
+    return "FAIL" if mark.failing else SYMBOL.get(mark.outcome, "?")
+
+
+def _rows_line(table: LawTable) -> str:
+    tiers = " and ".join(table.tiers) or "no tier"
+    return (f"Each cell is this run's verdict ({tiers}); a cell of two tiers shows both, symbolic first "
+            "(`proved / holds`). Rows: every operator of the run with the `score_normaliser` trait and every "
+            "masked token-mixing operator that is not a host.")
+
+
+def legend(table: LawTable) -> list[str]:
+    """One line per column: the contract that judges it and its law (or why it has none)."""
+    out = []
+    for col in COLUMNS:
+        if col.contract is None:
+            out.append(f"- **{col.title}**: {col.note}.")
+            continue
+        law = table.laws.get(col.contract) or (CONTRACTS[col.contract].law if col.contract in CONTRACTS else "")
+        out.append(f"- **{col.title}**: `{col.contract}`: {law}" + (f" Here: {col.note}." if col.note else ""))
+    return out
+
+
+def _md_cell(cell: LawCell) -> str:
+    if cell.state != "declared":
+        return cell.state
+    parts = []
+    for m in cell.marks:
+        text = words(m)
+        parts.append(f"[{text}](#{m.anchor})" if m.evidence else text)
+    return " / ".join(parts)
+
+
+def markdown(table: LawTable) -> list[str]:
+    """The report's section (Markdown lines): the table, its legend and the counterexamples it links to."""
+    if not table.operators:
+        return []
+    lines = ["## Normaliser law table", "", _rows_line(table), "",
+             "| operator | " + " | ".join(c.title for c in COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
+    for op in table.operators:
+        lines.append(f"| `{op}` | " + " | ".join(_md_cell(table.cell(op, c)).replace("|", "/") for c in COLUMNS)
+                     + " |")
+    lines += ["", "Columns:", ""] + legend(table) + [""]
+    if table.evidence:
+        lines += ["Counterexamples of the table:", ""]
+        lines += [f'- <a id="{m.anchor}"></a>`{m.row}` ({m.tier}, {words(m)}): {m.evidence.replace(chr(10), " ")}'
+                  for m in table.evidence] + [""]
+    return lines
+
+
+CLASS = {"ok": (V.OK_PROVED, V.OK_HOLDS, V.OK_SAMPLED), "exp": (V.OK_EXPECTED,)}
+
+
+def _html_class(cell: LawCell) -> str:
+    if cell.state != "declared":
+        return "na"
+    outs = [m.outcome for m in cell.marks]
+    if any(m.failing for m in cell.marks):
+        return "bad"
+    if all(o in CLASS["ok"] for o in outs):
+        return "ok"
+    if all(o in CLASS["exp"] for o in outs):
+        return "exp"
+    return "unk"
+
+
+def _html_cell(cell: LawCell, inline) -> str:
+    if cell.state != "declared":
+        return f'<td class="na">{escape(cell.state)}</td>'
+    parts = [f'<a href="#{m.anchor}">{inline(words(m))}</a>' if m.evidence else inline(words(m)) for m in cell.marks]
+    tip = f"{cell.marks[0].row}: {cell.declared}; " + "; ".join(f"{m.tier}: {m.outcome}" for m in cell.marks)
+    return f'<td class="{_html_class(cell)}" title="{escape(tip)}">{" / ".join(parts)}</td>'
+
+
+def html(table: LawTable, inline=escape) -> str:
+    """The HTML report's section (``inline`` renders the legend's inline Markdown marks)."""
+    if not table.operators:
+        return ""
+    head = "".join(f"<th>{escape(c.title)}</th>" for c in COLUMNS)
+    body = "".join(f'<tr><th class="op">{escape(op)}</th>'
+                   + "".join(_html_cell(table.cell(op, c), inline) for c in COLUMNS) + "</tr>" for op in table.operators)
+    items = "".join(f"<li>{inline(line[2:])}</li>" for line in legend(table))
+    ces = "".join(f'<li id="{m.anchor}"><code>{escape(m.row)}</code> ({escape(m.tier)}, {inline(words(m))}): '
+                  f'<span class="ce">{inline(m.evidence)}</span></li>' for m in table.evidence)
+    return (f'<h2>Normaliser law table</h2><p>{inline(_rows_line(table))}</p>'
+            f'<div class="wrap"><table id="lawtable"><tr><th class="op">operator</th>{head}</tr>{body}</table></div>'
+            f'<p>Columns:</p><ul id="lawtable-columns">{items}</ul>'
+            + (f'<p>Counterexamples of the table:</p><ul id="lawtable-evidence">{ces}</ul>' if ces else ""))
+
+
+def _readme_cell(cell: LawCell) -> str:
+    if cell.state != "declared":
+        return STATE_SYMBOL[cell.state]
+    return "/".join(symbol(m) for m in cell.marks)
+
+
+def readme(table: LawTable, sources: list[str]) -> str:
+    """The README's compact block: symbols, one legend line, where the verdicts came from (``sources``: the
+    record's paths as the README names them)."""
+    lines = ["| operator | " + " | ".join(c.short for c in COLUMNS) + " |", "|---|" + ":-:|" * len(COLUMNS)]
+    lines += [f"| `{op}` | " + " | ".join(_readme_cell(table.cell(op, c)) for c in COLUMNS) + " |"
+              for op in table.operators]
+    missing = ", ".join(c.title for c in COLUMNS if c.contract is None)
+    lines += ["", f"{SYMBOL_LEGEND}. Verdicts of the recorded run ({' + '.join(table.tiers)}); each column's "
+                  f"contract and every counterexample: `tokenlaw report lawtable {' '.join(sources)}`"
+                  + (f"; no contract yet for {missing}" if missing else "") + "."]
+    return "\n".join(lines)
+
+
+BEGIN = "<!-- law table: begin (tokenlaw report lawtable --readme README.md renders the record; do not edit) -->"
+END = "<!-- law table: end -->"
+
+
+def splice(page: str, block: str) -> str:
+    """``page`` with the text between :data:`BEGIN` and :data:`END` replaced by ``block``."""
+    if page.count(BEGIN) != 1 or page.count(END) != 1 or page.index(BEGIN) > page.index(END):
+        raise InvalidArgument(f"--readme: expected one {BEGIN!r} line followed by one {END!r} line")
+    head, rest = page.split(BEGIN)
+    _, tail = rest.split(END)
+    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
+
+
+def generated(page: str) -> str:
+    """The block between the markers of ``page`` (what :func:`splice` wrote)."""
+    splice(page, "")                                   # validates the markers
+    return page.split(BEGIN)[1].split(END)[0].strip("\n")
