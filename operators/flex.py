@@ -7,7 +7,7 @@ A FlexAttention user writes attention as two small functions of positions
     mask_mod(b, h, q_idx, kv_idx)         -> whether q_idx may see kv_idx
 
 and states what they believe about them.  In their own module (loaded with
-``tokenlaw check --operators mymods.py``)::
+``tokenlaw --operators mymods.py check``)::
 
     from tokenlaw.operators.flex import declare_flex
 
@@ -26,7 +26,7 @@ flex is seen against the formula.  What the user states becomes claims,
 each with its reason (``properties/flex_laws.py`` holds the mod laws):
 
 * always: ``mod_mask_respect`` (mask_mod is the ground truth of who sees
-  whom), ``block_layouts`` (a BlockMask built for a longer sequence and the
+  whom), ``block_layouts`` (a BlockMask built for a longer sequence, adjusted, and the
   all-partial-blocks description give the same output), ``masked_row``
   (a fully masked row gives 0 and LSE -inf), ``gradcheck``, plus the
   universal ``finite`` / ``differential`` / ``spec_reference``;
@@ -79,7 +79,8 @@ def available() -> str | None:
 class Variant:
     """How one call describes the same attention to flex (the block laws compare these).
 
-    ``extent``: the BlockMask is built for this many tokens (>= n; None: exactly n);
+    ``extent``: the BlockMask is built for this many tokens (>= n; None: exactly n), then adjusted to n
+    (``BlockMask._adjust``: flex refuses an unadjusted longer mask);
     ``partial``: every block is described as partial (``separate_full_blocks=False``), none as full;
     ``hide_row``: the mask also hides every key from this query row (a fully masked row);
     ``lse``: return the log-sum-exp (B, H, N) of each row instead of the output.
@@ -149,9 +150,11 @@ class Mods:
             raise InvalidArgument(f"variant.extent: expected >= the sequence length {n}, got {extent}")
         key = (batch, heads, n, extent, variant.partial, variant.hide_row, str(device))
         if key not in self._masks:
-            self._masks[key] = _api().create_block_mask(fn, batch, heads, extent, extent, device=device,
-                                                       BLOCK_SIZE=self.block_size,
-                                                       separate_full_blocks=not variant.partial)
+            bm = _api().create_block_mask(fn, batch, heads, extent, extent, device=device,
+                                          BLOCK_SIZE=self.block_size, separate_full_blocks=not variant.partial)
+            # torch 2.13 refuses a BlockMask built for more tokens than it is used on (ValueError) and says to
+            # 'adjust' it: the adjusted mask is what a user with one mask for several lengths runs
+            self._masks[key] = bm._adjust(n, n) if extent > n else bm
         return self._masks[key]
 
 

@@ -7,8 +7,9 @@ never the BlockMask flex builds from them, which is one of the things judged:
 
 * ``mod_mask_respect``: a key that ``mask_mod`` (or a declared causality) hides
   from row i never reaches out_i, bit for bit;
-* ``block_layouts``: a BlockMask built for a longer sequence, and one that
-  describes every block as partial, give the output of the exact one;
+* ``block_layouts``: a BlockMask built for a longer sequence (then adjusted
+  to this one, as flex asks), and one that describes every block as
+  partial, give the output of the exact one;
 * ``block_prefix`` (causal): the output on a prefix is the prefix of the output;
 * ``masked_row``: a row that sees nothing gives 0 and LSE -inf, bit for bit;
 * ``relative_mods`` (declared relative): shifting q_idx and kv_idx together
@@ -43,9 +44,9 @@ def block_lengths(block: int = BLOCK_SIZE) -> tuple:
     return (block - 1, block, block + 1, 2 * block + 1)
 
 
-# The block laws' searches: lengths around flex's default 128-token block, one batch of two heads at most
-# (flex on CPU costs ~0.1-0.5 s a call at these lengths); a declaration with another block_size gets its
-# own edges through this table's default being the one flex uses.
+# The block laws' searches: lengths around flex's default 128-token block, one batch, widths 4 and 8 (flex
+# on CPU costs 0.1-0.5 s a call at these lengths).  A declaration with another block_size is still searched
+# at the 128 edges (FuzzOptions are per contract, not per operator); block_prefix's prefix uses its own.
 _BLOCK_FUZZ = FuzzOptions(only_lengths=block_lengths(), batch_max=1, widths=(4, 8), near_null=False)
 
 
