@@ -253,12 +253,14 @@ def widths_of(op, widths=None):
 def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, batch_max: int = BATCH_MAX,
           scales=None, bias_scales=None, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
-          backend: str = backends.EAGER.name):
+          only_lengths=None, backend: str = backends.EAGER.name):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     n_max:  top of the frequent short lengths (default ``op.domain.n_max``);
     n_long: top of the rarer long ones (default :data:`LONGEST`, or the backend's declared
-            ``max_n``; 0 draws only 1..n_max).
+            ``max_n``; 0 draws only 1..n_max);
+    only_lengths: the only lengths drawn, shortest first (where it shrinks), e.g. a block law's lengths around
+            a tile edge; they replace the tiers above.
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
@@ -299,7 +301,12 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     tens = decades(dtype)
     far_taus = far_magnitudes(dtype)
     widths_ = widths_of(op, widths)
-    n_draws = lengths(op, n_max=n_max, n_long=n_long)
+    if only_lengths is not None:
+        if not only_lengths or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in only_lengths):
+            raise InvalidArgument(f"only_lengths: expected ints >= 1, got {only_lengths!r}")
+        n_draws = st.sampled_from(tuple(sorted(set(only_lengths))))
+    else:
+        n_draws = lengths(op, n_max=n_max, n_long=n_long)
 
     @st.composite
     def build(draw):

@@ -7,3 +7,10 @@ class InvalidArgument(ValueError):
 
 class DeclarationError(InvalidArgument):
     """A declared operator or contract is inconsistent (raised by ``collect()``)."""
+
+
+class NotRunnableHere(Exception):
+    """The operator cannot evaluate what was asked on this machine (e.g. FlexAttention has no CPU backward).
+
+    Not a bad argument and not a violation: the cell is reported *not runnable here*, with this message as
+    its reason (``tokenlaw.properties.contract.Contract.judge``)."""

@@ -269,6 +269,7 @@ class OperatorSpec:
     reference: Callable[..., Any] | None = None
     errors: Callable[..., Any] | None = None
     implementation_claims: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    mods: Any = None        # a FlexAttention pair (operators/flex.py: Mods), read by properties/flex_laws.py
     doc: str = ""
     source: str = "<unknown>"
 
@@ -289,7 +290,8 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             violates: Mapping[str, str] | None = None,
             weights: Callable | None = None, layers: Callable | None = None,
             reference: Callable | None = None,
-            errors: Callable | None = None, implementation_claims: Mapping[str, str] | None = None):
+            errors: Callable | None = None, implementation_claims: Mapping[str, str] | None = None,
+            mods: Any = None):
     """Mark ``fn(xp, x, **params)`` as an operator; nothing is validated yet.
 
     ``claims`` and ``violates`` map contract names to a one-line reason.
@@ -301,7 +303,8 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
     ``implementation_claims`` maps contract names to a reason: laws every
     implementation of the operator other than its own eager code (a backend:
     ``tokenlaw check --backend NAME``) is held to, e.g. exact zero gradients
-    where the math has them.
+    where the math has them.  ``mods`` is the ``score_mod`` / ``mask_mod`` pair of an operator declared
+    through ``tokenlaw.operators.flex.declare_flex`` (the mod laws read it).
     """
 
     def mark(fn):
@@ -309,7 +312,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             name=name, domain=domain, traits=frozenset(traits),
             claims=dict(claims or {}), violates=dict(violates or {}),
             weights=weights, layers=layers, reference=reference,
-            errors=errors, implementation_claims=dict(implementation_claims or {}),
+            errors=errors, implementation_claims=dict(implementation_claims or {}), mods=mods,
             doc=inspect.getdoc(fn) or ""))
         return fn
 

@@ -32,7 +32,7 @@ import contextlib
 from importlib.metadata import entry_points
 
 from tokenlaw.operators import dtypes as _dtypes
-from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.errors import InvalidArgument, NotRunnableHere
 from tokenlaw.operators.xp import TORCH
 
 from . import provenance
@@ -41,7 +41,7 @@ from .applied import applied_weights
 GROUP = "tokenlaw.backends"
 
 
-class Unanswerable(Exception):
+class Unanswerable(NotRunnableHere):
     """A contract asked the backend something it cannot say (``weights`` or ``transcendentals`` gave
     None): the cell is *not runnable here*, not violated."""
 

@@ -39,9 +39,9 @@ import inspect
 from typing import Any, Callable
 
 from tokenlaw.operators import dtypes as _dtypes
+from tokenlaw.operators.errors import NotRunnableHere
 
 from . import verdict as V
-from .backends import Unanswerable
 
 MARK = "__tokenlaw_contract__"
 ALL_DTYPES = _dtypes.NAMES
@@ -152,10 +152,11 @@ class Contract:
 
     def judge(self, case) -> "V.Verdict":
         """The verdict on ``case``; an implementation that crashes on a valid input is *raised* (failing), and a
-        backend that cannot answer what the law asks (e.g. which weights it applies) makes it not runnable."""
+        backend that cannot answer what the law asks (e.g. which weights it applies: ``backends.Unanswerable``),
+        or an operator that cannot evaluate it on this machine (no backward here), makes it not runnable."""
         try:
             return self.fn(case)
-        except Unanswerable as err:
+        except NotRunnableHere as err:
             return V.Verdict(V.NOT_RUNNABLE, detail=str(err))
         except Exception as err:  # noqa: BLE001 (a crash on a valid input is a finding: 'operator raised')
             op = getattr(case, "op", None)

@@ -1,0 +1,80 @@
+"""torch's SDPA implementations as backends of ``sdpa`` (issue 23): what runs here, what cannot, and a wrong one."""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+from tokenlaw.fuzz.engine import run_cell
+from tokenlaw.integrations import torch_sdpa
+from tokenlaw.operators.xp import TORCH
+from tokenlaw.properties import backends
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.catalogue import CONTRACTS, default_registry
+
+pytestmark = pytest.mark.skipif(torch_sdpa.SDPA_MATH.available() is not None,
+                                reason=str(torch_sdpa.SDPA_MATH.available()))
+
+SDPA = default_registry()["sdpa"]
+
+
+def known(backend):
+    """The backend under its name: installed through the entry point, or registered for this test."""
+    return contextlib.nullcontext() if backend.name in backends.names() else backends.register(backend)
+
+
+def _cell(backend, contract, dtype=torch.float32, examples=3):
+    with known(backend):
+        return run_cell(SDPA, CONTRACTS[contract], dtype, examples=examples, seed=0, backend=backend.name,
+                        replay_dir=None)
+
+
+@pytest.mark.parametrize("backend", [torch_sdpa.SDPA_EFFICIENT, torch_sdpa.SDPA_CUDNN], ids=lambda b: b.name)
+def test_gpu_only_backends_are_not_runnable_here_with_the_reason(backend):
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine runs these kernels")
+    v = _cell(backend, "mask_respect")
+    assert v.status == V.NOT_RUNNABLE and V.outcome("claims", v) == V.OUT_NOT_RUNNABLE
+    assert v.detail.startswith("not runnable here:") and "no CUDA device" in v.detail, v.detail
+
+
+@pytest.mark.parametrize("backend", [torch_sdpa.SDPA_MATH, torch_sdpa.SDPA_FLASH], ids=lambda b: b.name)
+def test_cpu_backends_run_and_respect_the_mask(backend):
+    v = _cell(backend, "mask_respect", examples=2)
+    assert v.status == V.HOLDS and v.examples >= 1, v.detail
+
+
+class _Unmasked(torch_sdpa.SdpaBackend):
+    """The math kernel handed no mask: every key is attended."""
+
+    def core(self, q, k, v, mask):
+        return super().core(q, k, v, None)
+
+
+def test_a_backend_that_drops_the_mask_is_rejected():
+    wrong = _Unmasked("sdpa-unmasked", "MATH", cuda_only=False, what="math without the mask")
+    v = _cell(wrong, "mask_respect", examples=5)
+    assert v.violated and v.counterexample is not None, v.detail
+
+
+def test_a_fully_masked_row_is_zero_in_torch_and_nan_in_the_formula():
+    """The difference the sdpa-math / sdpa-flash reports show on sdpa's finite and eager_agreement rows."""
+    gen = torch.Generator().manual_seed(0)
+    params = SDPA.domain.draw(gen, 4)
+    x = torch.randn(1, 3, 4, generator=gen, dtype=torch.float64)
+    mask = torch.ones(1, 3, 3, dtype=torch.float64)
+    mask[:, 1] = 0.0
+    formula = SDPA.fn(TORCH, x, mask, **params)
+    assert formula[:, 1].isnan().all() and not formula[:, [0, 2]].isnan().any()
+    for backend in (torch_sdpa.SDPA_MATH, torch_sdpa.SDPA_FLASH):
+        out = backend.run(SDPA, x, mask=mask, **params)
+        assert (out[:, 1] == 0).all(), backend.name
+        assert torch.allclose(out[:, [0, 2]], formula[:, [0, 2]], atol=1e-12), backend.name
+
+
+def test_the_backends_bind_only_sdpa():
+    other = default_registry()["oattention"]
+    for backend in torch_sdpa.BACKENDS:
+        assert backend.binds() == {"sdpa": f"scaled_dot_product_attention[{backend.kernel}]"}
+        assert backend.implements(SDPA) is None and "not 'oattention'" in backend.implements(other)
