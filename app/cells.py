@@ -16,14 +16,15 @@ from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.operators import user_modules
 from tokenlaw.properties import verdict as V
 from tokenlaw.operators.dtypes import DTYPES
-from tokenlaw.properties.catalogue import CONTRACTS, collect
-from tokenlaw.properties.plan import plan, validate_dtypes
+from tokenlaw.properties.catalogue import collect, with_user_contracts
+from tokenlaw.properties.plan import contracts_of, plan, validate_dtypes
 from tokenlaw.reports.text import example, replay_command
 
 
 def rows_of(*modules, dtypes=None, what: str = "module") -> tuple:
     """(registry, planned rows) of the operators the ``modules`` (names or .py paths) declare."""
-    registry = collect(*[user_modules.load(str(m), what) for m in modules])
+    loaded = [user_modules.load(str(m), what) for m in modules]
+    registry = collect(*loaded, contracts=with_user_contracts(*loaded))     # their own @contract laws too
     return registry, plan(registry, dtypes=validate_dtypes(dtypes))
 
 
@@ -34,7 +35,7 @@ def judge(registry, row, *, examples: int = 10, seed: int = 0, replay_dir=None, 
     ``record(outcome)``: called with the outcome before the test fails or skips.
     """
     for cell in row.cells:
-        cell.verdict = run_cell(registry[row.operator], CONTRACTS[row.contract], DTYPES[cell.dtype],
+        cell.verdict = run_cell(registry[row.operator], contracts_of(registry)[row.contract], DTYPES[cell.dtype],
                                 examples=examples, seed=seed, replay_dir=replay_dir)
     outcome = row.outcome
     if record is not None:

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.orchestration import provenance, runs
 from tokenlaw.reports import writers
 
@@ -33,11 +32,11 @@ def cmd_list(args) -> int:
             "operators": [{"name": op.name, "traits": sorted(op.traits), "claims": op.claims, "violates": op.violates,
                            "bindings": provenance.bindings(op), "source": op.source} for op in reg],
             "contracts": {n: {"law": c.law, "exact": c.exact, "requires": sorted(c.requires), "dtypes": list(c.dtypes)}
-                          for n, c in CONTRACTS.items()},
+                          for n, c in reg.contracts.items()},
         }, indent=1))
         return EXIT_OK
     print("Contracts:")
-    for n, c in CONTRACTS.items():
+    for n, c in reg.contracts.items():
         print(f"  {n:<26} {'exact    ' if c.exact else 'tolerance'}  {c.law}")
     print("\nOperators (+ claims, - expected to violate):")
     for op in reg:

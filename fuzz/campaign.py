@@ -22,7 +22,7 @@ import torch
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.properties.plan import contracts_of
 
 from . import engine
 from . import replay as R
@@ -70,7 +70,7 @@ class Campaign:
         r, c, op_name, contract, dtype, backend = task
         if self._db is None:
             self._db = open_database(self.database)
-        v = run_cell(self.registry[op_name], CONTRACTS[contract], DTYPES[dtype], examples=self.examples,
+        v = run_cell(self.registry[op_name], contracts_of(self.registry)[contract], DTYPES[dtype], examples=self.examples,
                      seed=self.seed, backend=backend, database=self._db, replay_dir=self.replay_dir,
                      mutant=self.mutant)
         return r, c, v

@@ -27,7 +27,8 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.files import atomic_write
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
-from tokenlaw.properties.catalogue import CONTRACTS, default_registry
+from tokenlaw.properties.catalogue import default_registry
+from tokenlaw.properties.plan import contracts_of
 
 from .mutants import catalogue
 
@@ -117,11 +118,12 @@ def replay(rid: str, directory=DEFAULT_DIR, *, registry=None, mutants=None) -> R
     if mutant is not None:
         registry = mutant.apply(registry)
     op = registry[art.operator]
-    if art.contract not in CONTRACTS:
+    contracts = contracts_of(registry)      # the user's own contracts too, when their module is collected
+    if art.contract not in contracts:
         raise InvalidArgument(f"contract: {art.contract!r} (from {rid}) is not in the catalogue")
     case = Case.from_fields(op, art.case)
     with mutant.patch() if mutant is not None else contextlib.nullcontext():
-        v = CONTRACTS[art.contract].judge(case)
+        v = contracts[art.contract].judge(case)
     same_inputs = _hex(case.x) == art.x and _hex(case.mask) == art.mask
     return Replayed(art, v, evidence(v) == art.verdict, same_inputs)
 

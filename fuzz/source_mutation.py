@@ -84,7 +84,7 @@ def mutated_module(name: str, edits=(), imports=None) -> types.ModuleType:
 def mutated_registry(base: Registry, *modules) -> Registry:
     """A new registry: ``base`` with every operator declared in ``modules`` replaced by the mutated one."""
     fresh = collect(*modules)
-    return Registry([fresh[s.name] if s.name in fresh else s for s in base])
+    return Registry([fresh[s.name] if s.name in fresh else s for s in base], base.contracts)
 
 
 OPERATORS = "tokenlaw.operators."

@@ -290,7 +290,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     _check_choices(tuple(layouts), LAYOUTS, "layouts")
     masked = op.domain.mask != "none"
     host = "host" in op.traits
-    tau_domain, eps_domain = op.domain.scalar("tau"), op.domain.scalar("eps_den")
+    tau_domain, eps_domain = op.domain.scalar(op.domain.roles.threshold), op.domain.scalar(op.domain.roles.eps_den)
     tinies = tiny_magnitudes(dtype)
     e_lo, e_hi = near_null_exponents(dtype)
     # |h| of a near-null row: |h|^2 = 2^e log-uniform over the normal range, else subnormal / zero

@@ -245,6 +245,10 @@ class Block(nn.Module):
 class Host(nn.Module):
     """A stack of ``depth`` blocks of one ``kind`` (standard, oa_only, otransformer)."""
 
+    # What each of its parameters is, by the leaf of its name (an init that redraws them reads these):
+    BIASES = ("beta", "b1", "b2", "bq", "bk", "bv")     # biases and norm shifts
+    SCALES = ("gamma",)                                  # norm scales
+
     def __init__(self, d_model, heads=1, depth=2, *, kind="otransformer", **block_kwargs):
         super().__init__()
         if not isinstance(depth, int) or depth < 1:

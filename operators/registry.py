@@ -320,10 +320,13 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
 
 
 class Registry:
-    """Validated, ordered collection of :class:`OperatorSpec`."""
+    """Validated, ordered collection of :class:`OperatorSpec`, with the contracts it was validated against
+    (``contracts``: name -> contract, read-only; the tiers look a row's contract up here, so a user's
+    own contracts run wherever their operators do)."""
 
-    def __init__(self, specs: Iterable[OperatorSpec]):
+    def __init__(self, specs: Iterable[OperatorSpec], contracts: Mapping[str, Any] | None = None):
         self._specs = {s.name: s for s in specs}
+        self.contracts = types.MappingProxyType(dict(contracts or {}))
 
     def __iter__(self):
         return iter(self._specs.values())
@@ -442,7 +445,7 @@ def collect(*targets, contracts: Mapping[str, Any]) -> Registry:
             if spec.name not in seen:
                 seen[spec.name] = source
                 specs.append(spec)
-    return Registry(specs)
+    return Registry(specs, contracts)
 
 
 def entry_point_modules() -> list[str]:

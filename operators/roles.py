@@ -24,7 +24,15 @@ class Roles:
 
     biases:    projection biases, multiplied by ``bias_scale``;
     heads:     the head count; threshold: the presence threshold (tau); eps_den: the denominator epsilon;
-    query / key: the (weight, bias) pairs whose product is the attention score.
+    query / key / value: the (weight, bias) pairs of the projections (q . k is the attention score);
+    output:    the output projection's weight; taps: an FIR's taps;
+    affine:    the (weight, bias) pairs a gradient law judges as one matrix [W; b].
+
+    A contract names a part, never a parameter: ``roles.threshold`` is the parameter that plays tau,
+    and :meth:`named` turns keywords by part (``threshold=0.5``) into keywords by parameter.
+
+    >>> Roles(threshold="theta").named({"threshold": 0.5, "mask": None})
+    {'theta': 0.5, 'mask': None}
     """
 
     biases: tuple = ("bq", "bk", "bv")
@@ -33,6 +41,36 @@ class Roles:
     eps_den: str = "eps_den"
     query: tuple = ("wq", "bq")
     key: tuple = ("wk", "bk")
+    value: tuple = ("wv", "bv")
+    output: str = "wo"
+    taps: str = "taps"
+    affine: tuple = (("wq", "bq"), ("wk", "bk"), ("wv", "bv"), ("w1", "b1"), ("w2", "b2"), ("w", "b"))
+
+    @property
+    def projections(self) -> tuple:
+        """The projections an attention takes: query, key and value (weight, bias), output weight, head count."""
+        return (*self.query, *self.key, *self.value, self.output, self.heads)
+
+    def standard(self, params: dict, *, output: bool = True) -> dict:
+        """The projections of ``params`` under the standard names (those of ``Roles()``, which
+        ``operators.projections`` and the plain SDPA take): a law that calls them passes these.
+        ``output=False``: without the output weight (``projections.project_qkv`` takes none)."""
+        pairs = zip(STANDARD.projections, self.projections)
+        return {std: params[own] for std, own in pairs if own in params and (output or own != self.output)}
+
+    def named(self, by_part: dict) -> dict:
+        """Keywords by part (``threshold``, ``eps_den``, ``heads``, ``output``, ``taps``) as keywords by
+        this operator's parameter names; a keyword that names no single-name part passes unchanged."""
+        return {getattr(self, k) if k in SINGLE_PARTS else k: v for k, v in by_part.items()}
+
+    def part(self, name: str) -> str:
+        """The parameter that plays the single-name part ``name`` (else ``name`` itself)."""
+        return getattr(self, name) if name in SINGLE_PARTS else name
+
+
+# the parts that one parameter plays (named by Roles.named / Roles.part)
+SINGLE_PARTS = ("heads", "threshold", "eps_den", "output", "taps")
+STANDARD = Roles()
 
 
 @dataclasses.dataclass(frozen=True)

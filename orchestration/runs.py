@@ -28,8 +28,7 @@ from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
 from tokenlaw.operators import arguments, cpu_paths, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
-from tokenlaw.properties.catalogue import collect, default_registry
-from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.symbolic.prover import SOLVER, prove_rows
 
@@ -105,22 +104,34 @@ class ProveSettings:
         return cls(**kw)
 
 
+def _contracts(loaded) -> dict:
+    """The catalogue and the contracts the user's modules mark (a fresh one; a clash is their input error)."""
+    try:
+        return with_user_contracts(*loaded)
+    except ValueError as err:
+        raise InvalidArgument(f"--operators: {err}") from None
+
+
 def registry(modules=None):
     """The default registry, or the registry collected with the user's operator ``modules`` (importable names
-    or ``.py`` paths); a module that fails to import or declares no operator is refused (InvalidArgument)."""
+    or ``.py`` paths), validated against the catalogue plus the contracts those modules declare
+    (``@contract``), which it carries (``Registry.contracts``); a module that fails to import or declares
+    no operator is refused (InvalidArgument)."""
     if not modules:
         return default_registry()
     loaded = [user_modules.load(name, "--operators") for name in modules]
+    contracts = _contracts(loaded)
     for name, module in zip(modules, loaded):
-        if not len(collect(module)):
+        if not len(collect(module, contracts=contracts)):
             raise InvalidArgument(f"--operators: {name!r} ({getattr(module, '__file__', module.__name__)}) declares "
                                   "no operator; mark one with @declare(...) from tokenlaw.operators.registry")
-    return collect("tokenlaw.operators", *loaded)
+    return collect("tokenlaw.operators", *loaded, contracts=contracts)
 
 
 def user_operators(modules) -> tuple:
     """The names of the operators the user's ``modules`` declare (in declaration order)."""
-    return tuple(spec.name for spec in collect(*[user_modules.load(m, "--operators") for m in modules]))
+    loaded = [user_modules.load(m, "--operators") for m in modules]
+    return tuple(spec.name for spec in collect(*loaded, contracts=_contracts(loaded)))
 
 
 # How a name only the user's own module declares becomes known (said with every unknown --operator).
@@ -134,8 +145,8 @@ def check_names(reg, operators=None, contracts=None) -> None:
         if name not in reg:
             raise arguments.closest(name, reg.names(), "--operator", also=OPERATORS_HINT)
     for name in contracts or ():
-        if name not in CONTRACTS:
-            raise arguments.closest(name, CONTRACTS, "--contract")
+        if name not in reg.contracts:
+            raise arguments.closest(name, reg.contracts, "--contract")
 
 
 def nonempty(rows, reg, operators=None, contracts=None, backend: str = "eager") -> None:
@@ -157,6 +168,12 @@ def nonempty(rows, reg, operators=None, contracts=None, backend: str = "eager") 
         raise InvalidArgument(f"--contract: {which} declares none of {sorted(contracts)}"
                               + (f"; its rows are {', '.join(declared)}" if declared and operators else ""))
     raise InvalidArgument("--operator: the selection plans no row")
+
+
+def laws(reg, rows) -> dict:
+    """``{contract: (law, exact)}`` of the rows' contracts, as the registry knows them (a user's own
+    contract included, which the report cannot look up in the catalogue)."""
+    return {r.contract: (reg.contracts[r.contract].law, reg.contracts[r.contract].exact) for r in rows}
 
 
 def _relative(path, base) -> str:
@@ -205,7 +222,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     env = recorded_env(backends.get(settings.backend))
     if not reference and env:
         meta["env"] = env
-    return Document(rows, meta)
+    return Document(rows, meta, laws=laws(reg, rows))
 
 
 def traits(reg, rows) -> dict:
@@ -258,7 +275,7 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
              "operator_modules": _list(settings.operator_modules)}
     if any(scope.values()):
         meta["scope"] = scope
-    return proofs.document(rows, meta)
+    return proofs.document(rows, meta, laws(reg, rows))
 
 
 def planned_count(settings: ProveSettings) -> int:

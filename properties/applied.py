@@ -23,9 +23,11 @@ output *is* the weight matrix:
 
 Written against ``xp``, so the fuzz tier evaluates it on torch tensors (in
 the dtype under test) and the symbolic tier on z3 terms: both judge the
-code that runs.  An operator whose ``fn`` does not take the standard
-projections (``wq, bq, wk, bk, wv, bv, wo, heads``) cannot be probed and the
-score law says so (InvalidArgument naming the missing parameters).
+code that runs.  Which parameters are the projections and the taps is the
+declaration's answer (``op.domain.roles``, ``tokenlaw.operators.roles``), so
+an operator that names them otherwise is probed alike; one whose ``fn`` does
+not take all of its projections cannot be probed and the score law says so
+(InvalidArgument naming the missing parameters).
 """
 from __future__ import annotations
 
@@ -34,9 +36,6 @@ import inspect
 import numpy as np
 
 from tokenlaw.operators.errors import InvalidArgument
-
-PROJECTIONS = ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "heads")
-PROBE_PARAMS = frozenset(PROJECTIONS + ("taps",))
 
 
 def probe_width(n: int) -> int:
@@ -47,9 +46,12 @@ def probe_width(n: int) -> int:
     return d
 
 
-def law_params(params) -> dict:
-    """The operator's parameters a score law keeps (tau...): all but the probe's own."""
-    return {k: v for k, v in params.items() if k not in PROBE_PARAMS}
+def law_params(op, params) -> dict:
+    """The operator's parameters a score law keeps (its threshold...): all but the probe's own
+    (the projections and taps ``op.domain.roles`` names)."""
+    roles = op.domain.roles
+    probe = {*roles.projections, roles.taps}
+    return {k: v for k, v in params.items() if k not in probe}
 
 
 def _probe(n: int):
@@ -71,21 +73,22 @@ def applied_weights(op, xp, s, mask=None, *, run=None, **params):
     instead (a backend's, on torch tensors); the probe's parameters are ``op.fn``'s.
     """
     takes = inspect.signature(op.fn).parameters
-    missing = [p for p in PROJECTIONS if p not in takes]
+    roles = op.domain.roles
+    missing = [p for p in roles.projections if p not in takes]
     if missing:
         raise InvalidArgument(f"operator {op.name!r}: its weights cannot be read off its output: "
-                              f"fn takes no {missing} (the standard projections)")
+                              f"fn takes no {missing} (the projections its Domain(roles=...) names)")
     b, n, _ = s.shape
     wq, wk, wv, wo, d = _probe(n)
     onehot = np.zeros((b, n, d - n), dtype=int)
     onehot[:, np.arange(n), np.arange(n)] = 1
     x = xp.concat([s, xp.asarray(onehot, s)], axis=-1)
     zero = np.zeros(d, dtype=int)
-    kwargs = dict(params, wq=xp.asarray(wq, s), bq=xp.asarray(zero, s), wk=xp.asarray(wk, s),
-                  bk=xp.asarray(zero, s), wv=xp.asarray(wv, s), bv=xp.asarray(zero, s),
-                  wo=xp.asarray(wo, s), heads=1)
-    if "taps" in takes:
-        kwargs["taps"] = (1.0,)
+    probe = (wq, zero, wk, zero, wv, zero, wo)
+    kwargs = dict(params, **{name: xp.asarray(a, s) for name, a in zip(roles.projections, probe)})
+    kwargs[roles.heads] = 1
+    if roles.taps in takes:
+        kwargs[roles.taps] = (1.0,)
     if op.domain.mask != "none":
         kwargs["mask"] = mask
     out = op.fn(xp, x, **kwargs) if run is None else run(x, **kwargs)

@@ -58,11 +58,26 @@ def collect_contracts(*targets) -> dict[str, Contract]:
 CONTRACTS = collect_contracts()
 
 
-def collect(*targets):
-    """``tokenlaw.operators.registry.collect`` validated against this catalogue: the registry of the operators
-    declared in ``targets`` (modules, packages or their names; none: tokenlaw's own and installed plug-ins)."""
+def with_user_contracts(*modules) -> dict[str, Contract]:
+    """A fresh catalogue: :data:`CONTRACTS` plus the contracts marked in the user's ``modules`` (``--operators``).
+
+    Nothing global is changed; a user's contract named like one of the catalogue's is a declaration
+    error naming its file (as any contract declared twice)."""
+    out = dict(CONTRACTS)
+    for name, c in collect_contracts(*modules).items() if modules else ():
+        if name in out and out[name].fn is not c.fn:
+            raise ValueError(f"{c.fn.__code__.co_filename}: contract {name} declared twice "
+                             f"(tokenlaw's catalogue has one of that name)")
+        out[name] = c
+    return out
+
+
+def collect(*targets, contracts=None):
+    """``tokenlaw.operators.registry.collect`` validated against ``contracts`` (default: this catalogue): the
+    registry of the operators declared in ``targets`` (modules, packages or their names; none: tokenlaw's
+    own and installed plug-ins), which carries those contracts (``Registry.contracts``)."""
     targets = targets or ("tokenlaw.operators", *registry.entry_point_modules())
-    return registry.collect(*targets, contracts=CONTRACTS)
+    return registry.collect(*targets, contracts=CONTRACTS if contracts is None else contracts)
 
 
 @functools.cache

@@ -16,7 +16,6 @@ from tokenlaw.operators.modules import Host
 from .closure_analyser import ClosureExample
 
 WIDTH, HEADS, TOKENS, BATCH, SEED = 16, 2, 5, 2, 0
-_BIASES = ("beta", "b1", "b2", "bq", "bk", "bv")
 
 
 def _tokens(seed=SEED):
@@ -37,9 +36,9 @@ def init_host(model: nn.Module, seed=SEED, bias_scale=0.5) -> nn.Module:
     with torch.no_grad():
         for name, p in model.named_parameters():
             leaf = name.rsplit(".", 1)[-1]
-            if leaf in _BIASES:
+            if leaf in Host.BIASES:
                 p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * bias_scale)
-            elif leaf == "gamma":
+            elif leaf in Host.SCALES:
                 p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g, dtype=torch.float64))
     return model
 

@@ -40,6 +40,7 @@ from typing import Any, Callable
 
 from tokenlaw.operators import dtypes as _dtypes
 from tokenlaw.operators.errors import NotRunnableHere
+from tokenlaw.operators.roles import Roles
 
 from . import verdict as V
 
@@ -62,12 +63,15 @@ class FuzzOptions:
 @dataclasses.dataclass(frozen=True)
 class Instance:
     """Where a symbolic statement is instantiated: ``n`` tokens of width ``d``, whether the operator takes
-    a mask, and its (symbolic) parameter tree.  What the callables of :class:`SymbolicOptions` receive."""
+    a mask, its (symbolic) parameter tree and which parameter plays which part (``roles``: read
+    ``at.params[at.roles.taps]``, never a parameter by name).  What the callables of
+    :class:`SymbolicOptions` receive."""
 
     n: int
     d: int
     masked: bool
     params: Any = None
+    roles: Roles = Roles()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +81,9 @@ class SymbolicOptions:
     ``statement`` is the law as both tiers evaluate it (``tokenlaw.properties.statement``): its
     parameters are filled by name from the traced arrays (``x``, ``mask``, ``run`` over tokens;
     ``s``, ``mask``, ``weights`` over scores), the further ``inputs``, the keywords of one position
-    and the operator's parameters (e.g. ``tau``, ``taps``).  Where the fuzz tier judges one drawn
+    and the operator's parameters by the part they play (``threshold``, ``taps``: the declaration's
+    ``Domain(roles=...)``, ``tokenlaw.operators.roles``) or, failing a part, by name.  Overrides a
+    statement passes to ``run`` / ``weights`` are by part too (``weights(s, threshold=t)``).  Where the fuzz tier judges one drawn
     position, the symbolic tier proves every position of ``at`` (or every enumerated case of ``cases``).
     """
 
@@ -92,6 +98,7 @@ class SymbolicOptions:
     cases: Callable | None = None       # cases(Instance) -> [(keywords, hidden (i, j) mask entries)]: enumerated
     case_premise: str = ""              # the premise of a case, in words (its hidden entries are m_ij = 0)
     bounds: Callable | None = None      # bounds(v) -> [(array, upper or None for 0, why)]: premises array <= upper
+                                        # (v: the inputs, "params" and "roles", the declaration's Roles)
     tokens: Callable | None = None      # tokens(Instance) -> n: the statement needs more tokens than shape says
     says: Callable | None = None        # says(Instance) -> the instantiated law, in words
     shapes: tuple = ()                  # further (name, value) entries of the reported shapes

@@ -21,8 +21,9 @@ def taps(case) -> tuple:
     docs/mathematics.md#fir: w_k ∝ exp(-k^2 / 8), k = 0..6, normalised to sum 1 (recomputed in
     tokenlaw.operators.references, which shares nothing with operators/fir.py).
     """
-    if "taps" in case.params:
-        return tuple(case.params["taps"])
+    own = case.op.domain.roles.taps
+    if own in case.params:
+        return tuple(case.params[own])
     return spec_taps()
 
 
@@ -43,9 +44,9 @@ def dc_response(xp, run, x, level, taps):
 
 @contract(exact=False, **_FILTER,
           symbolic=SymbolicOptions(shape=(7, 1), statement=dc_response, inputs=(("level", "level"),),
-                                   tokens=lambda at: max(at.n, len(at.params["taps"])),
+                                   tokens=lambda at: max(at.n, len(at.params[at.roles.taps])),
                                    says=lambda at: f"constant in => constant out from token "
-                                                   f"{len(at.params['taps']) - 1}; impulse at 0 => the taps"))
+                                                   f"{len(at.params[at.roles.taps]) - 1}; impulse at 0 => the taps"))
 def dc_gain(case):
     """A constant input comes out unchanged after the warm-up; an impulse comes out as the taps."""
     w = taps(case)

@@ -32,7 +32,7 @@ import dataclasses
 
 import torch
 
-from tokenlaw.operators import dtypes, projections
+from tokenlaw.operators import dtypes, projections, tree
 from tokenlaw.operators.fir import fir
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
@@ -168,8 +168,9 @@ def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> d
     """d(sum cotangent * out)/d(inputs) through the case's backend, in ``dtype``, as float64 tensors.
 
     The inputs are the tokens ``x`` (default the case's), every floating
-    parameter tensor and the scalar ``tau`` (presence tau for OAttention,
-    the threshold for pn_fir_tau), each rounded to ``dtype`` from float64 --
+    parameter tensor and the scalar threshold (the parameter the declaration's
+    roles name: presence tau for OAttention, the threshold for pn_fir_tau),
+    each rounded to ``dtype`` from float64 --
     as every run of the tolerance model rounds the same float64 inputs --
     plus ``carrier`` when given.  ``cotangent`` (float64, out's shape)
     defaults to a fixed random tensor.
@@ -178,10 +179,11 @@ def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> d
     mask = case.mask if mask is None else mask
     leaves = {"x": x.to(dtype).requires_grad_(True)}
     kwargs = case.runner.arguments(mask, dtype)
+    threshold = case.op.domain.roles.threshold
     for name, value in list(kwargs.items()):
         if torch.is_tensor(value) and value.is_floating_point() and name != "mask":
             kwargs[name] = leaves[name] = value.detach().clone().requires_grad_(True)
-        elif name == "tau":
+        elif name == threshold:
             kwargs[name] = leaves[name] = torch.tensor(float(value), dtype=dtype, requires_grad=True)
     if carrier is not None:
         kwargs["carrier"] = leaves["carrier"] = carrier.to(dtype).requires_grad_(True)
@@ -193,8 +195,20 @@ def gradients(case, dtype, x=None, mask=None, cotangent=None, carrier=None) -> d
             for (name, t), g in zip(leaves.items(), grads)}
 
 
-def _affine(grads: dict) -> dict:
-    """Each projection's weight and bias gradients as one tensor [W; b] (a bias is the weight of a constant-1 input).
+def representable(case, dtype) -> bool:
+    """Every finite token and parameter of ``case`` stays finite rounded to ``dtype``."""
+    for _, v in [((), case.x), *tree.leaves(case.params)]:
+        t = torch.tensor(float(v), dtype=torch.float64) if isinstance(v, float) else v
+        if torch.is_tensor(t) and t.is_floating_point():
+            finite = torch.isfinite(t)
+            if not bool(torch.isfinite(t[finite].to(dtype)).all()):
+                return False
+    return True
+
+
+def _affine(grads: dict, roles) -> dict:
+    """Each (weight, bias) pair's gradients (``roles.affine``) as one tensor [W; b] (a bias is the weight
+    of a constant-1 input).
 
     Judged alone, a bias gradient is a sum over tokens whose terms may cancel
     to ~0 (a key bias under softmax, exactly); its rounding is relative to
@@ -202,9 +216,10 @@ def _affine(grads: dict) -> dict:
     tolerance then sees.
     """
     out = dict(grads)
-    for w in [n for n in grads if n.startswith("w") and "b" + n[1:] in grads]:
-        b = "b" + w[1:]
-        out[f"{w}|{b}"] = torch.cat([out.pop(w), out.pop(b)[None]])
+    for w in grads:                     # in the gradients' order, as the verdicts list them
+        b = next((b for w_, b in roles.affine if w_ == w and b in grads), None)
+        if b is not None:
+            out[f"{w}|{b}"] = torch.cat([out.pop(w), out.pop(b)[None]])
     return out
 
 
@@ -229,11 +244,16 @@ def gradient_agreement(case):
     # probe of the tolerance model (tolerance.PROBE: bfloat16).  Luck matters
     # most for the 0-d tau gradient, a signed sum over every score of the
     # case, whose float32 error can cancel to far below its terms' rounding.
-    reference = case.on_reference()
-    got = _affine(gradients(case, case.dtype))
-    exact = _affine(gradients(reference, torch.float64))
+    reference, roles = case.on_reference(), case.op.domain.roles
+    got = _affine(gradients(case, case.dtype), roles)
+    exact = _affine(gradients(reference, torch.float64), roles)
     second = dtypes.OTHER_HALF.get(case.dtype, PROBE[torch.float32])
-    probes = {dt: _affine(gradients(reference, dt)) for dt in (torch.float32, second)}
+    # A probe runs the eager operator on the case's inputs rounded to its dtype: where they overflow
+    # there (a bfloat16 case's bias of 6.6e4 or tau = 1e5 is inf in float16) it would judge other inputs
+    # -- the eager operator rightly refuses them -- so that probe is left out and float32's predicts.
+    unheld = [dtype_name(dt) for dt in (torch.float32, second) if not representable(reference, dt)]
+    probes = {dt: _affine(gradients(reference, dt), roles) for dt in (torch.float32, second)
+              if dtype_name(dt) not in unheld}
     where = f"{case.backend} {dtype_name(case.dtype)} gradients vs float64 eager"
     # Calibration, for an implementation other than the reference: where the eager operator's
     # own gradient in D misses the prediction too (D rounds an input the probes hold exactly --
@@ -243,7 +263,7 @@ def gradient_agreement(case):
     # the eager gradient leaves D's range there, the example says nothing (inconclusive).
     # (On the eager backend the implementation *is* the reference: no calibration, so its D
     # gradients are always judged against the prediction.)
-    eager_d = None if case.runner.implementation.reference else _affine(gradients(reference, case.dtype))
+    eager_d = None if case.runner.implementation.reference else _affine(gradients(reference, case.dtype), roles)
     verdicts, inconclusive = [], []
     for name in got:
         tensors = {dt: p[name] for dt, p in probes.items()}
@@ -276,6 +296,9 @@ def gradient_agreement(case):
     if inconclusive:
         verdict = dataclasses.replace(
             verdict, detail=verdict.detail + f"; inconclusive for {inconclusive} (beyond first order, or out of range)")
+    if unheld:
+        verdict = dataclasses.replace(
+            verdict, detail=verdict.detail + f"; no {', '.join(unheld)} probe (the inputs overflow it)")
     return verdict
 
 
@@ -320,9 +343,8 @@ def gradient_causality(case):
 
 
 def _fir_scores(case, dtype):
-    p = cast(case.params, dtype)
-    q, k, _ = projections.project_qkv(TORCH, case.x.to(dtype), wq=p["wq"], bq=p["bq"], wk=p["wk"], bk=p["bk"],
-                                      wv=p["wv"], bv=p["bv"], heads=p["heads"])
+    p = case.op.domain.roles.standard(cast(case.params, dtype), output=False)
+    q, k, _ = projections.project_qkv(TORCH, case.x.to(dtype), **p)
     s = projections.scores(TORCH, q, fir(TORCH, k)).double()
     n = s.shape[-1]
     return s.masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), float("-inf"))
@@ -331,7 +353,7 @@ def _fir_scores(case, dtype):
 @contract(exact=True, requires={"causal"}, dtypes=dtypes.LOW, evaluated="autograd")
 def silent_gradient(case):
     """A silent row (no score above tau in any head) has exactly zero gradient with respect to every input."""
-    if "tau" not in case.params:
+    if case.op.domain.roles.threshold not in case.params:
         return V.Verdict(V.NOT_RUNNABLE, detail="the operator has no threshold tau to silence a row", tier="kernel")
     # Each token's peak score over heads and visible keys (float64); tau goes
     # in the widest gap between two peaks, so the rows below it are silent.

@@ -109,17 +109,23 @@ def _dtypes(contract, op, backend, wanted) -> list[str]:
     return [d for d in names if d in op.domain.dtypes and (not wanted or d in wanted)]
 
 
-def _declared(op, backend) -> list[tuple]:
+def _declared(op, backend, contracts) -> list[tuple]:
     """(contract, declared, reason) for every row of ``op`` on ``backend``."""
     rows = [(n, op.declared(n), {**op.claims, **op.violates}[n]) for n in list(op.claims) + list(op.violates)]
-    rows += [(n, "claims", f"universal contract: {c.law}") for n, c in CONTRACTS.items()
+    rows += [(n, "claims", f"universal contract: {c.law}") for n, c in contracts.items()
              if c.universal and op.declared(n) is None]
     if not backend.reference:
         taken = {n for n, _, _ in rows}
-        rows += [(n, "claims", c.implementation) for n, c in CONTRACTS.items()
+        rows += [(n, "claims", c.implementation) for n, c in contracts.items()
                  if c.implementation and n not in taken]
         rows += [(n, "claims", why) for n, why in op.implementation_claims.items() if n not in taken]
     return rows
+
+
+def contracts_of(registry):
+    """The contracts ``registry`` was validated against (a user's own included: ``Registry.contracts``);
+    a registry built bare, without any, is read against the catalogue."""
+    return getattr(registry, "contracts", None) or CONTRACTS
 
 
 def plan(registry, *, operators=None, contracts=None, dtypes=None, backend=backends.EAGER.name) -> Plan:
@@ -134,6 +140,7 @@ def plan(registry, *, operators=None, contracts=None, dtypes=None, backend=backe
     says why.  An unavailable backend is refused (InvalidArgument).
     """
     impl = backends.require(backend)
+    catalogue = contracts_of(registry)
     rows, left_out = [], {}
     for op in registry:
         if operators and op.name not in operators:
@@ -142,10 +149,10 @@ def plan(registry, *, operators=None, contracts=None, dtypes=None, backend=backe
         if why:
             left_out[op.name] = why
             continue
-        for name, declared, reason in _declared(op, impl):
+        for name, declared, reason in _declared(op, impl, catalogue):
             if contracts and name not in contracts:
                 continue
-            c = CONTRACTS[name]
+            c = catalogue[name]
             unjudged = judged_on(c, op, impl)
             if unjudged:
                 rows.append(Row(op.name, name, None, f"not judged on the {impl.name} backend: {unjudged}", []))

@@ -50,9 +50,10 @@ def visibility(case):
 
 
 def weights(case, s, dtype=None, **override):
-    """W(S) as the case's backend applies it (``Backend.weights``)."""
+    """W(S) as the case's backend applies it (``Backend.weights``); ``override`` by part (``threshold=``)
+    or by parameter name."""
     dtype = case.dtype if dtype is None else dtype
-    params = {**law_params(case.runner.arguments(dtype=dtype)), **override}
+    params = {**law_params(case.op, case.runner.arguments(dtype=dtype)), **case.op.domain.roles.named(override)}
     params.pop("mask", None)
     with torch.no_grad():
         w = case.runner.implementation.weights(case.op, s, case.mask, dtype, **params)
@@ -62,7 +63,8 @@ def weights(case, s, dtype=None, **override):
 
 
 def _tau(case) -> float:
-    return float(case.params.get("tau", 0.0))
+    """The case's threshold (the parameter its roles name), 0 for a normaliser without one."""
+    return float(case.params.get(case.op.domain.roles.threshold, 0.0))
 
 
 def weigher(case, dtype):
@@ -77,9 +79,10 @@ def shift_invariant(xp, weights, s, c):
     return [S.equal(weights(s + c), weights(s), "W(S + c 1) vs W(S)")]
 
 
-def tau_covariant(xp, weights, s, c, tau):
-    """W(S + c, tau + c) = W(S, tau)."""
-    return [S.equal(weights(s + c, tau=tau + c), weights(s, tau=tau), "W(S + c, tau + c) vs W(S, tau)")]
+def tau_covariant(xp, weights, s, c, threshold):
+    """W(S + c, tau + c) = W(S, tau) (tau: the parameter that plays the threshold)."""
+    return [S.equal(weights(s + c, threshold=threshold + c), weights(s, threshold=threshold),
+                    "W(S + c, tau + c) vs W(S, tau)")]
 
 
 def distribution(xp, weights, s, rows, upper):
@@ -107,7 +110,8 @@ def at_threshold(case, *ss) -> torch.Tensor | None:
         return None
     m = visibility(case)
     m = torch.ones_like(ss[0]) if m is None else m.to(torch.float64)
-    extra = {"tau": _tau(case)} if "tau" in shifted.__code__.co_varnames else {}
+    threshold = case.op.domain.roles.threshold
+    extra = {threshold: _tau(case)} if threshold in shifted.__code__.co_varnames else {}
     near = torch.zeros(ss[0].shape[:2], dtype=torch.bool)
     for s in ss:
         sp = shifted(TORCH, s, m, **extra)
@@ -185,7 +189,7 @@ def sub_simplex(case):
 
 
 def _through_tau(op) -> str | None:
-    if op.domain.scalar("tau") is None:
+    if op.domain.scalar(op.domain.roles.threshold) is None:
         return "the operator has no threshold tau to silence a row through its implementation"
     return None
 
@@ -198,18 +202,16 @@ def silence_through_tau(case) -> V.Verdict:
     FIR score of the case (computed in float64) by a margin of 10% plus 0.1,
     far more than any dtype's score rounding.
     """
-    p = case.params
-    q, k, _ = projections.project_qkv(TORCH, case.x, wq=p["wq"], bq=p["bq"], wk=p["wk"], bk=p["bk"],
-                                      wv=p["wv"], bv=p["bv"], heads=p["heads"])
+    q, k, _ = projections.project_qkv(TORCH, case.x, **case.op.domain.roles.standard(case.params, output=False))
     top = float(projections.scores(TORCH, q, fir(TORCH, k)).abs().max())
     tau = 1.1 * top + 0.1
-    out = case.runner.run(case.x, case.mask, tau=tau)
+    out = case.runner.run(case.x, case.mask, **case.op.domain.roles.named(dict(threshold=tau)))
     return exact_zero(out, f"output with tau = {tau:.3g} above every score (|S| <= {top:.3g})")
 
 
 @contract(exact=True, form=_through_tau, **{**_SCORE, "evaluated": "output"},
           symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=silent, inputs=(("v", "row"),),
-                                   bounds=lambda v: [(v["s"], v["params"].get("tau"), "S - tau <= 0 everywhere")],
+                                   bounds=lambda v: [(v["s"], v["params"].get(v["roles"].threshold), "S - tau <= 0 everywhere")],
                                    says=lambda at: "every S_tj - tau <= 0 => W = 0 and W v = 0 (tau = 0 when the "
                                                    "normaliser has none)"))
 def silence(case):

@@ -109,7 +109,8 @@ def softmax_reduction(case):
     # "all tokens active": near-null rows (|h|^2 far below tau) are not in this law's domain
     x = dataclasses.replace(case, near_null=()).x_dense
     tau, eps_den = 1e-30, 1e-300
-    attn = {k: v for k, v in case.params.items() if k in ("wq", "bq", "wk", "bk", "wv", "bv", "wo", "heads")}
+    roles = case.op.domain.roles
+    attn = roles.standard(case.params)             # the projections, under the names SDPA takes
 
     mask = case.mask
     if mask is not None:                 # every row sees itself: SDPA of an empty row is 0/0, not a limit
@@ -117,7 +118,7 @@ def softmax_reduction(case):
         mask[:, torch.arange(case.n), torch.arange(case.n)] = 1.0
 
     def limit(dt):
-        return case.runner.run(x, mask, dtype=dt, tau=tau, eps_den=eps_den)
+        return case.runner.run(x, mask, dtype=dt, **roles.named(dict(threshold=tau, eps_den=eps_den)))
 
     def reference(dt):
         with torch.no_grad():
@@ -165,11 +166,12 @@ def log_held_eps_den(case, reference):
     100 u).  The term is computed outright here on the direct formula, not extrapolated,
     as tolerance.differential does for input rounding.
     """
-    eps = case.params.get("eps_den")
-    if case.op.domain.scalar("eps_den") is None or not eps or eps <= 0:
+    own = case.op.domain.roles.eps_den
+    eps = case.params.get(own)
+    if case.op.domain.scalar(own) is None or not eps or eps <= 0:
         return 0.0
     delta = UNIT_ROUNDOFF[case.dtype] * abs(math.log(eps))
     base = reference(torch.float64).double()
-    moved = [(reference(torch.float64, eps_den=eps * math.exp(sign * delta)).double() - base).abs()
+    moved = [(reference(torch.float64, **{own: eps * math.exp(sign * delta)}).double() - base).abs()
              for sign in (-1.0, 1.0)]
     return torch.nan_to_num(torch.maximum(*moved), nan=0.0, posinf=0.0)

@@ -7,7 +7,9 @@ namespace ``xp`` that returns :class:`Claim` s::
 
 ``run(x, mask, **overrides)`` runs the operator under test (its output), or
 for score laws ``weights(s, **overrides)`` returns the weights the
-operator's code applies.  The tiers differ only in what they feed it:
+operator's code applies; an override names the part a parameter plays
+(``threshold=``, ``eps_den=``: ``tokenlaw.operators.roles``), so one
+statement serves operators that name their parameters otherwise.  The tiers differ only in what they feed it:
 
 * the fuzz tier (:func:`judge`) calls it on float64 torch tensors with a
   runner that casts to a dtype, once in the dtype under test and, when a
@@ -141,7 +143,9 @@ def runner(case, dtype) -> Runner:
         with torch.no_grad():
             return case.op.reference(TORCH, x.to(dtype), **case.runner.arguments(mask, dtype)).double()
 
-    return Runner(lambda x, mask, **overrides: case.runner.run(x, mask, dtype=dtype, **overrides).double(), reference)
+    roles = case.op.domain.roles           # a statement's overrides are by part (threshold=...)
+    return Runner(lambda x, mask, **overrides: case.runner.run(x, mask, dtype=dtype,
+                                                               **roles.named(overrides)).double(), reference)
 
 
 def judge(case, statement, make_run=runner) -> V.Verdict:

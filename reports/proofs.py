@@ -119,9 +119,10 @@ def _short_ce(v: V.Verdict) -> str:
     return text if len(text) <= 240 else text[:237] + "..."
 
 
-def document(rows, meta: dict) -> Document:
-    """The proofs report's document: the rows and the run's meta, with the scope note on top."""
-    return Document(rows, dict(meta), extra={"note": HEADER})
+def document(rows, meta: dict, laws=None) -> Document:
+    """The proofs report's document: the rows and the run's meta, with the scope note on top (``laws``:
+    ``{contract: (law, exact)}`` for contracts the catalogue lacks, a user's own)."""
+    return Document(rows, dict(meta), laws=dict(laws or {}), extra={"note": HEADER})
 
 
 def to_markdown(doc: Document) -> str:

@@ -520,8 +520,8 @@ def _standard_call(op, shape, masked: bool, seed: int = 0):
         params = draw_params(op, d, seed)
     except Exception:  # noqa: BLE001 -- the domain builds no parameters at this width: not a shape of it
         return None
-    if "heads" in params:
-        params = {**params, "heads": h}
+    if op.domain.roles.heads in params:
+        params = {**params, op.domain.roles.heads: h}
     elif h != 1:
         return None                       # no heads to vary: the h = 1 row covers this width
     mask = None

@@ -161,15 +161,17 @@ def symbolic_params(op, sym: Symbols, d: int, *, mode: str = "symbolic", seed: i
     params = tree.map_with_path(leaf, drawn)
     # The FIR operator's taps are its parameter (symbols on their declared domain); an
     # attention over FIR keys keeps its fixed taps (its `taps=` exists for the weights probe).
-    taps = inspect.signature(op.fn).parameters.get("taps")
-    if taps is not None and "taps" not in params and "filter" in op.traits:
-        params["taps"] = symbolic_taps(sym, len(taps.default), prefix)
+    own = op.domain.roles.taps
+    taps = inspect.signature(op.fn).parameters.get(own)
+    if taps is not None and own not in params and "filter" in op.traits:
+        params[own] = symbolic_taps(sym, len(taps.default), prefix, own)
     return params
 
 
-def symbolic_taps(sym: Symbols, count: int, prefix: str = "") -> tuple:
-    """FIR taps as symbols with the declared domain: every w_k > 0 and sum_k w_k = 1."""
-    taps = tuple(sym.real(f"{prefix}taps.{k}") for k in range(count))
+def symbolic_taps(sym: Symbols, count: int, prefix: str, name: str) -> tuple:
+    """FIR taps as symbols with the declared domain: every w_k > 0 and sum_k w_k = 1 (named ``name``.k,
+    the parameter's own name, as the replay reads them back)."""
+    taps = tuple(sym.real(f"{prefix}{name}.{k}") for k in range(count))
     for t in taps:
         sym.premise(t[()] > 0, "taps > 0")
     sym.premise(z3.Sum([t[()] for t in taps]) == 1, "taps sum to 1")

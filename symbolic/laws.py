@@ -85,7 +85,9 @@ def runner(op, xp, v) -> S.Runner:
             kwargs["mask"] = mask
         return op.reference(xp, x, **kwargs)
 
-    return S.Runner(lambda x, mask, **overrides: R.run(op, xp, x, mask, {**v["params"], **overrides}), reference)
+    roles = op.domain.roles
+    return S.Runner(lambda x, mask, **overrides: R.run(op, xp, x, mask, {**v["params"], **roles.named(overrides)}),
+                    reference)
 
 
 def facts(xp, claims, guard=None) -> list:
@@ -118,13 +120,15 @@ def _input_shape(kind: str, n: int, d: int) -> tuple:
 def _weigher(op, xp, v):
     """The score statements' ``weights(s, **overrides)``: the weights op.fn applies to s (read off its
     output: properties.applied), never op.weights."""
-    return lambda s, **overrides: applied_weights(op, xp, s, v.get("mask"), **{**law_params(v["params"]),
-                                                                               **overrides})
+    roles = op.domain.roles
+    return lambda s, **overrides: applied_weights(op, xp, s, v.get("mask"), **{**law_params(op, v["params"]),
+                                                                               **roles.named(overrides)})
 
 
 def _arguments(contract: Contract, op, given: dict, position: dict, params) -> dict:
     """The statement's arguments, by the names of its parameters: a position's keyword, a traced
-    array (or the runner), else the operator's parameter of that name."""
+    array (or the runner), else the operator's parameter that plays the part of that name
+    (``threshold``, ``taps``...: ``op.domain.roles``) or, failing a part, has that name."""
     names = list(inspect.signature(contract.symbolic.statement).parameters)[1:]
     out = {}
     for name in names:
@@ -132,8 +136,8 @@ def _arguments(contract: Contract, op, given: dict, position: dict, params) -> d
             out[name] = position[name]
         elif name in given:
             out[name] = given[name]
-        elif isinstance(params, dict) and name in params:
-            out[name] = params[name]
+        elif isinstance(params, dict) and op.domain.roles.part(name) in params:
+            out[name] = params[op.domain.roles.part(name)]
         else:
             raise InvalidArgument(f"symbolic: {contract.name}'s statement {contract.symbolic.statement.__name__} "
                                   f"takes {name!r}, which no input, position or parameter of {op.name} provides "
@@ -161,11 +165,11 @@ def instantiate(op, contract: Contract, n: int, d: int, mode: str) -> Problem:
         inputs = {"s": sym.array("s", (1, n, n))}
         if "causal" not in op.traits and masked:
             inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
-        at = Instance(n, d, "mask" in inputs, params)
+        at = Instance(n, d, "mask" in inputs, params, op.domain.roles)
         shapes = dict(n=n)
     else:
         params = symbolic_params(op, sym, d, mode=mode)
-        at = Instance(n, d, masked, params)
+        at = Instance(n, d, masked, params, op.domain.roles)
         if o.tokens is not None:
             n = o.tokens(at)
             at = dataclasses.replace(at, n=n)
@@ -186,7 +190,7 @@ def instantiate(op, contract: Contract, n: int, d: int, mode: str) -> Problem:
         for c, (_, hidden) in enumerate(cases):
             for i, j in hidden:
                 sym.premise(z3.Implies(selector == c, inputs["mask"][0, i, j] == 0), o.case_premise)
-    for array, upper, why in (o.bounds({**inputs, "params": params}) if o.bounds else ()):
+    for array, upper, why in (o.bounds({**inputs, "params": params, "roles": op.domain.roles}) if o.bounds else ()):
         for idx in np.ndindex(*np.shape(array)):
             sym.premise(array[idx] <= _upper(upper), why)
     names = {data, "mask", *(name for name, _ in o.inputs), "run" if o.over == "tokens" else "weights"}

@@ -54,6 +54,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.contract import Contract
+from tokenlaw.properties.plan import contracts_of
 
 from . import host_check
 from . import host_witness
@@ -714,9 +715,9 @@ def prove_rows(registry, rows, *, timeout: float = DEFAULT_TIMEOUT, progress=Non
 
     The rows share one :class:`ProofCache`: a query proved for one row is not solved again for another.
     """
-    out, cache = [], ProofCache()
+    out, cache, contracts = [], ProofCache(), contracts_of(registry)     # a user's own contracts included
     for r in rows:
-        v = prove_cell(registry[r.operator], r.contract, timeout=timeout, cache=cache)
+        v = prove_cell(registry[r.operator], contracts[r.contract], timeout=timeout, cache=cache)
         if progress:
             progress(r, v)
         out.append((r.operator, r.contract, v))

@@ -18,4 +18,4 @@ def softmax_direct(xp, x, *, wq, bq, wk, bk, wv, bv, wo, heads):
 
 
 def registry(base):
-    return Registry([*base, *collect(__import__(__name__, fromlist=["_"]))])
+    return Registry([*base, *collect(__import__(__name__, fromlist=["_"]))], base.contracts)
