@@ -24,7 +24,10 @@ class Roles:
 
     biases:    projection biases, multiplied by ``bias_scale``;
     heads:     the head count; threshold: the presence threshold (tau); eps_den: the denominator epsilon;
-    query / key: the (weight, bias) pairs whose product is the attention score.
+    query / key: the (weight, bias) pairs whose product is the attention score;
+    per_head:  parameters with one entry per head (a learned sink logit b_h): a drawn head count
+               resizes them (their drawn entries repeated cyclically), and the one-head probe of
+               ``properties/applied.py`` keeps head 0's.
     """
 
     biases: tuple = ("bq", "bk", "bv")
@@ -33,6 +36,7 @@ class Roles:
     eps_den: str = "eps_den"
     query: tuple = ("wq", "bq")
     key: tuple = ("wk", "bk")
+    per_head: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +56,8 @@ def adjust(params, roles: Roles, how: Adjustments):
         k = path[-1] if path else None
         if k in roles.biases and how.bias_scale != 1.0:
             return v * how.bias_scale
+        if k in roles.per_head and how.heads is not None:
+            return v[[h % v.shape[0] for h in range(how.heads)]]
         for name, new in ((roles.heads, how.heads), (roles.threshold, how.threshold), (roles.eps_den, how.eps_den)):
             if k == name and new is not None:
                 return new
