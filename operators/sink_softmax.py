@@ -19,7 +19,7 @@ import torch
 from . import arguments, limits, projections, zoo_references
 from .registry import Domain, declare
 from .roles import Roles
-from .score_attention import attend, row_top, visible
+from .score_attention import attend, visible
 
 
 def sink_softmax_weights(xp, s, mask=None, *, sinks):
@@ -27,7 +27,9 @@ def sink_softmax_weights(xp, s, mask=None, *, sinks):
     b = xp.reshape(sinks, (1, sinks.shape[0], 1, 1)) * xp.ones_like(s[..., :1])   # (B, H, N, 1)
     m = visible(xp, s, mask)
     active = xp.gt(m, 0)
-    top = xp.maximum(row_top(xp, s, m), b)
+    # inactive entries stand in as b_h, never as a score: a row that sees nothing has M = b_h and
+    # denominator exactly 1 (its smallest score, the usual stand-in, may lie far above b_h)
+    top = xp.max(xp.where(active, s, b * xp.ones_like(s)), axis=-1, keepdims=True)
     e = xp.where(active, xp.exp(xp.where(active, s - top, xp.zeros_like(s))), xp.zeros_like(s))
     return xp.div(e, xp.exp(b - top) + xp.sum(e, axis=-1, keepdims=True))
 

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from . import limits, projections, zoo_references
 from .registry import Domain, declare
-from .score_attention import attend, row_top, visible
+from .score_attention import attend, visible
 
 
 def softmax_one_weights(xp, s, mask=None):
     """W_tj = m_tj exp(s_tj - M_t) / (exp(-M_t) + sum_j m_tj exp(s_tj - M_t)), M_t = max(max_j s_tj, 0)."""
     m = visible(xp, s, mask)
     active = xp.gt(m, 0)
-    top = xp.maximum(row_top(xp, s, m), 0.0)
+    # inactive entries stand in as 0 (= log 1), never as a score: a row that sees nothing then has
+    # M = 0 and denominator exactly 1 (its smallest score, the usual stand-in, may be large and positive)
+    top = xp.max(xp.where(active, s, xp.zeros_like(s)), axis=-1, keepdims=True)
     e = xp.where(active, xp.exp(xp.where(active, s - top, xp.zeros_like(s))), xp.zeros_like(s))
     return xp.div(e, xp.exp(-top) + xp.sum(e, axis=-1, keepdims=True))
 

@@ -19,7 +19,7 @@ import torch
 
 from . import arguments, limits, projections, zoo_references
 from .registry import Domain, declare
-from .score_attention import attend, row_top, visible
+from .score_attention import attend, visible
 
 
 def softpick_weights(xp, s, mask=None, *, eps):
@@ -27,7 +27,8 @@ def softpick_weights(xp, s, mask=None, *, eps):
     m = visible(xp, s, mask)
     active = xp.gt(m, 0)
     zero = xp.zeros_like(s)
-    top = xp.maximum(row_top(xp, s, m), 0.0)
+    # inactive entries stand in as 0, never as a score: a row that sees nothing has M = 0
+    top = xp.max(xp.where(active, s, zero), axis=-1, keepdims=True)
     d = xp.where(active, xp.exp(xp.where(active, s - top, zero)) - xp.exp(-top), zero)
     den = xp.sum(xp.abs(d), axis=-1, keepdims=True) + xp.exp(xp.log_full(top, eps) - top)
     return xp.div(xp.relu(d), xp.where(xp.gt(den, 0), den, xp.ones_like(den)))

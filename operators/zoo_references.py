@@ -98,10 +98,10 @@ def softpick_reference(xp, x, mask=None, *, eps, **params):
     return _attention(xp, x, mask, row_map, **params)
 
 
-def rela_reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, gain, eps):
-    """o = (m relu(s)) v per head, o / sqrt(mean(o^2) + eps), heads merged, times the gain, then W_o."""
+def rela_reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, eps):
+    """o = (m relu(s)) v per head, o / sqrt(mean(o^2) + eps), heads merged, then W_o."""
     q, k, v = _qkv(xp, x, wq, bq, wk, bk, wv, bv, heads)
     s = _scores(xp, q, k)
     o = xp.matmul(_visibility(xp, s, mask) * xp.relu(s), v)
     o = xp.div(o, xp.sqrt(xp.mean(o * o, axis=-1, keepdims=True) + eps))
-    return xp.matmul(_unheads(xp, o) * gain, wo)
+    return xp.matmul(_unheads(xp, o), wo)
