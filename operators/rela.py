@@ -16,11 +16,13 @@ the rectification followed by the normalisation: not a distribution.  A row
 that sees no key is 0 (declared: masked_row = 0).  No exp or log: relu, a
 square root and divisions.
 
-The mean of squares is never formed from o itself (float16 squares overflow
-past 256): with a = max_k |o_k| and r = a / sqrt(eps), o' = o_hat / sqrt(mean
-o_hat^2 + 1/r^2) for r >= 1 and o_hat r / sqrt(r^2 mean o_hat^2 + 1) for r < 1,
-o_hat = o / a in [-1, 1]: the same value in the reals, every intermediate
-bounded.
+Neither o nor its mean of squares is formed as such (in float16 both overflow
+while o' lies in [-1, 1]): o = c o_bar with o_bar = (a / sum_j a) v a convex
+combination of the values and c = sum_j a; then with A = max_k |o_bar_k|,
+u = o_bar / A in [-1, 1] and r = c A / sqrt(eps), o' = u / sqrt(mean u^2 +
+1/r^2) for r >= 1 and u r / sqrt(r^2 mean u^2 + 1) for r < 1: the same value
+in the reals, every intermediate bounded (r may be inf: then 1/r = 0, the
+limit).
 """
 from __future__ import annotations
 
@@ -36,15 +38,21 @@ def rela_weights(xp, s, mask=None):
     return xp.where(xp.gt(visible(xp, s, mask), 0), xp.relu(s), xp.zeros_like(s))
 
 
-def rms_normalise(xp, o, eps):
-    """o / sqrt(mean(o^2) + eps) over the last axis (each head's features), with bounded intermediates."""
+def _safe(xp, t):
+    """t where it is > 0, else 1 (a zero row of weights divides nothing: its numerator is 0 too)."""
+    return xp.where(xp.gt(t, 0), t, xp.ones_like(t))
+
+
+def rms_normalise(xp, o, eps, scale):
+    """(scale o) / sqrt(mean((scale o)^2) + eps) over the last axis (each head's features), where the product
+    scale * o (a per-row factor times bounded outputs) need not be representable: no intermediate exceeds it."""
     a = xp.max(xp.abs(o), axis=-1, keepdims=True)
     one = xp.ones_like(a)
-    unit = xp.div(o, xp.where(xp.gt(a, 0), a, one))                     # max |unit| = 1 (or o = 0)
+    unit = xp.div(o, _safe(xp, a))                                      # max |unit| = 1 (or o = 0)
     msq = xp.mean(unit * unit, axis=-1, keepdims=True)                  # in [1/dh, 1] (or 0)
-    r = xp.div(a, xp.sqrt(xp.full_like(a, 1.0) * eps))                  # a / sqrt(eps)
+    r = xp.div(a, xp.sqrt(xp.full_like(a, 1.0) * eps)) * scale          # |scale o|_max / sqrt(eps); inf past range
     low = xp.lt(r, 1.0)
-    inv = xp.div(one, xp.where(low, one, r))                            # 1 / r <= 1 where r >= 1
+    inv = xp.div(one, xp.where(low, one, r))                            # 1 / r <= 1 where r >= 1 (0 at inf)
     small = xp.where(low, r, xp.zeros_like(r))                          # r < 1 where r < 1
     return xp.where(low, xp.div(unit * small, xp.sqrt(small * small * msq + 1.0)),
                     xp.div(unit, xp.sqrt(msq + inv * inv)))
@@ -90,4 +98,10 @@ def rela(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, eps):
     arguments.positive(eps, "eps")
     q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
     a = rela_weights(xp, projections.scores(xp, q, k), projections.head_mask(mask))
-    return projections.output(xp, rms_normalise(xp, xp.matmul(a, v), eps), wo)
+    # o = a v is not formed (float16: 130 keys of score 1e4 and values 30 overflow it, though o' is in
+    # [-1, 1]): a = c abar with abar a row of weights summing to 1 and c = max_j a * sum_j (a / max_j a)
+    top = xp.max(a, axis=-1, keepdims=True)
+    rel = xp.div(a, _safe(xp, top))
+    total = xp.sum(rel, axis=-1, keepdims=True)
+    o = xp.matmul(xp.div(rel, _safe(xp, total)), v)                    # a convex combination of the values (or 0)
+    return projections.output(xp, rms_normalise(xp, o, eps, top * total), wo)
