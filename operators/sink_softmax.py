@@ -29,7 +29,7 @@ def sink_softmax_weights(xp, s, mask=None, *, sinks):
     active = xp.gt(m, 0)
     # inactive entries stand in as b_h, never as a score: a row that sees nothing has M = b_h and
     # denominator exactly 1 (its smallest score, the usual stand-in, may lie far above b_h)
-    top = xp.max(xp.where(active, s, b * xp.ones_like(s)), axis=-1, keepdims=True)
+    top = xp.maximum(xp.max(xp.where(active, s, b * xp.ones_like(s)), axis=-1, keepdims=True), b)
     e = xp.where(active, xp.exp(xp.where(active, s - top, xp.zeros_like(s))), xp.zeros_like(s))
     return xp.div(e, xp.exp(b - top) + xp.sum(e, axis=-1, keepdims=True))
 

@@ -24,7 +24,7 @@ def softmax_one_weights(xp, s, mask=None):
     active = xp.gt(m, 0)
     # inactive entries stand in as 0 (= log 1), never as a score: a row that sees nothing then has
     # M = 0 and denominator exactly 1 (its smallest score, the usual stand-in, may be large and positive)
-    top = xp.max(xp.where(active, s, xp.zeros_like(s)), axis=-1, keepdims=True)
+    top = xp.maximum(xp.max(xp.where(active, s, xp.zeros_like(s)), axis=-1, keepdims=True), 0.0)
     e = xp.where(active, xp.exp(xp.where(active, s - top, xp.zeros_like(s))), xp.zeros_like(s))
     return xp.div(e, xp.exp(-top) + xp.sum(e, axis=-1, keepdims=True))
 

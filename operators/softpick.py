@@ -28,7 +28,7 @@ def softpick_weights(xp, s, mask=None, *, eps):
     active = xp.gt(m, 0)
     zero = xp.zeros_like(s)
     # inactive entries stand in as 0, never as a score: a row that sees nothing has M = 0
-    top = xp.max(xp.where(active, s, zero), axis=-1, keepdims=True)
+    top = xp.maximum(xp.max(xp.where(active, s, zero), axis=-1, keepdims=True), 0.0)
     d = xp.where(active, xp.exp(xp.where(active, s - top, zero)) - xp.exp(-top), zero)
     den = xp.sum(xp.abs(d), axis=-1, keepdims=True) + xp.exp(xp.log_full(top, eps) - top)
     return xp.div(xp.relu(d), xp.where(xp.gt(den, 0), den, xp.ones_like(den)))

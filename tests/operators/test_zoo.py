@@ -192,3 +192,15 @@ def test_declaration_checks():
             collect(module(**bad))
     with pytest.raises(DeclarationError, match="External.install"):
         External("entmax", "sparsemax", "")
+
+
+@pytest.mark.parametrize("name", ["softmax_one", "sink_softmax", "softpick"])
+@pytest.mark.parametrize("dtype,bias,offset", [(torch.float32, 10.0, 0.0), (torch.float16, 1.0, -1024.0)])
+def test_low_rows_keep_finite_gradients(name, dtype, bias, offset):
+    """Regression (smoke, seed 0): with every score far below 0 the shift M must stay >= 0 (>= b_h), else
+    exp(-M) overflows the denominator and the gradient is NaN."""
+    op = REGISTRY[name]
+    case = Case(op=op, dtype=dtype, seed=0, n=1, d=8 if dtype == torch.float32 else 4, bias_scale=bias,
+                score_offset=offset)
+    verdict = CONTRACTS["finite"].judge(case)
+    assert verdict.status == V.HOLDS, verdict.detail
