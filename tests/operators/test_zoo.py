@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tokenlaw.operators import DeclarationError, InvalidArgument
-from tokenlaw.operators import sparsemax as sm
+from tokenlaw.operators.zoo import sparsemax as sm
 from tokenlaw.operators.external import External
 from tokenlaw.operators.registry import Domain, declare
 from tokenlaw.operators.roles import Adjustments
@@ -27,7 +27,7 @@ from tokenlaw.properties.plan import plan
 from tokenlaw.fuzz.campaign import run_rows
 
 ZOO = ("sparsemax", "entmax15", "softmax_one", "sink_softmax", "sigmoid_attn", "rela", "softpick")
-REGISTRY = default_registry()
+REGISTRY = collect("tokenlaw.operators", "tokenlaw.operators.zoo")    # the zoo is opt-in (operators/zoo/__init__.py)
 
 
 def _inputs(op, seed=0, n=6, d=8, scale=2.0):

@@ -13,11 +13,11 @@ masked_row = 0).  No exp or log: the map is piecewise linear.
 """
 from __future__ import annotations
 
-from . import limits, projections, zoo_references
-from .external import External
-from .registry import Domain, declare
-from .score_attention import attend, row_top, visible
-from .support import excess
+from .. import limits, projections, zoo_references
+from ..external import External
+from ..registry import Domain, declare
+from ..score_attention import attend, row_top, visible
+from ..support import excess
 
 
 def sparsemax_weights(xp, s, mask=None):

@@ -21,11 +21,11 @@ A row that sees no key has weights 0
 """
 from __future__ import annotations
 
-from . import limits, projections, zoo_references
-from .external import External
-from .registry import Domain, declare
-from .score_attention import attend, row_top, visible
-from .support import excess
+from .. import limits, projections, zoo_references
+from ..external import External
+from ..registry import Domain, declare
+from ..score_attention import attend, row_top, visible
+from ..support import excess
 
 
 def entmax15_weights(xp, s, mask=None):

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, limits, projections, zoo_references
-from .registry import Domain, declare
-from .roles import Roles
-from .score_attention import attend, visible
+from .. import arguments, limits, projections, zoo_references
+from ..registry import Domain, declare
+from ..roles import Roles
+from ..score_attention import attend, visible
 
 
 def sink_softmax_weights(xp, s, mask=None, *, sinks):

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, limits, projections, zoo_references
-from .registry import Domain, declare
-from .score_attention import attend, visible
+from .. import arguments, limits, projections, zoo_references
+from ..registry import Domain, declare
+from ..score_attention import attend, visible
 
 
 def softpick_weights(xp, s, mask=None, *, eps):

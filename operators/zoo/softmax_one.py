@@ -13,9 +13,9 @@ invariance.  A row that sees no key is 0 / 1 = 0 (declared: masked_row = 0).
 """
 from __future__ import annotations
 
-from . import limits, projections, zoo_references
-from .registry import Domain, declare
-from .score_attention import attend, visible
+from .. import limits, projections, zoo_references
+from ..registry import Domain, declare
+from ..score_attention import attend, visible
 
 
 def softmax_one_weights(xp, s, mask=None):

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import torch
 
-from . import arguments, limits, projections, zoo_references
-from .registry import Domain, Interval, declare
-from .score_attention import visible
+from .. import arguments, limits, projections, zoo_references
+from ..registry import Domain, Interval, declare
+from ..score_attention import visible
 
 
 def rela_weights(xp, s, mask=None):
