@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable, Mapping
 import torch
 
 from .errors import DeclarationError
+from .external import External
 from . import dtypes as _dtypes
 from . import tree as _tree
 from .roles import Adjustments, Roles, adjust
@@ -270,6 +271,8 @@ class OperatorSpec:
     errors: Callable[..., Any] | None = None
     implementation_claims: Mapping[str, str] = dataclasses.field(default_factory=dict)
     mods: Any = None        # a FlexAttention pair (operators/flex.py: Mods), read by properties/flex_laws.py
+    masked_row: float | None = None
+    external: Any = None
     doc: str = ""
     source: str = "<unknown>"
 
@@ -291,7 +294,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             weights: Callable | None = None, layers: Callable | None = None,
             reference: Callable | None = None,
             errors: Callable | None = None, implementation_claims: Mapping[str, str] | None = None,
-            mods: Any = None):
+            mods: Any = None, masked_row: float | None = None, external=None):
     """Mark ``fn(xp, x, **params)`` as an operator; nothing is validated yet.
 
     ``claims`` and ``violates`` map contract names to a one-line reason.
@@ -313,7 +316,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             claims=dict(claims or {}), violates=dict(violates or {}),
             weights=weights, layers=layers, reference=reference,
             errors=errors, implementation_claims=dict(implementation_claims or {}), mods=mods,
-            doc=inspect.getdoc(fn) or ""))
+            masked_row=masked_row, external=external, doc=inspect.getdoc(fn) or ""))
         return fn
 
     return mark
@@ -369,6 +372,12 @@ def _validate(opts: dict, source: str, contracts: Mapping[str, Any]) -> Operator
         raise DeclarationError(f"{where}: contracts both claimed and expected violated: {sorted(both)}")
     if not opts["claims"]:
         raise DeclarationError(f"{where}: claims no contract")
+    row = opts["masked_row"]
+    if row is not None and (isinstance(row, bool) or not isinstance(row, (int, float))):
+        raise DeclarationError(f"{where}: masked_row must be a float (0.0, float('nan') or a stated value) "
+                               f"or None, got {row!r}")
+    if opts["external"] is not None and not isinstance(opts["external"], External):
+        raise DeclarationError(f"{where}: external must be an operators.external.External, got {opts['external']!r}")
     _validate_scalars(opts["domain"], where)
     twice = set(opts["implementation_claims"]) & (set(opts["claims"]) | set(opts["violates"]))
     if twice:

@@ -26,7 +26,10 @@ class Roles:
     heads:     the head count; threshold: the presence threshold (tau); eps_den: the denominator epsilon;
     query / key / value: the (weight, bias) pairs of the projections (q . k is the attention score);
     output:    the output projection's weight; taps: an FIR's taps;
-    affine:    the (weight, bias) pairs a gradient law judges as one matrix [W; b].
+    affine:    the (weight, bias) pairs a gradient law judges as one matrix [W; b];
+    per_head:  parameters with one entry per head (a learned sink logit b_h): a drawn head count
+               resizes them (their drawn entries repeated cyclically), and the one-head probe of
+               ``properties/applied.py`` keeps head 0's.
 
     A contract names a part, never a parameter: ``roles.threshold`` is the parameter that plays tau,
     and :meth:`named` turns keywords by part (``threshold=0.5``) into keywords by parameter.
@@ -42,6 +45,7 @@ class Roles:
     query: tuple = ("wq", "bq")
     key: tuple = ("wk", "bk")
     value: tuple = ("wv", "bv")
+    per_head: tuple = ()
     output: str = "wo"
     taps: str = "taps"
     affine: tuple = (("wq", "bq"), ("wk", "bk"), ("wv", "bv"), ("w1", "b1"), ("w2", "b2"), ("w", "b"))
@@ -90,6 +94,8 @@ def adjust(params, roles: Roles, how: Adjustments):
         k = path[-1] if path else None
         if k in roles.biases and how.bias_scale != 1.0:
             return v * how.bias_scale
+        if k in roles.per_head and how.heads is not None:
+            return v[[h % v.shape[0] for h in range(how.heads)]]
         for name, new in ((roles.heads, how.heads), (roles.threshold, how.threshold), (roles.eps_den, how.eps_den)):
             if k == name and new is not None:
                 return new

@@ -19,7 +19,9 @@ output *is* the weight matrix:
   ``wo`` is the identity and every bias is 0, so ``out_i = sum_j W_ij e_j``
   and ``W = out[..., n:2n]``;
 * an FIR over the keys (``taps=``) gets the unit filter (1,), so keys stay
-  one-hot; the causal / external mask is the operator's own.
+  one-hot; the causal / external mask is the operator's own;
+* a per-head parameter (``Domain.roles.per_head``, e.g. a sink logit b_h)
+  keeps head 0's entry: the probe's one head is the operator's head 0.
 
 Written against ``xp``, so the fuzz tier evaluates it on torch tensors (in
 the dtype under test) and the symbolic tier on z3 terms: both judge the
@@ -84,6 +86,8 @@ def applied_weights(op, xp, s, mask=None, *, run=None, **params):
     onehot[:, np.arange(n), np.arange(n)] = 1
     x = xp.concat([s, xp.asarray(onehot, s)], axis=-1)
     zero = np.zeros(d, dtype=int)
+    # one head: a per-head parameter (a sink logit b_h) keeps head 0's entry (roles.Roles.per_head)
+    params = {k: v[:1] if k in roles.per_head else v for k, v in params.items()}
     probe = (wq, zero, wk, zero, wv, zero, wo)
     kwargs = dict(params, **{name: xp.asarray(a, s) for name, a in zip(roles.projections, probe)})
     kwargs[roles.heads] = 1

@@ -167,3 +167,24 @@ def closure(case):
     return V.violated(disc, 0.0 if not first["null_ok"] else first["bound"],
                       f"first break at layer {first['layer']} ({kind}): null |h| = {first['null_norm']:.3g}, "
                       f"old-token shift {first['old_shift']:.3g}", extra={"layers": per_layer})
+
+
+@contract(exact=True, requires={"masked"}, needs={"masked_row"},
+          symbolic=SymbolicOptions(none="the declared convention may be NaN, which real arithmetic has no value for; "
+                                        "judged bit for bit by the fuzz tier in every dtype"))
+def masked_row(case):
+    """A row that sees no key at all outputs the operator's declared convention (0, NaN or a stated value), exactly."""
+    # The convention is a declaration (@declare(masked_row=...)), not a law the operator could be
+    # expected to violate: a fully masked row has no attention to take, and users trip on which
+    # value comes out (SDPA's NaN padding rows, FlexAttention's 0).
+    i = case.pos % case.n
+    m = case.mask.clone()
+    m[:, i, :] = 0.0
+    row = case.runner.run(case.x, m)[:, i].double()
+    c = float(case.op.masked_row)
+    where = f"row {i} with every key masked"
+    if c != c:
+        off = int((~torch.isnan(row)).sum())
+        return V.judge(off, 0, f"{where}: {off} of {row.numel()} entries are not NaN (declared NaN)")
+    gap = max_abs(row - c)
+    return V.judge(gap, 0.0, f"{where}: max |out - {c:g}| = {gap:.3g} (declared {c:g}; exact contract)")
