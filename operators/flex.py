@@ -27,7 +27,7 @@ each with its reason (``properties/flex_laws.py`` holds the mod laws):
 
 * always: ``mod_mask_respect`` (mask_mod is the ground truth of who sees
   whom), ``block_layouts`` (a BlockMask built for a longer sequence, adjusted, and the
-  all-partial-blocks description give the same output), ``masked_row``
+  all-partial-blocks description give the same output), ``masked_row_lse``
   (a fully masked row gives 0 and LSE -inf), ``gradcheck``, plus the
   universal ``finite`` / ``differential`` / ``spec_reference``;
 * ``causal=True``: ``causality`` and ``block_prefix`` (the output on a
@@ -256,7 +256,7 @@ def derived_claims(*, mask_mod, causal: bool, additive: bool, relative: bool) ->
     claims = {
         "mod_mask_respect": "mask_mod is the ground truth: a hidden (i, j) never reaches out_i",
         "block_layouts": "a BlockMask built longer, or with no full blocks, describes the same mask",
-        "masked_row": "flex's convention: a row that sees nothing gives 0 and LSE -inf",
+        "masked_row_lse": "flex's convention: a row that sees nothing gives 0 and LSE -inf",
         "gradcheck": "flex's backward differentiates the same smooth softmax",
     }
     if mask_mod is None:

@@ -55,7 +55,7 @@ def _mods(case):
 
 
 def _heads(case) -> int:
-    return int(case.params["heads"])
+    return int(case.params[case.op.domain.roles.heads])
 
 
 def hidden_from(case, j: int) -> torch.Tensor:
@@ -132,7 +132,7 @@ def block_layouts(case):
 
 
 @contract(exact=True, requires={"token_mixing"}, needs={"mods"}, symbolic=_NO_SYMBOLIC)
-def masked_row(case):
+def masked_row_lse(case):
     """A row that sees no key gives output 0 and LSE -inf; every other row's LSE is finite (bit for bit)."""
     r = case.pos % case.n
     hide = Variant(hide_row=r)

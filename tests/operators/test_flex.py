@@ -129,9 +129,9 @@ def test_block_laws_search_the_block_edges_and_say_so():
 
 @pytest.mark.slow
 def test_masked_row_holds_for_flex_and_rejects_a_nan_row():
-    assert _cell("causal_flex", "masked_row", examples=3).status == V.HOLDS
+    assert _cell("causal_flex", "masked_row_lse", examples=3).status == V.HOLDS
     with backends.register(_Mutant("flex-nan-row", lambda v: v.hide_row is not None)):
-        v = _cell("causal_flex", "masked_row", backend="flex-nan-row", examples=2, replay_dir=None)
+        v = _cell("causal_flex", "masked_row_lse", backend="flex-nan-row", examples=2, replay_dir=None)
     assert v.violated and "must be 0" in v.detail, v.detail
 
 
