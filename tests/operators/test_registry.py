@@ -4,9 +4,13 @@ from __future__ import annotations
 import sys
 import textwrap
 import types
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
+
+from tokenlaw.operators import user_modules
 from tokenlaw.operators.errors import DeclarationError
 from tokenlaw.operators.registry import Domain, Interval, declare
 from tokenlaw.properties.catalogue import collect
@@ -19,7 +23,11 @@ def test_registry_is_not_empty(registry):
 
 
 def test_every_contract_is_exercised_by_some_operator(registry):
-    used = {c for op in registry for c in list(op.claims) + list(op.violates) + list(op.implementation_claims)}
+    """Every contract is claimed or violated by an operator tokenlaw ships: the default registry, the
+    opt-in zoo package (masked_row, package_agreement) or the FlexAttention examples (the mod laws)."""
+    flex = user_modules.load(str(ROOT / "examples" / "flex" / "flex_mods.py"), "--operators")
+    shipped = list(registry) + list(collect("tokenlaw.operators.zoo")) + list(collect(flex))
+    used = {c for op in shipped for c in list(op.claims) + list(op.violates) + list(op.implementation_claims)}
     used |= {n for n, c in CONTRACTS.items() if c.universal}      # planned for every operator
     used |= {n for n, c in CONTRACTS.items() if c.implementation}  # planned for every non-reference backend
     assert set(CONTRACTS) - used == set()
