@@ -35,6 +35,7 @@ import json
 import re
 from xml.sax.saxutils import escape
 
+from . import marked_block
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
@@ -355,14 +356,9 @@ END = "<!-- law table: end -->"
 
 def splice(page: str, block: str) -> str:
     """``page`` with the text between :data:`BEGIN` and :data:`END` replaced by ``block``."""
-    if page.count(BEGIN) != 1 or page.count(END) != 1 or page.index(BEGIN) > page.index(END):
-        raise InvalidArgument(f"--readme: expected one {BEGIN!r} line followed by one {END!r} line")
-    head, rest = page.split(BEGIN)
-    _, tail = rest.split(END)
-    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
+    return marked_block.splice(page, block, BEGIN, END, "--readme")
 
 
 def generated(page: str) -> str:
     """The block between the markers of ``page`` (what :func:`splice` wrote)."""
-    splice(page, "")                                   # validates the markers
-    return page.split(BEGIN)[1].split(END)[0].strip("\n")
+    return marked_block.between(page, BEGIN, END, "--readme")

@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import marked_block
 from tokenlaw.operators import InvalidArgument
 
 REQUIRED = ("command", "runs", "min_s", "median_s", "machine", "date", "commit")
@@ -122,14 +123,9 @@ def render(records: list[Measurement]) -> str:
 
 def splice(page: str, block: str) -> str:
     """``page`` with the text between :data:`BEGIN` and :data:`END` replaced by ``block``."""
-    if page.count(BEGIN) != 1 or page.count(END) != 1 or page.index(BEGIN) > page.index(END):
-        raise InvalidArgument(f"measurements page: expected one {BEGIN!r} line followed by one {END!r} line")
-    head, rest = page.split(BEGIN)
-    _, tail = rest.split(END)
-    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
+    return marked_block.splice(page, block, BEGIN, END, "measurements page")
 
 
 def generated(page: str) -> str:
     """The block between the markers of ``page`` (what :func:`splice` wrote)."""
-    splice(page, "")                                   # validates the markers
-    return page.split(BEGIN)[1].split(END)[0].strip("\n")
+    return marked_block.between(page, BEGIN, END, "measurements page")
