@@ -127,7 +127,7 @@ def test_every_shipped_topic_is_pointed_at():
 @pytest.mark.parametrize("edit, expected", [
     (lambda t: t + "\n" * 250, "more than 250"),
     (lambda t: t.replace("## A five-minute tour", "## A tour"), "no section '## A five-minute tour'"),
-    (lambda t: t.replace('python3 -m pytest -q -m "not slow"', "python3 -m pytest -q", 1), "is not what .ci/run runs"),
+    (lambda t: t.replace('python3 -m pytest -q -n auto -m "not slow"', "python3 -m pytest -q", 1), "is not what .ci/run runs"),
     (lambda t: t.replace("bash .ci/setup && tokenlaw check", "tokenlaw check", 1), "the first command is not"),
     (lambda t: t.replace("tokenlaw list [--json]", "tokenlaw lst [--json]"), "`tokenlaw lst`: no such command"),
     (lambda t: t.replace("tokenlaw gate [--update-baseline]", "tokenlaw gate [--update-base]", 1),
@@ -150,7 +150,7 @@ def test_a_false_readme_is_refused(edit, expected):
 
 def test_ci_runs_the_readmes_test_command():
     """Control for the attack above: .ci/run's command line is the README's second command, verbatim."""
-    assert 'python3 -m pytest -q -m "not slow"' in _ci_run().splitlines()[-1]
+    assert 'python3 -m pytest -q -n auto -m "not slow"' in _ci_run().splitlines()[-1]
 
 
 TOUR_IMPORTS = """import torch

@@ -9,11 +9,15 @@ from tokenlaw.symbolic import effort
 
 x, y, z = z3.Reals("x y z")
 HARD = [x * x * y + y * y * z - 3 * x * y * z > 1, x * x + y * y + z * z < 1, x * y * z > z3.Q(1, 10000)]
+a, b, c, d, e = z3.Reals("a b c d e")
+# nlsat does not decide this in 20 s (5 M steps): any budget of a few times MIN_UNITS runs out
+HARDER = [a * a * b + b * b * c - 3 * a * b * c + d * d * e > 1, a * a + b * b + c * c + d * d + e * e < 1,
+          a * b * c * d * e > z3.Q(1, 10000), a * e - b * d + c * c * c > z3.Q(1, 100)]
 
 
-def _run(seconds):
+def _run(seconds, formulas=HARD):
     s = effort.limit(z3.Tactic("qfnra-nlsat").solver(), seconds, "qfnra-nlsat")
-    s.add(*HARD)
+    s.add(*formulas)
     result = effort.check(s)
     return result, effort._count, effort.reason(s) if result == z3.unknown else ""
 
@@ -25,14 +29,14 @@ def _spin(stop):
 
 def test_a_step_budget_ends_the_query_at_the_same_step_idle_and_loaded():
     """Under a competing thread (load) the query spends exactly the steps it spent alone."""
-    tiny = 2_000 / effort.RATES["qfnra-nlsat"]           # far fewer steps than the query needs
-    _, before, _ = _run(tiny)                            # the first observation also counts earlier steps
-    r1, after1, why1 = _run(tiny)
+    tiny = 2 * effort.MIN_UNITS / effort.RATES["qfnra-nlsat"]   # far fewer steps than the query needs
+    _, before, _ = _run(tiny, HARDER)                    # the first observation also counts earlier steps
+    r1, after1, why1 = _run(tiny, HARDER)
     stop = threading.Event()
     t = threading.Thread(target=_spin, args=(stop,))
     t.start()
     try:
-        r2, after2, why2 = _run(tiny)
+        r2, after2, why2 = _run(tiny, HARDER)
     finally:
         stop.set()
         t.join()
@@ -52,3 +56,10 @@ def test_a_cell_budget_is_spent_in_steps_not_seconds():
     assert b.left() == 1.0
     _run(5.0)
     assert b.left() < 1.0
+
+
+def test_a_tiny_slice_gets_the_floor_of_steps():
+    """A slice of a millisecond still gets MIN_UNITS steps: enough for the 42 k-step query above."""
+    assert effort.units(1e-6, "qfnra-nlsat") == effort.MIN_UNITS
+    r, _, why = _run(1e-6)
+    assert r == z3.unsat, why
