@@ -33,7 +33,7 @@ def record(out: str, workers: int) -> list[Path]:
     reg = runs.registry()
     ops = [op.name for op in reg if lawtable.is_member(op.traits)]
     check = runs.CheckSettings(operators=ops, profile="smoke", seed=0, workers=workers, out=out)
-    prove = runs.ProveSettings(operators=ops, out=out)
+    prove = runs.ProveSettings(operators=ops, out=out, workers=workers)
     conformance, proved, _ = runs.verify(check, prove, progress=True, stream=Progress())
     writers.write_doc(conformance, Path(out), also=[proved])          # the full report, for its counterexamples
     path = Path(out) / RECORD[1]

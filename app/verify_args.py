@@ -14,7 +14,7 @@ def register(subparsers):
     add_profile(sp)
     sp.add_argument("--examples", type=positive_int, help="fuzz tier: examples per cell per dtype (overrides the profile)")
     sp.add_argument("--seed", type=int, default=0)
-    add_workers(sp, "fuzz tier: worker processes")
+    add_workers(sp, "worker processes (fuzz tier: cells; symbolic tier: one operator each)")
     sp.add_argument("--timeout", type=float, default=5.0, help="symbolic tier: seconds per solver query (default 5)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")

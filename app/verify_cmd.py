@@ -27,7 +27,7 @@ def cmd_verify(args) -> int:
                                profile=args.profile, examples=args.examples, seed=args.seed, workers=args.workers,
                                out=args.out, operator_modules=modules)
     prove = runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,
-                               operator_modules=modules)
+                               operator_modules=modules, workers=args.workers)
     conformance, proved, ver = runs.verify(check, prove, progress=not args.json, stream=Progress())
     paths = writers.write_doc(conformance, args.out, stem=check.stem, also=[proved])   # law table: both tiers
     proofs.write_doc(proved, args.out)

@@ -83,10 +83,10 @@ class Campaign:
             try:
                 results.put(("ok", self.run(task)))
             except BaseException as err:  # noqa: BLE001 -- handed to the parent, which raises it
-                results.put(("error", _picklable(err)))
+                results.put(("error", picklable(err)))
 
 
-def _picklable(err: BaseException) -> BaseException:
+def picklable(err: BaseException) -> BaseException:
     try:
         pickle.dumps(err)
         return err

@@ -30,11 +30,12 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
 from tokenlaw.properties.plan import plan, validate_dtypes
-from tokenlaw.symbolic.prover import SOLVER, prove_rows
+from tokenlaw.symbolic.prover import SOLVER
 
 from tokenlaw.reports import proofs, verification
 from tokenlaw.reports.document import Document
 
+from . import prove_pool
 from .environment import recorded_env
 from .provenance import snapshot
 
@@ -90,8 +91,11 @@ class ProveSettings:
     timeout: float = 5.0
     out: str = "reports"
     operator_modules: tuple | None = None
+    workers: int = 1        # processes, one operator each (prove_pool): changes the time, never a verdict
 
     def __post_init__(self):
+        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1:
+            raise InvalidArgument(f"workers: expected an int >= 1, got {self.workers!r}")
         for f in ("operators", "contracts", "operator_modules"):
             object.__setattr__(self, f, _names(getattr(self, f)))
 
@@ -267,7 +271,8 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
     reg = validate_prove(settings)
     planned = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"])
     start = time.perf_counter()
-    results = prove_rows(reg, planned, timeout=settings.timeout, progress=progress)
+    results = prove_pool.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
+                                        progress=progress)
     rows = proofs.rows_from(results, planned)
     meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout, cpu_paths=cpu_paths.record(),
                 seconds=time.perf_counter() - start, note=proofs.HEADER, traits=traits(reg, planned))

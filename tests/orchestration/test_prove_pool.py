@@ -1,0 +1,74 @@
+"""The symbolic tier over worker processes: the worker count changes the time, never a verdict."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.orchestration import prove_pool, runs
+from tokenlaw.properties.catalogue import default_registry
+from tokenlaw.properties.plan import plan
+
+# Cheap operators with proved, refuted and no-symbolic-form rows between them (a few seconds in all).
+OPS = ["fir", "standardize", "ostandardize", "offn", "oinject", "layernorm"]
+
+
+def _judged(results):
+    """What a verdict established, without its timing."""
+    out = []
+    for op, contract, v in results:
+        j = v.to_json()
+        j.pop("seconds", None)
+        out.append((op, contract, j))
+    return out
+
+
+@pytest.fixture(scope="module")
+def planned():
+    reg = default_registry()
+    return reg, list(plan(reg, operators=OPS, dtypes=["float64"]))
+
+
+def test_one_worker_and_two_give_the_same_verdicts_in_planned_order(planned):
+    reg, rows = planned
+    one = prove_pool.prove_isolated(reg, rows, timeout=5.0, workers=1)
+    two = prove_pool.prove_isolated(reg, rows, timeout=5.0, workers=2)
+    assert [(o, c) for o, c, _ in one] == [(r.operator, r.contract) for r in rows]
+    statuses = {v.status for _, _, v in one}
+    assert {"proved", "refuted"} <= {s.value for s in statuses}, statuses     # the comparison is not vacuous
+    assert _judged(one) == _judged(two)
+
+
+def test_progress_sees_every_row_once(planned):
+    reg, rows = planned
+    seen = []
+    prove_pool.prove_isolated(reg, rows[:6], timeout=5.0, workers=2, progress=lambda row, v: seen.append(row.id))
+    assert sorted(seen) == sorted(r.id for r in rows[:6])
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_a_bad_worker_count_names_the_argument(planned, bad):
+    reg, rows = planned
+    with pytest.raises(InvalidArgument, match="workers"):
+        prove_pool.prove_isolated(reg, rows, timeout=5.0, workers=bad)
+    with pytest.raises(InvalidArgument, match="workers"):
+        runs.ProveSettings(workers=bad)
+
+
+def test_an_error_in_a_child_reaches_the_caller(planned, monkeypatch):
+    reg, rows = planned
+
+    def broken(*a, **k):
+        raise ZeroDivisionError("a bug of the tier itself")
+
+    monkeypatch.setattr(prove_pool, "prove_rows", broken)        # inherited by the forked child
+    with pytest.raises(ZeroDivisionError, match="a bug of the tier itself"):
+        prove_pool.prove_isolated(reg, rows, timeout=5.0, workers=2)
+
+
+def test_a_child_that_dies_is_reported_not_waited_for(planned, monkeypatch):
+    reg, rows = planned
+    monkeypatch.setattr(prove_pool, "prove_rows", lambda *a, **k: os._exit(3))
+    with pytest.raises(RuntimeError, match="exit code 3"):
+        prove_pool.prove_isolated(reg, rows, timeout=5.0, workers=1)
