@@ -162,13 +162,14 @@ def fresh_symbols(expr, memo: dict) -> frozenset:
     return out
 
 
-def relevant(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
+def relevant(q: Query, goal, assume_obligations=False, rewrite=(), refine=False) -> list:
     """The background a goal needs: premises, plus every definition / axiom instance whose
     fresh symbols are reachable from the goal (a cone of influence).  Dropping the others
     only weakens the assumptions, so an unsat answer stays a proof.  ``rewrite`` pairs
-    (proved equal, see _decide) are substituted in every item, as in the goal."""
+    (proved equal, see _decide) are substituted in every item, as in the goal.  ``refine`` adds the
+    namespace's refinements (true facts for the counterexample search: ``Z3Namespace.refinements``)."""
     memo = q.ns.__dict__.setdefault("_fresh_memo", {})
-    pool = q.background + (q.assumed if assume_obligations else [])
+    pool = q.background + (q.assumed if assume_obligations else []) + (q.ns.refinements() if refine else [])
     if rewrite:
         pool = [(z3.substitute(c, *rewrite), keys) for c, keys in pool]
     seen = q.ns.__dict__.setdefault("_item_memo", {})    # (id, key ids) -> (item, key names, mentions)
@@ -206,7 +207,7 @@ def relevant(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
 PORTFOLIO = (("qfnra-nlsat", 0.02), ("smt", 0.02), ("qfnra-nlsat", 0.48), ("smt", 0.48))
 
 
-def _formulas(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
+def _formulas(q: Query, goal, assume_obligations=False, rewrite=(), refine=False) -> list:
     """The query as a list of formulas: the goal's relevant background, then the goal."""
     # simplify after any rewrite: canonical forms let equal sub-terms coincide
     memo = q.ns.__dict__.setdefault("_simplified", {})     # id -> (term, simplified): keeps ids alive
@@ -216,12 +217,13 @@ def _formulas(q: Query, goal, assume_obligations=False, rewrite=()) -> list:
             memo[c.get_id()] = (c, z3.simplify(c))
         return memo[c.get_id()][1]
 
-    return [simplified(c) for c in relevant(q, goal, assume_obligations, rewrite)] + [z3.simplify(goal)]
+    return [simplified(c) for c in relevant(q, goal, assume_obligations, rewrite, refine)] + [z3.simplify(goal)]
 
 
-def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=False, rewrite=(), formulas=None):
+def _solver(q: Query, timeout: float, goal, tactic="smt", assume_obligations=False, rewrite=(), formulas=None,
+            refine=False):
     s = effort.limit(z3.Tactic(tactic).solver(), timeout, tactic)
-    s.add(*(formulas if formulas is not None else _formulas(q, goal, assume_obligations, rewrite)))
+    s.add(*(formulas if formulas is not None else _formulas(q, goal, assume_obligations, rewrite, refine)))
     return s
 
 
@@ -398,13 +400,13 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
     obligations_hold = z3.And([o for o, _ in q.obligations])
     s = None
     for margin in q.margins[:MARGIN_SEARCH]:
-        s = _solver(q, timeout / 4, z3.And(margin, obligations_hold), "qfnra-nlsat")
+        s = _solver(q, timeout / 4, z3.And(margin, obligations_hold), "qfnra-nlsat", refine=True)
         if effort.check(s) == z3.sat:
             break
         s = None
     if s is None:
         not_ok = z3.Or(z3.Or(q.margins) if q.margins else z3.BoolVal(False), z3.Not(obligations_hold))
-        s = _solver(q, timeout, not_ok, "qfnra-nlsat")
+        s = _solver(q, timeout, not_ok, "qfnra-nlsat", refine=True)
     tried = []
     for attempt in range(ATTEMPTS):
         model = s.model() if effort.check(s) == z3.sat else (first_model if attempt == 0 else None)

@@ -24,6 +24,13 @@ exp (``Exp``)
     E3  a < b  ->  Exp(a) < Exp(b)                   (strict monotonicity)
     E4  a + b = c  ->  Exp(a) * Exp(b) = Exp(c)      (only with ``exp_product``:
         instantiated for occurring a, b, c whose sum is syntactically c)
+    E6  Exp(a) >= 1 + a;  a < 0 -> Exp(a) < 1;  a > 0 -> Exp(a) > 1
+        (the tangent at 0 and E3 against Exp(0) = 1, for every occurring Exp(a) whether
+        or not Exp(0) occurs: without them z3's models may give exp(-|t|) a value above 1,
+        counterexamples that do not replay, as sigmoid_attn's sub_simplex did).  E6 and
+        its log twin are :meth:`Z3Namespace.refinements`, added only when the prover looks
+        for a counterexample: in proofs they cost time and proved nothing new (with them,
+        oattention's null_source_insertion and formula_equivalence fell to sampled weights).
     E5  t > 0  ->  Exp(z) = Exp(z - Log(t)) * t   (only with ``exp_product``; E4 with
         exp(log t) = t, for occurring Exp(z) whose argument has the summand Log(t))
         The summand may also be guarded, If(c, Log(t), 0) (log of a where()): then
@@ -34,7 +41,8 @@ exp (``Exp``)
 erf / tanh (``Erf``, ``Tanh``)
     -1 < f(a) < 1;  a = 0 -> f(a) = 0;  a < b -> f(a) < f(b);  a = -b -> f(a) = -f(b)
 log (``Log``)
-    obligation a > 0;  a = 1 -> Log(a) = 0;  a < b -> Log(a) < Log(b)
+    obligation a > 0;  a = 1 -> Log(a) = 0;  a < b -> Log(a) < Log(b);
+    a > 0 -> Log(a) <= a - 1;  0 < a < 1 -> Log(a) < 0;  a > 1 -> Log(a) > 0   (as E6: a refinement)
 
 Everything else is exact: ``max``/``min``/``relu``/``where``/``abs`` are
 ``If``; ``sqrt(a)`` is a fresh r with a >= 0 -> (r >= 0 and r * r = a);
@@ -287,6 +295,17 @@ class Z3Namespace(ObjectNamespace):
         for (a, la), (b, lb) in itertools.combinations(logs, 2):
             out += [(z3.And(z3.Implies(z3.And(a > 0, a < b), la < lb), z3.Implies(z3.And(b > 0, b < a), lb < la),
                             z3.Implies(a == b, la == lb)), (la, lb))]
+        return out
+
+    def refinements(self) -> list:
+        """(constraint, keys): E6 and its log twin for every occurring application -- true facts that keep
+        z3's models near the real functions, for the counterexample search only (module docstring)."""
+        out = []
+        for a, ea in self._apps["exp"].values():
+            out.append((z3.And(ea >= 1 + a, z3.Implies(a < 0, ea < 1), z3.Implies(a > 0, ea > 1)), (ea,)))
+        for a, la in self._apps["log"].values():
+            out.append((z3.Implies(a > 0, z3.And(la <= a - 1, z3.Implies(a < 1, la < 0), z3.Implies(a > 1, la > 0))),
+                        (la,)))
         return out
 
     def guarded_obligations(self, roots) -> list:
