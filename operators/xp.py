@@ -107,6 +107,18 @@ class TorchNamespace:
         return torch.amin(x, dim=axis, keepdim=keepdims)
 
     def matmul(self, a, b):
+        """a @ b; on the CPU, float16 / bfloat16 operands are multiplied in float32 and rounded once.
+
+        That is the tensor-core model (float32 accumulation, one rounding of the result), and it is the
+        same on every x86 CPU: torch's own CPU half GEMM is not.  It takes oneDNN where the CPU has
+        AVX-512 (a check of the CPU itself, not of ``ONEDNN_MAX_CPU_ISA``) and ATen's fallback GEMM
+        elsewhere, which differ: ``tokenlaw gate`` on an AVX2-only AMD EPYC found
+        oa_only_host_l4-differential-bfloat16's bound 13.7 against 0.649 recorded on an AVX-512 Intel
+        machine, same seed, same inputs, same pinned float32 paths (issue 19).  The float32 product runs
+        on the paths ``cpu_paths`` pins (MKL's reproducible mode).
+        """
+        if a.device.type == "cpu" and a.dtype == b.dtype and a.dtype in (torch.float16, torch.bfloat16):
+            return (a.float() @ b.float()).to(a.dtype)
         return a @ b
 
     def swapaxes(self, x, a, b):

@@ -85,3 +85,25 @@ def test_a_nan_row_stays_in_its_row_under_the_pinned_bfloat16_matmul():
     if json.loads(native.stdout) == [1, 1, 1]:
         pytest.skip("this CPU's native oneDNN path keeps a NaN row in its row (no AMX leak to show)")
     assert json.loads(native.stdout) != [1, 1, 1]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_matmul_is_float32_accumulation_rounded_once(dtype):
+    """The namespace's half matmul is the float32 product rounded once, bit for bit, whatever GEMM torch
+    would pick on this CPU (oneDNN with AVX-512, ATen's fallback without: they differ, issue 19).  At
+    (2, 113, 64) @ (2, 64, 113) ATen's own bfloat16 GEMM differs from that in one entry on an AVX2-only
+    AMD EPYC, so calling ``a @ b`` on the halves fails this test there."""
+    import torch
+
+    from tokenlaw.operators.xp import TORCH
+
+    dt = getattr(torch, dtype)
+    for (n, k) in ((3, 5), (17, 8), (113, 64)):
+        g = torch.Generator().manual_seed(n * 100 + k)
+        a = torch.randn(2, n, k, generator=g).to(dt)
+        b = torch.randn(2, k, n, generator=g).to(dt)
+        got = TORCH.matmul(a, b)
+        assert got.dtype == dt
+        assert torch.equal(got, (a.float() @ b.float()).to(dt)), (n, k)
+    x = torch.randn(3, 4, dtype=torch.float32)
+    assert torch.equal(TORCH.matmul(x, x.T), x @ x.T)          # float32 / float64 are untouched
