@@ -24,6 +24,12 @@ and passed with ``MKL_CBWR=COMPATIBLE``).
   NaN in one row of A to *other* rows of A @ B at n = 17, 33 and 113 (an SDPA
   host's fully masked row then poisoned the rows permutation equivariance
   compares: inf); capped at AVX2 (or AVX512_CORE) only the NaN row is NaN.
+  The cap does not decide *whether* torch takes oneDNN for a half matmul (it
+  checks the CPU itself: AVX-512 yes, AVX2-only no, then ATen's fallback GEMM,
+  which rounds differently), so tokenlaw's own eager half matmul does not call
+  torch's half GEMM at all (``xp.TorchNamespace.matmul``: float32 product,
+  rounded once); the cap still covers torch functions an operator calls, such
+  as ``scaled_dot_product_attention``.
 
 A value the user set is overridden (and the pin is recorded in every report's
 ``meta.cpu_paths``); ``TOKENLAW_CPU_PATHS=native`` leaves the machine's choice
