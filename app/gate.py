@@ -39,16 +39,17 @@ def _run_checks(args, base: document.Document | None) -> document.Document:
     recorded = base.runs if base else [{}]
     for line in environment.prepare_env(recorded):
         _say(args, f"tokenlaw gate: set {line} for the re-run, as the baseline's run recorded it")
-    modules = {"operator_modules": args.operators_module} if getattr(args, "operators_module", None) else {}
+    overrides = {"operator_modules": args.operators_module} if getattr(args, "operators_module", None) else {}
+    overrides["workers"] = getattr(args, "workers", 1)
     docs = []
     for run in recorded:
         if run.get("tier") == "symbolic":
-            settings = runs.ProveSettings.from_run(run, out=args.out, **modules)
+            settings = runs.ProveSettings.from_run(run, out=args.out, **overrides)
             _say(args, f"tokenlaw gate: re-running the symbolic run ({_describe(settings)})")
             doc = runs.prove(settings)
             proofs.write_doc(doc, args.out)
         else:
-            settings = runs.CheckSettings.from_run(run, out=args.out, **modules)
+            settings = runs.CheckSettings.from_run(run, out=args.out, **overrides)
             _say(args, f"tokenlaw gate: re-running the {settings.backend} run ({_describe(settings)})")
             doc = runs.check(settings, progress=not args.json, stream=Progress())
             writers.write_doc(doc, Path(args.out), stem=settings.stem)

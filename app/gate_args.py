@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from .argtypes import add_workers
+
 DESCRIPTION = "``tokenlaw gate``: fail a change that makes any cell worse than the committed baseline."
 # reports.regressions.BOUND_GROWTH, restated so that parsing needs no torch (a test keeps them equal).
 BOUND_GROWTH = 2.0
@@ -27,4 +29,5 @@ def register(sub):
     # For tests of expiry only: the date taken as today (YYYY-MM-DD).
     sp.add_argument("--today", help=argparse.SUPPRESS, default=None)
     sp.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+    add_workers(sp, "processes for the re-run (the cells do not depend on it; the baseline's own count is not reused)")
     sp.set_defaults(func="tokenlaw.app.gate:cmd_gate")

@@ -19,6 +19,7 @@ import traceback
 
 import torch
 
+from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.properties import verdict as V
@@ -100,8 +101,7 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, database=None, r
 
     database: a spec for :func:`tokenlaw.fuzz.database.open_database` (opened in each process).
     """
-    if not isinstance(workers, int) or workers < 1:
-        raise InvalidArgument(f"workers: expected an int >= 1, got {workers!r}")
+    arguments.count(workers, "workers")
     campaign = Campaign(registry, examples, seed, database, replay_dir, mutant)
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]

@@ -190,6 +190,13 @@ def scalar_value(value, name) -> float | None:
     raise InvalidArgument(f"{name}: expected a real scalar (a Python float or 0-d tensor), got {_describe(value)}")
 
 
+def count(value, name: str) -> int:
+    """``value`` as a count of at least one (processes, workers): an int that is not a bool."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidArgument(f"{name}: expected an int >= 1, got {value!r}")
+    return value
+
+
 def positive(value, name):
     """A strictly positive finite scalar (tau, eps_den, eps...)."""
     v = scalar_value(value, name)
@@ -217,7 +224,8 @@ def heads(h, d_model, name="heads"):
 def weight(w, shape, name, like=None):
     """A finite projection matrix or bias of exactly ``shape``: never broadcast.
 
-    With ``like`` (the operator's input): the same dtype and device.
+    With ``like`` (the operator's input): the same dtype and device.  Inside :func:`composed` the values
+    are not re-checked: the composition validated its whole tree at its input (``tree``, ``check_parameters``).
     """
     if w is None:
         return None
@@ -229,7 +237,8 @@ def weight(w, shape, name, like=None):
         if torch.is_tensor(like) and w.dtype != like.dtype:
             raise InvalidArgument(f"{name}: dtype {w.dtype} differs from x's {like.dtype} (no silent casts)")
         device(w, name, like)
-        finite(w, name)
+        if not _COMPOSED.get():      # a composition checked its whole parameter tree once (tree())
+            finite(w, name)
     return w
 
 

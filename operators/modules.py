@@ -37,7 +37,7 @@ from .xp import TORCH
 
 def check_parameters(module: nn.Module, d_model: int) -> None:
     """Every parameter of ``module`` (and its sub-modules) has the shape its layer was built with for
-    ``d_model`` features; a mismatch names the parameter by its path (``blocks[1].norm1.gamma``)."""
+    ``d_model`` features and is finite; a mismatch names the parameter by its path (``blocks[1].norm1.gamma``)."""
     for path, sub in module.named_modules():
         expected = getattr(sub, "expected_shapes", None)
         if expected is None:
@@ -45,8 +45,15 @@ def check_parameters(module: nn.Module, d_model: int) -> None:
         for name, shape in expected(d_model).items():
             have = tuple(getattr(sub, name).shape)
             if have != shape:
-                where = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", f"{path}.{name}" if path else name)
-                raise InvalidArgument(f"{where}: expected shape {shape} for d_model {d_model}, got {have}")
+                raise InvalidArgument(f"{_bracketed(f'{path}.{name}' if path else name)}: expected shape {shape} "
+                                      f"for d_model {d_model}, got {have}")
+    for path, p in module.named_parameters():      # once here: the blocks of a composition skip it (composed)
+        arguments.finite(p.detach(), _bracketed(path))
+
+
+def _bracketed(path: str) -> str:
+    """A parameter's path as the errors name it: ``blocks.1.norm1.gamma`` -> ``blocks[1].norm1.gamma``."""
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", path)
 
 
 def _features(x, d_model: int, name: str = "x"):

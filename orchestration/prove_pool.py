@@ -23,7 +23,7 @@ import queue
 import torch
 
 from tokenlaw.fuzz.campaign import picklable
-from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators import arguments
 from tokenlaw.symbolic.prover import prove_rows
 
 
@@ -54,8 +54,7 @@ def prove_isolated(registry, rows, *, timeout: float, workers: int = 1, progress
     ``progress(row, verdict)`` is called in this process as rows finish (in the
     order they finish, which with several workers is not the planned order).
     """
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise InvalidArgument(f"workers: expected an int >= 1, got {workers!r}")
+    arguments.count(workers, "workers")
     rows = list(rows)
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()

@@ -94,8 +94,7 @@ class ProveSettings:
     workers: int = 1        # processes, one operator each (prove_pool): changes the time, never a verdict
 
     def __post_init__(self):
-        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1:
-            raise InvalidArgument(f"workers: expected an int >= 1, got {self.workers!r}")
+        arguments.count(self.workers, "workers")
         for f in ("operators", "contracts", "operator_modules"):
             object.__setattr__(self, f, _names(getattr(self, f)))
 

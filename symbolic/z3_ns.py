@@ -299,13 +299,20 @@ class Z3Namespace(ObjectNamespace):
 
     def refinements(self) -> list:
         """(constraint, keys): E6 and its log twin for every occurring application -- true facts that keep
-        z3's models near the real functions, for the counterexample search only (module docstring)."""
+        z3's models near the real functions, for the counterexample search only (module docstring).
+        Built once per set of applications (the search asks for them on every solve; new terms each time
+        would miss the prover's item memo and grow it)."""
+        size = (len(self._apps["exp"]), len(self._apps["log"]))
+        cached = self.__dict__.get("_refinements")
+        if cached is not None and cached[0] == size:
+            return cached[1]
         out = []
         for a, ea in self._apps["exp"].values():
             out.append((z3.And(ea >= 1 + a, z3.Implies(a < 0, ea < 1), z3.Implies(a > 0, ea > 1)), (ea,)))
         for a, la in self._apps["log"].values():
             out.append((z3.Implies(a > 0, z3.And(la <= a - 1, z3.Implies(a < 1, la < 0), z3.Implies(a > 1, la > 0))),
                         (la,)))
+        self._refinements = (size, out)
         return out
 
     def guarded_obligations(self, roots) -> list:

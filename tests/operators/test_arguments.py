@@ -1,6 +1,8 @@
 """Bad input raises InvalidArgument naming the argument; nothing is silently broadcast."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -135,3 +137,32 @@ def test_int_masks_of_every_width_are_accepted_alike(p):
     ref = oattention(TORCH, x, torch.tril(torch.ones(3, 3, dtype=torch.bool)), **p)
     for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float32):
         assert torch.equal(oattention(TORCH, x, torch.tril(torch.ones(3, 3, dtype=dtype)), **p), ref), dtype
+
+
+def _poisoned(module, path):
+    with torch.no_grad():
+        module.get_parameter(path).view(-1)[0] = float("nan")
+    return module
+
+
+@pytest.mark.parametrize("make, path, named", [
+    (lambda: Host(8, 2, depth=2), "blocks.1.attn.wk", "blocks[1].attn.wk"),
+    (lambda: Host(8, 2, depth=2, kind="standard"), "blocks.0.ffn.w1", "blocks[0].ffn.w1"),
+    (lambda: Host(8, 2, depth=2, kind="standard"), "blocks.1.ffn.b1", "blocks[1].ffn.b1"),
+    (lambda: OAttention(8, 2), "wq", "wq"),
+])
+def test_a_non_finite_parameter_is_named_once_at_the_module_input(make, path, named):
+    """A composition checks its parameters' values once, at its input (check_parameters); its blocks then
+    run composed and skip that check, so a NaN weight deep in a host must still be refused, by its path."""
+    module = _poisoned(make(), path)
+    with pytest.raises(InvalidArgument, match=rf"^{re.escape(named)}: contains NaN"):
+        module(torch.randn(1, 3, 8))
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.0, "2", None])
+def test_a_count_is_an_int_of_at_least_one(bad):
+    from tokenlaw.operators import arguments
+
+    with pytest.raises(InvalidArgument, match=r"^workers: expected an int >= 1"):
+        arguments.count(bad, "workers")
+    assert arguments.count(3, "workers") == 3
