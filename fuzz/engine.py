@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import json
 import random
 import sys
 import time
@@ -152,7 +154,10 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                          tier="fuzz" if impl.reference else "kernel")
     start = time.perf_counter()
     seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0, "threshold": 0, "not_finite": 0,
-            "not_runnable": 0, "why": None}
+            "not_runnable": 0, "why": None, "worst": None}
+    # every example the search ran, in order: two runs drew the same inputs iff these digests agree (the
+    # search is steered by discrepancy / bound, so another CPU's rounding can send it elsewhere)
+    ran = hashlib.sha256()
     searched = {}          # shape axis -> [min, max] of the drawn values
     limit = op.domain.limit(dtype_name(dtype))
     wanted = applicable(op, contract.regimes, dtype)
@@ -160,6 +165,8 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
 
     def is_violation(case) -> bool:
         _widen(searched, case)
+        drawn = json.dumps(case.fields(), sort_keys=True, default=repr).encode()
+        ran.update(drawn + b"\n")
         v = contract.judge(case)
         seen["n"] += 1
         _count_example()
@@ -178,6 +185,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             target(min(v.ratio, 1e6), label="discrepancy / bound")
         if not v.violated and (seen["best"] is None or v.ratio > seen["best"].ratio):
             seen["best"] = v
+            seen["worst"] = hashlib.sha256(drawn).hexdigest()[:16]     # the example the reported bound is from
         if v.violated and "found_at" not in seen:
             seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
         return v.violated
@@ -205,6 +213,11 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                 status, detail = V.NOT_RUNNABLE, seen["why"]      # no example could be asked at all
         detail, extra = _coverage(detail, dict(best.extra), visits, seen, searched, limit)
         extra["judged_examples"] = judged
+        extra["draws"] = ran.hexdigest()[:16]
+        if seen["worst"] is not None and not contract.exact:
+            # the example the reported bound is from (a digest of its drawn choices): the gate compares two
+            # cells' bounds only on the same example (regressions._tolerance)
+            extra["worst"] = seen["worst"]
         return V.Verdict(status, best.discrepancy, best.bound, detail, examples=seen["n"],
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra,
                          inconclusive=best.inconclusive)
@@ -212,6 +225,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     judged = V.Verdict(v.status, v.discrepancy, v.bound, v.detail)   # what a replay re-judges: no search notes
     detail, extra = _coverage(v.detail, dict(v.extra), visits, seen, searched, limit)
     extra["found_at"] = seen.get("found_at", seen["n"])
+    extra["draws"] = ran.hexdigest()[:16]
     v = dataclasses.replace(v, detail=detail, extra=extra, counterexample=found.describe(), examples=seen["n"],
                             seconds=time.perf_counter() - start, dtype=dtype_name(dtype))
     if replay_dir is not None and v.violated:

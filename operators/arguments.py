@@ -247,13 +247,30 @@ def tree(value, name, like):
 
     Names follow the path: ``blocks[0].attn.wq``.
     """
+    tensors = []
     for key_path, leaf in _tree.leaves(value):
-        path = _tree.path_name(key_path, name)
         if torch.is_tensor(leaf) and leaf.ndim > 0:
-            weight(leaf, leaf.shape, path, like)
+            tensors.append((key_path, leaf))
         elif torch.is_tensor(leaf) or isinstance(leaf, float):
-            finite_scalar(leaf, path)
+            finite_scalar(leaf, _tree.path_name(key_path, name))
+    token = _COMPOSED.set(True)          # shape, dtype and device leaf by leaf; the values in one pass below
+    try:
+        for key_path, leaf in tensors:
+            weight(leaf, leaf.shape, _tree.path_name(key_path, name), like)
+    finally:
+        _COMPOSED.reset(token)
+    if not _COMPOSED.get() and tensors and not _all_finite([t for _, t in tensors]):
+        for key_path, leaf in tensors:   # name the first leaf that is not finite, as weight() would
+            finite(leaf, _tree.path_name(key_path, name))
     return value
+
+
+def _all_finite(tensors) -> bool:
+    """Every entry of every tensor is finite: one isfinite over their concatenation (a host has ~30 leaves)."""
+    real = [t for t in tensors if t.numel()]
+    if len({t.device for t in real}) > 1:
+        return all(bool(torch.isfinite(t).all()) for t in real)
+    return not real or bool(torch.isfinite(torch.cat([t.reshape(-1) for t in real])).all())
 
 
 # -- the near-null threshold of a dtype -----------------------------------------------------

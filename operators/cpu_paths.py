@@ -59,8 +59,9 @@ def pin() -> None:
         os.environ.update(PINNED)
 
 
-def probe() -> str:
-    """A short digest of fixed float32 and bfloat16 matmuls and a softmax: equal on two machines iff their paths agree.
+def probe(extra=()) -> str:
+    """A short digest of fixed float32 and bfloat16 matmuls and a softmax (and of the ``extra`` tensors: the
+    hosts' states of :mod:`.path_probe`): equal on two machines when their paths agree on these computations.
 
     The inputs are exact functions of the indices (no random generator, no
     transcendental), so only the summation order of the two ops can move
@@ -74,15 +75,15 @@ def probe() -> str:
         b = (((j * 17) % 89) / 89 - 0.5).to(torch.float32)
         parts += [(a @ b).flatten(), torch.softmax(a * 8, dim=-1).flatten(),
                   (a.to(torch.bfloat16) @ b.to(torch.bfloat16)).float().flatten()]     # oneDNN's path
-    out = torch.cat(parts)
+    out = torch.cat(parts + [t.double().flatten() for t in extra])
     return hashlib.sha256(out.numpy().tobytes()).hexdigest()[:16]
 
 
-def record() -> dict:
-    """What a report records: the paths this process runs with, and the probe's digest."""
+def record(extra=()) -> dict:
+    """What a report records: the paths this process runs with, and the probe's digest (of ``extra`` too)."""
     if native():
         return {"mode": "native", "ATEN_CPU_CAPABILITY": torch.backends.cpu.get_cpu_capability(),
-                "probe": probe()}
+                "probe": probe(extra)}
     return {"mode": "pinned", "MKL_CBWR": os.environ.get("MKL_CBWR"),
             "ATEN_CPU_CAPABILITY": torch.backends.cpu.get_cpu_capability(),
-            "ONEDNN_MAX_CPU_ISA": os.environ.get("ONEDNN_MAX_CPU_ISA"), "probe": probe()}
+            "ONEDNN_MAX_CPU_ISA": os.environ.get("ONEDNN_MAX_CPU_ISA"), "probe": probe(extra)}

@@ -62,6 +62,7 @@ def _host_of(comp, layers):
     host.__name__ = host.__qualname__ = comp.name
     host.__doc__ = f"Host {comp.name}: {comp.describe()} (the last sub-layer's state)."
     host.composition = comp
+    host.last_state_of = layers     # fn(...) is layers(...)[-1] by construction: a closure check reuses that state
     return host
 
 

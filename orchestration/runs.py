@@ -25,7 +25,7 @@ import torch
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
-from tokenlaw.operators import arguments, cpu_paths, user_modules
+from tokenlaw.operators import arguments, path_probe, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
@@ -213,7 +213,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     reference = backends.get(settings.backend).reference
     meta = dict(tier="fuzz" if reference else "kernel", backend=settings.backend,
                 profile=settings.profile, examples=examples, seed=settings.seed, torch=torch.__version__,
-                draws=draws(), cpu_paths=cpu_paths.record(), seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
+                draws=draws(), cpu_paths=path_probe.record(), seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
                 database=str(settings.database),
                 # relative to the report when under it, so the document does not depend on where --out is
                 replays=_relative(replays, settings.out),
@@ -273,7 +273,7 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
     results = prove_pool.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
                                         progress=progress)
     rows = proofs.rows_from(results, planned)
-    meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout, cpu_paths=cpu_paths.record(),
+    meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout, cpu_paths=path_probe.record(),
                 seconds=time.perf_counter() - start, note=proofs.HEADER, traits=traits(reg, planned))
     scope = {"operators": _list(settings.operators), "contracts": _list(settings.contracts),
              "operator_modules": _list(settings.operator_modules)}

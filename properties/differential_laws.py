@@ -93,7 +93,8 @@ def _judge(case, c, counts, what) -> V.Verdict:
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |difference| = {c.discrepancy:.3g} vs predicted bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside})",
-                     extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, **counts})
+                     extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, "least_bound": c.least_bound,
+                            **counts})
 
 
 def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=None):

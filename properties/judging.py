@@ -53,7 +53,7 @@ def compared(c: Comparison, what: str) -> V.Verdict:
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |lhs - rhs| = {c.discrepancy:.3g} vs bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g})",
-                     extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy})
+                     extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, "least_bound": c.least_bound})
 
 
 def worst(*verdicts: V.Verdict) -> V.Verdict:

@@ -146,22 +146,22 @@ def closure(case):
     x2, m2 = S.insert_null(TORCH, case.x, k), S.insert_visible(case.mask, k)
     keep = S.others(case.n + 1, k)
     # the operator's own output closes the list: a host whose fn is not its last layer is judged on both
-    new = {dt: case.runner.layers(x2, m2, dtype=dt) + [case.runner.run(x2, m2, dtype=dt)]
-           for dt in {case.dtype, torch.float64, PROBE[case.dtype]}}
-    old = {dt: case.runner.layers(case.x, case.mask, dtype=dt) + [case.runner.run(case.x, case.mask, dtype=dt)] for dt in new}
+    new = {dt: case.runner.layers_and_output(x2, m2, dtype=dt) for dt in {case.dtype, torch.float64, PROBE[case.dtype]}}
+    old = {dt: case.runner.layers_and_output(case.x, case.mask, dtype=dt) for dt in new}
     per_layer = []
     for layer in range(len(new[case.dtype])):
         own = max_abs(new[case.dtype][layer][:, k])
         rest = relation(case, lambda dt: new[dt][layer][:, keep], lambda dt: old[dt][layer],
                         f"layer {layer}: old tokens")
         per_layer.append(dict(layer=layer, null_norm=own, old_shift=rest.discrepancy, bound=rest.bound,
+                              least_bound=rest.extra.get("least_bound", rest.bound),
                               null_ok=own == 0.0, old_ok=not rest.violated))
     first = next((p for p in per_layer if not (p["null_ok"] and p["old_ok"])), None)
     if first is None:
         shift = max(p["old_shift"] for p in per_layer)
         bound = max(p["bound"] for p in per_layer)
         return V.holds(shift, bound, f"closed at all {len(per_layer)} layers (null inserted at {k})",
-                       extra={"layers": per_layer})
+                       extra={"layers": per_layer, "least_bound": max(p["least_bound"] for p in per_layer)})
     kind = "zero absorption lost" if not first["null_ok"] else "contextual erasure lost"
     disc = first["null_norm"] if not first["null_ok"] else first["old_shift"]
     return V.violated(disc, 0.0 if not first["null_ok"] else first["bound"],

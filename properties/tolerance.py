@@ -93,6 +93,8 @@ class Comparison:
     predicted_relative: float = 0.0  # differential only: largest predicted error / largest |reference|
     probe_relative: float = 0.0      # compare only: the probes' largest normwise error / largest |float64 value|
     scale: float = 0.0               # compare only: the largest finite |float64 value| of either side
+    least_bound: float = 0.0         # the smallest bound of any entry: its normwise part, the same wherever the
+                                     # worst ratio sits (the gate compares it on one example)
 
     @property
     def ok(self) -> bool:
@@ -236,10 +238,12 @@ def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor, finite64: to
         bound = torch.nan_to_num(bound, nan=0.0, posinf=float("inf"))
         if diff.numel() == 0:
             return Comparison(0.0, 0.0, 0.0, None, 0.0)
+        fin = torch.isfinite(bound)
+        least = float(bound[fin].min()) if bool(fin.any()) else 0.0
         ratio = torch.where(diff == 0, torch.zeros_like(diff),
                             torch.where(bound > 0, diff / bound, torch.full_like(diff, float("inf"))))
         ratio = torch.nan_to_num(ratio, nan=float("inf"))
         flat = int(torch.argmax(ratio))
         idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), ratio.shape))
         return Comparison(float(diff.reshape(-1)[flat]), float(bound.reshape(-1)[flat]),
-                          float(ratio.reshape(-1)[flat]), idx, float(diff.max()))
+                          float(ratio.reshape(-1)[flat]), idx, float(diff.max()), least_bound=least)

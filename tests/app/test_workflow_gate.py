@@ -110,10 +110,10 @@ def test_missing_baseline_and_bad_known_failures_are_usage_errors(scratch, capsy
 # -- the comparison rules on documents (no run needed) -------------------------------------------
 
 def _doc(status="holds", outcome="holds", declared="claims", backend="eager", bound=1e-7, disc=5e-8,
-         tier="fuzz", exact=False, kernel_sha="a" * 64, seed=0):
+         tier="fuzz", exact=False, kernel_sha="a" * 64, seed=0, extra=None):
     cell = {"id": f"op-law-{backend}-float32", "backend": backend, "dtype": "float32", "outcome": outcome,
             "verdict": {"status": status, "discrepancy": disc, "bound": bound, "detail": "", "examples": 5,
-                        "tier": tier, "extra": {}}}
+                        "tier": tier, "extra": dict(extra or {})}}
     row = {"id": "op-law", "operator": "op", "contract": "law", "law": "", "exact": exact, "declared": declared,
            "reason": "r", "outcome": outcome, "cells": [cell]}
     meta = {"seed": seed, "examples": 5, "profile": "smoke", "kernel_sources": {"kernels/k.py": kernel_sha},
@@ -149,6 +149,41 @@ def test_rules_tolerance_needs_same_draws():
     assert kinds(_doc(), _doc(bound=1.9e-7)) == []              # within the documented factor 2
     assert kinds(_doc(), _doc(bound=1e-5, seed=1)) == []        # other inputs: not comparable
     assert kinds(_doc(disc=1e-8), _doc(disc=9e-8)) == [("tolerance-grew", "op-law-eager-float32")]
+
+
+def test_rules_compare_two_bounds_only_on_the_same_example_and_by_their_normwise_part():
+    """``extra.worst`` names the example a cell's bound is from; ``extra.least_bound`` is that bound's
+    normwise part.  Two CPUs at one seed reported bounds 4.8e-14 and 1.2e-12 from two entries of one example:
+    no regression while the normwise part agrees; the same growth of it is one; another example is a note."""
+    one = {"worst": "ab12", "least_bound": 4e-14}
+    assert kinds(_doc(bound=4.8e-14, extra=one), _doc(bound=1.2e-12, extra=one)) == []
+    grown = regressions.compare(_d(_doc(bound=4.8e-14, extra=one)),
+                                _d(_doc(bound=1.2e-12, extra=dict(one, least_bound=1e-12)))).regressions
+    assert [(c.kind, c.id, c.current) for c in grown] == [("tolerance-grew", "op-law-eager-float32",
+                                                            "least bound 1e-12")]
+    assert "on the same example" in grown[0].detail
+    other = regressions.compare(_d(_doc(extra=one)), _d(_doc(bound=1e-5, extra={"worst": "cd34", "least_bound": 1e-5})))
+    assert other.regressions == [] and [c.kind for c in other.notes] == ["bound-moved"]
+    # the ratio alert needs no same example: the worst margin over the search
+    assert kinds(_doc(disc=1e-8, extra=one), _doc(disc=9e-8, extra={"worst": "cd34", "least_bound": 4e-14})) == \
+        [("tolerance-grew", "op-law-eager-float32")]
+    # an older report without the records: the worst entry's bound, as before
+    assert kinds(_doc(), _doc(bound=1e-5, extra=one)) == [("tolerance-grew", "op-law-eager-float32")]
+
+
+def test_a_held_cell_records_where_its_bound_sits_and_the_digest_of_its_draws():
+    """The fuzz engine writes extra.worst (the reported example's digest), extra.least_bound (<= the reported
+    bound) and extra.draws (every example run, in order): one seed, one record; another seed, another."""
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.operators.dtypes import DTYPES
+    from tokenlaw.properties.plan import contracts_of
+    reg = runs.registry()
+    law = contracts_of(reg)["permutation_equivariance"]
+    v1, v2, v3 = (run_cell(reg["sdpa"], law, DTYPES["float32"], examples=6, seed=s, replay_dir=None)
+                  for s in (0, 0, 1))
+    assert v1.status == "holds" and v1.bound >= v1.extra["least_bound"] > 0 and len(v1.extra["worst"]) == 16
+    assert (v1.extra["draws"], v1.extra["worst"]) == (v2.extra["draws"], v2.extra["worst"])
+    assert v1.extra["draws"] != v3.extra["draws"]
 
 
 def test_rules_a_kernel_cells_bound_is_not_its_tolerance():

@@ -14,9 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+from tokenlaw.operators import cpu_paths, path_probe
+from tokenlaw.operators.xp import TorchNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORD = "import json; from tokenlaw.operators import cpu_paths; print(json.dumps(cpu_paths.record()))"
+RECORD = "import json; from tokenlaw.operators import path_probe; print(json.dumps(path_probe.record()))"
 SETTINGS = ({}, {"MKL_CBWR": "COMPATIBLE"}, {"MKL_CBWR": "AVX2"}, {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "avx512"},
             {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_AMX"})
 PATH_VARS = ("MKL_CBWR", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "TOKENLAW_CPU_PATHS")
@@ -107,3 +111,14 @@ def test_half_matmul_is_float32_accumulation_rounded_once(dtype):
         assert torch.equal(got, (a.float() @ b.float()).to(dt)), (n, k)
     x = torch.randn(3, 4, dtype=torch.float32)
     assert torch.equal(TORCH.matmul(x, x.T), x @ x.T)          # float32 / float64 are untouched
+
+
+def test_the_probe_covers_the_hosts_own_arithmetic(monkeypatch):
+    """The matmul and softmax parts agreed on an AMD EPYC and an Intel Xeon whose host bounds differed, so the
+    record also digests two hosts' layer states: a last-bit change in the FFN's erf alone moves it."""
+    before, matmuls = path_probe.record()["probe"], cpu_paths.probe()
+    assert path_probe.record()["probe"] == before != matmuls      # deterministic; more than the matmuls
+    erf = TorchNamespace.erf
+    monkeypatch.setattr(TorchNamespace, "erf", lambda self, x: torch.nextafter(erf(self, x), torch.full_like(x, 2.0)))
+    assert path_probe.record()["probe"] != before
+    assert cpu_paths.probe() == matmuls                    # the matmul / softmax part alone cannot see it

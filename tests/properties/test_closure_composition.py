@@ -113,3 +113,23 @@ def test_ordered_namespace_makes_null_insertion_bit_exact():
         keep = [i for i in range(6) if i != k]
         for a, b in zip(new, base):
             assert torch.equal(a[:, keep], b) and bool((a[:, k] == 0).all())
+
+
+def test_a_host_whose_output_is_marked_as_its_last_state_is_that_state_bit_for_bit():
+    """closure reuses layers[-1] as the output only where ``fn.last_state_of is op.layers`` (the hosts that
+    operators.hosts builds): each such host's own output is that state exactly, in every dtype, and a
+    hand-written host (its fn adds 0.1 n) carries no mark, so its output is run and judged."""
+    from tokenlaw.properties.case import Case
+    marked = [n for n in REGISTRY.names() if getattr(REGISTRY[n].fn, "last_state_of", None) is not None]
+    assert len(marked) >= 12
+    for name in marked:
+        op = REGISTRY[name]
+        assert op.fn.last_state_of is op.layers and op.fn.__module__ == hosts.__name__, name
+        for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+            case = Case(op=op, dtype=dtype, seed=3, batch=2, n=5, d=op.domain.d_model[0], mask_kind="causal")
+            out = case.runner.run(case.x, case.mask, dtype=dtype)
+            last = case.runner.layers(case.x, case.mask, dtype=dtype)[-1]
+            assert torch.equal(out, last) or (torch.isnan(out) == torch.isnan(last)).all() and \
+                torch.equal(torch.nan_to_num(out), torch.nan_to_num(last)), (name, dtype)
+    from tests.canaries import host_output_shift
+    assert not hasattr(host_output_shift.canary_host_output_shift, "last_state_of")
