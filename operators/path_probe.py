@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import torch
 
-from . import cpu_paths, hosts, tree
+from . import cpu_paths, dtypes, hosts, tree
 from .xp import TORCH
 
 SEED = 20261203
 SHAPES = ((hosts.standard_layers, 33, 8), (hosts.otransformer_layers, 17, 6))   # (layers, n, d): odd, past 32
-DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 
 
 def host_states() -> list:
@@ -27,7 +26,7 @@ def host_states() -> list:
     for layers, n, d in SHAPES:
         params = hosts.host_params(gen, d)
         x = torch.randn(2, n, d, generator=gen, dtype=torch.float64) * 3
-        for dtype in DTYPES:
+        for dtype in dtypes.FLOATS:
             cast = tree.map(lambda v: v.to(dtype) if torch.is_tensor(v) and v.is_floating_point() else v, params)
             with torch.no_grad():
                 out += [torch.nan_to_num(s.double(), nan=7.0, posinf=8.0, neginf=9.0)
