@@ -16,7 +16,7 @@ they replace their namesakes; the registry it was given is not touched.
 
 >>> from tokenlaw.properties.catalogue import default_registry
 >>> reg = default_registry()
->>> mod = mutated_module("tokenlaw.operators.presence", [("tau + plain", "tau + plain + tau")])
+>>> mod = mutated_module("tokenlaw.operators.presence", [("tau + sq)", "tau + sq + tau)")])
 >>> bad = mutated_registry(reg, mod)
 >>> bad["presence"].fn is reg["presence"].fn
 False

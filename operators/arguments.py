@@ -253,12 +253,14 @@ def tree(value, name, like):
             tensors.append((key_path, leaf))
         elif torch.is_tensor(leaf) or isinstance(leaf, float):
             finite_scalar(leaf, _tree.path_name(key_path, name))
-    token = _COMPOSED.set(True)          # shape, dtype and device leaf by leaf; the values in one pass below
-    try:
-        for key_path, leaf in tensors:
-            weight(leaf, leaf.shape, _tree.path_name(key_path, name), like)
-    finally:
-        _COMPOSED.reset(token)
+    ref = like if torch.is_tensor(like) else None
+    for key_path, leaf in tensors:           # dtype and device leaf by leaf; the values in one pass below
+        if leaf.device.type == "meta" or (ref is not None and (leaf.dtype != ref.dtype or leaf.device != ref.device)):
+            token = _COMPOSED.set(True)      # weight() names the leaf and says what differs
+            try:
+                weight(leaf, leaf.shape, _tree.path_name(key_path, name), like)
+            finally:
+                _COMPOSED.reset(token)
     if not _COMPOSED.get() and tensors and not _all_finite([t for _, t in tensors]):
         for key_path, leaf in tensors:   # name the first leaf that is not finite, as weight() would
             finite(leaf, _tree.path_name(key_path, name))

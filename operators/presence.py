@@ -18,15 +18,25 @@ def presence(xp, h, *, tau):
     # |h|^2 passes float16's range at |h| > 256 while rho <= 1 does not: there rho is retaken over
     # u = h / M, M = max_j |h_j| (rho = |u|^2 / (tau / M^2 + |u|^2), exact in the reals), chosen only
     # where |h|^2 is not finite (spread.finite, true in the reals): float64 bits and the symbolic
-    # trace are the plain formula's.  Each branch gets finite inputs (finite gradients in both).
+    # trace are the plain formula's, and the fallback runs only when some |h|^2 overflowed.
     fits = spread.finite(xp, sq)
+    return xp.unless_overflow(fits, lambda: ratio(xp, sq, tau), lambda: rescaled(xp, h, sq, fits, tau))
+
+
+def ratio(xp, sq, tau):
+    """rho = |h|^2 / (tau + |h|^2) from sq = |h|^2: the one line both paths of :func:`presence` run."""
+    return xp.div(sq, tau + sq)
+
+
+def rescaled(xp, h, sq, fits, tau):
+    """:func:`ratio` where sq fits, |u|^2 / (tau / M^2 + |u|^2) over u = h / M elsewhere; each branch of
+    the ``where`` gets finite inputs (finite gradients in both)."""
     ones = xp.ones_like(sq)
     plain = xp.where(fits, sq, xp.zeros_like(sq))
     top = xp.where(fits, ones, xp.max(xp.abs(h), axis=-1, keepdims=True))
     u = xp.div(h, top)
     su = xp.sum(u * u, axis=-1, keepdims=True)
-    return xp.where(fits, xp.div(plain, tau + plain), xp.div(su, xp.div(xp.div(tau * ones, top), top) + su))
-
+    return xp.where(fits, ratio(xp, plain, tau), xp.div(su, xp.div(xp.div(tau * ones, top), top) + su))
 
 def presence_params(gen, d_model, dtype=torch.float64):
     return {"tau": float(torch.empty(()).uniform_(0.1, 2.0, generator=gen))}

@@ -34,6 +34,12 @@ def standardised(xp, c, eps, moment, *, axis):
     """
     var = moment(c)
     fits = finite(xp, var)
+    return xp.unless_overflow(fits, lambda: xp.div(c, xp.sqrt(var + eps)),
+                              lambda: _standardised_rescaled(xp, c, eps, moment, var, fits, axis))
+
+
+def _standardised_rescaled(xp, c, eps, moment, var, fits, axis):
+    """:func:`standardised` where ``var`` fits, the same over u = c / M (M = max |c|) where it overflowed."""
     ones = xp.ones_like(var)
     plain = xp.div(c, xp.sqrt(xp.where(fits, var, ones) + eps))
     top = xp.where(fits, ones, xp.max(xp.abs(c), axis=axis, keepdims=True))   # M > 0 where chosen

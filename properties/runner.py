@@ -62,6 +62,14 @@ class CaseRunner:
     backend: str
     layout: str
     params: Any = dataclasses.field(repr=False)
+    _cast: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def params_in(self, dtype: torch.dtype) -> Any:
+        """``params`` cast to ``dtype``, cast once per runner and dtype (a host has ~30 leaves, a contract
+        evaluates it many times).  Callers copy before they add to it; the leaves are shared, read-only."""
+        if dtype not in self._cast:
+            self._cast[dtype] = cast(self.params, dtype)
+        return self._cast[dtype]
 
     @property
     def implementation(self) -> backends.Backend:
@@ -71,7 +79,7 @@ class CaseRunner:
     def arguments(self, mask=None, dtype=None, **overrides) -> dict[str, Any]:
         """The operator's keyword arguments in ``dtype``: its parameters, plus the mask if it takes one."""
         dtype = self.dtype if dtype is None else dtype
-        kwargs: dict[str, Any] = dict(cast({**self.params, **overrides}, dtype))
+        kwargs: dict[str, Any] = {**self.params_in(dtype), **cast(overrides, dtype)}
         if self.op.domain.mask != "none":
             kwargs["mask"] = None if mask is None else mask.to(dtype)
         return kwargs
@@ -92,7 +100,7 @@ class CaseRunner:
     def layers(self, x, mask=None, dtype=None) -> list:
         """A host's layer states, on eager PyTorch (``op.layers``), in ``dtype``."""
         dtype = self.dtype if dtype is None else dtype
-        kwargs = dict(cast(self.params, dtype))
+        kwargs = dict(self.params_in(dtype))
         with torch.no_grad():
             return self.op.layers(TORCH, lay_out(x.to(dtype), self.layout),
                                   None if mask is None else lay_out(mask.to(dtype), self.layout), **kwargs)
@@ -112,5 +120,5 @@ class CaseRunner:
     def weight_params(self, dtype=None) -> dict:
         """The subset of parameters the operator's row normaliser takes (e.g. its threshold)."""
         names = inspect.signature(self.op.weights).parameters
-        return {k: v for k, v in cast(self.params, dtype or self.dtype).items()
+        return {k: v for k, v in self.params_in(dtype or self.dtype).items()
                 if k in names and k not in _WEIGHT_INPUTS}

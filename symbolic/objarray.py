@@ -304,6 +304,13 @@ class ObjectNamespace:
         ``operators.xp.TorchNamespace.centred``)."""
         return x - self.mean(x, axis=axis, keepdims=True)
 
+    def unless_overflow(self, fits, plain, general):
+        """``plain()`` where ``fits`` folded to true in every entry (exact reals do not overflow),
+        else ``general()``, whose fallback branch the ``where`` guards (``TorchNamespace.unless_overflow``)."""
+        if all(str(raw(c)) == "True" for c in self._arr(fits).flat):
+            return plain()
+        return general()
+
     def maximum(self, a, b):
         return self._map(self.s_max, a, b)
 

@@ -11,8 +11,8 @@ from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
 REASON = "presence as 1 - tau/(tau + |h|^2) cancels: a token with |h|^2 below eps * tau gets presence 0 (or wrong bits)"
 OPERATOR = "oattention"
 CAUGHT_BY = ("formula_equivalence",)
-CORRECT = "xp.where(fits, xp.div(plain, tau + plain),"
-CANCELLING = "xp.where(fits, 1.0 - xp.div(tau * ones, tau + plain),"     # tensor / tensor: exact at sq = 0
+CORRECT = "    return xp.div(sq, tau + sq)"
+CANCELLING = "    return 1.0 - xp.div(tau * xp.ones_like(sq), tau + sq)"     # tensor / tensor: exact at sq = 0
 
 
 def registry(base):
