@@ -1,0 +1,37 @@
+"""Keep a checkout's folders from shadowing unrelated top-level packages (``kernels`` above all).
+
+Installed, tokenlaw's folders are ``tokenlaw.operators``, ``tokenlaw.kernels``, ...: nothing is
+top-level.  But ``python3 -m pytest`` or ``python3 -m tokenlaw.app.cli`` run from a checkout put the
+checkout's root first on ``sys.path``, and there ``kernels/`` (a folder with an ``__init__.py``) is
+found before Hugging Face's ``kernels`` package, which ``transformers`` 5.x depends on and imports
+(``from kernels import CUDAProperties``: an ImportError that took 16 HF tests down in CI, 2026-12-04).
+Nothing of tokenlaw is imported from the root as such, so removing it from ``sys.path`` loses nothing.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parent.parent     # a checkout's root; in a wheel, site-packages/tokenlaw
+
+
+def is_checkout(root: Path = CHECKOUT) -> bool:
+    """``root`` holds tokenlaw's folders as a source tree (pyproject.toml beside kernels/)."""
+    return (root / "pyproject.toml").is_file() and (root / "kernels" / "__init__.py").is_file()
+
+
+def unshadow(path: list | None = None, root: Path = CHECKOUT) -> list:
+    """Remove every entry of ``path`` (default ``sys.path``) that is the checkout's root; return them."""
+    path = sys.path if path is None else path
+    if not is_checkout(root):
+        return []
+    gone = [p for p in path if _same(p, root)]
+    path[:] = [p for p in path if not _same(p, root)]
+    return gone
+
+
+def _same(entry, root: Path) -> bool:
+    try:
+        return isinstance(entry, str) and Path(entry or ".").resolve() == root
+    except OSError:
+        return False

@@ -1,0 +1,33 @@
+"""A checkout's root on sys.path must not shadow a top-level package: its kernels/ hid HF's ``kernels``."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tokenlaw.app.unshadow import CHECKOUT, is_checkout, unshadow
+
+FIND = "import importlib.util as u; s = u.find_spec('kernels'); print(s.origin if s and s.origin else s)"
+
+
+def _found_from_root(prelude: str) -> str:
+    """Where ``import kernels`` resolves for ``python3 -c`` run in the checkout's root (cwd first on sys.path)."""
+    done = subprocess.run([sys.executable, "-c", prelude + FIND], cwd=CHECKOUT, capture_output=True, text=True,
+                          env={**os.environ}, timeout=120, check=True)
+    return done.stdout.strip()
+
+
+def test_the_checkout_root_shadows_kernels_until_the_cli_is_imported():
+    assert is_checkout()
+    shadowed = _found_from_root("")
+    assert shadowed == str(CHECKOUT / "kernels" / "__init__.py")      # the hazard is real from a checkout
+    after = _found_from_root("import tokenlaw.app.cli; ")
+    assert not after.startswith(str(CHECKOUT)), after                  # HF's kernels (or nothing), never ours
+
+
+def test_unshadow_removes_only_the_root(tmp_path, monkeypatch):
+    path = ["", str(CHECKOUT), str(CHECKOUT / "tests"), "/usr/lib/python3"]
+    monkeypatch.chdir(CHECKOUT)
+    gone = unshadow(path)
+    assert gone == ["", str(CHECKOUT)] and path == [str(CHECKOUT / "tests"), "/usr/lib/python3"]
+    other = [str(tmp_path)]
+    assert unshadow(other, root=Path(tmp_path)) == [] and other == [str(tmp_path)]   # not a checkout: untouched
