@@ -35,7 +35,7 @@ from .unshadow import unshadow
 from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
                     EXIT_UNDECIDED, EXIT_USAGE, of_result)
 
-unshadow()      # run from a checkout, its root must not shadow a top-level package (HF's ``kernels``)
+unshadow()      # run from a checkout, its root goes last on sys.path: it must not shadow HF's ``kernels``
 
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 4 undecided (a claimed row unknown / vacuous / trace "

@@ -5,7 +5,8 @@ top-level.  But ``python3 -m pytest`` or ``python3 -m tokenlaw.app.cli`` run fro
 checkout's root first on ``sys.path``, and there ``kernels/`` (a folder with an ``__init__.py``) is
 found before Hugging Face's ``kernels`` package, which ``transformers`` 5.x depends on and imports
 (``from kernels import CUDAProperties``: an ImportError that took 16 HF tests down in CI, 2026-12-04).
-Nothing of tokenlaw is imported from the root as such, so removing it from ``sys.path`` loses nothing.
+:func:`unshadow` moves the root to the *end* of ``sys.path``: every installed package is found first,
+and what only the root holds (``tests.fixtures``, a user's module beside the checkout) still imports.
 """
 from __future__ import annotations
 
@@ -21,13 +22,13 @@ def is_checkout(root: Path = CHECKOUT) -> bool:
 
 
 def unshadow(path: list | None = None, root: Path = CHECKOUT) -> list:
-    """Remove every entry of ``path`` (default ``sys.path``) that is the checkout's root; return them."""
+    """Move every entry of ``path`` (default ``sys.path``) that is the checkout's root to its end; return them."""
     path = sys.path if path is None else path
     if not is_checkout(root):
         return []
-    gone = [p for p in path if _same(p, root)]
-    path[:] = [p for p in path if not _same(p, root)]
-    return gone
+    moved = [p for p in path if _same(p, root)]
+    path[:] = [p for p in path if not _same(p, root)] + moved
+    return moved
 
 
 def _same(entry, root: Path) -> bool:

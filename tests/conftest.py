@@ -20,7 +20,7 @@ import pytest
 
 from tokenlaw.app.unshadow import unshadow
 
-unshadow()      # `python3 -m pytest` puts the checkout's root on sys.path: its kernels/ would shadow HF's kernels
+unshadow()      # `python3 -m pytest` puts the checkout's root first on sys.path: its kernels/ would shadow HF's kernels
 
 TRITON_MODES = ("auto", "interpret", "gpu")
 

@@ -5,8 +5,8 @@
 * :mod:`.closure`: ``tokenlaw closure --hf-config llama``: where such a model stops being O-closed,
   per layer (norm, attention, MLP, residual);
 * :mod:`.attention`: tokenlaw's OAttention as ``attn_implementation="tokenlaw_oattention"``;
-* :mod:`.declared`: any function with HF's attention signature as a declared tokenlaw operator;
-* :mod:`.retrofit`: ONorm / OFFN / OAttention put into a Llama without fine-tuning.
+* :mod:`.declared`: any function with HF's attention signature as a declared tokenlaw operator
+  (``declare_hf_attention``).
 
 Without ``transformers`` importing this package still works and :func:`require` raises the one-line
 :class:`~tokenlaw.operators.errors.InvalidArgument` saying how to install it (the commands exit 2).

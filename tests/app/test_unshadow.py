@@ -13,7 +13,7 @@ def _found_from_root(prelude: str) -> str:
     """Where ``import kernels`` resolves for ``python3 -c`` run in the checkout's root (cwd first on sys.path)."""
     done = subprocess.run([sys.executable, "-c", prelude + FIND], cwd=CHECKOUT, capture_output=True, text=True,
                           env={**os.environ}, timeout=120, check=True)
-    return done.stdout.strip()
+    return done.stdout.strip().splitlines()[0]
 
 
 def test_the_checkout_root_shadows_kernels_until_the_cli_is_imported():
@@ -21,13 +21,16 @@ def test_the_checkout_root_shadows_kernels_until_the_cli_is_imported():
     shadowed = _found_from_root("")
     assert shadowed == str(CHECKOUT / "kernels" / "__init__.py")      # the hazard is real from a checkout
     after = _found_from_root("import tokenlaw.app.cli; ")
-    assert not after.startswith(str(CHECKOUT)), after                  # HF's kernels (or nothing), never ours
+    assert not after.startswith(str(CHECKOUT)), after                  # HF's kernels, never ours
+    # what only the root holds still imports (the flex tests collect tests.fixtures.flex_ops)
+    assert _found_from_root("import tokenlaw.app.cli; import importlib.util as u; "
+                            "print(u.find_spec('tests.fixtures.flex_ops').origin); ").startswith(str(CHECKOUT))
 
 
-def test_unshadow_removes_only_the_root(tmp_path, monkeypatch):
+def test_unshadow_moves_only_the_root_to_the_end(tmp_path, monkeypatch):
     path = ["", str(CHECKOUT), str(CHECKOUT / "tests"), "/usr/lib/python3"]
     monkeypatch.chdir(CHECKOUT)
-    gone = unshadow(path)
-    assert gone == ["", str(CHECKOUT)] and path == [str(CHECKOUT / "tests"), "/usr/lib/python3"]
+    moved = unshadow(path)
+    assert moved == ["", str(CHECKOUT)] and path == [str(CHECKOUT / "tests"), "/usr/lib/python3", "", str(CHECKOUT)]
     other = [str(tmp_path)]
     assert unshadow(other, root=Path(tmp_path)) == [] and other == [str(tmp_path)]   # not a checkout: untouched

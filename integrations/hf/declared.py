@@ -1,0 +1,189 @@
+"""Any function with Hugging Face's attention signature as a declared tokenlaw operator.
+
+Hugging Face models call their attention through one signature,
+``fn(module, query, key, value, attention_mask, scaling=..., dropout=..., **kwargs) -> (out, weights)``
+with q, k, v of shape (B, H, N, dh), out (B, N, H, dh), and the mask as the
+model's mask function made it: boolean (True attends; ``sdpa``) or additive
+(0 attends, ``finfo.min`` does not; ``eager``).  :func:`declare_hf_attention`
+puts such a function between the standard projections
+(``operators/projections.py``) and judges it like any operator::
+
+    from tokenlaw.integrations.hf.declared import declare_hf_attention
+
+    def my_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
+        ...
+
+    mine = declare_hf_attention("mine", fn=my_attention)          # tokenlaw --operators mymod.py check
+
+``fn`` is the function itself or the name of a built-in (``"eager"``,
+``"sdpa"``).  The claims it is held to by default, each with its reason:
+mask respect (the padding / causal mask HF passes is the ground truth),
+permutation equivariance (no position terms inside attention; not with
+``causal=True``), causality (with ``causal=True``: the mask is ANDed with
+causality as HF's causal mask function does, and ``module.is_causal`` is
+set), agreement with the plain softmax formula over the visible keys in
+float64 (``spec_reference``, ``references.sdpa_reference``), ``finite`` and
+``differential``.  HF's own ``eager`` takes its softmax in float32 whatever
+the input dtype: in float64 it is float32-accurate, and the suite shows it
+(:data:`EAGER_IN_FLOAT64`, its expected violations, each reproduced).  As softmax
+attention with biased projections it is expected to break the null laws:
+a null query still averages the values, a null key takes softmax mass, a
+null token gets gradient.  ``claims=`` / ``violates=`` add or override any
+contract with a one-line reason.  The body calls torch, not the ``xp``
+primitives: the symbolic tier reports it as not traceable, never proved.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Callable
+
+import torch
+
+from tokenlaw.operators import arguments, limits, projections, references
+from tokenlaw.operators.errors import DeclarationError, InvalidArgument
+from tokenlaw.operators.registry import Domain, declare
+
+from . import require
+
+MASK_FORMATS = ("bool", "additive")
+BUILT_IN = {"eager": "additive", "sdpa": "bool"}     # the built-ins and the mask each is given in HF
+
+
+class Site:
+    """The ``module`` argument: what HF attention functions read from the attention layer that calls them."""
+
+    def __init__(self, *, is_causal: bool):
+        self.is_causal = is_causal
+        self.training = False             # no dropout: inference
+        self.num_key_value_groups = 1     # q, k, v come with the same head count (no GQA here)
+
+
+def hf_function(name: str) -> Callable:
+    """The built-in HF attention function called ``name`` (``eager`` is Llama's ``eager_attention_forward``)."""
+    require()
+    import transformers  # optional: pip install 'tokenlaw[hf]'
+    if name == "eager":
+        from transformers.models.llama.modeling_llama import eager_attention_forward
+        return eager_attention_forward
+    mapping = transformers.AttentionInterface._global_mapping
+    if name not in BUILT_IN or name not in mapping:
+        raise DeclarationError(f"fn: expected a function or one of {sorted(BUILT_IN)}, got {name!r}")
+    return mapping[name]
+
+
+def hf_mask(mask, like: torch.Tensor, fmt: str, causal: bool):
+    """tokenlaw's 0/1 visibility (B|1, N, N) as HF hands it to an attention function: (B|1, 1, N, N), bool
+    (True attends) or additive in ``like``'s dtype (0 attends, finfo.min does not); causality ANDed in."""
+    n = like.shape[-2]
+    if mask is None and not causal:
+        return None
+    seen = torch.ones(1, 1, n, n, dtype=torch.bool, device=like.device) if mask is None else \
+        projections.head_mask(mask) > 0
+    if causal:
+        seen = seen & torch.ones(n, n, dtype=torch.bool, device=like.device).tril()
+    if fmt == "bool":
+        return seen
+    return torch.zeros(seen.shape, dtype=like.dtype, device=like.device).masked_fill(~seen, torch.finfo(like.dtype).min)
+
+
+def _call(fn: Callable, fmt: str, causal: bool, name: str):
+    def run(xp, x, mask, wq, bq, wk, bk, wv, bv, wo, heads):
+        arguments.tokens(x)
+        mask = arguments.mask(mask, x)
+        q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
+        dh = q.shape[-1]
+        got = fn(Site(is_causal=causal), q, k, v, hf_mask(mask, q, fmt, causal), scaling=1.0 / math.sqrt(dh),
+                 dropout=0.0)
+        out = got[0] if isinstance(got, (tuple, list)) else got
+        want = (q.shape[0], q.shape[2], q.shape[1], dh)
+        if not torch.is_tensor(out) or tuple(out.shape) != want:
+            raise InvalidArgument(f"{name}: the attention function returned {getattr(out, 'shape', type(out))}, "
+                                  f"expected (output of shape {want}, weights) as HF's signature has it")
+        return projections.output(xp, out.transpose(1, 2), wo)
+    return run
+
+
+# What the suite found HF's eager attention to break (2026-12-04, transformers 5.25): it takes its softmax
+# in float32 whatever the input dtype (``softmax(..., dtype=torch.float32).to(query.dtype)``).
+_FLOAT32_SOFTMAX = "HF's eager takes its softmax in float32 for every input dtype: a float64 run is float32-accurate"
+EAGER_IN_FLOAT64 = {
+    "gradcheck": _FLOAT32_SOFTMAX + " (gradcheck's Jacobian does not converge)",
+    "permutation_equivariance": _FLOAT32_SOFTMAX + " (a permuted row sums in another order, ~1e-7 apart)",
+    "spec_reference": _FLOAT32_SOFTMAX + " (~1e-7 from the float64 formula)",
+    "finite": "a fully masked row in float64: the additive mask's finfo(float64).min is -inf in the float32 softmax, "
+              "and a row of -inf is NaN",
+}
+
+
+def derived_claims(*, causal: bool) -> tuple[dict, dict]:
+    """The claims and expected violations of an HF attention function, each with its reason."""
+    claims = {
+        "mask_respect": "the attention_mask HF passes is the ground truth: a key it hides never reaches that query",
+        "spec_reference": "agrees with the plain softmax formula over the visible keys, computed in float64",
+        "gradcheck": "softmax attention is smooth in its inputs",
+    }
+    if causal:
+        claims["causality"] = "declared causal: the mask HF passes hides every later key"
+    else:
+        claims["permutation_equivariance"] = "no position terms inside attention: permuting tokens permutes outputs"
+    violates = {
+        "null_receiver": "a null query still gets a convex combination of the values",
+        "null_source_insertion": "a null key adds exp(s_ij) mass to every denominator",
+        "null_gradient": "a null token's q, k, v receive gradient like any other token",
+    }
+    return claims, violates
+
+
+def declare_hf_attention(name: str, *, fn: Callable | str, mask_format: str | None = None, causal: bool = False,
+                         claims: dict | None = None, violates: dict | None = None, module: str | None = None):
+    """Declare an HF attention function as operator ``name``; returns the marked function (assign it in your module).
+
+    ``fn``: a function with HF's attention signature, or ``"eager"`` / ``"sdpa"``; ``mask_format``: how
+    it wants the mask, ``"bool"`` (default, sdpa's) or ``"additive"`` (eager's; the default for
+    ``"eager"``); ``causal``: the model is causal (HF's causal mask and ``module.is_causal``);
+    ``claims`` / ``violates``: further contracts or overrides, each with a one-line reason; ``module``:
+    the module that holds it (default: the caller's, where ``collect`` finds it).
+    """
+    if isinstance(fn, str):
+        fmt = mask_format or BUILT_IN.get(fn)
+        fn_name, fn = fn, hf_function(fn)
+    elif callable(fn):
+        fmt, fn_name = mask_format or "bool", getattr(fn, "__name__", repr(fn))
+    else:
+        raise DeclarationError(f"fn: expected a function or one of {sorted(BUILT_IN)}, got {fn!r}")
+    if fmt not in MASK_FORMATS:
+        raise DeclarationError(f"mask_format: expected one of {MASK_FORMATS}, got {mask_format!r}")
+    if not isinstance(causal, bool):
+        raise DeclarationError(f"causal: expected a bool, got {causal!r}")
+    for arg, value in (("claims", claims), ("violates", violates)):
+        if value is not None and not isinstance(value, dict):
+            raise DeclarationError(f"{arg}: expected a dict of contract name -> one-line reason, got {value!r}")
+    body = _call(fn, fmt, causal, name)
+
+    def hf_attention(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
+        """The HF attention function on the projected heads, then wo."""
+        return body(xp, x, mask, wq, bq, wk, bk, wv, bv, wo, heads)
+
+    def reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
+        """softmax(q k^T / sqrt(dh)) v per head over the keys the mask (and causality) leave visible, then W_o."""
+        seen = None if mask is None and not causal else hf_mask(mask, x[:, :, :1], "bool", causal)[:, 0]
+        return references.sdpa_reference(xp, x, None if seen is None else seen.to(x.dtype), wq=wq, bq=bq,
+                                          wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads)
+
+    hf_attention.__name__ = hf_attention.__qualname__ = name
+    hf_attention.__doc__ = f"HF attention function {fn_name} between the standard projections, then wo."
+    hf_attention.__module__ = module or inspect.currentframe().f_back.f_globals.get("__name__", "__main__")
+    stated, expected = derived_claims(causal=causal)
+    if getattr(fn, "__name__", "") == "eager_attention_forward":
+        expected.update(EAGER_IN_FLOAT64)
+    expected.update(violates or {})
+    stated = {**{k: v for k, v in stated.items() if k not in expected}, **dict(claims or {})}
+    expected = {k: v for k, v in expected.items() if k not in (claims or {})}
+    traits = {"token_mixing", "masked"} | ({"causal"} if causal else set())
+    domain = Domain(params=projections.attention_params, mask="random", limits=limits.SOFTMAX_SCORES)
+    return declare(name=name, domain=domain, traits=traits, claims=stated, violates=expected,
+                   reference=reference)(hf_attention)
+
+
+__all__ = ["declare_hf_attention", "hf_function", "hf_mask", "Site", "MASK_FORMATS"]
