@@ -31,7 +31,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .unshadow import unshadow
+from tokenlaw.operators.unshadow import unshadow
 from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
                     EXIT_UNDECIDED, EXIT_USAGE, of_result)
 
@@ -94,6 +94,7 @@ def main(argv=None) -> int:
     # closure mymod:factory) without installing it.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
+        unshadow()      # the cwd may be a checkout's root: after every installed package, never before
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:          # --help (0) or a one-line usage error (2)

@@ -66,6 +66,7 @@ class DeclaredCells(pytest.Collector):
 
         from tokenlaw.operators import user_modules  # optional: only with --tokenlaw
         from tokenlaw.operators.errors import InvalidArgument  # optional: only with --tokenlaw
+        from tokenlaw.operators.unshadow import unshadow  # optional: only with --tokenlaw
 
         modules = self.config.getoption("tokenlaw")
         dtypes = validate_dtypes(self.config.getoption("tokenlaw_dtype"))
@@ -73,6 +74,7 @@ class DeclaredCells(pytest.Collector):
         cwd = str(self.config.invocation_params.dir)
         if cwd not in sys.path:
             sys.path.insert(0, cwd)
+            unshadow()      # a checkout's root goes after every installed package (its kernels/ shadows HF's)
         try:
             registry = collect(*[user_modules.load(m, "--tokenlaw") for m in modules])
         except InvalidArgument as err:

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 
 from .errors import InvalidArgument
+from .unshadow import unshadow
 
 
 def is_path(spec: str) -> bool:
@@ -46,6 +47,7 @@ def _from_path(spec: str, what: str) -> str:
                               f"already loaded from {loaded_file}; rename the file")
     if folder not in sys.path:
         sys.path.insert(0, folder)
+        unshadow()      # a file in a checkout's root: the root goes after every installed package
     return path.stem
 
 

@@ -6,6 +6,7 @@ under pytest's rootdir-based import mode).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-PACKAGES = ("operators", "properties", "symbolic", "fuzz", "kernels", "reports")
+# every folder pyproject maps to a tokenlaw.* subpackage (read from it: a new room is copied too)
+PACKAGES = tuple(sorted(set(re.findall(r'"tokenlaw\.\w+" = "(\w+)"', (ROOT / "pyproject.toml").read_text()))))
 
 
 def env(*front, keep_path=True) -> dict:

@@ -64,7 +64,7 @@ def hf_function(name: str) -> Callable:
     require()
     import transformers  # optional: pip install 'tokenlaw[hf]'
     if name == "eager":
-        from transformers.models.llama.modeling_llama import eager_attention_forward
+        from transformers.models.llama.modeling_llama import eager_attention_forward  # optional: tokenlaw[hf]
         return eager_attention_forward
     mapping = transformers.AttentionInterface._global_mapping
     if name not in BUILT_IN or name not in mapping:

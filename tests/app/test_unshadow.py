@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenlaw.app.unshadow import CHECKOUT, is_checkout, unshadow
+from tokenlaw.operators.unshadow import CHECKOUT, is_checkout, unshadow
 
 FIND = "import importlib.util as u; s = u.find_spec('kernels'); print(s.origin if s and s.origin else s)"
 
@@ -34,3 +34,17 @@ def test_unshadow_moves_only_the_root_to_the_end(tmp_path, monkeypatch):
     assert moved == ["", str(CHECKOUT)] and path == [str(CHECKOUT / "tests"), "/usr/lib/python3", "", str(CHECKOUT)]
     other = [str(tmp_path)]
     assert unshadow(other, root=Path(tmp_path)) == [] and other == [str(tmp_path)]   # not a checkout: untouched
+
+
+
+def test_loading_a_user_module_puts_the_root_back_after_the_installed_packages(tmp_path):
+    """``--operators FILE`` inserts FILE's folder first on sys.path (a user's file may sit in the checkout's
+    root): loading one leaves the root after every installed package, and the user's module importable."""
+    (tmp_path / "mine.py").write_text("X = 1\n")
+    code = (f"import sys; sys.path.insert(0, {str(CHECKOUT)!r}); "
+            "from tokenlaw.operators import user_modules; "
+            f"name = user_modules._from_path({str(tmp_path / 'mine.py')!r}, '--operators'); "
+            "import importlib; print(importlib.import_module(name).X); " + FIND)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         check=True).stdout.split()
+    assert out[0] == "1" and not out[1].startswith(str(CHECKOUT)), out
