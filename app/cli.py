@@ -31,11 +31,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from tokenlaw.operators.unshadow import unshadow
 from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
                     EXIT_UNDECIDED, EXIT_USAGE, of_result)
-
-unshadow()      # run from a checkout, its root goes last on sys.path: it must not shadow HF's ``kernels``
 
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 4 undecided (a claimed row unknown / vacuous / trace "
@@ -94,11 +91,13 @@ def main(argv=None) -> int:
     # closure mymod:factory) without installing it.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
-        unshadow()      # the cwd may be a checkout's root: after every installed package, never before
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:          # --help (0) or a one-line usage error (2)
         return done.code
+    # run from a checkout (cwd first on sys.path), its root goes after every installed package: its kernels/
+    # must not shadow HF's ``kernels`` (imported here, not above: ``--help`` loads no torch)
+    importlib.import_module("tokenlaw.operators.unshadow").unshadow()
     args.argv = list(sys.argv[1:] if argv is None else argv)
     invalid = ()        # InvalidArgument, once the layers that define it load (an empty tuple catches nothing)
     try:

@@ -16,14 +16,17 @@ def _found_from_root(prelude: str) -> str:
     return done.stdout.strip().splitlines()[0]
 
 
-def test_the_checkout_root_shadows_kernels_until_the_cli_is_imported():
+CLI = "import contextlib, io\nfrom tokenlaw.app.cli import main\nwith contextlib.redirect_stdout(io.StringIO()): main(['list'])\n"
+
+
+def test_the_checkout_root_shadows_kernels_until_a_command_runs():
     assert is_checkout()
     shadowed = _found_from_root("")
     assert shadowed == str(CHECKOUT / "kernels" / "__init__.py")      # the hazard is real from a checkout
-    after = _found_from_root("import tokenlaw.app.cli; ")
+    after = _found_from_root(CLI)
     assert not after.startswith(str(CHECKOUT)), after                  # HF's kernels, never ours
     # what only the root holds still imports (the flex tests collect tests.fixtures.flex_ops)
-    assert _found_from_root("import tokenlaw.app.cli; import importlib.util as u; "
+    assert _found_from_root(CLI + "import importlib.util as u; "
                             "print(u.find_spec('tests.fixtures.flex_ops').origin); ").startswith(str(CHECKOUT))
 
 
