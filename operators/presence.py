@@ -38,6 +38,7 @@ def rescaled(xp, h, sq, fits, tau):
     su = xp.sum(u * u, axis=-1, keepdims=True)
     return xp.where(fits, ratio(xp, plain, tau), xp.div(su, xp.div(xp.div(tau * ones, top), top) + su))
 
+
 def presence_params(gen, d_model, dtype=torch.float64):
     return {"tau": float(torch.empty(()).uniform_(0.1, 2.0, generator=gen))}
 

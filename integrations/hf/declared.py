@@ -87,8 +87,9 @@ def hf_mask(mask, like: torch.Tensor, fmt: str, causal: bool):
     return torch.zeros(seen.shape, dtype=like.dtype, device=like.device).masked_fill(~seen, torch.finfo(like.dtype).min)
 
 
-def _call(fn: Callable, fmt: str, causal: bool, name: str):
-    def run(xp, x, mask, wq, bq, wk, bk, wv, bv, wo, heads):
+def _body(fn: Callable, fmt: str, causal: bool, name: str):
+    def hf_attention(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
+        """The HF attention function on the projected heads, then wo."""
         arguments.tokens(x)
         mask = arguments.mask(mask, x)
         q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
@@ -101,7 +102,7 @@ def _call(fn: Callable, fmt: str, causal: bool, name: str):
             raise InvalidArgument(f"{name}: the attention function returned {getattr(out, 'shape', type(out))}, "
                                   f"expected (output of shape {want}, weights) as HF's signature has it")
         return projections.output(xp, out.transpose(1, 2), wo)
-    return run
+    return hf_attention
 
 
 # What the suite found HF's eager attention to break (2026-12-04, transformers 5.25): it takes its softmax
@@ -159,11 +160,7 @@ def declare_hf_attention(name: str, *, fn: Callable | str, mask_format: str | No
     for arg, value in (("claims", claims), ("violates", violates)):
         if value is not None and not isinstance(value, dict):
             raise DeclarationError(f"{arg}: expected a dict of contract name -> one-line reason, got {value!r}")
-    body = _call(fn, fmt, causal, name)
-
-    def hf_attention(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
-        """The HF attention function on the projected heads, then wo."""
-        return body(xp, x, mask, wq, bq, wk, bk, wv, bv, wo, heads)
+    hf_attention = _body(fn, fmt, causal, name)
 
     def reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
         """softmax(q k^T / sqrt(dh)) v per head over the keys the mask (and causality) leave visible, then W_o."""
