@@ -41,7 +41,7 @@ from tokenlaw.properties.case import cast
 from tokenlaw.properties.contract import contract
 from tokenlaw.properties.differential_laws import FIRST_ORDER_LIMIT
 from tokenlaw.properties.judging import exact_zero, worst
-from tokenlaw.properties.tolerance import K, PROBE, UNIT_ROUNDOFF
+from tokenlaw.properties.tolerance import K, PROBES, UNIT_ROUNDOFF
 from tokenlaw.properties.tolerance import differential as compare_differential
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
@@ -241,13 +241,13 @@ def gradient_agreement(case):
     # input's conditioning and predicts D's rounding error
     # (tolerance.differential).  A second probe guards against an error
     # small by luck: the other half format for a half D, and for float32 its
-    # probe of the tolerance model (tolerance.PROBE: bfloat16).  Luck matters
+    # fallback probe of the tolerance model (tolerance.PROBES: bfloat16).  Luck matters
     # most for the 0-d tau gradient, a signed sum over every score of the
     # case, whose float32 error can cancel to far below its terms' rounding.
     reference, roles = case.on_reference(), case.op.domain.roles
     got = _affine(gradients(case, case.dtype), roles)
     exact = _affine(gradients(reference, torch.float64), roles)
-    second = dtypes.OTHER_HALF.get(case.dtype, PROBE[torch.float32])
+    second = dtypes.OTHER_HALF.get(case.dtype, PROBES[torch.float32][-1])
     # A probe runs the eager operator on the case's inputs rounded to its dtype: where they overflow
     # there (a bfloat16 case's bias of 6.6e4 or tau = 1e5 is inf in float16) it would judge other inputs
     # -- the eager operator rightly refuses them -- so that probe is left out and float32's predicts.

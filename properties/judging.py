@@ -6,7 +6,7 @@ import math
 import torch
 
 from . import verdict as V
-from .tolerance import FIRST_ORDER_LIMIT, PROBE, Comparison, compare
+from .tolerance import FIRST_ORDER_LIMIT, Comparison, compare, evaluate
 
 
 def max_abs(t: torch.Tensor) -> float:
@@ -27,10 +27,7 @@ def exact_zero(t: torch.Tensor, what: str) -> V.Verdict:
 
 def relation(case, lhs, rhs, what: str, allowance: float = 0.0) -> V.Verdict:
     """Judge lhs(dtype) == rhs(dtype) with the derived tolerance of ``tolerance.compare``."""
-    dtypes = {case.dtype, torch.float64, PROBE[case.dtype]}
-    a = {dt: lhs(dt) for dt in dtypes}
-    b = {dt: rhs(dt) for dt in dtypes}
-    return compared(compare(a, b, case.dtype, allowance), what)
+    return compared(compare(evaluate(lhs, case.dtype), evaluate(rhs, case.dtype), case.dtype, allowance), what)
 
 
 def compared(c: Comparison, what: str) -> V.Verdict:

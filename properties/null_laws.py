@@ -11,7 +11,6 @@ from . import statement as S
 from . import verdict as V
 from .contract import SymbolicOptions, contract
 from .judging import exact_zero, max_abs, relation
-from .tolerance import PROBE
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
 ORDER = 10
@@ -133,6 +132,17 @@ def null_gradient(case):
     return exact_zero(grad[:, list(nulls)], f"gradient at null tokens {list(nulls)}")
 
 
+def _memo(f):
+    """f(dtype), computed once per dtype."""
+    seen = {}
+
+    def at(dt):
+        if dt not in seen:
+            seen[dt] = f(dt)
+        return seen[dt]
+    return at
+
+
 @contract(exact=False, requires={"host"}, needs={"layers"},
           symbolic=SymbolicOptions(shape=(1, 1), host_shape=(1, 1), host="closure_induction"),
           evaluated="reference",
@@ -146,12 +156,13 @@ def closure(case):
     x2, m2 = S.insert_null(TORCH, case.x, k), S.insert_visible(case.mask, k)
     keep = S.others(case.n + 1, k)
     # the operator's own output closes the list: a host whose fn is not its last layer is judged on both
-    new = {dt: case.runner.layers_and_output(x2, m2, dtype=dt) for dt in {case.dtype, torch.float64, PROBE[case.dtype]}}
-    old = {dt: case.runner.layers_and_output(case.x, case.mask, dtype=dt) for dt in new}
+    new = _memo(lambda dt: case.runner.layers_and_output(x2, m2, dtype=dt))
+    old = _memo(lambda dt: case.runner.layers_and_output(case.x, case.mask, dtype=dt))
     per_layer = []
-    for layer in range(len(new[case.dtype])):
-        own = max_abs(new[case.dtype][layer][:, k])
-        rest = relation(case, lambda dt: new[dt][layer][:, keep], lambda dt: old[dt][layer],
+    for layer in range(len(new(case.dtype))):
+        own = max_abs(new(case.dtype)[layer][:, k])
+        # each side's states are computed once per dtype: relation asks for the probes it needs
+        rest = relation(case, lambda dt: new(dt)[layer][:, keep], lambda dt: old(dt)[layer],
                         f"layer {layer}: old tokens")
         per_layer.append(dict(layer=layer, null_norm=own, old_shift=rest.discrepancy, bound=rest.bound,
                               least_bound=rest.extra.get("least_bound", rest.bound),

@@ -35,7 +35,7 @@ from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
 from .judging import compared, exact_zero, worst
-from .tolerance import PROBE, compare
+from .tolerance import compare, evaluate
 
 
 @dataclasses.dataclass
@@ -158,9 +158,7 @@ def judge(case, statement, make_run=runner) -> V.Verdict:
     if not claims[case.dtype]:
         return V.holds(0.0, 0.0, "nothing to compare")
     if any(not c.exact for c in claims[case.dtype]):
-        for dt in (torch.float64, PROBE[case.dtype]):
-            if dt not in claims:
-                claims[dt] = statement(TORCH, make_run(case, dt))
+        claims = evaluate(lambda dt: statement(TORCH, make_run(case, dt)), case.dtype, claims)
     verdicts = []
     for i, c in enumerate(claims[case.dtype]):
         if c.kind == "finite":

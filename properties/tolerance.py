@@ -23,8 +23,14 @@ normwise (reductions round intermediates as large as the tensor's largest
 entry, and low-precision formats often accumulate internally in float32, so
 their errors are not entrywise copies of float32's), ``tiny_D`` the smallest
 subnormal of D (an absolute floor for underflow), and P = float32 for D in {float64, float16,
-bfloat16}, P = bfloat16 for D = float32 (float32 must not be its own
-probe).  The bound is
+bfloat16}.  For D = float32 (which must not be its own probe) P is float16, the half format
+nearer to it (3 bits fewer to extrapolate than bfloat16's), and bfloat16 wherever float16 cannot
+stand in for it (:func:`usable`: float16 overflowed where float64 is finite, or erred by more than
+``FIRST_ORDER_LIMIT`` normwise; bfloat16 is then evaluated too, see :func:`evaluate`).  The
+first choice was bfloat16 alone; both halves round a product once after summing in float32, so
+neither sees float32's own accumulation error, but bfloat16's single rounding hides it more: at
+n = 130 keys, scores in the hundreds, float32 erred by 64 of its ulps where bfloat16 erred by 1.5 of
+its own (predicting 24) and float16 by 4.6 (predicting 74; docs/fuzz.md, seed 2).  The bound is
 
     bound = err_D(a) + err_D(b) + allowance
 
@@ -69,6 +75,7 @@ import dataclasses
 import torch
 
 from tokenlaw.operators import dtypes
+from tokenlaw.operators.errors import InvalidArgument
 
 K = 8.0
 # The bound is first order in u: valid only while a rounding error is small against the output.  A probe
@@ -77,8 +84,10 @@ K = 8.0
 # by the output's range and no longer grows with u), so scaling it by u_D / u_P predicts nothing.
 FIRST_ORDER_LIMIT = 1 / 16
 TINY_FLOOR = 64          # underflowed terms an output may accumulate, times the smallest subnormal
-# P of each D: float32, except for float32 itself, whose probe is bfloat16 (see above).
-PROBE = {dt: torch.bfloat16 if dt == torch.float32 else torch.float32 for dt in dtypes.FLOATS}
+# The probes of each D, in order of preference: float32, except for float32 itself, whose probe is
+# float16 and, where float16 is not usable, bfloat16 (see above).  PROBE is the first choice.
+PROBES = {dt: (torch.float16, torch.bfloat16) if dt == torch.float32 else (torch.float32,) for dt in dtypes.FLOATS}
+PROBE = {dt: probes[0] for dt, probes in PROBES.items()}
 TINY = {dt: torch.finfo(dt).smallest_normal * torch.finfo(dt).eps for dt in dtypes.FLOATS}
 UNIT_ROUNDOFF = dtypes.UNIT_ROUNDOFF
 
@@ -101,10 +110,13 @@ class Comparison:
         return self.ratio <= 1.0
 
 
-def _probe_error(vP, v64):
-    """Elementwise probe-precision error, floored by the tensor's worst relative error."""
+def _probe_error(vP, v64, normal: float = 0.0):
+    """Elementwise probe-precision error, floored by the tensor's worst relative error over the entries
+    at least ``normal`` (the probe's smallest normal number: below it the probe rounds to an absolute
+    spacing, and float16 flushing a near-null row's 1e-15 to 0 is no relative error of 1 that float32
+    would make on every other entry; the normwise term still counts that absolute error)."""
     err = (vP - v64).abs()
-    finite = torch.isfinite(err) & (v64.abs() > 0)
+    finite = torch.isfinite(err) & (v64.abs() > 0) & (v64.abs() >= normal)
     rel = float((err[finite] / v64.abs()[finite]).max()) if bool(finite.any()) else 0.0
     return torch.maximum(err, rel * v64.abs())
 
@@ -116,22 +128,91 @@ def _normwise(err):
     return torch.full_like(err, worst)
 
 
-def predicted_error(v: dict, dtype: torch.dtype) -> torch.Tensor:
-    """err_D(v) of the module docstring, from {dtype: tensor} holding D's probe and float64."""
-    probe = PROBE[dtype]
+def usable(vP, v64, vD=None, probe: torch.dtype | None = None) -> bool:
+    """A probe's value can predict D's error: finite wherever float64 is, within its first-order regime
+    (normwise relative error at most ``FIRST_ORDER_LIMIT``), and able to hold the values at all: the
+    largest |entry| of float64's value and of D's (``vD``) is 0 or at least the probe's smallest normal.
+    float16 overflowing a score offset, or flushing a presence of 1e-19 to 0 (it then agrees with
+    float64's exact 0 by luck while float32 computes 1e-19 and rounds it), gives no picture of D's rounding.
+    ``probe``: the probe's dtype (the values may come as float64, as a statement's runner returns them)."""
+    normal = torch.finfo(vP.dtype if probe is None else probe).smallest_normal
+    vP, v64 = vP.double(), torch.as_tensor(v64).double()
+    if not bool(torch.isfinite(vP[torch.isfinite(v64)]).all()):
+        return False
+    for v in (v64, vD):
+        top = _largest(v) if v is not None else 0.0
+        if 0.0 < top < normal:
+            return False
+    return _relative(vP, v64) <= FIRST_ORDER_LIMIT
+
+
+def _tensors(value) -> list:
+    """The tensors a probe must predict in a value: a tensor, a list / tuple of them, or of claims with
+    lhs / rhs (an exact claim's are judged bit for bit, with no probe)."""
+    if torch.is_tensor(value):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if getattr(value, "exact", False):
+        return []
+    return [t for t in (getattr(value, "lhs", None), getattr(value, "rhs", None)) if torch.is_tensor(t)]
+
+
+def evaluate(f, dtype: torch.dtype, evaluated=None) -> dict:
+    """{dt: f(dt)} over D, float64 and D's probes: the first probe, and the next ones only while a tensor
+    of the last is not :func:`usable` against float64 (float32's bfloat16, evaluated where float16 is not).
+
+    ``evaluated``: values already computed, by dtype (reused, not recomputed)."""
+    out = dict(evaluated or {})
+    for dt in (dtype, torch.float64):
+        if dt not in out:
+            out[dt] = f(dt)
+    probes = [p for p in PROBES[dtype] if p != dtype]
+    for probe in probes:
+        if probe not in out:
+            try:
+                out[probe] = f(probe)
+            except InvalidArgument:
+                # the inputs do not fit the probe's range (a float32 case's bias of 1e5 is inf in
+                # float16, which the operator rightly refuses): the next probe stands in; the last raises
+                if probe == probes[-1]:
+                    raise
+                continue
+        if probe == probes[-1] or all(usable(p, r, d, probe) for p, r, d in zip(_tensors(out[probe]), _tensors(out[torch.float64]),
+                                                                         _tensors(out[dtype]))):
+            break
+    return out
+
+
+def probe_of(v: dict, dtype: torch.dtype) -> torch.dtype:
+    """The probe that predicts D's error for this value: the first of ``PROBES[dtype]`` that was evaluated
+    and is :func:`usable`, else the last one evaluated."""
+    present = [p for p in PROBES[dtype] if p in v and p != dtype]
+    if not present:
+        raise KeyError(f"no probe of {dtype} among the evaluated dtypes {sorted(map(str, v))}")
+    for p in present[:-1]:          # only float32's float16, when bfloat16 was evaluated too
+        if usable(v[p], v[torch.float64], v.get(dtype), p):
+            return p
+    return present[-1]
+
+
+def predicted_error(v: dict, dtype: torch.dtype, probe: torch.dtype | None = None) -> torch.Tensor:
+    """err_D(v) of the module docstring, from {dtype: tensor} holding float64 and D's probe(s)
+    (``probe``: the one :func:`probe_of` chose, when the caller has it)."""
+    probe = probe_of(v, dtype) if probe is None else probe
     v64, vP = v[torch.float64].double(), v[probe].double()
     uD, uP = UNIT_ROUNDOFF[dtype], UNIT_ROUNDOFF[probe]
     # Normwise: an entry whose own probe error is small by luck (or cancels)
     # still rounded intermediates as large as the tensor's worst entry.  Half
     # formats and bfloat16 often accumulate in float32 internally, so their
     # error is not a scaled copy of float32's entry by entry.
-    err = torch.maximum(_probe_error(vP, v64), _normwise((vP - v64).abs()))
+    err = torch.maximum(_probe_error(vP, v64, torch.finfo(probe).smallest_normal), _normwise((vP - v64).abs()))
     values = torch.maximum(v64.abs(), _normwise(v64.abs()))
     return K * (uD / uP) * err + K * uD * values + K * TINY_FLOOR * TINY[dtype]
 
 
 def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Comparison:
-    """Compare two sides evaluated as {dtype: tensor} for D, float64 and D's probe precision.
+    """Compare two sides evaluated as {dtype: tensor} for D, float64 and D's probe precision(s) (:func:`evaluate`).
 
     A non-finite value in the dtype under test is a violation wherever both
     float64 sides are finite (NaN on both sides is agreement only where the
@@ -141,11 +222,11 @@ def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0) -> Com
     if aD.shape != bD.shape:
         raise ValueError(f"compare: shapes differ {tuple(aD.shape)} vs {tuple(bD.shape)}")
     with torch.no_grad():
-        bound = predicted_error(a, dtype) + predicted_error(b, dtype) + allowance
+        pa, pb = probe_of(a, dtype), probe_of(b, dtype)
+        bound = predicted_error(a, dtype, pa) + predicted_error(b, dtype, pb) + allowance
         finite64 = torch.isfinite(a[torch.float64].double()) & torch.isfinite(b[torch.float64].double())
         c = _worst(aD, bD, bound, finite64)
-        c.probe_relative = max(_relative(a[PROBE[dtype]], a[torch.float64]),
-                               _relative(b[PROBE[dtype]], b[torch.float64]))
+        c.probe_relative = max(_relative(a[pa], a[torch.float64]), _relative(b[pb], b[torch.float64]))
         c.scale = max(_largest(a[torch.float64]), _largest(b[torch.float64]))
         return c
 
@@ -215,9 +296,19 @@ def _predicted(a64: torch.Tensor, probes: dict, uD: float) -> torch.Tensor:
         # normwise: every entry's error is estimated at least as the largest probe error
         # anywhere in the tensor (an entry that cancels rounded intermediates as large as the others)
         worst = float(err[finite].max()) if bool(finite.any()) else 0.0
-        err = torch.maximum(_probe_error(ap, a64), torch.full_like(a64, worst))
+        err = torch.maximum(_probe_error(ap, a64, torch.finfo(pdt).smallest_normal), torch.full_like(a64, worst))
         predicted = torch.maximum(predicted, (uD / UNIT_ROUNDOFF[pdt]) * err)
     return predicted
+
+
+def _unravel(flat: int, shape: tuple) -> tuple:
+    """The index tuple of entry ``flat`` of a row-major tensor of ``shape`` (torch.unravel_index, without its
+    per-call tensor work: it cost a tenth of a host's closure cell)."""
+    idx = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        idx.append(i)
+    return tuple(reversed(idx))
 
 
 def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor, finite64: torch.Tensor) -> Comparison:
@@ -244,6 +335,6 @@ def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor, finite64: to
                             torch.where(bound > 0, diff / bound, torch.full_like(diff, float("inf"))))
         ratio = torch.nan_to_num(ratio, nan=float("inf"))
         flat = int(torch.argmax(ratio))
-        idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), ratio.shape))
+        idx = _unravel(flat, tuple(ratio.shape))
         return Comparison(float(diff.reshape(-1)[flat]), float(bound.reshape(-1)[flat]),
                           float(ratio.reshape(-1)[flat]), idx, float(diff.max()), least_bound=least)

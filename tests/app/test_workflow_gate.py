@@ -62,8 +62,8 @@ def test_broken_contract_fails_naming_the_cell_and_reverting_passes(scratch, cap
 
 
 def test_grown_tolerance_fails_naming_the_cell(scratch, capsys, monkeypatch):
-    # 4 units of roundoff in every dtype: the float32 cell's bfloat16 probe is then 3 % off, still first
-    # order, and predicts a bound 8 times the baseline's.  (1000 units put that probe 8-fold off: past
+    # 4 units of roundoff in every dtype: the float32 cell's float16 probe is then 0.4 % off, still first
+    # order, and predicts a grown bound.  (1000 units put float16 half off and bfloat16 4-fold off: past
     # tolerance.FIRST_ORDER_LIMIT its examples are inconclusive, a regression of its own, tested below.)
     monkeypatch.setattr(scratch, "NOISE", 4.0)
     rc, out = gate(capsys, "--json")

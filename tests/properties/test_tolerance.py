@@ -9,11 +9,11 @@ from tokenlaw.operators import oattention as oa_module
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.null_laws import null_source_insertion
 from tokenlaw.properties.judging import compared
-from tokenlaw.properties.tolerance import FIRST_ORDER_LIMIT, PROBE, compare
+from tokenlaw.properties.tolerance import FIRST_ORDER_LIMIT, PROBE, compare, evaluate
 
 
 def sides(fn, dtype):
-    return {dt: fn(dt) for dt in {dtype, torch.float64, PROBE[dtype]}}
+    return evaluate(fn, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
@@ -114,3 +114,84 @@ def test_a_discrepancy_past_first_order_is_judged_even_when_the_probe_saturates(
     assert v.violated and not v.inconclusive, v.detail
     small = {torch.float32: (x * (1 + 1e-3)).float(), torch.float64: x, **noise}   # within first order
     assert compared(compare(a, small, torch.float32), "noise").inconclusive
+
+
+# Seed 2's false alarm (docs/fuzz.md): float32 permutation equivariance of a 3-block SDPA host at n = 130,
+# d = 2, bias scale 10.  float32 erred by 64 of its ulps; bfloat16, summing in float32 and rounding once,
+# by 1.5 of its own, so the bfloat16 probe predicted a bound the honest float32 code exceeded 1.8-fold.
+SEED2_CASE = dict(dtype="float32", seed=480, batch=1, n=130, d=2, null=[], pos=0, perm_seed=0, shift=0.0,
+                  mask_density=1.0, scale=1.0, backend="eager", near_null=[0], tiny=1.0, bias_scale=10.0,
+                  mask_kind="random", tau=None, eps_den=None, heads=None, layout="contiguous", score_offset=0.0)
+
+
+def _seed2_sides():
+    from tokenlaw.properties import statement as ST
+    case = Case.from_fields(default_registry()["standard_host_l3"], SEED2_CASE)
+    perm = case.permutation()
+    mp = case.mask[:, perm][:, :, perm]
+    a = evaluate(lambda dt: ST.runner(case, dt)(case.x[:, perm], mp), torch.float32)
+    b = evaluate(lambda dt: ST.runner(case, dt)(case.x, case.mask)[:, perm], torch.float32)
+    return a, b
+
+
+def test_float32s_float16_probe_predicts_its_accumulation_error_at_130_keys():
+    a, b = _seed2_sides()
+    assert torch.bfloat16 not in a and torch.float16 in a      # float16 was usable: bfloat16 never ran
+    assert compare(a, b, torch.float32).ok
+
+
+def test_the_bfloat16_probe_alone_under_predicted_the_seed2_case(monkeypatch):
+    from tokenlaw.properties import tolerance as T
+    monkeypatch.setitem(T.PROBES, torch.float32, (torch.bfloat16,))
+    a, b = _seed2_sides()
+    c = compare(a, b, torch.float32)
+    assert not c.ok and 1.5 < c.ratio < 2.2, c.ratio
+
+
+def test_a_float32_bug_is_still_caught_with_the_float16_probe():
+    """The seed-2 case with an error of 400 units of roundoff only in float32 on one side: float16's larger bound does not hide it."""
+    from tokenlaw.properties import statement as ST
+    case = Case.from_fields(default_registry()["standard_host_l3"], SEED2_CASE)
+    u = torch.finfo(torch.float32).eps / 2
+    buggy = lambda dt: ST.runner(case, dt)(case.x, case.mask) * (1 + 400 * u if dt == torch.float32 else 1)
+    c = compare(evaluate(buggy, torch.float32), evaluate(lambda dt: ST.runner(case, dt)(case.x, case.mask),
+                                                          torch.float32), torch.float32)
+    assert not c.ok, c.ratio
+
+
+def test_float16_that_overflows_hands_float32s_prediction_to_bfloat16():
+    x = torch.tensor([7.0e4, 1.0, -2.5], dtype=torch.float64)
+    v = evaluate(lambda dt: x.to(dt) * 1.5, torch.float32)
+    assert torch.float16 in v and torch.bfloat16 in v
+    assert T_probe_of(v) == torch.bfloat16
+    assert compare(v, evaluate(lambda dt: x.to(dt) * 1.5, torch.float32), torch.float32).ok
+
+
+def test_float16_inputs_out_of_range_are_refused_and_bfloat16_stands_in():
+    from tokenlaw.operators.errors import InvalidArgument
+
+    def f(dt):
+        if dt == torch.float16:
+            raise InvalidArgument("bq: contains inf")
+        return torch.ones(3, dtype=dt)
+    v = evaluate(f, torch.float32)
+    assert torch.float16 not in v and torch.bfloat16 in v and T_probe_of(v) == torch.bfloat16
+
+
+def T_probe_of(v):
+    from tokenlaw.properties.tolerance import probe_of
+    return probe_of(v, torch.float32)
+
+
+def test_float16_that_flushes_a_tiny_output_to_an_exact_zero_is_not_float32s_probe():
+    """Seed 2, ostandardize null insertion, tau = 1e19: float64 gives exactly 0 (one token), float32 1e-19
+    plus its rounding, float16 0 (the presence flushed).  float16 agreeing with float64 by luck would predict a
+    bound of 0; bfloat16, which holds 1e-19, predicts float32's."""
+    x = torch.tensor([1.04e-19, -1.01e-19, 9.3e-20], dtype=torch.float64)
+
+    def f(dt):
+        return torch.zeros(3, dtype=torch.float64) if dt in (torch.float64, torch.float16) else x.to(dt).double()
+    a = evaluate(f, torch.float32)
+    b = evaluate(lambda dt: f(dt) * (1 + 2 ** -23 if dt == torch.float32 else 1), torch.float32)
+    assert torch.bfloat16 in a and T_probe_of(a) == torch.bfloat16
+    assert compare(a, b, torch.float32).ok
