@@ -74,7 +74,7 @@ import dataclasses
 
 import torch
 
-from tokenlaw.operators import dtypes
+from tokenlaw.operators import dtypes, tree
 from tokenlaw.operators.errors import InvalidArgument
 
 K = 8.0
@@ -147,15 +147,16 @@ def usable(vP, v64, vD=None, probe: torch.dtype | None = None) -> bool:
 
 
 def _tensors(value) -> list:
-    """The tensors a probe must predict in a value: a tensor, a list / tuple of them, or of claims with
-    lhs / rhs (an exact claim's are judged bit for bit, with no probe)."""
-    if torch.is_tensor(value):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    if getattr(value, "exact", False):
-        return []
-    return [t for t in (getattr(value, "lhs", None), getattr(value, "rhs", None)) if torch.is_tensor(t)]
+    """The tensors a probe must predict in a value: each tensor leaf of its tree (a tensor, a list /
+    tuple / dict of them), and the lhs / rhs of each claim leaf (an exact claim's are judged bit for bit,
+    with no probe)."""
+    out = []
+    for _, leaf in tree.leaves(value):
+        if torch.is_tensor(leaf):
+            out.append(leaf)
+        elif not getattr(leaf, "exact", False):
+            out += [t for t in (getattr(leaf, "lhs", None), getattr(leaf, "rhs", None)) if torch.is_tensor(t)]
+    return out
 
 
 def evaluate(f, dtype: torch.dtype, evaluated=None) -> dict:
