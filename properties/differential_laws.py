@@ -10,7 +10,8 @@ from tokenlaw.operators.xp import TORCH
 from . import verdict as V
 from .case import cast, lay_out
 from .contract import FuzzOptions, Gap, contract
-from .tolerance import FIRST_ORDER_LIMIT, UNIT_ROUNDOFF
+from .judging import unresolved
+from .tolerance import FIRST_ORDER_LIMIT, PROBE, RESAMPLE, RESAMPLES, UNIT_ROUNDOFF
 from .tolerance import differential as compare_differential
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
@@ -35,16 +36,18 @@ def _where(case) -> str:
     return f"{case.backend} {str(case.dtype).replace('torch.', '')}"
 
 
-def _probes(reference_case) -> dict:
-    """The eager operator in float32 (and, for a half format, the other half format): D's error probes."""
+def _probes(reference_case, x=None) -> dict:
+    """The eager operator in float32 (and, for a half format, the other half format): D's error probes
+    (on the case's tokens, or on ``x``)."""
     case = reference_case
-    probes = {torch.float32: case.runner.run(case.x, case.mask, dtype=torch.float32)}
+    x = case.x if x is None else x
+    probes = {torch.float32: case.runner.run(x, case.mask, dtype=torch.float32)}
     if case.dtype in dtypes.OTHER_HALF:
         other = dtypes.OTHER_HALF[case.dtype]
         # a bfloat16 input past float16's range (65504) is no input of float16: that probe is left out
         # (the float32 one stays); a raise there is an input float16 cannot hold, not D's error
         try:
-            probe = case.runner.run(case.x, case.mask, dtype=other)
+            probe = case.runner.run(x, case.mask, dtype=other)
         except InvalidArgument:
             probe = None
         if probe is not None and bool(torch.isfinite(probe).all()) >= bool(torch.isfinite(probes[torch.float32]).all()):
@@ -82,6 +85,9 @@ def _judge(case, c, counts, what) -> V.Verdict:
     if c is None:
         return V.holds(0.0, 0.0, f"{what}: inconclusive, no row left to compare{aside}",
                        extra={"ratio": 0.0, **counts}, inconclusive=True)
+    why = unresolved(case, c.discrepancy, c.scale)
+    if why:
+        return V.holds(0.0, 0.0, f"{what}: {why}{aside}", extra={"ratio": 0.0, **counts}, inconclusive=True)
     if c.predicted_relative > FIRST_ORDER_LIMIT:
         # The bound is a first-order (linear in u) prediction: it is only valid
         # while the predicted error is small against the output.  Beyond that
@@ -90,20 +96,46 @@ def _judge(case, c, counts, what) -> V.Verdict:
         return V.holds(0.0, 0.0, f"{what}: inconclusive, predicted relative error {c.predicted_relative:.2g} "
                        f"> {FIRST_ORDER_LIMIT} is outside the first-order error model{aside}",
                        extra={"ratio": 0.0, **counts}, inconclusive=True)
+    resampled = f"; probes sampled on {c.resampled} nearby inputs too" if c.resampled else ""
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |difference| = {c.discrepancy:.3g} vs predicted bound {c.bound:.3g} at {c.index} "
-                     f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside})",
+                     f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside}{resampled})",
                      extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, "least_bound": c.least_bound,
                             **counts})
 
 
-def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=None):
+def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=None, resample=None, case=None):
+    """tolerance.differential on the kept rows.  ``resample(x)``: (b64, probes, ref_probes) of the same
+    comparison on tokens x; where the first bound fails, the probes' error is sampled again on tokens near
+    the ``case``'s (:func:`nearby`) and the verdict rests on all the samples."""
     if not bool(keep.any()):
         return None
-    rows = {p: t[keep] for p, t in (ref_probes or {}).items()}
-    return compare_differential(a[keep], b[keep], {p: t[keep] for p, t in probes.items()}, dtype,
-                                input_rounding=None if input_rounding is None else input_rounding[keep],
-                                ref_probes=rows or None)
+
+    def rows(d):
+        return {p: t[keep] for p, t in (d or {}).items()} or None
+
+    def judged(samples=()):
+        return compare_differential(a[keep], b[keep], rows(probes), dtype,
+                                    input_rounding=None if input_rounding is None else input_rounding[keep],
+                                    ref_probes=rows(ref_probes),
+                                    resamples=tuple((b64[keep], rows(p), rows(r)) for b64, p, r in samples))
+
+    c = judged()
+    if c.ok or resample is None:
+        return c
+    # the bound only grows with more samples: a passing example would pass with them, so they are run only here
+    tokens = nearby(case, dtype)
+    c = judged(tuple(resample(x) for x in tokens))
+    c.resampled = len(tokens)
+    return c
+
+
+def nearby(case, dtype) -> list:
+    """tolerance.RESAMPLES tokens near the case's: each entry times 1 + RESAMPLE u_P r (r standard normal,
+    P the first probe of ``dtype``); null tokens stay exactly null."""
+    delta = RESAMPLE * UNIT_ROUNDOFF[PROBE[dtype]]
+    return [case.x * (1.0 + delta * case.random_like(case.x.shape, salt=61 + k)) for k in range(RESAMPLES)]
+
 
 
 def input_rounding(reference_case, a64) -> torch.Tensor | None:
@@ -135,7 +167,9 @@ def differential(case):
     a_d = case.runner.run(case.x, case.mask)
     a_64 = reference.runner.run(case.x, case.mask, dtype=torch.float64)
     keep, counts = set_aside(case, a_64)
-    c = _compare_rows(a_d, a_64, _probes(reference), keep, case.dtype, input_rounding=input_rounding(reference, a_64))
+    c = _compare_rows(a_d, a_64, _probes(reference), keep, case.dtype, input_rounding=input_rounding(reference, a_64),
+                      resample=lambda x: (reference.runner.run(x, case.mask, dtype=torch.float64), _probes(reference, x), None),
+                      case=case)
     return _judge(case, c, counts, f"{_where(case)} vs float64")
 
 
@@ -169,8 +203,14 @@ def spec_reference(case):
     # reference's (it is float64 too) from the reference run in float32 where that is finite.
     with torch.no_grad():
         r32 = case.op.reference(TORCH, case.x.float(), **case.runner.arguments(case.mask, torch.float32))
+    def resample(x):
+        with torch.no_grad():
+            b64 = case.op.reference(TORCH, x, **case.runner.arguments(case.mask, torch.float64))
+            b32 = case.op.reference(TORCH, x.float(), **case.runner.arguments(case.mask, torch.float32))
+        return b64, _probes(eager, x), {torch.float32: b32}
+
     c = _compare_rows(a_d, r64, _probes(eager), keep, case.dtype, input_rounding=input_rounding(eager, r64),
-                      ref_probes={torch.float32: r32})
+                      ref_probes={torch.float32: r32}, resample=resample, case=case)
     return _judge(case, c, counts, f"{_where(case)} vs the independent reference")
 
 

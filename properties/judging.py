@@ -6,7 +6,7 @@ import math
 import torch
 
 from . import verdict as V
-from .tolerance import FIRST_ORDER_LIMIT, Comparison, compare, evaluate
+from .tolerance import FIRST_ORDER_LIMIT, UNIT_ROUNDOFF, Comparison, compare, evaluate
 
 
 def max_abs(t: torch.Tensor) -> float:
@@ -27,11 +27,32 @@ def exact_zero(t: torch.Tensor, what: str) -> V.Verdict:
 
 def relation(case, lhs, rhs, what: str, allowance: float = 0.0) -> V.Verdict:
     """Judge lhs(dtype) == rhs(dtype) with the derived tolerance of ``tolerance.compare``."""
-    return compared(compare(evaluate(lhs, case.dtype), evaluate(rhs, case.dtype), case.dtype, allowance), what)
+    return compared(compare(evaluate(lhs, case.dtype), evaluate(rhs, case.dtype), case.dtype, allowance), what, case)
 
 
-def compared(c: Comparison, what: str) -> V.Verdict:
-    """A ``tolerance.compare`` result as a verdict; inconclusive where the probe left its first-order regime.
+def unresolved(case, discrepancy: float, scale: float) -> str | None:
+    """Why no rounding-error model covers this example, before any probe is consulted, or None.
+
+    A case whose attention scores all sit near a row-wide offset (``case.score_offset``, the overflow
+    regimes) is rounded by D at the offset's spacing: |offset| u_D past ``FIRST_ORDER_LIMIT`` (float64 at
+    an offset of 7.4e30 rounds each score by 8e14, bfloat16 at 97.6 by 0.38) leaves the weights a function
+    of D's rounding, not a first-order perturbation of the exact ones, and which rounding depends on the
+    summation order (a permuted row summed in another order by the BLAS, seed 3, docs/fuzz.md item 9).
+    Any two outputs within the output's own range can then differ by rounding alone, so a finite
+    discrepancy up to twice the largest |float64 value| decides nothing; a non-finite value where float64
+    is finite, or a discrepancy past that range, is still judged."""
+    offset = abs(getattr(case, "score_offset", 0.0) or 0.0)
+    spacing = offset * UNIT_ROUNDOFF[case.dtype]
+    if spacing <= FIRST_ORDER_LIMIT or not math.isfinite(discrepancy) or discrepancy > 2 * scale:
+        return None
+    return (f"inconclusive, {str(case.dtype).replace('torch.', '')} rounds every score near the offset {offset:.3g} "
+            f"by up to {spacing:.2g} > {FIRST_ORDER_LIMIT}: no first-order error model "
+            f"(|lhs - rhs| = {discrepancy:.3g} is within the output's range {scale:.3g})")
+
+
+def compared(c: Comparison, what: str, case=None) -> V.Verdict:
+    """A ``tolerance.compare`` result as a verdict; inconclusive where the probe left its first-order regime,
+    or where D itself did (:func:`unresolved`, given the ``case``).
 
     A probe whose own relative error passes ``tolerance.FIRST_ORDER_LIMIT`` no longer predicts D's
     rounding (its error stopped growing with u), so an example whose discrepancy D's rounding could
@@ -41,6 +62,9 @@ def compared(c: Comparison, what: str) -> V.Verdict:
     bug that also wrecks the probe, e.g. a presence that cancels to 0 in every dtype, stays visible);
     so is a non-finite value where float64 is finite.
     """
+    why = None if case is None else unresolved(case, c.discrepancy, c.scale)
+    if why:
+        return V.holds(0.0, 0.0, f"{what}: {why}", inconclusive=True, extra={"ratio": 0.0})
     if (c.probe_relative > FIRST_ORDER_LIMIT and math.isfinite(c.discrepancy)
             and c.discrepancy <= FIRST_ORDER_LIMIT * c.scale):
         return V.holds(0.0, 0.0, f"{what}: inconclusive, the probe's relative error {c.probe_relative:.2g} > "

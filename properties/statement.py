@@ -176,13 +176,10 @@ def judge(case, statement, make_run=runner) -> V.Verdict:
             a = {dt: cs[i].lhs for dt, cs in claims.items()}
             b = {dt: cs[i].rhs if c.kind == "equal" else torch.minimum(cs[i].lhs, _like(cs[i].rhs, cs[i].lhs))
                  for dt, cs in claims.items()}
-            verdicts.append(_tolerance(a, b, case.dtype, c.what))
+            verdicts.append(compared(compare(a, b, case.dtype), c.what, case))
     return worst(*verdicts)
 
 
 def _like(v, ref):
     return v if is_torch(v) else torch.full_like(ref, float(v))
 
-
-def _tolerance(a, b, dtype, what) -> V.Verdict:
-    return compared(compare(a, b, dtype), what)
