@@ -41,6 +41,11 @@ class SdpaBackend(Backend):
 
     autograd = True
     dtypes = _dtypes.NAMES           # float64 too where the kernel has it (math, CPU flash): judged against float64
+    # torch's documented convention since 2.5: a row whose boolean attn_mask is all False gives 0, where the
+    # formula's 0/0 is NaN (docs/flex.md)
+    masked_row = {OPERATOR: 0.0}
+    backend_claims = {OPERATOR: {"finite": "a fully masked row gives 0, not the formula's 0/0 (torch >= 2.5), so "
+                                           "every output is finite"}}
 
     def __init__(self, name: str, kernel: str, *, cuda_only: bool, what: str):
         self.name = name

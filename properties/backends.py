@@ -62,7 +62,14 @@ class Backend:
                       before it re-runs that run;
     ``env_fixed_by`` -- modules whose import fixes those variables (the gate refuses to re-run a recorded
                       environment once one of them is loaded);
-    ``benchmark``  -- a :class:`Benchmark`, or None when it has none.
+    ``benchmark``  -- a :class:`Benchmark`, or None when it has none;
+    ``masked_row`` -- {operator name: value}: a fully masked row's output where the implementation's
+                      convention differs from the operator's formula (torch's SDPA gives 0 where the
+                      formula's 0/0 is NaN); ``eager_agreement`` holds those entries, and only those, to it
+                      exactly;
+    ``backend_claims`` -- {operator name: {contract: reason}}: contracts the operator declares it violates
+                      that this implementation claims instead, each with its reason (its convention for a
+                      fully masked row makes ``finite`` hold); the plan judges them as claims on this backend.
     """
 
     name: str = ""
@@ -73,6 +80,8 @@ class Backend:
     run_env: tuple = ()
     env_fixed_by: tuple = ()
     benchmark: "Benchmark | None" = None
+    masked_row: dict = {}
+    backend_claims: dict = {}
 
     def available(self) -> str | None:
         """None when the backend can run on this machine; else why not (refused up front, exit 2)."""

@@ -111,7 +111,9 @@ def _dtypes(contract, op, backend, wanted) -> list[str]:
 
 def _declared(op, backend, contracts) -> list[tuple]:
     """(contract, declared, reason) for every row of ``op`` on ``backend``."""
-    rows = [(n, op.declared(n), {**op.claims, **op.violates}[n]) for n in list(op.claims) + list(op.violates)]
+    own = getattr(backend, "backend_claims", {}).get(op.name, {})
+    rows = [(n, "claims", f"{backend.name}: {own[n]}") if n in own and op.declared(n) == "violates"
+            else (n, op.declared(n), {**op.claims, **op.violates}[n]) for n in list(op.claims) + list(op.violates)]
     rows += [(n, "claims", f"universal contract: {c.law}") for n, c in contracts.items()
              if c.universal and op.declared(n) is None]
     if not backend.reference:

@@ -78,3 +78,58 @@ def test_the_backends_bind_only_sdpa():
     for backend in torch_sdpa.BACKENDS:
         assert backend.binds() == {"sdpa": f"scaled_dot_product_attention[{backend.kernel}]"}
         assert backend.implements(SDPA) is None and "not 'oattention'" in backend.implements(other)
+
+
+class _MaskedRowOne(torch_sdpa.SdpaBackend):
+    """The math kernel, but a fully masked row gives 1 where torch (and the declaration) give 0."""
+
+    def core(self, q, k, v, mask):
+        out = super().core(q, k, v, mask)
+        empty = (mask > 0).sum(-1, keepdim=True) == 0 if mask is not None else torch.zeros_like(out[..., :1], dtype=torch.bool)
+        return torch.where(empty, torch.ones_like(out), out)
+
+
+class _Undeclared(torch_sdpa.SdpaBackend):
+    masked_row = {}
+
+
+def _empty_row_case(backend):
+    from tokenlaw.properties.case import Case
+    return Case(op=SDPA, dtype=torch.float32, n=3, d=4, seed=0, batch=1, mask_kind="empty_row", backend=backend.name)
+
+
+@pytest.mark.parametrize("backend", [torch_sdpa.SDPA_MATH, torch_sdpa.SDPA_FLASH], ids=lambda b: b.name)
+def test_eager_agreement_holds_a_fully_masked_row_to_the_backends_declared_zero(backend):
+    with known(backend):
+        case = _empty_row_case(backend)
+        assert bool(torch.isnan(case.on_reference().runner.run(case.x, case.mask, dtype=torch.float64)).any())
+        v = CONTRACTS["eager_agreement"](case)
+    assert v.status == V.HOLDS and "the backend's declared 0" in v.detail, v.detail
+    wrong = _MaskedRowOne("sdpa-masked-one", "MATH", cuda_only=False, what="math, masked rows 1")
+    with backends.register(wrong):
+        bad = CONTRACTS["eager_agreement"](_empty_row_case(wrong))
+    assert bad.violated and "not the backend's declared 0" in bad.detail, bad.detail
+    silent = _Undeclared("sdpa-undeclared", "MATH", cuda_only=False, what="math, no declared convention")
+    with backends.register(silent):
+        assert CONTRACTS["eager_agreement"](_empty_row_case(silent)).violated     # 0 against the formula's NaN
+
+
+def test_the_torch_backends_claim_finite_where_the_formula_violates_it():
+    from tokenlaw.properties.plan import plan
+    eager = {r.contract: r for r in plan(default_registry(), operators=["sdpa"])}
+    assert eager["finite"].declared == "violates"
+    with known(torch_sdpa.SDPA_MATH):
+        math = {r.contract: r for r in plan(default_registry(), operators=["sdpa"], backend="sdpa-math")}
+    assert math["finite"].declared == "claims" and math["finite"].reason.startswith("sdpa-math: ")
+    # the declaration is checked, not trusted: the math kernel with its masked rows at NaN fails it
+    nan = _MaskedRowNaN("sdpa-masked-nan", "MATH", cuda_only=False, what="math, masked rows NaN")
+    with backends.register(nan):
+        case = _empty_row_case(nan)
+        assert CONTRACTS["finite"](case).violated
+
+
+class _MaskedRowNaN(torch_sdpa.SdpaBackend):
+    def core(self, q, k, v, mask):
+        out = super().core(q, k, v, mask)
+        empty = (mask > 0).sum(-1, keepdim=True) == 0
+        return torch.where(empty, torch.full_like(out, float("nan")), out)
