@@ -114,10 +114,11 @@ def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=
     def rows(d):
         return {p: t[keep] for p, t in (d or {}).items()} or None
 
+    a, b, probes, ref_probes = a[keep], b[keep], rows(probes), rows(ref_probes)
+    input_rounding = None if input_rounding is None else input_rounding[keep]
+
     def judged(samples=()):
-        return compare_differential(a[keep], b[keep], rows(probes), dtype,
-                                    input_rounding=None if input_rounding is None else input_rounding[keep],
-                                    ref_probes=rows(ref_probes),
+        return compare_differential(a, b, probes, dtype, input_rounding=input_rounding, ref_probes=ref_probes,
                                     resamples=tuple((b64[keep], rows(p), rows(r)) for b64, p, r in samples))
 
     c = judged()

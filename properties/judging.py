@@ -5,6 +5,8 @@ import math
 
 import torch
 
+from tokenlaw.operators.dtypes import name as dtype_name
+
 from . import verdict as V
 from .tolerance import FIRST_ORDER_LIMIT, UNIT_ROUNDOFF, Comparison, compare, evaluate
 
@@ -41,11 +43,11 @@ def unresolved(case, discrepancy: float, scale: float) -> str | None:
     Any two outputs within the output's own range can then differ by rounding alone, so a finite
     discrepancy up to twice the largest |float64 value| decides nothing; a non-finite value where float64
     is finite, or a discrepancy past that range, is still judged."""
-    offset = abs(getattr(case, "score_offset", 0.0) or 0.0)
+    offset = abs(case.score_offset)
     spacing = offset * UNIT_ROUNDOFF[case.dtype]
     if spacing <= FIRST_ORDER_LIMIT or not math.isfinite(discrepancy) or discrepancy > 2 * scale:
         return None
-    return (f"inconclusive, {str(case.dtype).replace('torch.', '')} rounds every score near the offset {offset:.3g} "
+    return (f"inconclusive, {dtype_name(case.dtype)} rounds every score near the offset {offset:.3g} "
             f"by up to {spacing:.2g} > {FIRST_ORDER_LIMIT}: no first-order error model "
             f"(|lhs - rhs| = {discrepancy:.3g} is within the output's range {scale:.3g})")
 

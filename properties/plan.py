@@ -111,7 +111,7 @@ def _dtypes(contract, op, backend, wanted) -> list[str]:
 
 def _declared(op, backend, contracts) -> list[tuple]:
     """(contract, declared, reason) for every row of ``op`` on ``backend``."""
-    own = getattr(backend, "backend_claims", {}).get(op.name, {})
+    own = backend.backend_claims.get(op.name, {})
     rows = [(n, "claims", f"{backend.name}: {own[n]}") if n in own and op.declared(n) == "violates"
             else (n, op.declared(n), {**op.claims, **op.violates}[n]) for n in list(op.claims) + list(op.violates)]
     rows += [(n, "claims", f"universal contract: {c.law}") for n, c in contracts.items()

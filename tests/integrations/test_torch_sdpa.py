@@ -11,7 +11,9 @@ from tokenlaw.integrations import torch_sdpa
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS, default_registry
+from tokenlaw.properties.plan import plan
 
 pytestmark = pytest.mark.skipif(torch_sdpa.SDPA_MATH.available() is not None,
                                 reason=str(torch_sdpa.SDPA_MATH.available()))
@@ -80,13 +82,16 @@ def test_the_backends_bind_only_sdpa():
         assert backend.implements(SDPA) is None and "not 'oattention'" in backend.implements(other)
 
 
-class _MaskedRowOne(torch_sdpa.SdpaBackend):
-    """The math kernel, but a fully masked row gives 1 where torch (and the declaration) give 0."""
+class _MaskedRowAs(torch_sdpa.SdpaBackend):
+    """The math kernel, but a fully masked row gives ``value`` where torch (and the declaration) give 0."""
+
+    def __init__(self, value):
+        super().__init__(f"sdpa-masked-{value}", "MATH", cuda_only=False, what=f"math, masked rows {value}")
+        self.value = value
 
     def core(self, q, k, v, mask):
         out = super().core(q, k, v, mask)
-        empty = (mask > 0).sum(-1, keepdim=True) == 0 if mask is not None else torch.zeros_like(out[..., :1], dtype=torch.bool)
-        return torch.where(empty, torch.ones_like(out), out)
+        return torch.where((mask > 0).sum(-1, keepdim=True) == 0, torch.full_like(out, self.value), out)
 
 
 class _Undeclared(torch_sdpa.SdpaBackend):
@@ -94,7 +99,6 @@ class _Undeclared(torch_sdpa.SdpaBackend):
 
 
 def _empty_row_case(backend):
-    from tokenlaw.properties.case import Case
     return Case(op=SDPA, dtype=torch.float32, n=3, d=4, seed=0, batch=1, mask_kind="empty_row", backend=backend.name)
 
 
@@ -105,7 +109,7 @@ def test_eager_agreement_holds_a_fully_masked_row_to_the_backends_declared_zero(
         assert bool(torch.isnan(case.on_reference().runner.run(case.x, case.mask, dtype=torch.float64)).any())
         v = CONTRACTS["eager_agreement"](case)
     assert v.status == V.HOLDS and "the backend's declared 0" in v.detail, v.detail
-    wrong = _MaskedRowOne("sdpa-masked-one", "MATH", cuda_only=False, what="math, masked rows 1")
+    wrong = _MaskedRowAs(1.0)
     with backends.register(wrong):
         bad = CONTRACTS["eager_agreement"](_empty_row_case(wrong))
     assert bad.violated and "not the backend's declared 0" in bad.detail, bad.detail
@@ -115,21 +119,14 @@ def test_eager_agreement_holds_a_fully_masked_row_to_the_backends_declared_zero(
 
 
 def test_the_torch_backends_claim_finite_where_the_formula_violates_it():
-    from tokenlaw.properties.plan import plan
     eager = {r.contract: r for r in plan(default_registry(), operators=["sdpa"])}
     assert eager["finite"].declared == "violates"
     with known(torch_sdpa.SDPA_MATH):
         math = {r.contract: r for r in plan(default_registry(), operators=["sdpa"], backend="sdpa-math")}
     assert math["finite"].declared == "claims" and math["finite"].reason.startswith("sdpa-math: ")
     # the declaration is checked, not trusted: the math kernel with its masked rows at NaN fails it
-    nan = _MaskedRowNaN("sdpa-masked-nan", "MATH", cuda_only=False, what="math, masked rows NaN")
+    nan = _MaskedRowAs(float("nan"))
     with backends.register(nan):
         case = _empty_row_case(nan)
         assert CONTRACTS["finite"](case).violated
 
-
-class _MaskedRowNaN(torch_sdpa.SdpaBackend):
-    def core(self, q, k, v, mask):
-        out = super().core(q, k, v, mask)
-        empty = (mask > 0).sum(-1, keepdim=True) == 0
-        return torch.where(empty, torch.full_like(out, float("nan")), out)
