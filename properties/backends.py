@@ -70,6 +70,12 @@ class Backend:
     ``backend_claims`` -- {operator name: {contract: reason}}: contracts the operator declares it violates
                       that this implementation claims instead, each with its reason (its convention for a
                       fully masked row makes ``finite`` hold); the plan judges them as claims on this backend.
+    ``standard_backward`` -- {operator name: reason}: operators whose backward here is the textbook one of a
+                      max-shifted softmax (dS = P (dP - sum P dP) from the saved P, the shift a constant),
+                      where the eager operator's autograd also differentiates through the row max (terms
+                      that cancel in the reals, not in rounding).  ``gradient_agreement`` then adds a probe:
+                      the eager operator with its row max held constant, used only where its float64
+                      gradient equals the operator's (implementation_laws.held_shift_probe).
     """
 
     name: str = ""
@@ -82,6 +88,7 @@ class Backend:
     benchmark: "Benchmark | None" = None
     masked_row: dict = {}
     backend_claims: dict = {}
+    standard_backward: dict = {}
 
     def available(self) -> str | None:
         """None when the backend can run on this machine; else why not (refused up front, exit 2)."""

@@ -130,3 +130,59 @@ def test_the_torch_backends_claim_finite_where_the_formula_violates_it():
         case = _empty_row_case(nan)
         assert CONTRACTS["finite"](case).violated
 
+
+
+# -- gradient_agreement's held-shift probe (Backend.standard_backward) -----------------------------------
+
+class _PlainProbe(torch_sdpa.SdpaBackend):
+    """The math kernel, declaring no standard backward: judged against the eager autograd probes alone."""
+    standard_backward = {}
+
+
+class _GradientScaled(torch_sdpa.SdpaBackend):
+    """The math kernel, but its backward is 1 + 1e-3 times the true one (the forward is unchanged)."""
+
+    def core(self, q, k, v, mask):
+        out = super().core(q, k, v, mask)
+        return out + (out - out.detach()) * 1e-3
+
+
+def _saturated(backend):
+    # found by `tokenlaw check --backend sdpa-math --operator sdpa` (seed 0): a two-token row with biases
+    # scaled by 10, P within 1e-6 of one-hot; torch's float32 backward 3.47e-6 off, the eager bound 5.14e-7
+    return Case(op=SDPA, dtype=torch.float32, n=2, d=4, seed=1, batch=1, bias_scale=10.0, backend=backend.name)
+
+
+def test_the_saturated_row_is_judged_against_the_standard_backward():
+    with known(torch_sdpa.SDPA_MATH):
+        v = CONTRACTS["gradient_agreement"](_saturated(torch_sdpa.SDPA_MATH))
+    assert not v.violated and "with the held-shift probe" in v.detail, v.detail
+    plain = _PlainProbe("sdpa-plain-probe", "MATH", cuda_only=False, what="math, no standard backward")
+    with backends.register(plain):
+        w = CONTRACTS["gradient_agreement"](_saturated(plain))
+    assert w.violated and w.discrepancy > 3e-6 and w.bound < 6e-7, w.detail     # what the probe changes
+
+
+def test_a_wrong_backward_still_fails_with_the_held_shift_probe():
+    wrong = _GradientScaled("sdpa-grad-scaled", "MATH", cuda_only=False, what="math, backward x (1 + 1e-3)")
+    assert wrong.standard_backward == torch_sdpa.SDPA_MATH.standard_backward
+    with backends.register(wrong):
+        v = CONTRACTS["gradient_agreement"](Case(op=SDPA, dtype=torch.float32, n=5, d=4, seed=0, batch=2,
+                                                 backend=wrong.name))
+        sat = CONTRACTS["gradient_agreement"](_saturated(wrong))
+    assert v.violated and "with the held-shift probe" in v.detail, v.detail
+    assert sat.violated, sat.detail           # at the saturated row too: 1e-3 relative is far past float32's rounding
+
+
+def test_the_held_shift_probe_is_refused_where_the_max_is_not_a_shift():
+    from tokenlaw.properties.implementation_laws import _affine, gradients, held_shift_probe
+    for name, refused in (("sdpa", False), ("pn_fir_tau", True)):
+        op = default_registry()[name]
+        case = Case(op=op, dtype=torch.float32, n=5, d=4, seed=3, batch=1)
+        roles = op.domain.roles
+        exact = _affine(gradients(case, torch.float64), roles)
+        probes = {torch.float32: _affine(gradients(case, torch.float32), roles)}
+        held, why = held_shift_probe(case, exact, probes, roles)
+        assert (held is None) == refused, (name, why)
+        if refused:
+            assert "another function" in why, why     # pn_fir_tau's silence gate reads the row max
