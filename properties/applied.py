@@ -103,25 +103,32 @@ def applied_weights(op, xp, s, mask=None, *, run=None, **params):
     if missing:
         raise InvalidArgument(f"operator {op.name!r}: its weights cannot be read off its output: "
                               f"fn takes no {missing} (the projections its Domain(roles=...) names)")
+    run = (lambda x, **kw: op.fn(xp, x, **kw)) if run is None else run
+    # one head: a per-head parameter (a sink logit b_h) keeps head 0's entry (roles.Roles.per_head)
+    params = {k: v[:1] if k in roles.per_head else v for k, v in params.items()}
     b, n, _ = s.shape
     if _rows_cheaper(xp, s):
-        return _row_probe(op, xp, s, mask, run, takes, params)
+        return _row_probe(op, s, mask, run, takes, params)
     wq, wk, wv, wo, d = _probe(n)
     onehot = np.zeros((b, n, d - n), dtype=int)
     onehot[:, np.arange(n), np.arange(n)] = 1
     x = xp.concat([s, xp.asarray(onehot, s)], axis=-1)
     zero = np.zeros(d, dtype=int)
-    # one head: a per-head parameter (a sink logit b_h) keeps head 0's entry (roles.Roles.per_head)
-    params = {k: v[:1] if k in roles.per_head else v for k, v in params.items()}
-    probe = (wq, zero, wk, zero, wv, zero, wo)
-    kwargs = dict(params, **{name: xp.asarray(a, s) for name, a in zip(roles.projections, probe)})
+    probe = [xp.asarray(a, s) for a in (wq, zero, wk, zero, wv, zero, wo)]
+    return run(x, **_probe_kwargs(op, takes, params, probe, mask))[..., n:2 * n]
+
+
+def _probe_kwargs(op, takes, params, probe, mask) -> dict:
+    """op.fn's keyword arguments on a probe: ``params``, the probe's projections, one head, the unit filter
+    over the keys (when it takes taps) and ``mask`` (when it takes one)."""
+    roles = op.domain.roles
+    kwargs = dict(params, **dict(zip(roles.projections, probe)))
     kwargs[roles.heads] = 1
     if roles.taps in takes:
         kwargs[roles.taps] = (1.0,)
     if op.domain.mask != "none":
         kwargs["mask"] = mask
-    out = op.fn(xp, x, **kwargs) if run is None else run(x, **kwargs)
-    return out[..., n:2 * n]
+    return kwargs
 
 
 def _rows_cheaper(xp, s) -> bool:
@@ -131,27 +138,18 @@ def _rows_cheaper(xp, s) -> bool:
     return xp is TORCH and stacked >= 256 and rows < stacked and bool(torch.isfinite(s).all())
 
 
-def _row_probe(op, xp, s, mask, run, takes, params):
-    """applied_weights through the row probe, one batch element at a time."""
-    roles = op.domain.roles
-    b, n, _ = s.shape
+def _row_probe(op, s, mask, run, takes, params):
+    """applied_weights through the row probe, one batch element at a time (torch tensors)."""
+    n = s.shape[-1]
     d = power_of_4(n)
-    root = float(round(d ** 0.5))
     eye = torch.eye(d, dtype=s.dtype, device=s.device)
     x = eye[:n].unsqueeze(0).clone()
     zero = torch.zeros(d, dtype=s.dtype, device=s.device)
-    params = {k: v[:1] if k in roles.per_head else v for k, v in params.items()}
     rows = []
-    for e in range(b):
+    for e in range(s.shape[0]):
         wq = torch.zeros(d, d, dtype=s.dtype, device=s.device)
         wq[:n, :n] = s[e]
-        probe = (wq, zero, root * eye, zero, eye, zero, eye)
-        kwargs = dict(params, **dict(zip(roles.projections, probe)))
-        kwargs[roles.heads] = 1
-        if roles.taps in takes:
-            kwargs[roles.taps] = (1.0,)
-        if op.domain.mask != "none":
-            kwargs["mask"] = None if mask is None else mask[e:e + 1]
-        out = op.fn(xp, x, **kwargs) if run is None else run(x, **kwargs)
-        rows.append(out[..., :n])
+        probe = (wq, zero, float(round(d ** 0.5)) * eye, zero, eye, zero, eye)
+        one = None if mask is None else mask[e:e + 1]
+        rows.append(run(x, **_probe_kwargs(op, takes, params, probe, one))[..., :n])
     return torch.cat(rows, dim=0)

@@ -13,6 +13,7 @@ from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS, default_registry
+from tokenlaw.properties.implementation_laws import _affine, gradients, held_shift_probe
 from tokenlaw.properties.plan import plan
 
 pytestmark = pytest.mark.skipif(torch_sdpa.SDPA_MATH.available() is not None,
@@ -175,7 +176,6 @@ def test_a_wrong_backward_still_fails_with_the_held_shift_probe():
 
 
 def test_the_held_shift_probe_is_refused_where_the_max_is_not_a_shift():
-    from tokenlaw.properties.implementation_laws import _affine, gradients, held_shift_probe
     for name, refused in (("sdpa", False), ("pn_fir_tau", True)):
         op = default_registry()[name]
         case = Case(op=op, dtype=torch.float32, n=5, d=4, seed=3, batch=1)
