@@ -35,6 +35,7 @@ import torch
 from tokenlaw.operators import dtypes, projections, tree
 from tokenlaw.operators.fir import fir
 from tokenlaw.operators.xp import TORCH, TorchNamespace
+from tokenlaw.properties import softmax_backward
 from tokenlaw.properties import verdict as V
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.case import cast
@@ -281,6 +282,17 @@ def held_shift_probe(reference, exact: dict, probes: dict, roles):
     return {name: {dt: p[name] for dt, p in held.items()} for name in exact}, None
 
 
+def standard_bound(reference, raw: dict, dtype) -> tuple[dict, str]:
+    """({[W; b] name: a-priori bound}, why) of the textbook softmax-attention backward in ``dtype`` against the
+    float64 gradients ``raw`` (:mod:`softmax_backward`); ({}, why) where the model is not the operator there."""
+    roles = reference.op.domain.roles
+    params = dict(roles.standard(reference.params), heads=reference.params[roles.heads])
+    mask = None if reference.mask is None else reference.mask.double()
+    cotangent = reference.random_like(tuple(reference.x.shape), salt=11)   # gradients()'s cotangent
+    limits, why = softmax_backward.bound(reference.x, params, mask, cotangent, dtype, raw)
+    return ({}, f"no a-priori bound: {why}") if limits is None else (_affine(limits, roles), "")
+
+
 def _eager_probe_only(op, dtype, backend):
     if backend.reference and dtype == "float32":
         return ("eager float32 gradients are the error probe the bound is predicted from; "
@@ -304,7 +316,8 @@ def gradient_agreement(case):
     # case, whose float32 error can cancel to far below its terms' rounding.
     reference, roles = case.on_reference(), case.op.domain.roles
     got = _affine(gradients(case, case.dtype), roles)
-    exact = _affine(gradients(reference, torch.float64), roles)
+    raw = gradients(reference, torch.float64)
+    exact = _affine(raw, roles)
     second = dtypes.OTHER_HALF.get(case.dtype, PROBES[torch.float32][-1])
     # A probe runs the eager operator on the case's inputs rounded to its dtype: where they overflow
     # there (a bfloat16 case's bias of 6.6e4 or tau = 1e5 is inf in float16) it would judge other inputs
@@ -322,15 +335,18 @@ def gradient_agreement(case):
     # (On the eager backend the implementation *is* the reference: no calibration, so its D
     # gradients are always judged against the prediction.)
     eager_d = None if case.runner.implementation.reference else _affine(gradients(reference, case.dtype), roles)
-    held, held_note = None, ""
+    held, held_note, a_priori = None, "", {}
     if case.op.name in case.runner.implementation.standard_backward:
         held, why = held_shift_probe(reference, exact, probes, roles)
         held_note = f"; {why}" if why else "; with the held-shift probe (the backend's standard backward)"
+        a_priori, why = standard_bound(reference, raw, case.dtype)
+        held_note += f"; {why}" if why else "; with the standard backward's a-priori bound"
     verdicts, inconclusive = [], []
     for name in got:
         tensors = {dt: p[name] for dt, p in probes.items()}
         more = ((exact[name], held[name], None),) if held else ()
-        c = compare_differential(got[name], exact[name], tensors, case.dtype, resamples=more)
+        c = compare_differential(got[name], exact[name], tensors, case.dtype, resamples=more,
+                                 a_priori=a_priori.get(name))
         if c.predicted_relative > FIRST_ORDER_LIMIT:
             inconclusive.append(name)      # outside the first-order error model (see differential_laws)
             continue

@@ -265,7 +265,7 @@ def _relative(vP: torch.Tensor, v64: torch.Tensor) -> float:
 
 def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch.dtype, *,
                  sides: int = 1, input_rounding: torch.Tensor | None = None, ref_probes: dict | None = None,
-                 resamples: tuple = ()) -> Comparison:
+                 resamples: tuple = (), a_priori: torch.Tensor | None = None) -> Comparison:
     """Compare the implementation in ``dtype`` (aD) with the float64 reference (a64).
 
     probes: {probe dtype: the eager operator's output in that dtype}; each
@@ -284,6 +284,10 @@ def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch
     resamples: ``(b64, probes, ref_probes)`` of the same computation on nearby inputs (:data:`RESAMPLE`):
     a probe's error is one sample of its rounding, and each further sample's prediction joins the
     first one's entry by entry (the largest counts; a non-finite one counts as 0, never as an infinite bound).
+
+    a_priori: an elementwise worst-case bound on the error that a step of this implementation's own
+    algorithm adds, a step the probes do not take (``properties/softmax_backward.py``); it is added to
+    the bound (a non-finite entry counts as 0).
     """
     aD, a64 = aD.double(), a64.double()
     if aD.shape != a64.shape:
@@ -303,6 +307,10 @@ def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch
         bound = sides * (K * predicted + K * uD * a64.abs() + K * torch.finfo(dtype).tiny)
         if input_rounding is not None:
             bound = bound + torch.nan_to_num(input_rounding.double(), nan=0.0, posinf=0.0)
+        if a_priori is not None:
+            # a worst-case bound of the error a step of the implementation's own algorithm adds, a step
+            # the probes (another algorithm) do not take (softmax_backward): added, so the bound only grows
+            bound = bound + torch.nan_to_num(a_priori.double(), nan=0.0, posinf=0.0)
         scale = float(a64.abs()[torch.isfinite(a64)].max()) if bool(torch.isfinite(a64).any()) else 0.0
         fin = torch.isfinite(predicted)
         top = float(predicted[fin].max()) if bool(fin.any()) else float("inf")

@@ -9,7 +9,7 @@ import torch
 from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.integrations import torch_sdpa
 from tokenlaw.operators.xp import TORCH
-from tokenlaw.properties import backends
+from tokenlaw.properties import backends, softmax_backward
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS, default_registry
@@ -186,3 +186,94 @@ def test_the_held_shift_probe_is_refused_where_the_max_is_not_a_shift():
         assert (held is None) == refused, (name, why)
         if refused:
             assert "another function" in why, why     # pn_fir_tau's silence gate reads the row max
+
+
+# -- gradient_agreement's a-priori bound of the standard backward (properties/softmax_backward.py) ---------
+
+# found by `tokenlaw check --backend sdpa-math|sdpa-flash --operator sdpa` (seed 0) with the held-shift probe alone
+MATH_ONE_HOT = dict(dtype=torch.float32, seed=0, batch=1, n=2, d=4, null=(0,), scale=10.0, mask_kind="causal")
+FLASH_LARGE = dict(dtype=torch.float32, seed=65536, batch=3, n=21, d=4, null=(0,), near_null=(1,), tiny=1.0,
+                   scale=100.0, mask_kind="padding")
+
+
+class _NoBound(torch_sdpa.SdpaBackend):
+    """The kernel with no standard backward declared: no held-shift probe, no a-priori bound."""
+    standard_backward = {}
+
+
+class _Backward(torch.autograd.Function):
+    """softmax(q k^T / sqrt(dh)) v with a hand-written backward: dS = P (dP - D), D = rowsum(dO O) in
+    ``row_dtype`` (FlashAttention's formula), or with ``row=False`` no D at all (a classic bug)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, row, row_dtype):
+        scale = q.shape[-1] ** -0.5
+        s = (q @ k.transpose(-1, -2)) * scale
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+        o = p @ v
+        ctx.save_for_backward(q, k, v, p, o)
+        ctx.row, ctx.row_dtype = row, row_dtype
+        return o
+
+    @staticmethod
+    def backward(ctx, d_o):
+        q, k, v, p, o = ctx.saved_tensors
+        scale = q.shape[-1] ** -0.5
+        d_p = d_o @ v.transpose(-1, -2)
+        d_row = (d_o.to(ctx.row_dtype) * o.to(ctx.row_dtype)).sum(-1, keepdim=True).to(o.dtype) if ctx.row else 0.0
+        d_s = p * (d_p - d_row) * scale
+        return d_s @ k, d_s.transpose(-1, -2) @ q, p.transpose(-1, -2) @ d_o, None, None, None
+
+
+class _HandBackward(torch_sdpa.SdpaBackend):
+    def __init__(self, name, *, row=True, row_dtype=None):
+        super().__init__(name, "MATH", cuda_only=False, what=name)
+        self.row, self.row_dtype = row, row_dtype
+
+    def core(self, q, k, v, mask):
+        return _Backward.apply(q, k, v, None if mask is None else mask > 0, self.row, self.row_dtype or q.dtype)
+
+
+def _grad(backend, fields):
+    with known(backend):
+        return CONTRACTS["gradient_agreement"](Case(op=SDPA, backend=backend.name, **fields))
+
+
+@pytest.mark.parametrize("backend, fields", [(torch_sdpa.SDPA_MATH, MATH_ONE_HOT), (torch_sdpa.SDPA_FLASH, FLASH_LARGE)],
+                         ids=["math-one-hot", "flash-large-scores"])
+def test_the_standard_backwards_own_steps_are_bounded_a_priori(backend, fields):
+    v = _grad(backend, fields)
+    assert v.status == V.HOLDS and "a-priori bound" in v.detail, v.detail
+    bare = _NoBound(f"{backend.name}-bare", backend.kernel, cuda_only=False, what="no standard backward")
+    w = _grad(bare, fields)
+    assert w.violated, w.detail             # what the bound changes: the probes alone call it a violation
+
+
+def test_a_flash_formula_backward_holds_and_its_seeded_bugs_fail():
+    ordinary = dict(dtype=torch.float32, seed=0, batch=2, n=5, d=4)
+    saturated = dict(dtype=torch.float32, seed=1, batch=1, n=2, d=4, bias_scale=10.0)
+    for fields in (ordinary, saturated, MATH_ONE_HOT):
+        good = _grad(_HandBackward("sdpa-hand"), fields)
+        assert good.status == V.HOLDS and "a-priori bound" in good.detail, (fields, good.detail)
+    for fields in (ordinary, saturated):
+        no_row = _grad(_HandBackward("sdpa-no-row-term", row=False), fields)
+        assert no_row.violated, (fields, no_row.detail)
+    # D accumulated in bfloat16 where the kernel computes in float32: off by bfloat16's rounding
+    low = _grad(_HandBackward("sdpa-bf16-row", row_dtype=torch.bfloat16), ordinary)
+    assert low.violated, low.detail
+
+
+def test_the_bound_refuses_a_reference_that_is_another_function():
+    case = Case(op=SDPA, dtype=torch.float32, n=5, d=4, seed=3, batch=2)
+    raw = gradients(case, torch.float64)
+    params = dict(case.params)
+    cotangent = case.random_like(tuple(case.x.shape), salt=11)
+    limits, why = softmax_backward.bound(case.x, params, case.mask, cotangent, torch.float32, raw)
+    assert limits is not None and not why, why
+    assert set(limits) == set(raw) and all(limits[k].shape == raw[k].shape for k in raw)
+    # the float64 model is the reference's function: its values agree with autograd within both roundings
+    off = dict(raw, wq=raw["wq"] * (1 + 1e-9))
+    limits, why = softmax_backward.bound(case.x, params, case.mask, cotangent, torch.float32, off)
+    assert limits is None and "another function" in why and "d/dwq" in why, why

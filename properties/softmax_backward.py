@@ -1,0 +1,247 @@
+"""An a-priori rounding bound for the textbook backward of multi-head softmax attention.
+
+A backend that declares an operator's backward *standard* (``Backend.standard_backward``) computes,
+per head, from the saved row statistics::
+
+    dV = P^T dO      dP = dO V^T      D_i = sum_j P_ij dP_ij  (or sum_k dO_ik O_ik: FlashAttention)
+    dS = P * (dP - D)      dQ = dS K / sqrt(dh)      dK = dS^T Q / sqrt(dh)
+
+between the operator's own projections.  At a saturated row (P one-hot in the dtype) the true dS is
+tiny while dP and D are not, and each implementation cancels them with its own roundings: no eager
+probe predicts another algorithm's cancellation (docs/flex.md measures a hundredfold difference).
+This module bounds it instead.  Every quantity X of the computation above is carried as its float64
+value and a first-order bound E_X on |fl_D(X) - X|, with the standard rules (Higham, *Accuracy and
+Stability of Numerical Algorithms*, ch. 3), which hold for any summation order, blocking or FMA use:
+
+* an input rounded to D:        E = u |x|
+* C = A B, inner length k:      E_C = |A| E_B + E_A |B| + gamma(k + 1) |A| |B|     (gamma(k) = k u / (1 - k u))
+* c = a * b (elementwise):      E_c = |a| E_b + E_a |b| + u |c|
+* a row softmax P of S:         E_P = P (E_S + sum_l P_l E_S_l) + P (EXP + gamma(n + 2) + u |S - S_max| + 2 u |LSE|)
+  + the smallest normal of D (an entry may underflow to 0), LSE the row's log-sum-exp (FlashAttention
+  recomputes P = exp(S - LSE) in the backward, a subtraction at the scale of |LSE|); EXP = 8 u covers
+  a vectorised exp of up to 4 ulps (ATen's CPU kernels use SLEEF-style exp_u20: 2.0 ulps);
+* O's online rescaling (FlashAttention's running max): each rescale by exp(m_old - m_new) errs by
+  EXP + u |m_old - m_new|, and the steps add up to at most the row's score range: E_O takes
+  (gamma(3 n) + u range_S) |P| |V| on top of its product's bound;
+* D: the larger of the two formulas' bounds (rowsum(P dP) and rowsum(dO O)), so either backward is covered.
+
+The bound is validated before it is used: evaluated in float64, the model's gradients must be the
+reference gradients (the operator's own float64 autograd) within the model's own float64 bound, else
+it is another function there and the caller says so (:func:`bound`).  The float64 reference has a
+rounding error of its own (it differentiates through the row max too, which routes each row's
+sum_l dS_l to its argmax entry): the same model at u_64, with that row sum added to every dS
+entry, bounds it, and joins the D bound.  Only rounding is modelled: a backward with a wrong formula
+(no D term, a scaled dS) is off by far more than u |P| |dP| wherever dS is not itself cancelled, and
+tests/integrations/test_torch_sdpa.py shows such backwards still fail.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from tokenlaw.operators import dtypes, projections
+from tokenlaw.operators.xp import TORCH
+
+# relative error of one exp in units of u: 4 ulps (SLEEF-style vectorised exp is within 1 to 3.5 ulps)
+EXP_UNITS = 8.0
+
+
+def gamma(k: int, u: float) -> float:
+    """gamma_k = k u / (1 - k u): the relative error bound of a sum or dot product of k terms."""
+    return k * u / (1.0 - k * u)
+
+
+class Carried:
+    """A float64 value ``v`` and a bound ``e`` on the error of the same quantity computed in the dtype."""
+
+    def __init__(self, v: torch.Tensor, e: torch.Tensor):
+        self.v, self.e = v, e
+
+    @property
+    def a(self) -> torch.Tensor:
+        return self.v.abs()
+
+
+class Model:
+    """The error rules at unit roundoff ``u`` (underflow floor ``tiny``)."""
+
+    def __init__(self, u: float, tiny: float):
+        self.u, self.tiny = u, tiny
+
+    def given(self, v: torch.Tensor) -> Carried:
+        """An input rounded to the dtype."""
+        return Carried(v, self.u * v.abs())
+
+    def exact(self, v: torch.Tensor) -> Carried:
+        return Carried(v, torch.zeros_like(v))
+
+    def matmul(self, a: Carried, b: Carried) -> Carried:
+        k = a.v.shape[-1]
+        e = a.a @ b.e + a.e @ b.a + (gamma(k + 1, self.u) * (a.a @ b.a) + k * self.tiny)
+        return Carried(a.v @ b.v, e)
+
+    def mul(self, a: Carried, b: Carried) -> Carried:
+        c = a.v * b.v
+        return Carried(c, a.a * b.e + a.e * b.a + self.u * c.abs() + self.tiny)
+
+    def add(self, a: Carried, b: Carried) -> Carried:
+        c = a.v + b.v
+        return Carried(c, a.e + b.e + self.u * c.abs())
+
+    def scale(self, a: Carried, c: float) -> Carried:
+        return Carried(a.v * c, a.e * abs(c) + self.u * (a.v * c).abs())
+
+    def rowsum(self, a: Carried) -> Carried:
+        n = a.v.shape[-1]
+        return Carried(a.v.sum(-1, keepdim=True),
+                       a.e.sum(-1, keepdim=True) + gamma(n, self.u) * a.a.sum(-1, keepdim=True) + n * self.tiny)
+
+    def colsum(self, a: Carried) -> Carried:
+        """Sum over every axis but the last (a bias gradient: over batch and tokens)."""
+        flat_v, flat_e = a.v.reshape(-1, a.v.shape[-1]), a.e.reshape(-1, a.v.shape[-1])
+        n = flat_v.shape[0]
+        return Carried(flat_v.sum(0), flat_e.sum(0) + gamma(n, self.u) * flat_v.abs().sum(0) + n * self.tiny)
+
+
+def _split(t: Carried, heads: int) -> Carried:
+    return Carried(projections.split_heads(TORCH, t.v, heads), projections.split_heads(TORCH, t.e, heads))
+
+
+def _merge(t: Carried) -> Carried:
+    return Carried(projections.merge_heads(TORCH, t.v), projections.merge_heads(TORCH, t.e))
+
+
+def _t(t: Carried) -> Carried:
+    return Carried(t.v.transpose(-1, -2), t.e.transpose(-1, -2))
+
+
+def _softmax(m: Model, s: Carried, mask) -> tuple[Carried, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """P = softmax(S) over the visible keys (a row that sees none: 0, as torch's kernels give) with E_P, the
+    visible-key mask, the row's log-sum-exp and its score range over the visible keys."""
+    visible = torch.ones_like(s.v, dtype=torch.bool) if mask is None else (mask > 0).expand_as(s.v)
+    sv = torch.where(visible, s.v, torch.full_like(s.v, -math.inf))
+    top = sv.amax(-1, keepdim=True)
+    seen = torch.isfinite(top)
+    top0 = torch.where(seen, top, torch.zeros_like(top))
+    ex = torch.where(visible, torch.exp(torch.where(visible, s.v, top0) - top0), torch.zeros_like(s.v))
+    total = torch.where(seen, ex.sum(-1, keepdim=True), torch.ones_like(top))
+    p = torch.where(seen, ex / total, torch.zeros_like(ex))
+    lse = torch.where(seen, top0 + torch.log(total), torch.zeros_like(top))
+    es = torch.where(visible, s.e, torch.zeros_like(s.e))
+    n = s.v.shape[-1]
+    relative = (es + (p * es).sum(-1, keepdim=True) + EXP_UNITS * m.u + gamma(n + 2, m.u)
+                + m.u * (torch.where(visible, s.v, top0) - top0).abs() + 2 * m.u * lse.abs())
+    e = torch.where(visible, p * relative + m.tiny, torch.zeros_like(p))
+    low = torch.where(visible, s.v, torch.full_like(s.v, math.inf)).amin(-1, keepdim=True)
+    spread = torch.where(seen, top0 - torch.where(seen, low, top0), torch.zeros_like(top))
+    return Carried(p, e), visible, lse, spread
+
+
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(-1, t.shape[-1])
+
+
+def _leaves(m: Model, X: Carried, W: dict, g: Carried, om: Carried, d_q: Carried, d_k: Carried,
+            d_v: Carried) -> dict:
+    """The gradients of the leaves (x, the projections, wo) from the heads' dQ, dK, dV (merged) and O."""
+    flat = Carried(_flat(X.v), _flat(X.e))
+    out = {"wo": m.matmul(_t(Carried(_flat(om.v), _flat(om.e))), Carried(_flat(g.v), _flat(g.e)))}
+    dx = None
+    for (w, b), d in ((("wq", "bq"), d_q), (("wk", "bk"), d_k), (("wv", "bv"), d_v)):
+        out[w], out[b] = m.matmul(_t(flat), Carried(_flat(d.v), _flat(d.e))), m.colsum(d)
+        term = m.matmul(d, _t(W[w]))
+        dx = term if dx is None else m.add(dx, term)
+    out["x"] = dx
+    return out
+
+
+def _run(x, params: dict, mask, cotangent, u: float, tiny: float, through_max: bool) -> tuple[dict, dict]:
+    """({leaf: Carried gradient under the whole model}, {leaf: the bound on what the standard backward's own
+    steps add}); the latter is what no eager probe evaluates:
+
+    * P recomputed from the row's log-sum-exp, exp(S - LSE) (FlashAttention): a subtraction at the scale of
+      |LSE| where the eager operator subtracts the row max, E_P' = P (u |S - LSE| + 2 u |LSE| + EXP + gamma);
+    * O by online rescaling (the running max): (gamma(3 n) + u range_S) |P| |V| on top of E_P' |V|;
+    * dS = P (dP - D) formed from dP's rounding and either D formula's, where the eager autograd routes the
+      row's cancellation through its max.
+    Each is carried on to the leaves to first order through the exact |values|.
+    """
+    m = Model(u, tiny)
+    heads = params["heads"]
+    X = m.given(x.double())
+    W = {k: m.given(params[k].double()) for k in ("wq", "bq", "wk", "bk", "wv", "bv", "wo")}
+    q, k, v = (_split(m.add(m.matmul(X, W[w]), W[b]), heads) for w, b in (("wq", "bq"), ("wk", "bk"), ("wv", "bv")))
+    dh = q.v.shape[-1]
+    scale = 1.0 / math.sqrt(dh)
+    s = m.scale(m.matmul(q, _t(k)), scale)
+    p, visible, lse, spread = _softmax(m, s, projections.head_mask(mask))
+    n = s.v.shape[-1]
+    rescaled = (gamma(3 * n, m.u) + m.u * spread) * (p.a @ v.a)
+    o = m.matmul(p, v)
+    o = Carried(o.v, o.e + rescaled)
+    g = m.given(cotangent.double())
+    d_o = _split(m.matmul(g, _t(W["wo"])), heads)
+    d_v = m.matmul(_t(p), d_o)
+    d_p = m.matmul(d_o, _t(v))
+    by_p, by_o = m.rowsum(m.mul(p, d_p)), m.rowsum(m.mul(d_o, o))
+    d_row = Carried(by_p.v, torch.maximum(by_p.e, by_o.e + (by_o.v - by_p.v).abs()))
+    centred = m.add(d_p, Carried(-d_row.v, d_row.e))
+    d_s = m.scale(m.mul(p, centred), scale)
+    if through_max:
+        d_s = Carried(d_s.v, d_s.e + d_s.e.sum(-1, keepdim=True))
+    full = _leaves(m, X, W, g, _merge(o), _merge(m.matmul(d_s, k)), _merge(m.matmul(_t(d_s), q)), _merge(d_v))
+    # -- the standard backward's own steps (docstring), carried through exact |values| --------------
+    shift = (torch.where(visible, s.v, lse) - lse).abs()
+    p_own = torch.where(visible, p.a * (m.u * shift + 2 * m.u * lse.abs() + EXP_UNITS * m.u
+                                        + gamma(n + 2, m.u)) + m.tiny, torch.zeros_like(p.v))
+    o_own = p_own @ v.a + rescaled
+    dp_own = gamma(dh + 1, m.u) * (d_o.a @ v.a.transpose(-1, -2))
+    row_own = torch.maximum((p_own * d_p.a + p.a * dp_own).sum(-1, keepdim=True)
+                            + gamma(n, m.u) * (p.a * d_p.a).sum(-1, keepdim=True),
+                            (d_o.a * o_own).sum(-1, keepdim=True) + gamma(dh, m.u) * (d_o.a * o.a).sum(-1, keepdim=True))
+    ds_own = scale * (p_own * centred.a + p.a * (dp_own + row_own + m.u * centred.a))
+    def moved(e):           # a (B, heads, N, dh) error on its own: merged, its value no part of the sum
+        e = projections.merge_heads(TORCH, e)
+        return Carried(torch.zeros_like(e), e)
+
+    own = _leaves(Model(0.0, 0.0), Carried(X.v, torch.zeros_like(X.v)), {w: m.exact(t.v) for w, t in W.items()},
+                  m.exact(g.v), moved(o_own), moved(ds_own @ k.a), moved(ds_own.transpose(-1, -2) @ q.a),
+                  moved(p_own.transpose(-1, -2) @ d_o.a))
+    return full, {name: c.e for name, c in own.items()}
+
+
+def gradients(x, params: dict, mask, cotangent, u: float, tiny: float, *, through_max: bool = False) -> dict:
+    """{leaf: (float64 gradient, its error bound at unit roundoff u)} of sum(cotangent * sdpa(x)) for x, wq, bq,
+    wk, bk, wv, bv, wo, by the standard backward (module docstring).  ``through_max``: also bound the
+    reference's route through the row max (each row's sum of dS errors added to every entry)."""
+    full, _ = _run(x, params, mask, cotangent, u, tiny, through_max)
+    return {name: (c.v, c.e) for name, c in full.items()}
+
+
+def bound(x, params: dict, mask, cotangent, dtype: torch.dtype, reference: dict) -> tuple[dict | None, str]:
+    """({leaf: bound}, "") on what the standard backward's own steps add in ``dtype`` (:func:`_run`: the steps
+    no eager probe takes, so the probes cannot predict them), plus the float64 ``reference``'s own error
+    (the whole model at u_64, through the row max); (None, why) where the model is not the reference's
+    function ({leaf: tensor}, the operator's float64 autograd).
+    """
+    u, tiny = dtypes.UNIT_ROUNDOFF[dtype], torch.finfo(dtype).smallest_normal
+    _, own = _run(x, params, mask, cotangent, u, tiny, False)
+    at_64, _ = _run(x, params, mask, cotangent, dtypes.UNIT_ROUNDOFF[torch.float64],
+                    torch.finfo(torch.float64).smallest_normal, True)
+    out = {}
+    for name, ref in reference.items():
+        if name not in own:
+            return None, f"the standard-backward bound has no d/d{name}"
+        value, e64 = at_64[name].v, at_64[name].e
+        finite = torch.isfinite(ref)
+        if value.shape != ref.shape or not bool(torch.isfinite(value).all()):
+            return None, f"the standard-backward bound does not model d/d{name} here"
+        # in float64 the model and the reference are the same function: they may differ by both roundings
+        gap = (value - ref).abs()
+        if not bool((gap[finite] <= 2 * e64[finite]).all()):
+            worst = float((gap - 2 * e64)[finite].max())
+            return None, (f"the standard-backward bound models another function here (d/d{name}: float64 "
+                          f"values differ by {worst:.3g} past both roundings)")
+        out[name] = own[name] + e64
+    return out, ""
