@@ -39,6 +39,13 @@ def register(sub):
     lp.add_argument("--json", action="store_true", help="the table as data on stdout (cells, tiers, marks)")
     lp.set_defaults(func="tokenlaw.app.lawtable_cmd:cmd_lawtable")
 
+    bp = rsub.add_parser("backends", help="several backends' reports of one selection side by side (a check's "
+                                          "conformance.json per --backend): every cell's outcome and ratio per "
+                                          "backend, the cells where they differ first")
+    bp.add_argument("reports", nargs="+", help="the JSON reports, one per backend")
+    bp.add_argument("--out", metavar="PATH", help="write the Markdown there (default: print it)")
+    bp.set_defaults(func="tokenlaw.app.backends_cmd:cmd_backends")
+
     sp = sub.add_parser("mutate", help="run the suite against the catalogue of seeded bugs")
     sp.add_argument("--mutant", action="append", help="only this mutant (repeatable)")
     sp.add_argument("--backend", default=None, choices=backend_names(),

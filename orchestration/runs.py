@@ -225,7 +225,22 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     env = recorded_env(backends.get(settings.backend))
     if not reference and env:
         meta["env"] = env
+    said = declared(backends.get(settings.backend), rows)
+    if not reference and said:
+        meta["declares"] = said
     return Document(rows, meta, laws=laws(reg, rows))
+
+
+def declared(backend, rows) -> dict:
+    """What ``backend`` declares about the operators of ``rows`` beyond their own laws (a fully masked row's
+    value, claims of its own, backwards it declares standard), for the report (``tokenlaw report backends``)."""
+    ops = set(r.operator for r in rows)
+    out = {}
+    for key in ("masked_row", "backend_claims", "standard_backward"):
+        table = {op: v for op, v in getattr(backend, key).items() if op in ops}
+        if table:
+            out[key] = {op: (v if v == v else "NaN") if isinstance(v, float) else v for op, v in table.items()}
+    return out
 
 
 def traits(reg, rows) -> dict:

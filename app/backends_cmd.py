@@ -1,0 +1,24 @@
+"""``tokenlaw report backends``: several backends' reports side by side (a thin call into ``reports.backends``).
+
+    tokenlaw check --backend sdpa-math --operator sdpa --out reports/sdpa-math
+    tokenlaw check --backend sdpa-flash --operator sdpa --out reports/sdpa-flash
+    tokenlaw report backends reports/sdpa-math/conformance-sdpa-math.json \\
+        reports/sdpa-flash/conformance-sdpa-flash.json --out reports/backends.md
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tokenlaw.reports import backends, document, writers
+
+from .exits import EXIT_OK
+
+
+def cmd_backends(args) -> int:
+    text = backends.markdown([d.to_json() for d in document.load_reports(args.reports)])
+    if args.out:
+        writers.atomic_write(Path(args.out), text)
+        print(f"wrote {args.out}")
+    else:
+        print(text, end="")
+    return EXIT_OK
