@@ -1,9 +1,9 @@
-"""The arguments of ``tokenlaw reproduce ablation|retrofit`` (light: argparse only; the work is ``reproduce_cmd``)."""
+"""The arguments of ``tokenlaw reproduce all|NAME`` (light: argparse only; the work is ``reproduce_cmd``)."""
 from __future__ import annotations
 
 
 def register(subparsers):
-    sp = subparsers.add_parser("reproduce", help="reproduce the papers' ablation and retrofit experiments")
+    sp = subparsers.add_parser("reproduce", help="reproduce the papers' figures (all, or one experiment)")
     sub = sp.add_subparsers(dest="experiment", required=True)
 
     a = sub.add_parser("ablation", help="two-block null-insertion ablation with per-component attribution")
@@ -23,3 +23,21 @@ def register(subparsers):
     r.add_argument("--retrain", action="store_true", help="ignore cached weights in <out>/retrofit_model.pt")
     r.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     r.set_defaults(func="tokenlaw.app.reproduce_cmd:cmd_retrofit")
+
+    e = sub.add_parser("exactness", help="OAttention against the direct evaluation of its formula, per dtype, eager "
+                                         "and the Triton kernel")
+    e.add_argument("--seeds", type=int, default=5)
+    e.add_argument("--quick", action="store_true", help="tiny shapes for tests (not the reported numbers)")
+    e.add_argument("--out", default="reports")
+    e.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+    e.set_defaults(func="tokenlaw.app.reproduce_cmd:cmd_exactness")
+
+    al = sub.add_parser("all", help="every experiment, then the papers' figures beside ours in <out>/fidelity.md "
+                                    "(and .json, .html)")
+    al.add_argument("--quick", action="store_true", help="reduced sizes (minutes; for tests, not the reported numbers)")
+    al.add_argument("--only", nargs="+", metavar="NAME", help="only these experiments (the others' rows are left out)")
+    al.add_argument("--out", default="reports")
+    al.add_argument("--readme", metavar="PATH", help="also write the summary paragraph into PATH (e.g. README.md) "
+                                                     "between its fidelity markers")
+    al.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    al.set_defaults(func="tokenlaw.app.reproduce_cmd:cmd_all")

@@ -1,4 +1,4 @@
-"""``tokenlaw reproduce ablation|retrofit``: run a paper experiment, write its report, map its result to an exit code.
+"""``tokenlaw reproduce all|NAME``: run the papers' experiments, write their reports, map the result to an exit code.
 
 The experiments live in ``tokenlaw.experiments`` (one module each, returning
 results); this command only parses arguments, calls one and writes
@@ -8,12 +8,17 @@ run completed and its acceptance checks hold, 1 otherwise (``exits``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
+import os
+import sys
 import time
 from pathlib import Path
 
-from tokenlaw.experiments import ablation, retrofit
+import torch
+
+from tokenlaw.experiments import ablation, exactness, fidelity, retrofit
 from tokenlaw.operators.arguments import writable_dir
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.files import atomic_write
@@ -66,3 +71,65 @@ def cmd_retrofit(args) -> int:
     print(json.dumps({"result": "PASS" if code == EXIT_OK else "FAIL", "markdown": str(out / "retrofit.md"),
                       "report": str(out / "retrofit.json")}, indent=1))
     return code
+
+
+def _interpret_kernels() -> None:
+    """On a machine without CUDA, run the Triton kernels in Triton's CPU interpreter (their accuracy is what the
+    exactness figure measures; their speed is not measured here)."""
+    if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+        print("no CUDA device: the Triton kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1)",
+              file=sys.stderr)
+
+
+def cmd_exactness(args) -> int:
+    writable_dir(args.out, "--out")
+    _positive_int(args.seeds, "--seeds")
+    _interpret_kernels()
+    cfg = dataclasses.replace(exactness.QUICK if args.quick else exactness.Config(), seeds=args.seeds)
+    result = exactness.run(cfg)
+    md = exactness.to_markdown(result)
+    out = Path(args.out)
+    atomic_write(out / "exactness.md", md)
+    atomic_write(out / "exactness.json", json.dumps(result, indent=1))
+    if args.json:
+        print(json.dumps({"markdown": str(out / "exactness.md"), "report": str(out / "exactness.json"),
+                          "figures": exactness.figures(result)}, indent=1))
+    else:
+        print(md)
+        print(f"wrote {out / 'exactness.md'} and {out / 'exactness.json'}")
+    return EXIT_OK
+
+
+def cmd_all(args) -> int:
+    writable_dir(args.out, "--out")
+    known = [e.name for e in fidelity.EXPERIMENTS]
+    for name in args.only or ():
+        if name not in known:
+            raise InvalidArgument(f"--only: no experiment {name!r}; expected some of {known}")
+    readme = Path(args.readme) if args.readme else None
+    if readme is not None:            # refuse a page without the markers before the run, not after it
+        fidelity.render.generated(_read(readme, "--readme"))
+    _interpret_kernels()
+    record = fidelity.run_all(Path(args.out), quick=args.quick, names=args.only,
+                              log=lambda line: print(line, file=sys.stderr, flush=True))
+    out = Path(args.out)
+    if readme is not None:
+        source = os.path.relpath((out / "fidelity.md").resolve(), readme.resolve().parent)
+        atomic_write(readme, fidelity.render.splice(_read(readme, "--readme"),
+                                                    fidelity.render.readme(record, Path(source).as_posix())))
+    if args.json:
+        print(json.dumps({"report": str(out / "fidelity.md"), "seconds": record["seconds"],
+                          "statuses": fidelity.render.counts(record)}, indent=1))
+    else:
+        print((out / "fidelity.md").read_text(), end="")
+        print(f"wrote {out / 'fidelity.md'}, {out / 'fidelity.json'} and {out / 'fidelity.html'} "
+              f"({record['seconds']:.0f} s)")
+    return EXIT_OK
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InvalidArgument(f"{what}: cannot read {str(path)!r} ({err.strerror})") from None

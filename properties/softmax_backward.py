@@ -9,29 +9,37 @@ per head, from the saved row statistics::
 between the operator's own projections.  At a saturated row (P one-hot in the dtype) the true dS is
 tiny while dP and D are not, and each implementation cancels them with its own roundings: no eager
 probe predicts another algorithm's cancellation (docs/flex.md measures a hundredfold difference).
-This module bounds it instead.  Every quantity X of the computation above is carried as its float64
-value and a first-order bound E_X on |fl_D(X) - X|, with the standard rules (Higham, *Accuracy and
-Stability of Numerical Algorithms*, ch. 3), which hold for any summation order, blocking or FMA use:
+The eager probes of ``gradient_agreement`` still predict the error of the steps they share with the
+backend (the projections, the scores, dV's and dP's products); this module bounds what the standard
+backward's *own* steps add, which no probe takes (:func:`_run`):
+
+* P recomputed from the row's log-sum-exp, exp(S - LSE) (FlashAttention), where the eager operator
+  subtracts the row max: a subtraction at the scale of |LSE|;
+* O by online rescaling with a running max;
+* dS = P (dP - D) formed from dP's rounding and D's, with either D formula.
+
+Each is a first-order worst-case bound in the standard rules (Higham, *Accuracy and Stability of
+Numerical Algorithms*, ch. 3), which hold for any summation order, blocking or FMA use:
 
 * an input rounded to D:        E = u |x|
 * C = A B, inner length k:      E_C = |A| E_B + E_A |B| + gamma(k + 1) |A| |B|     (gamma(k) = k u / (1 - k u))
 * c = a * b (elementwise):      E_c = |a| E_b + E_a |b| + u |c|
-* a row softmax P of S:         E_P = P (E_S + sum_l P_l E_S_l) + P (EXP + gamma(n + 2) + u |S - S_max| + 2 u |LSE|)
-  + the smallest normal of D (an entry may underflow to 0), LSE the row's log-sum-exp (FlashAttention
-  recomputes P = exp(S - LSE) in the backward, a subtraction at the scale of |LSE|); EXP = 8 u covers
-  a vectorised exp of up to 4 ulps (ATen's CPU kernels use SLEEF-style exp_u20: 2.0 ulps);
-* O's online rescaling (FlashAttention's running max): each rescale by exp(m_old - m_new) errs by
-  EXP + u |m_old - m_new|, and the steps add up to at most the row's score range: E_O takes
-  (gamma(3 n) + u range_S) |P| |V| on top of its product's bound;
-* D: the larger of the two formulas' bounds (rowsum(P dP) and rowsum(dO O)), so either backward is covered.
+* P recomputed as exp(S - LSE): E_P' = P (u |S - LSE| + 2 u |LSE| + EXP + gamma(n + 2)) + the smallest
+  normal of D (an entry may underflow to 0); EXP = 8 u covers a vectorised exp of up to 4 ulps
+  (ATen's CPU kernels use SLEEF-style exp_u20: 2.0 ulps);
+* O's online rescaling: each rescale by exp(m_old - m_new) errs by EXP + u |m_old - m_new|, and the
+  steps add up to at most the row's score range: (gamma(3 n) + u range_S) |P| |V|;
+* D: the larger of the two formulas' bounds (rowsum(P dP) and rowsum(dO O)), so either backward is covered;
 
-The bound is validated before it is used: evaluated in float64, the model's gradients must be the
-reference gradients (the operator's own float64 autograd) within the model's own float64 bound, else
-it is another function there and the caller says so (:func:`bound`).  The float64 reference has a
-rounding error of its own (it differentiates through the row max too, which routes each row's
-sum_l dS_l to its argmax entry): the same model at u_64, with that row sum added to every dS
-entry, bounds it, and joins the D bound.  Only rounding is modelled: a backward with a wrong formula
-(no D term, a scaled dS) is off by far more than u |P| |dP| wherever dS is not itself cancelled, and
+carried on to every leaf (x, each [W; b], wo) to first order through the exact |values|.
+
+The model is validated before it is used: evaluated in float64, its gradients must be the reference
+gradients (the operator's own float64 autograd) within its float64 bound, else it is another function
+there and the caller says so (:func:`bound`).  The float64 reference has a rounding error of its own
+(it differentiates through the row max too, which routes each row's sum_l dS_l to its argmax entry):
+the whole model at u_64 (every step, with that row sum added to every dS entry) bounds it, and joins
+the bound.  Only rounding is modelled: a backward with a wrong formula (no D term, D accumulated in a
+lower precision, a scaled backward) is off by far more wherever dS is not itself cancelled, and
 tests/integrations/test_torch_sdpa.py shows such backwards still fail.
 """
 from __future__ import annotations
@@ -209,14 +217,6 @@ def _run(x, params: dict, mask, cotangent, u: float, tiny: float, through_max: b
                   m.exact(g.v), moved(o_own), moved(ds_own @ k.a), moved(ds_own.transpose(-1, -2) @ q.a),
                   moved(p_own.transpose(-1, -2) @ d_o.a))
     return full, {name: c.e for name, c in own.items()}
-
-
-def gradients(x, params: dict, mask, cotangent, u: float, tiny: float, *, through_max: bool = False) -> dict:
-    """{leaf: (float64 gradient, its error bound at unit roundoff u)} of sum(cotangent * sdpa(x)) for x, wq, bq,
-    wk, bk, wv, bv, wo, by the standard backward (module docstring).  ``through_max``: also bound the
-    reference's route through the row max (each row's sum of dS errors added to every entry)."""
-    full, _ = _run(x, params, mask, cotangent, u, tiny, through_max)
-    return {name: (c.v, c.e) for name, c in full.items()}
 
 
 def bound(x, params: dict, mask, cotangent, dtype: torch.dtype, reference: dict) -> tuple[dict | None, str]:
