@@ -6,6 +6,8 @@ import random
 
 import pytest
 import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from tokenlaw.fuzz.engine import run_cell
 from tokenlaw.integrations import torch_sdpa
@@ -303,3 +305,30 @@ def test_the_a_priori_bound_costs_no_detection_of_a_1e_3_gradient_error():
                 leaves.extend(ratios)
     print(seen, sorted(leaves)[len(leaves) // 2])
     assert seen["a priori"] == seen["probes"] >= 22, seen
+
+
+def test_where_the_cpu_math_and_flash_kernels_differ_on_the_same_inputs():
+    """The head-to-head facts docs/flex.md states (torch 2.13, CPU): a float16 score shift of 1000 moves
+    flash's output and not math's; both give 0 for a fully masked row; both let a NaN in a masked key's
+    value or key reach the output (0 * NaN), as the eager formula does."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 1, 4, 8, generator=gen) for _ in range(3))
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[:, 3] = False
+    nan_v, nan_k = v.clone(), k.clone()
+    nan_v[..., 3, :] = float("nan")
+    nan_k[..., 3, :] = float("nan")
+    empty = mask.clone()
+    empty[1] = False
+    shift = {}
+    for backend in (torch_sdpa.SDPA_MATH, torch_sdpa.SDPA_FLASH):
+        half = [t.half() for t in (q, k, v)]
+        with sdpa_kernel(getattr(SDPBackend, backend.kernel)):      # an additive mask: every score + 1000
+            plain = F.scaled_dot_product_attention(*half).float()
+            moved = F.scaled_dot_product_attention(*half, attn_mask=torch.full((4, 4), 1000.0,
+                                                                               dtype=torch.float16)).float()
+        shift[backend.name] = float((plain - moved).abs().max())
+        assert bool(backend.core(q, k, nan_v, mask.float()).isnan().any())
+        assert bool(backend.core(q, nan_k, v, mask.float()).isnan().any())
+        assert bool((backend.core(q, k, v, empty.float())[0, 0, 1] == 0).all())
+    assert shift["sdpa-math"] == 0.0 and shift["sdpa-flash"] > 0.0, shift
