@@ -286,10 +286,9 @@ def standard_bound(reference, raw: dict, dtype) -> tuple[dict, str]:
     """({[W; b] name: a-priori bound}, why) of the textbook softmax-attention backward in ``dtype`` against the
     float64 gradients ``raw`` (:mod:`softmax_backward`); ({}, why) where the model is not the operator there."""
     roles = reference.op.domain.roles
-    params = dict(roles.standard(reference.params), heads=reference.params[roles.heads])
     mask = None if reference.mask is None else reference.mask.double()
     cotangent = reference.random_like(tuple(reference.x.shape), salt=11)   # gradients()'s cotangent
-    limits, why = softmax_backward.bound(reference.x, params, mask, cotangent, dtype, raw)
+    limits, why = softmax_backward.bound(reference.x, reference.params, roles, mask, cotangent, dtype, raw)
     return ({}, f"no a-priori bound: {why}") if limits is None else (_affine(limits, roles), "")
 
 

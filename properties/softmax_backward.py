@@ -51,6 +51,8 @@ import torch
 from tokenlaw.operators import dtypes, projections
 from tokenlaw.operators.xp import TORCH
 
+# the tokens' gradient's name (properties.implementation_laws.gradients)
+TOKENS = "x"
 # relative error of one exp in units of u: 4 ulps (SLEEF-style vectorised exp is within 1 to 3.5 ulps)
 EXP_UNITS = 8.0
 
@@ -150,21 +152,22 @@ def _flat(t: torch.Tensor) -> torch.Tensor:
     return t.reshape(-1, t.shape[-1])
 
 
-def _leaves(m: Model, X: Carried, W: dict, g: Carried, om: Carried, d_q: Carried, d_k: Carried,
+def _leaves(m: Model, roles, X: Carried, W: dict, g: Carried, om: Carried, d_q: Carried, d_k: Carried,
             d_v: Carried) -> dict:
-    """The gradients of the leaves (x, the projections, wo) from the heads' dQ, dK, dV (merged) and O."""
+    """The gradients of the leaves (the tokens ``x``, the projections, the output weight; named by ``roles``)
+    from the heads' dQ, dK, dV (merged) and O."""
     flat = Carried(_flat(X.v), _flat(X.e))
-    out = {"wo": m.matmul(_t(Carried(_flat(om.v), _flat(om.e))), Carried(_flat(g.v), _flat(g.e)))}
+    out = {roles.output: m.matmul(_t(Carried(_flat(om.v), _flat(om.e))), Carried(_flat(g.v), _flat(g.e)))}
     dx = None
-    for (w, b), d in ((("wq", "bq"), d_q), (("wk", "bk"), d_k), (("wv", "bv"), d_v)):
+    for (w, b), d in ((roles.query, d_q), (roles.key, d_k), (roles.value, d_v)):
         out[w], out[b] = m.matmul(_t(flat), Carried(_flat(d.v), _flat(d.e))), m.colsum(d)
         term = m.matmul(d, _t(W[w]))
         dx = term if dx is None else m.add(dx, term)
-    out["x"] = dx
+    out[TOKENS] = dx
     return out
 
 
-def _run(x, params: dict, mask, cotangent, u: float, tiny: float, through_max: bool) -> tuple[dict, dict]:
+def _run(x, params: dict, roles, mask, cotangent, u: float, tiny: float, through_max: bool) -> tuple[dict, dict]:
     """({leaf: Carried gradient under the whole model}, {leaf: the bound on what the standard backward's own
     steps add}); the latter is what no eager probe evaluates:
 
@@ -176,10 +179,10 @@ def _run(x, params: dict, mask, cotangent, u: float, tiny: float, through_max: b
     Each is carried on to the leaves to first order through the exact |values|.
     """
     m = Model(u, tiny)
-    heads = params["heads"]
+    heads = params[roles.heads]
     X = m.given(x.double())
-    W = {k: m.given(params[k].double()) for k in ("wq", "bq", "wk", "bk", "wv", "bv", "wo")}
-    q, k, v = (_split(m.add(m.matmul(X, W[w]), W[b]), heads) for w, b in (("wq", "bq"), ("wk", "bk"), ("wv", "bv")))
+    W = {k: m.given(params[k].double()) for k in (*roles.query, *roles.key, *roles.value, roles.output)}
+    q, k, v = (_split(m.add(m.matmul(X, W[w]), W[b]), heads) for w, b in (roles.query, roles.key, roles.value))
     dh = q.v.shape[-1]
     scale = 1.0 / math.sqrt(dh)
     s = m.scale(m.matmul(q, _t(k)), scale)
@@ -189,7 +192,7 @@ def _run(x, params: dict, mask, cotangent, u: float, tiny: float, through_max: b
     o = m.matmul(p, v)
     o = Carried(o.v, o.e + rescaled)
     g = m.given(cotangent.double())
-    d_o = _split(m.matmul(g, _t(W["wo"])), heads)
+    d_o = _split(m.matmul(g, _t(W[roles.output])), heads)
     d_v = m.matmul(_t(p), d_o)
     d_p = m.matmul(d_o, _t(v))
     by_p, by_o = m.rowsum(m.mul(p, d_p)), m.rowsum(m.mul(d_o, o))
@@ -198,7 +201,7 @@ def _run(x, params: dict, mask, cotangent, u: float, tiny: float, through_max: b
     d_s = m.scale(m.mul(p, centred), scale)
     if through_max:
         d_s = Carried(d_s.v, d_s.e + d_s.e.sum(-1, keepdim=True))
-    full = _leaves(m, X, W, g, _merge(o), _merge(m.matmul(d_s, k)), _merge(m.matmul(_t(d_s), q)), _merge(d_v))
+    full = _leaves(m, roles, X, W, g, _merge(o), _merge(m.matmul(d_s, k)), _merge(m.matmul(_t(d_s), q)), _merge(d_v))
     # -- the standard backward's own steps (docstring), carried through exact |values| --------------
     shift = (torch.where(visible, s.v, lse) - lse).abs()
     p_own = torch.where(visible, p.a * (m.u * shift + 2 * m.u * lse.abs() + EXP_UNITS * m.u
@@ -213,21 +216,21 @@ def _run(x, params: dict, mask, cotangent, u: float, tiny: float, through_max: b
         e = projections.merge_heads(TORCH, e)
         return Carried(torch.zeros_like(e), e)
 
-    own = _leaves(Model(0.0, 0.0), Carried(X.v, torch.zeros_like(X.v)), {w: m.exact(t.v) for w, t in W.items()},
+    own = _leaves(Model(0.0, 0.0), roles, Carried(X.v, torch.zeros_like(X.v)), {w: m.exact(t.v) for w, t in W.items()},
                   m.exact(g.v), moved(o_own), moved(ds_own @ k.a), moved(ds_own.transpose(-1, -2) @ q.a),
                   moved(p_own.transpose(-1, -2) @ d_o.a))
     return full, {name: c.e for name, c in own.items()}
 
 
-def bound(x, params: dict, mask, cotangent, dtype: torch.dtype, reference: dict) -> tuple[dict | None, str]:
+def bound(x, params: dict, roles, mask, cotangent, dtype: torch.dtype, reference: dict) -> tuple[dict | None, str]:
     """({leaf: bound}, "") on what the standard backward's own steps add in ``dtype`` (:func:`_run`: the steps
     no eager probe takes, so the probes cannot predict them), plus the float64 ``reference``'s own error
     (the whole model at u_64, through the row max); (None, why) where the model is not the reference's
     function ({leaf: tensor}, the operator's float64 autograd).
     """
     u, tiny = dtypes.UNIT_ROUNDOFF[dtype], torch.finfo(dtype).smallest_normal
-    _, own = _run(x, params, mask, cotangent, u, tiny, False)
-    at_64, _ = _run(x, params, mask, cotangent, dtypes.UNIT_ROUNDOFF[torch.float64],
+    _, own = _run(x, params, roles, mask, cotangent, u, tiny, False)
+    at_64, _ = _run(x, params, roles, mask, cotangent, dtypes.UNIT_ROUNDOFF[torch.float64],
                     torch.finfo(torch.float64).smallest_normal, True)
     out = {}
     for name, ref in reference.items():

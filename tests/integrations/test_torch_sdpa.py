@@ -274,12 +274,12 @@ def test_the_bound_refuses_a_reference_that_is_another_function():
     raw = gradients(case, torch.float64)
     params = dict(case.params)
     cotangent = case.random_like(tuple(case.x.shape), salt=11)
-    limits, why = softmax_backward.bound(case.x, params, case.mask, cotangent, torch.float32, raw)
+    limits, why = softmax_backward.bound(case.x, params, SDPA.domain.roles, case.mask, cotangent, torch.float32, raw)
     assert limits is not None and not why, why
     assert set(limits) == set(raw) and all(limits[k].shape == raw[k].shape for k in raw)
     # the float64 model is the reference's function: its values agree with autograd within both roundings
     off = dict(raw, wq=raw["wq"] * (1 + 1e-9))
-    limits, why = softmax_backward.bound(case.x, params, case.mask, cotangent, torch.float32, off)
+    limits, why = softmax_backward.bound(case.x, params, SDPA.domain.roles, case.mask, cotangent, torch.float32, off)
     assert limits is None and "another function" in why and "d/dwq" in why, why
 
 
