@@ -1,9 +1,10 @@
-"""The arguments of ``tokenlaw reproduce ablation|retrofit`` (light: argparse only; the work is ``reproduce_cmd``)."""
+"""The arguments of ``tokenlaw reproduce ablation|retrofit|recall|distractors|unanswerable|sink`` (light: argparse
+only; the work is ``reproduce_cmd``)."""
 from __future__ import annotations
 
 
 def register(subparsers):
-    sp = subparsers.add_parser("reproduce", help="reproduce the papers' ablation and retrofit experiments")
+    sp = subparsers.add_parser("reproduce", help="reproduce the papers' experiments (ablation, retrofit; pn_fir_tau: recall, distractors, unanswerable, sink)")
     sub = sp.add_subparsers(dest="experiment", required=True)
 
     a = sub.add_parser("ablation", help="two-block null-insertion ablation with per-component attribution")
@@ -23,3 +24,17 @@ def register(subparsers):
     r.add_argument("--retrain", action="store_true", help="ignore cached weights in <out>/retrofit_model.pt")
     r.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     r.set_defaults(func="tokenlaw.app.reproduce_cmd:cmd_retrofit")
+
+    pn_fir_tau = {
+        "recall": "single-layer associative recall, softmax vs sm_fir (pn_fir_tau paper)",
+        "distractors": "recall under distractors, pn_fir_tau vs pn and pn_fir_c (pn_fir_tau paper)",
+        "unanswerable": "hallucination and row mass on unanswerable queries, the zoo vs pn_fir_tau (pn_fir_tau paper)",
+        "sink": "attention-sink mass on BOS of a tiny char LM, softmax vs pn_fir_tau (pn_fir_tau paper)",
+    }
+    for name, text in pn_fir_tau.items():
+        e = sub.add_parser(name, help=text)
+        e.add_argument("--seeds", type=int, default=None, help="number of seeds 0..S-1 (default: the experiment's)")
+        e.add_argument("--quick", action="store_true", help="tiny run for tests (not the reported numbers)")
+        e.add_argument("--out", default="reports", help=f"writes <out>/{name}.md, .json and its .svg plots")
+        e.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+        e.set_defaults(func="tokenlaw.app.reproduce_cmd:cmd_pn_fir_tau")
