@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def register(subparsers):
-    sp = subparsers.add_parser("reproduce", help="reproduce the papers' experiments (ablation, retrofit; pn_fir_tau: recall, distractors, unanswerable, sink)")
+    sp = subparsers.add_parser("reproduce", help="reproduce the papers' experiments (ablation, retrofit; "
+                                                    "pn_fir_tau: recall, distractors, unanswerable, sink)")
     sub = sp.add_subparsers(dest="experiment", required=True)
 
     a = sub.add_parser("ablation", help="two-block null-insertion ablation with per-component attribution")

@@ -8,8 +8,9 @@ softmax attention (the registered ``sm_fir`` with a one-tap filter), ``sm_fir`` 
 with the 7-tap FIR on keys. Trained 800 steps x 64 sequences (AdamW, lr 3e-3); accuracy on 2000 held-out
 sequences per seed.
 
-Full size (``Config()``, 3 seeds, 6 trainings): about 1.5 minutes on this 2-core machine, one thread, under
-load (``seconds`` in the result is the measurement).
+Full size (``Config()``, 3 seeds, 6 trainings): 65 s wall, measured 2026-12-05 on this 2-core machine shared with other engineers (load average 8-10), one thread; ``seconds`` and
+``cpu_seconds`` in the result are each run's measurement. Measured: softmax 17.8 / 17.9 / 19.1 %, sm_fir
+98.9 / 99.9 / 99.0 % (seeds 0 / 1 / 2).
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ QUICK = Config(seeds=2, task=Task(pairs=4, keys=8, values=8), training=Training(
 def run(cfg: Config = Config(), log=None) -> dict:
     """Train each normaliser at each seed; accuracy per seed, mean and spread."""
     cfg.check()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     runs = []
     for normaliser in cfg.normalisers:
         for seed in seeds_of(cfg.seeds):
@@ -54,7 +55,8 @@ def run(cfg: Config = Config(), log=None) -> dict:
             runs.append(run_one(normaliser, seed, cfg.task, cfg.training, log=log))
     acc = {n: summary(r["evaluation"]["0"]["accuracy"] for r in runs if r["normaliser"] == n) for n in cfg.normalisers}
     return dict(experiment="recall", config=dataclasses.asdict(cfg), paper=PAPER, runs=runs,
-                summary={n: dict(accuracy=a) for n, a in acc.items()}, seconds=time.perf_counter() - start)
+                summary={n: dict(accuracy=a) for n, a in acc.items()}, seconds=time.perf_counter() - start,
+                cpu_seconds=time.process_time() - cpu)
 
 
 def _setting(result) -> str:
@@ -76,8 +78,9 @@ def figures(result: dict) -> list:
     if matches:
         reason = "both accuracies within our seed spread (or 2 points) of the paper's"
     elif up:
-        reason = (f"sm_fir recalls at every seed where softmax cannot (softmax near the 1/{result['config']['task']['pairs']}"
-                  f" = {chance:.1%} of guessing a context value); the paper's softmax level (44.5 %) depends on its "
+        pairs = result["config"]["task"]["pairs"]
+        reason = (f"sm_fir recalls at every seed where softmax cannot (softmax near the 1/{pairs} = {chance:.1%} "
+                  f"of guessing a context value); the paper's softmax level (44.5 %) depends on its "
                   f"unstated task and model")
     else:
         reason = "sm_fir does not recall better than softmax at every seed"
@@ -89,7 +92,8 @@ def figures(result: dict) -> list:
 
 def to_markdown(result: dict) -> str:
     lines = ["# Single-layer associative recall (pn_fir_tau paper)", "", f"Setting: {_setting(result)}. "
-             f"Run time {result['seconds']:.0f} s.", "", markdown_table(figures(result)), "",
+             f"Run time {result['seconds']:.0f} s ({result.get('cpu_seconds', float('nan')):.0f} s of CPU).", "",
+             markdown_table(figures(result)), "",
              "| normaliser | seed | accuracy | final training loss | s |", "|---|---|---|---|---|"]
     for r in result["runs"]:
         lines.append(f"| {r['normaliser']} | {r['seed']} | {100 * r['evaluation']['0']['accuracy']:.1f} % | "

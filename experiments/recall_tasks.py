@@ -64,4 +64,5 @@ def batch(gen: torch.Generator, size: int, *, pairs: int, keys: int, values: int
     targets = torch.where(absent, torch.full_like(pick, values), vals[rows, pick])
     slots = [ctx_keys, vals + keys] + ([torch.full_like(vals, keys + values)] if decoys else [])
     tokens = torch.cat([torch.stack(slots, dim=-1).reshape(size, len(slots) * pairs), query[:, None]], dim=1)
-    return Batch(tokens, targets, ~absent, tokens == keys + values if decoys else torch.zeros_like(tokens, dtype=torch.bool))
+    decoy = tokens == keys + values if decoys else torch.zeros_like(tokens, dtype=torch.bool)
+    return Batch(tokens, targets, ~absent, decoy)
