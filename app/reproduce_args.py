@@ -24,6 +24,20 @@ def register(subparsers):
     r.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     r.set_defaults(func="tokenlaw.app.reproduce_cmd:cmd_retrofit")
 
+    pn_fir_tau = {
+        "recall": "single-layer associative recall, softmax vs sm_fir (pn_fir_tau paper)",
+        "distractors": "recall under distractors, pn_fir_tau vs pn and pn_fir_c (pn_fir_tau paper)",
+        "unanswerable": "hallucination and row mass on unanswerable queries, the zoo vs pn_fir_tau (pn_fir_tau paper)",
+        "sink": "attention-sink mass on BOS of a tiny char LM, softmax vs pn_fir_tau (pn_fir_tau paper)",
+    }
+    for name, text in pn_fir_tau.items():
+        e = sub.add_parser(name, help=text)
+        e.add_argument("--seeds", type=int, default=None, help="number of seeds 0..S-1 (default: the experiment's)")
+        e.add_argument("--quick", action="store_true", help="tiny run for tests (not the reported numbers)")
+        e.add_argument("--out", default="reports", help=f"writes <out>/{name}.md, .json and its .svg plots")
+        e.add_argument("--json", action="store_true", help="machine-readable result on stdout")
+        e.set_defaults(func="tokenlaw.app.reproduce_cmd:cmd_pn_fir_tau")
+
     e = sub.add_parser("exactness", help="OAttention against the direct evaluation of its formula, per dtype, eager "
                                          "and the Triton kernel")
     e.add_argument("--seeds", type=int, default=5)

@@ -28,7 +28,7 @@ from pathlib import Path
 from tokenlaw.operators.files import atomic_write
 from tokenlaw.reports import fidelity as render
 
-from . import ablation, exactness, retrofit
+from . import ablation, distractors, exactness, recall, retrofit, sink, unanswerable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,10 +41,15 @@ class Experiment:
     run: object              # run(cfg, out, log) -> the JSON-able result
     figures: object          # figures(result) -> rows
     markdown: object         # to_markdown(result) -> str
+    plots: object = None     # plots(result) -> {file name: SVG text}, written beside the report
 
 
 def _retrofit_run(cfg, out, log):
     return retrofit.run(cfg, out, log=log)
+
+
+def _pn_fir_tau_run(module):
+    return lambda cfg, out, log: module.run(cfg, log=log)
 
 
 EXPERIMENTS = (
@@ -53,8 +58,11 @@ EXPERIMENTS = (
     Experiment("ablation", ablation.Config(),
                ablation.Config(width=8, tokens=4, seeds=2, gains=(1.0, 2.0), positions=(0, 4), sweep_widths=(8, 16),
                                sweep_gains=(1.0, 4.0)),
-               lambda cfg, out, log: ablation.run(cfg), ablation.figures, ablation.to_markdown),
+               lambda cfg, out, log: ablation.run(cfg), ablation.figures, ablation.to_markdown,
+               lambda result: {"ablation_sweep.svg": ablation.sweep_svg(result)}),
     Experiment("retrofit", retrofit.Config(), retrofit.QUICK, _retrofit_run, retrofit.figures, retrofit.to_markdown),
+    *(Experiment(m.__name__.rsplit(".", 1)[-1], m.Config(), m.QUICK, _pn_fir_tau_run(m), m.figures, m.to_markdown,
+                 m.plots) for m in (recall, distractors, unanswerable, sink)),
 )
 
 # What cannot be measured on a CPU machine: the reason, and the command that measures it where it can be.
@@ -85,7 +93,7 @@ def run_all(out: Path, *, quick: bool = False, names=None, log=print) -> dict:
     ``<out>/<name>.{md,json}`` and the fidelity report; the JSON-able record."""
     out = Path(out)
     chosen = [e for e in EXPERIMENTS if names is None or e.name in names]
-    rows, runs = [], {}
+    rows, runs, plots = [], {}, []
     start = time.perf_counter()
     for i, e in enumerate(chosen, 1):
         log(f"[{i}/{len(chosen)}] {e.name} ({'quick' if quick else 'full'}) ...")
@@ -100,11 +108,11 @@ def run_all(out: Path, *, quick: bool = False, names=None, log=print) -> dict:
         rows += figs
         runs[e.name] = dict(seconds=seconds, report=f"{e.name}.md", figures=len(figs))
         log(f"[{i}/{len(chosen)}] {e.name}: {len(figs)} figures in {seconds:.0f} s")
-        if e.name == "ablation":
-            atomic_write(out / "ablation_sweep.svg", ablation.sweep_svg(result))
+        for file, svg in (e.plots(result) if e.plots else {}).items():
+            atomic_write(out / file, svg)
+            plots.append(file)
     rows += not_here_rows()
-    record = dict(quick=quick, seconds=time.perf_counter() - start, experiments=runs, rows=rows,
-                  plots=["ablation_sweep.svg"] if "ablation" in runs else [])
+    record = dict(quick=quick, seconds=time.perf_counter() - start, experiments=runs, rows=rows, plots=plots)
     atomic_write(out / "fidelity.json", json.dumps(record, indent=1))
     atomic_write(out / "fidelity.md", render.markdown(record))
     atomic_write(out / "fidelity.html", render.html(record, {p: (out / p).read_text() for p in record["plots"]}))
