@@ -9,9 +9,11 @@ from tokenlaw.app.cli import main
 from tokenlaw.experiments import ablation, exactness, fidelity, retrofit
 from tokenlaw.reports import fidelity as render
 
-# every figure the issue lists: (a phrase of its row's name, what the row must say where it is not measured)
+# every figure the issue lists (a phrase of its row's name)
 FIGURES = ["exactness", "OA-only old-token", "OTransformer old-token", "hidden-carrier OAttention",
-           "full O (OInject", "time per training step", "speed-up over the eager", "intermediate memory",
+           "full O (OInject", "single-layer associative recall", "distractors, eps = 0.05", "distractors, eps = 0.2",
+           "distractors, eps = 0.5", "distractors, eps = 1", "hallucination on unanswerable", "unanswerable-row",
+           "sink mass on BOS", "time per training step", "speed-up over the eager", "intermediate memory",
            "WikiText-2 perplexity"]
 
 
