@@ -60,7 +60,8 @@ EXPERIMENTS = (
                                sweep_gains=(1.0, 4.0)),
                lambda cfg, out, log: ablation.run(cfg), ablation.figures, ablation.to_markdown,
                lambda result: {"ablation_sweep.svg": ablation.sweep_svg(result)}),
-    Experiment("retrofit", retrofit.Config(), retrofit.QUICK, _retrofit_run, retrofit.figures, retrofit.to_markdown),
+    Experiment("retrofit", retrofit.Config(), retrofit.QUICK, _retrofit_run, retrofit.figures, retrofit.to_markdown,
+               lambda result: {"retrofit_sweep.svg": retrofit.sweep_svg(result)}),
     *(Experiment(m.__name__.rsplit(".", 1)[-1], m.Config(), m.QUICK, _pn_fir_tau_run(m), m.figures, m.to_markdown,
                  m.plots) for m in (recall, distractors, unanswerable, sink)),
 )

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from tokenlaw.operators.files import atomic_write
+from tokenlaw.reports import svgplot
 
 from . import tabular_tasks as T
 from .retrofit_plot import plot
@@ -275,3 +276,17 @@ def figures(result: dict) -> list[dict]:
                         setting=setting, seeds=f"{rows[0]['pairs']} (dataset, seed) pairs", status=status,
                         reason=reason))
     return out
+
+
+def sweep_svg(result: dict) -> str:
+    """Mean RMSE change (%) against tau per swapped variant, the paper's two figures dashed (SVG, deterministic)."""
+    summary = result["evaluation"]["summary"]
+    taus = sorted({s["tau"] for s in summary})
+    series = [svgplot.Series(NAMES[v], [(s["tau"], s["mean_change_pct"],
+                                         f"{v} tau {s['tau']:g}: {s['mean_change_pct']:+.3g} % (+-{s['sem_change_pct']:.2g})")
+                                        for s in sorted((s for s in summary if s["variant"] == v), key=lambda s: s["tau"])],
+                             line=True) for v in VARIANTS]
+    series += [svgplot.Series(f"paper: {NAMES[v]} +{p} %", [(t, p, f"paper {p} %") for t in taus], line=True, dashed=True)
+               for v, p in PAPER.items()]
+    return svgplot.chart(series, xlabel="tau (presence threshold)", ylabel="mean RMSE change (%)", logx=True,
+                         title="Retrofit sweep: where the paper's figures fall")
