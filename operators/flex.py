@@ -60,7 +60,7 @@ INSTALL = "FlexAttention needs torch >= 2.5 (pip install -U torch)"
 BLOCK_SIZE = 128            # flex's default tile: the edge its bugs sit at
 
 
-def _api():
+def flex_api():
     """``torch.nn.attention.flex_attention``, imported on first use: it loads torch._dynamo (7 s measured on
     a loaded 2-core machine), which only a run of a flex operator should pay."""
     try:
@@ -150,7 +150,7 @@ class Mods:
             raise InvalidArgument(f"variant.extent: expected >= the sequence length {n}, got {extent}")
         key = (batch, heads, n, extent, variant.partial, variant.hide_row, str(device))
         if key not in self._masks:
-            bm = _api().create_block_mask(fn, batch, heads, extent, extent, device=device,
+            bm = flex_api().create_block_mask(fn, batch, heads, extent, extent, device=device,
                                           BLOCK_SIZE=self.block_size, separate_full_blocks=not variant.partial)
             # torch 2.13 refuses a BlockMask built for more tokens than it is used on (ValueError) and says to
             # 'adjust' it: the adjusted mask is what a user with one mask for several lengths runs
@@ -162,13 +162,16 @@ def _no_backward(err: NotImplementedError) -> bool:
     return "backward" in str(err).lower()
 
 
-def flex_core(mods: Mods, q, k, v, variant: Variant = PLAIN):
+def flex_core(mods: Mods, q, k, v, variant: Variant = PLAIN, attend: Callable | None = None):
     """flex_attention on per-head q, k, v (B, H, N, dh): the output (B, H, N, dh), or the LSE (B, H, N).
 
     The keys are scaled by p and the product by r (``projections.score_scales``, p r = 1/sqrt(dh)): the
     scores get the bits of ``projections.scores`` and no intermediate exceeds |S| (float16).
+    ``attend``: the flex_attention to call with flex's own arguments (default: the eager one; the
+    ``flex-compiled`` backend passes ``torch.compile(flex_attention)``), so both run the same call.
     """
-    flex = _api()
+    flex = flex_api()
+    attend = flex.flex_attention if attend is None else attend
     b, h, n, dh = q.shape
     p, r = projections.score_scales(dh)
     bm = mods.block_mask(b, h, n, variant, q.device)
@@ -176,8 +179,7 @@ def flex_core(mods: Mods, q, k, v, variant: Variant = PLAIN):
         with warnings.catch_warnings():
             # flex warns that eager mode materialises the scores: that is what it is asked to do here
             warnings.simplefilter("ignore", UserWarning)
-            out = flex.flex_attention(q, k * p, v, score_mod=mods.score_mod, block_mask=bm, scale=r,
-                                       return_lse=variant.lse)
+            out = attend(q, k * p, v, score_mod=mods.score_mod, block_mask=bm, scale=r, return_lse=variant.lse)
     except NotImplementedError as err:
         if _no_backward(err):
             raise NotRunnableHere(f"FlexAttention has no {q.device.type.upper()} backward "
@@ -310,4 +312,4 @@ def declare_flex(name: str, *, score_mod: Callable | None = None, mask_mod: Call
                    weights=_weights(mods) if additive else None, reference=_reference(mods), mods=mods)(fn)
 
 
-__all__ = ["declare_flex", "Mods", "Variant", "PLAIN", "BLOCK_SIZE", "available", "flex_core"]
+__all__ = ["declare_flex", "Mods", "Variant", "PLAIN", "BLOCK_SIZE", "available", "flex_api", "flex_core"]
