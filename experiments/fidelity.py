@@ -107,7 +107,8 @@ def run_all(out: Path, *, quick: bool = False, names=None, log=print) -> dict:
         for f in figs:
             f["experiment"] = e.name
         rows += figs
-        runs[e.name] = dict(seconds=seconds, report=f"{e.name}.md", figures=len(figs))
+        runs[e.name] = dict(seconds=seconds, report=f"{e.name}.md", figures=len(figs),
+                            cached=bool(result.get("cached")))      # a model reused from <out>, not trained
         log(f"[{i}/{len(chosen)}] {e.name}: {len(figs)} figures in {seconds:.0f} s")
         for file, svg in (e.plots(result) if e.plots else {}).items():
             atomic_write(out / file, svg)

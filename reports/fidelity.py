@@ -32,7 +32,8 @@ def _md(text) -> str:
 def markdown(record: dict) -> str:
     _check(record)
     c = counts(record)
-    runs = ", ".join(f"{name} {r['seconds']:.0f} s" for name, r in record["experiments"].items())
+    runs = ", ".join(f"{name} {r['seconds']:.0f} s" + (" (reused its trained model)" if r.get("cached") else "")
+                     for name, r in record["experiments"].items())
     lines = ["# The papers' figures, reproduced here", "",
              f"{len(record['rows'])} figures: " + ", ".join(f"{n} {s}" for s, n in c.items()) + ". "
              f"{'Quick run (reduced sizes: not the reported numbers). ' if record['quick'] else ''}"
@@ -78,8 +79,10 @@ def readme(record: dict, source: str) -> str:
     """The README's paragraph: which of the papers' figures this project reproduces, from the record at ``source``."""
     _check(record)
     by = {s: [r["figure"] for r in record["rows"] if r["status"] == s] for s in STATUSES}
+    cached = [n for n, r in record["experiments"].items() if r.get("cached")]
     parts = [f"Of the papers' {len(record['rows'])} figures, the recorded run (`{source}`"
-             f"{', quick sizes' if record['quick'] else ''}, {record['seconds']:.0f} s) reproduces "
+             f"{', quick sizes' if record['quick'] else ''}, {record['seconds']:.0f} s"
+             f"{' with ' + ', '.join(cached) + ' reusing its trained model' if cached else ''}) reproduces "
              f"{len(by['reproduced'])}"]
     if by["reproduced"]:
         parts[-1] += " (" + "; ".join(by["reproduced"]) + ")"
