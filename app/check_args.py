@@ -1,7 +1,7 @@
 """The arguments of ``tokenlaw list`` and ``tokenlaw check`` (light: argparse only; the work is ``check_cmd``)."""
 from __future__ import annotations
 
-from .argtypes import EAGER_BACKEND, add_profile, add_with_builtins, add_workers, backend_names, positive_int
+from .argtypes import EAGER_BACKEND, add_profile, add_scheduler, add_with_builtins, add_workers, backend_names, positive_int
 
 
 def register(sub):
@@ -15,7 +15,8 @@ def register(sub):
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
     add_profile(sp)
-    add_workers(sp)
+    add_workers(sp, "worker processes: 1 runs the cells in this process, N on a Dask LocalCluster of N")
+    add_scheduler(sp)
     sp.add_argument("--shard", metavar="I/N", help="run only shard I of N (rows I, I+N, ...); join with 'report merge'")
     sp.add_argument("--database", default="none",
                     help="Hypothesis example database: 'none' (default: a run is fixed by its seed, so reports "

@@ -17,6 +17,7 @@ records the plug-ins' provenance (:mod:`.provenance`).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from pathlib import Path
 import torch
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
+from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
 from tokenlaw.operators import arguments, path_probe, user_modules
 from tokenlaw.operators.errors import InvalidArgument
@@ -54,7 +56,8 @@ class CheckSettings:
     profile: str = DEFAULT_PROFILE          # a name of fuzz.engine.PROFILES (old names accepted: quick = ci)
     examples: int | None = None             # None: the profile's
     seed: int = 0
-    workers: int = 1
+    workers: int = 1                        # 1: the cells run in this process; N: on a Dask LocalCluster of N
+    scheduler: str | None = None            # tcp://HOST:PORT of a running Dask scheduler (then not workers)
     shard: str | None = None                # "I/N"
     database: str = "none"
     replays: str | None = None              # None: OUT/replays
@@ -206,8 +209,12 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     shard_i, shard_n = parse_shard(settings.shard)
     rows = shard(rows, shard_i, shard_n)
     start = time.perf_counter()
-    run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
-             database=settings.database, replay_dir=replays, stream=stream)
+    with _pool(settings) as pool:
+        if pool is not None and stream is not None:      # where the cells go, and the dashboard
+            stream.write(pool.describe() + "\n")
+        run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
+                 pool=pool, database=settings.database, replay_dir=replays, stream=stream,
+                 by_value=shipped_modules(settings.operator_modules))
     if stream is not None:
         stream.close_line()
     reference = backends.get(settings.backend).reference
@@ -222,10 +229,31 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
                 **snapshot(reg), traits=traits(reg, rows),
                 scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
                        "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})
+    if pool is not None:
+        meta["dask"] = executed(pool.execution)
     env = recorded_env(backends.get(settings.backend))
     if not reference and env:
         meta["env"] = env
     return Document(rows, meta, laws=laws(reg, rows))
+
+
+def _pool(settings: CheckSettings):
+    """The Dask pool the cells of ``settings`` run on (None: in this process, ``--workers 1``)."""
+    if settings.scheduler is None and settings.workers == 1:
+        return contextlib.nullcontext()
+    return Pool(settings.workers, settings.scheduler)
+
+
+def executed(execution) -> dict:
+    """A report's record of the Dask cluster that ran its cells: scheduler, dashboard, cells per worker."""
+    return {"scheduler": execution.scheduler, "dashboard": execution.dashboard,
+            "workers": dict(sorted(execution.workers.items()))}
+
+
+def shipped_modules(modules) -> tuple:
+    """The names the user's ``.py`` operator files are imported as: a Dask worker receives them by value (it
+    may not have the file); a module given by its importable name is imported by name there."""
+    return tuple(Path(m).stem for m in modules or () if user_modules.is_path(m))
 
 
 def traits(reg, rows) -> dict:
