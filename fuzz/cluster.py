@@ -22,6 +22,7 @@ import dataclasses
 import logging
 import tempfile
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -138,10 +139,11 @@ class Pool:
         except Exception:  # noqa: BLE001 -- a heartbeat never stops a run: a worker may be leaving
             return 0
 
-    def run(self, campaign, tasks, *, replay_dir=None):
+    def run(self, campaign, tasks, *, replay_dir=None, until=None):
         """(row, cell, verdict) of each of ``tasks``, as they finish, run by the cluster's workers.
 
-        Replays the cells stored are written under ``replay_dir``; a worker whose CPU-path record
+        At ``until`` (a ``time.monotonic()`` instant) the cells still running are cancelled and the
+        iteration ends.  Replays the cells stored are written under ``replay_dir``; a worker whose CPU-path record
         differs from this process's stops the run (InvalidArgument naming the worker and both records).
         """
         from distributed import as_completed  # optional: see __enter__
@@ -156,7 +158,8 @@ class Pool:
                                       pure=False, priority=-k)
                    for k, t in enumerate(tasks)]
         try:
-            for future in as_completed(futures, loop=self.client.loop):
+            timeout = None if until is None else max(0.0, until - time.monotonic())
+            for future in _until_timeout(as_completed(futures, loop=self.client.loop, timeout=timeout)):
                 r, c, v, files, worker, paths = future.result()
                 if paths != self._paths:
                     raise InvalidArgument(f"--scheduler: the Dask worker {worker} runs other CPU code paths than this process "
@@ -169,6 +172,14 @@ class Pool:
                 yield r, c, v
         finally:
             self.client.cancel(futures + [shared], force=True)
+
+
+def _until_timeout(results):
+    """The results of an ``as_completed`` iterator until its timeout (then: no more)."""
+    try:
+        yield from results
+    except TimeoutError:
+        return
 
 
 def _dashboard(client) -> str | None:

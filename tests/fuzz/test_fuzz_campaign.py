@@ -155,3 +155,18 @@ def test_merge_rejects_conflicting_rows(tmp_path):
         merge([tmp_path / "a.json", tmp_path / "b.json"])
     with pytest.raises(InvalidArgument, match="cannot read"):
         merge([tmp_path / "missing.json"])
+
+
+@pytest.mark.parametrize("argv, name", [(["campaign", "--minutes", "0"], "--minutes"),
+                                        (["campaign", "--minutes", "x"], "--minutes"),
+                                        (["campaign", "--minutes", "1", "--scheduler", "nohost"], "--scheduler"),
+                                        (["check", "--scheduler", "tcp://nohost"], "--scheduler")])
+def test_bad_campaign_arguments_exit_2_naming_the_argument(argv, name, capsys):
+    assert main(argv) == 2 and name in capsys.readouterr().err
+
+
+def test_campaign_settings_refuse_a_time_box_that_is_not_positive():
+    from tokenlaw.orchestration.campaigns import CampaignSettings
+    for bad in (0, -1, True, "5"):
+        with pytest.raises(InvalidArgument, match="--minutes"):
+            CampaignSettings(minutes=bad)

@@ -187,3 +187,27 @@ def test_a_worker_on_other_cpu_paths_stops_the_run(tmp_path):
         assert b"runs other CPU code paths" in err, err.decode()[-2000:]
     finally:
         c.stop()
+
+
+def test_a_campaign_on_the_scheduler_runs_cells_on_both_workers(cluster, tmp_path):
+    where = tmp_path / "camp"
+    where.mkdir()
+    argv = [sys.executable, "-m", "tokenlaw.app.cli", "campaign", "--scheduler", cluster.address, "--minutes", "1",
+            "--operator", "sdpa", "--dtype", "float32", "--out", "reports"]
+    run = subprocess.Popen(argv, cwd=where, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = run.communicate(timeout=RUN_LIMIT)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.communicate()
+        raise
+    assert run.returncode in (0, 1), err.decode()[-3000:]
+    doc = json.loads((where / "reports" / "campaign.json").read_text())
+    assert sorted(doc["meta"]["dask"]["workers"]) == sorted(cluster.pids()), doc["meta"]["dask"]
+    assert doc["meta"]["rounds"] >= 2 and 50 <= doc["meta"]["seconds"] <= 120
+    assert all(c["rounds"] >= 1 for c in doc["cells"]) and sum(c["examples"] > 0 for c in doc["cells"]) >= len(doc["cells"]) // 2
+    found = [v for c in doc["cells"] for v in c["violations"]]
+    assert found and run.returncode == (1 if doc["unexpected"] else 0)     # sdpa violates 5 laws by design
+    from tokenlaw.fuzz.replay import replay
+    for v in found:                                             # each stored, each replays bit for bit
+        assert replay(v["replay"], where / "reports" / "replays").reproduced, v
