@@ -31,6 +31,8 @@ def register(sub):
     sp.add_argument("--database", default="none",
                     help="Hypothesis example database shared by the cells' searches: a directory, or "
                          "redis://host:port/db (shared by machines); 'none' (default) keeps nothing")
+    sp.add_argument("--mutant", metavar="NAME", help="judge the registry with this seeded bug (an eager "
+                    "mutant: `tokenlaw mutate --list`, or a subtle one such as oattn_running_max_two_tiles)")
     sp.add_argument("--seed", type=int, default=0, help="round k searches with seed + k - 1")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")

@@ -16,7 +16,8 @@ def cmd_campaign(args) -> int:
     settings = campaigns.CampaignSettings(
         minutes=args.minutes, operators=selection.operators(args), contracts=args.contract, dtypes=args.dtype,
         backend=args.backend, seed=args.seed, workers=args.workers, scheduler=args.scheduler,
-        database=args.database, out=args.out, operator_modules=getattr(args, "operators_module", None))
+        database=args.database, out=args.out, operator_modules=getattr(args, "operators_module", None),
+        mutant=args.mutant)
     doc = campaigns.run(settings, stream=sys.stderr)
     out = Path(args.out)
     atomic_write(out / "campaign.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")

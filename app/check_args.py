@@ -27,6 +27,8 @@ def register(sub):
     sp.add_argument("--examples", type=positive_int, help="examples per cell per dtype, >= 1 (overrides the profile)")
     sp.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                     help="progress lines on stderr (auto: unless --json)")
+    sp.add_argument("--mutant", metavar="NAME", help="judge the registry with this seeded bug (an eager "
+                    "mutant: `tokenlaw mutate --list`, or a subtle one such as oattn_running_max_two_tiles)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--backend", default=EAGER_BACKEND, metavar="NAME",
                     help=f"one of {backend_names()}: eager PyTorch (the reference), or an installed backend "

@@ -44,6 +44,7 @@ class CampaignSettings:
     database: str = "none"
     out: str = "reports"
     operator_modules: tuple | None = None
+    mutant: str | None = None          # an eager mutant's name: the campaign hunts that seeded bug
 
     def __post_init__(self):
         if isinstance(self.minutes, bool) or not isinstance(self.minutes, (int, float)) or not self.minutes > 0:
@@ -61,6 +62,7 @@ class CellRecord:
     id: str
     declared: str                  # "claims" or "violates": a violation of a claim fails the campaign
     budget: int = FIRST_BUDGET
+    status: str | None = None      # the last round's verdict status (not_applicable: a cell never judged)
     rounds: int = 0
     examples: int = 0
     best_ratio: float = 0.0
@@ -70,6 +72,7 @@ class CellRecord:
     def learn(self, verdict, round_no: int) -> bool:
         """Fold in one round's verdict; True when the search still moved (the ratio rose, a new regime)."""
         self.rounds += 1
+        self.status = str(verdict.status)
         self.examples += verdict.examples
         regimes = (verdict.extra or {}).get("regimes") or {}
         new = any(k and not self.regimes.get(name) for name, k in regimes.items())
@@ -81,7 +84,9 @@ class CellRecord:
             self.best_ratio = max(self.best_ratio, ratio)
         if verdict.violated and verdict.replay not in {v["replay"] for v in self.violations}:
             self.violations.append({"round": round_no, "replay": verdict.replay, "status": str(verdict.status),
-                                    "detail": verdict.detail.split(" [")[0], "counterexample": verdict.counterexample})
+                                    "detail": verdict.detail.split(" [")[0], "counterexample": verdict.counterexample,
+                                    # replayed from the example database (another campaign's), not searched
+                                    "from_database": bool((verdict.extra or {}).get("from_database"))})
         return rose or new
 
     def to_json(self) -> dict:
@@ -95,7 +100,7 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic) -> dic
 
     Replays of violations are stored under ``OUT/replays``; the report is not written (the caller does).
     """
-    reg = runs.registry(settings.operator_modules)
+    reg = runs.mutated(runs.registry(settings.operator_modules), settings.mutant)
     runs.check_names(reg, settings.operators, settings.contracts)
     validate_dtypes(settings.dtypes)
     arguments.writable_dir(settings.out, "--out")
@@ -123,7 +128,7 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic) -> dic
             interrupted = True
     meta = dict(kind="campaign", minutes=settings.minutes, seconds=clock() - start, rounds=rounds,
                 interrupted=interrupted, seed=settings.seed, backend=settings.backend,
-                database=str(settings.database), replays=str(replays), dask=runs.executed(pool.execution),
+                database=str(settings.database), mutant=settings.mutant, replays=str(replays), dask=runs.executed(pool.execution),
                 scope={"operators": list(settings.operators or ()) or None,
                        "contracts": list(settings.contracts or ()) or None,
                        "dtypes": list(settings.dtypes or ()) or None})
@@ -142,8 +147,8 @@ def _round(reg, settings, pool, cells, round_no, replays, deadline, clock) -> in
         for r in rows:
             r.cells[:] = [c for c in r.cells if cells[c.id].budget == budget]
         rows = [r for r in rows if r.cells]
-        for ri, ci, verdict in _stream(reg, rows, pool, budget, settings.seed + round_no - 1, settings.database,
-                                       replays, settings.operator_modules, deadline):
+        for ri, ci, verdict in _stream(reg, rows, pool, budget, settings.seed + round_no - 1, settings,
+                                       replays, deadline):
             rec = cells[rows[ri].cells[ci].id]
             if rec.learn(verdict, round_no):
                 rec.budget = min(MAX_BUDGET, rec.budget * 2)
@@ -153,11 +158,12 @@ def _round(reg, settings, pool, cells, round_no, replays, deadline, clock) -> in
     return finished
 
 
-def _stream(reg, rows, pool, examples, seed, database, replays, modules, until):
+def _stream(reg, rows, pool, examples, seed, settings, replays, until):
     """(row, cell, verdict) of ``rows`` as the pool finishes them."""
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
-    campaign = Campaign(reg, examples, seed, database, replays, None, runs.shipped_modules(modules))
+    campaign = Campaign(reg, examples, seed, settings.database, replays, settings.mutant,
+                        runs.shipped_modules(settings.operator_modules))
     yield from pool.run(campaign, tasks, replay_dir=replays, until=until)
 
 

@@ -27,6 +27,7 @@ import torch
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
+from tokenlaw.fuzz.mutants import catalogue as mutant_catalogue
 from tokenlaw.operators import arguments, path_probe, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
@@ -63,6 +64,7 @@ class CheckSettings:
     replays: str | None = None              # None: OUT/replays
     out: str = "reports"
     operator_modules: tuple | None = None   # --operators MODULE: extra importable operator modules
+    mutant: str | None = None               # an eager mutant's name: the run judges that seeded bug (mutated)
 
     def __post_init__(self):
         for f in ("operators", "contracts", "dtypes", "operator_modules"):
@@ -75,7 +77,8 @@ class CheckSettings:
         scope = run.get("scope") or {}
         kw = dict(operators=scope.get("operators"), contracts=scope.get("contracts"), dtypes=scope.get("dtypes"),
                   operator_modules=scope.get("operator_modules"), backend=run.get("backend") or "eager",
-                  profile=run.get("profile", "smoke"), examples=run.get("examples"), seed=run.get("seed", 0))
+                  profile=run.get("profile", "smoke"), examples=run.get("examples"), seed=run.get("seed", 0),
+                  mutant=run.get("mutant"))
         kw.update(overrides)
         return cls(**kw)
 
@@ -132,6 +135,17 @@ def registry(modules=None):
             raise InvalidArgument(f"--operators: {name!r} ({getattr(module, '__file__', module.__name__)}) declares "
                                   "no operator; mark one with @declare(...) from tokenlaw.operators.registry")
     return collect("tokenlaw.operators", *loaded, contracts=contracts)
+
+
+def mutated(reg, name: str | None):
+    """``reg`` with the eager mutant ``name`` applied (a new registry; None: ``reg`` itself), subtle mutants
+    included; an unknown name is refused naming --mutant, with the closest names."""
+    if name is None:
+        return reg
+    by_name = {m.name: m for m in mutant_catalogue(subtle=True)}
+    if name not in by_name:
+        raise arguments.closest(name, by_name, "--mutant")
+    return by_name[name].apply(reg)
 
 
 def user_operators(modules) -> tuple:
@@ -193,7 +207,7 @@ def _list(values):
 
 def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Document:
     """Run every planned cell of ``settings`` and return the report document (nothing is written but replays)."""
-    reg = registry(settings.operator_modules)
+    reg = mutated(registry(settings.operator_modules), settings.mutant)
     check_names(reg, settings.operators, settings.contracts)
     validate_dtypes(settings.dtypes)
     if settings.profile not in PROFILES:
@@ -213,7 +227,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
         if pool is not None and stream is not None:      # where the cells go, and the dashboard
             stream.write(pool.describe() + "\n")
         run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
-                 pool=pool, database=settings.database, replay_dir=replays, stream=stream,
+                 pool=pool, database=settings.database, replay_dir=replays, stream=stream, mutant=settings.mutant,
                  by_value=shipped_modules(settings.operator_modules))
     if stream is not None:
         stream.close_line()
@@ -231,6 +245,8 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
                        "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})
     if pool is not None:
         meta["dask"] = executed(pool.execution)
+    if settings.mutant is not None:
+        meta["mutant"] = settings.mutant        # the seeded bug this run judged (the gate re-runs it mutated)
     env = recorded_env(backends.get(settings.backend))
     if not reference and env:
         meta["env"] = env

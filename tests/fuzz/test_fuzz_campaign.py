@@ -160,7 +160,9 @@ def test_merge_rejects_conflicting_rows(tmp_path):
 @pytest.mark.parametrize("argv, name", [(["campaign", "--minutes", "0"], "--minutes"),
                                         (["campaign", "--minutes", "x"], "--minutes"),
                                         (["campaign", "--minutes", "1", "--scheduler", "nohost"], "--scheduler"),
-                                        (["check", "--scheduler", "tcp://nohost"], "--scheduler")])
+                                        (["check", "--scheduler", "tcp://nohost"], "--scheduler"),
+                                        (["check", "--mutant", "oattn_running_max_two_tile"], "--mutant"),
+                                        (["campaign", "--minutes", "1", "--mutant", "nosuch"], "--mutant")])
 def test_bad_campaign_arguments_exit_2_naming_the_argument(argv, name, capsys):
     assert main(argv) == 2 and name in capsys.readouterr().err
 

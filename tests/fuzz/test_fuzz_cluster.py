@@ -205,7 +205,10 @@ def test_a_campaign_on_the_scheduler_runs_cells_on_both_workers(cluster, tmp_pat
     doc = json.loads((where / "reports" / "campaign.json").read_text())
     assert sorted(doc["meta"]["dask"]["workers"]) == sorted(cluster.pids()), doc["meta"]["dask"]
     assert doc["meta"]["rounds"] >= 2 and 50 <= doc["meta"]["seconds"] <= 120
-    assert all(c["rounds"] >= 1 for c in doc["cells"]) and sum(c["examples"] > 0 for c in doc["cells"]) >= len(doc["cells"]) // 2
+    assert all(c["rounds"] >= 1 for c in doc["cells"])
+    # every cell ran examples but those no machine judges (sdpa's float32 differential: its own error probe)
+    idle = {c["id"]: c["status"] for c in doc["cells"] if c["examples"] == 0}
+    assert set(idle.values()) <= {"not_applicable", "not_runnable"} and len(idle) < len(doc["cells"]) // 2, idle
     found = [v for c in doc["cells"] for v in c["violations"]]
     assert found and run.returncode == (1 if doc["unexpected"] else 0)     # sdpa violates 5 laws by design
     from tokenlaw.fuzz.replay import replay
