@@ -70,7 +70,14 @@ class CellRecord:
     violations: list = dataclasses.field(default_factory=list)     # {"round", "replay", "detail", "counterexample"}
 
     def learn(self, verdict, round_no: int) -> bool:
-        """Fold in one round's verdict; True when the search still moved (the ratio rose, a new regime)."""
+        """Fold in one round's verdict; True when the search still moved (the ratio rose, a new regime), and
+        then the next round's budget doubles (up to MAX_BUDGET); a cell that stalled keeps its budget."""
+        moved = self._fold(verdict, round_no)
+        if moved:
+            self.budget = min(MAX_BUDGET, self.budget * 2)
+        return moved
+
+    def _fold(self, verdict, round_no: int) -> bool:
         self.rounds += 1
         self.status = str(verdict.status)
         self.examples += verdict.examples
@@ -149,9 +156,7 @@ def _round(reg, settings, pool, cells, round_no, replays, deadline, clock) -> in
         rows = [r for r in rows if r.cells]
         for ri, ci, verdict in _stream(reg, rows, pool, budget, settings.seed + round_no - 1, settings,
                                        replays, deadline):
-            rec = cells[rows[ri].cells[ci].id]
-            if rec.learn(verdict, round_no):
-                rec.budget = min(MAX_BUDGET, rec.budget * 2)
+            cells[rows[ri].cells[ci].id].learn(verdict, round_no)
             finished += 1
             if clock() >= deadline:
                 return finished          # leaving the generator cancels the cells still in flight
@@ -173,7 +178,8 @@ def markdown(doc: dict) -> str:
     lines = [f"# tokenlaw campaign", "",
              f"{meta['rounds']} rounds in {meta['seconds']:.0f} s (time box {meta['minutes']} min"
              f"{', interrupted' if meta['interrupted'] else ''}), seed {meta['seed']}, backend {meta['backend']}, "
-             f"database {meta['database']}.", "",
+             f"database {meta['database']}"
+             + (f", mutant {meta['mutant']} (a seeded bug)" if meta.get("mutant") else "") + ".", "",
              "Dask workers (cells run): " + ", ".join(f"{a} ({n})" for a, n in meta["dask"]["workers"].items()), "",
              "| cell | rounds | examples | best ratio | regimes visited | violations |", "|---|---|---|---|---|---|"]
     for c in doc["cells"]:
