@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tokenlaw.operators.files import atomic_write
 from tokenlaw.orchestration import campaigns
+from tokenlaw.reports.campaign_page import page
 
 from . import selection
 from .exits import EXIT_FAIL, EXIT_OK
@@ -18,8 +19,18 @@ def cmd_campaign(args) -> int:
         backend=args.backend, seed=args.seed, workers=args.workers, scheduler=args.scheduler,
         database=args.database, out=args.out, operator_modules=getattr(args, "operators_module", None),
         mutant=args.mutant)
-    doc = campaigns.run(settings, stream=sys.stderr)
     out = Path(args.out)
+    watch = out / "campaign.html"
+    shown = []
+
+    def show(doc):                      # the page to watch, rewritten as rounds finish
+        atomic_write(watch, page(doc))
+        if not shown:
+            shown.append(print(f"campaign: watch {watch.resolve().as_uri()} (reloads as rounds finish)",
+                               file=sys.stderr))
+
+    doc = campaigns.run(settings, stream=sys.stderr, on_round=show)
+    atomic_write(watch, page(doc))
     atomic_write(out / "campaign.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     atomic_write(out / "campaign.md", campaigns.markdown(doc))
     found = [(c["id"], v["replay"]) for c in doc["cells"] for v in c["violations"]]
@@ -31,7 +42,7 @@ def cmd_campaign(args) -> int:
     else:
         print(f"campaign: {doc['meta']['rounds']} rounds, {len(doc['cells'])} cells, "
               f"{sum(c['examples'] for c in doc['cells'])} examples, {len(found)} violations; "
-              f"wrote {out / 'campaign.json'}, {out / 'campaign.md'}")
+              f"wrote {out / 'campaign.json'}, {out / 'campaign.md'}, {watch}")
         for cell, rid in found:
             unexpected = " (a claimed law: UNEXPECTED)" if cell in doc["unexpected"] else " (expected)"
             print(f"  {cell}{unexpected}: tokenlaw replay {rid} --replays {out / 'replays'}")

@@ -129,7 +129,8 @@ class Pool:
     def describe(self) -> str:
         """'dask: 2 workers, scheduler tcp://..., dashboard http://...' for the user's stderr."""
         n = self.size()
-        dash = f", dashboard {self.execution.dashboard}" if self.execution.dashboard else ""
+        dash = (f", dashboard {self.execution.dashboard}" if self.execution.dashboard
+                else ", no dashboard (Dask serves one where bokeh is installed)")
         return f"dask: {n} worker{'' if n == 1 else 's'}, scheduler {self.execution.scheduler}{dash}"
 
     def judged(self) -> int:

@@ -14,6 +14,7 @@ so campaigns on several machines share what they found (:mod:`tokenlaw.fuzz.data
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from pathlib import Path
 
@@ -65,6 +66,7 @@ class CellRecord:
     status: str | None = None      # the last round's verdict status (not_applicable: a cell never judged)
     rounds: int = 0
     examples: int = 0
+    seconds: float = 0.0           # the cell's own search time over its rounds (examples / seconds: its rate)
     best_ratio: float = 0.0
     regimes: dict = dataclasses.field(default_factory=dict)
     violations: list = dataclasses.field(default_factory=list)     # {"round", "replay", "detail", "counterexample"}
@@ -81,6 +83,7 @@ class CellRecord:
         self.rounds += 1
         self.status = str(verdict.status)
         self.examples += verdict.examples
+        self.seconds += verdict.seconds if math.isfinite(verdict.seconds or 0.0) else 0.0
         regimes = (verdict.extra or {}).get("regimes") or {}
         new = any(k and not self.regimes.get(name) for name, k in regimes.items())
         for name, k in regimes.items():
@@ -102,10 +105,12 @@ class CellRecord:
         return d
 
 
-def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic) -> dict:
+def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_round=None) -> dict:
     """Run the campaign of ``settings`` until its time box; returns the report (a JSON-able dict).
 
     Replays of violations are stored under ``OUT/replays``; the report is not written (the caller does).
+    on_round: called with the report so far (``meta["finished"]`` False) once the cluster is up and after
+    every round, for a page to watch (``reports.campaign_page``); the returned report has it True.
     """
     reg = runs.mutated(runs.registry(settings.operator_modules), settings.mutant)
     runs.check_names(reg, settings.operators, settings.contracts)
@@ -120,9 +125,16 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic) -> dic
     deadline = start + settings.minutes * 60
     rounds, interrupted = 0, False
     pool = Pool(settings.workers, settings.scheduler)
+
+    def report(finished: bool) -> dict:
+        return _report(settings, cells, pool, replays, seconds=clock() - start, rounds=rounds,
+                       interrupted=interrupted, finished=finished)
+
     with pool:
         if stream is not None:
             stream.write(pool.describe() + "\n")
+        if on_round is not None:
+            on_round(report(False))
         try:
             while clock() < deadline:
                 rounds += 1
@@ -131,11 +143,19 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic) -> dic
                     found = sum(len(c.violations) for c in cells.values())
                     stream.write(f"round {rounds}: {done} cells, {sum(c.examples for c in cells.values())} "
                                  f"examples so far, {found} violations, {max(0.0, deadline - clock()):.0f}s left\n")
+                if on_round is not None and clock() < deadline:
+                    on_round(report(False))
         except KeyboardInterrupt:
             interrupted = True
-    meta = dict(kind="campaign", minutes=settings.minutes, seconds=clock() - start, rounds=rounds,
-                interrupted=interrupted, seed=settings.seed, backend=settings.backend,
-                database=str(settings.database), mutant=settings.mutant, replays=str(replays), dask=runs.executed(pool.execution),
+    return report(True)
+
+
+def _report(settings, cells, pool, replays, *, seconds, rounds, interrupted, finished) -> dict:
+    """The campaign's report as it stands (every finished round folded in)."""
+    meta = dict(kind="campaign", minutes=settings.minutes, seconds=seconds, rounds=rounds,
+                interrupted=interrupted, finished=finished, seed=settings.seed, backend=settings.backend,
+                database=str(settings.database), mutant=settings.mutant, replays=str(replays),
+                dask=runs.executed(pool.execution),
                 scope={"operators": list(settings.operators or ()) or None,
                        "contracts": list(settings.contracts or ()) or None,
                        "dtypes": list(settings.dtypes or ()) or None})
