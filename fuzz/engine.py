@@ -26,7 +26,7 @@ from unittest import mock
 import hypothesis
 import hypothesis.reporting
 import torch
-from hypothesis import HealthCheck, Phase, find, settings, target
+from hypothesis import HealthCheck, Phase, event, find, settings, target
 from hypothesis.control import current_build_context
 from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
 from hypothesis.errors import NoSuchExample
@@ -176,6 +176,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         _count_example()
         for name in visited(case, wanted):
             visits[name] += 1
+            event("regime", name)          # a fuzzer's coverage (and Hypothesis' statistics) count regimes too
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)
         seen["not_finite"] += v.extra.get("set_aside_not_finite", 0)
         seen["set_aside"] = seen["threshold"] + seen["not_finite"]
