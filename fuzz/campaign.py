@@ -15,8 +15,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import multiprocessing
+import pickle
+import queue
 import sys
 import time
+import traceback
 
 import cloudpickle
 import torch
@@ -92,6 +95,16 @@ class Campaign:
             self._paths = path_probe.record()
         return self._paths
 
+    def serve(self, tasks, results):
+        """A forked worker: run tasks from ``tasks`` until None, put ('ok', result) or ('error', exc) on ``results``."""
+        torch.set_num_threads(1)          # the processes are the parallelism
+        self._db = None                   # this process opens its own
+        for task in iter(tasks.get, None):
+            try:
+                results.put(("ok", self.run(task)))
+            except BaseException as err:  # noqa: BLE001 -- handed to the parent, which raises it
+                results.put(("error", picklable(err)))
+
     def __reduce__(self):
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
         return _unship, (shipped(fields, self.by_value),)
@@ -118,7 +131,7 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
              replay_dir=R.DEFAULT_DIR, mutant=None, by_value=(), progress=True, stream=sys.stderr):
     """Fill each cell's verdict; prints one progress line per finished row when ``progress``.
 
-    workers:   1 runs the cells here, in order; N > 1 on a Dask LocalCluster of N processes;
+    workers:   1 runs the cells here, in order; N > 1 in N forked processes of this machine (:func:`_forked`);
     scheduler: the address of a running Dask scheduler (tcp://HOST:PORT) to run them on instead;
     pool:      an open :class:`~tokenlaw.fuzz.cluster.Pool` to run them on (several runs, one cluster);
                its :class:`~tokenlaw.fuzz.cluster.Execution` then records which workers ran them;
@@ -162,6 +175,20 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
             if watch:
                 engine.example_counter = None
         return rows
+    if pool is None and scheduler is None:
+        # On one machine the forked pool: a Dask LocalCluster ran the default check 33 % slower on 2 cores
+        # (218.6 s against 164.7 s, the same verdicts; docs/fuzz.md), so Dask serves --scheduler and
+        # `tokenlaw campaign` until that overhead is found.
+        if watch:
+            stream.planned([_cost_key(t) for t in tasks], workers)
+            engine.example_counter = stream.counter = multiprocessing.get_context("fork").Value("q", 0)
+        try:
+            for result in _forked(campaign, tasks, workers):
+                finished(*result)
+        finally:
+            if watch:
+                engine.example_counter = None
+        return rows
     if pool is None:
         with Pool(workers, scheduler) as opened:
             if progress:
@@ -176,6 +203,50 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
     for result in pool.run(campaign, tasks, replay_dir=replay_dir):
         finished(*result)
     return rows
+
+
+def picklable(err: BaseException) -> BaseException:
+    """``err`` if it pickles, else a RuntimeError carrying its text and traceback (to cross a process boundary)."""
+    try:
+        pickle.dumps(err)
+        return err
+    except Exception:  # noqa: BLE001 -- an exception that cannot cross processes is re-raised by its text
+        return RuntimeError(f"{type(err).__name__}: {err}\n{''.join(traceback.format_exception(err))}")
+
+
+def _forked(campaign: Campaign, tasks, workers):
+    """Results of ``tasks`` run by ``workers`` forked processes, as they finish.
+
+    Forked, so each worker inherits the campaign object itself (a mutant's registry copy needs no
+    pickling) and this process's warm imports; only tasks and verdicts cross the pipes.  Replays are
+    written by the workers into ``campaign.replay_dir``, on this machine.
+    """
+    ctx = multiprocessing.get_context("fork")
+    todo, results = ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=campaign.serve, args=(todo, results), daemon=True) for _ in range(workers)]
+    for t in tasks:
+        todo.put(t)
+    for _ in procs:
+        todo.put(None)
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in tasks:
+            while True:
+                try:
+                    kind, value = results.get(timeout=1.0)
+                    break
+                except queue.Empty:
+                    if not any(proc.is_alive() for proc in procs):
+                        raise RuntimeError("every campaign worker process died before the run finished") from None
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
 
 
 @contextlib.contextmanager

@@ -98,7 +98,12 @@ class Pool:
         self._paths = None
 
     def __enter__(self) -> "Pool":
+        import dask  # optional: as distributed below
         from distributed import Client, LocalCluster  # optional: 0.3 s to import; --workers 1 never needs it
+        # a worker's statistical profiler samples the running cell's stack every 10 ms under the GIL (one
+        # cell measured 15 % slower with it, 4 % without); it is not what makes a LocalCluster slower than
+        # the forked pool (docs/fuzz.md, "Cells on Dask"), but it costs and reports nothing tokenlaw reads
+        dask.config.set({"distributed.worker.profile.enabled": False})
         if self.address is None:
             # processes (one thread each): the cells hold the GIL; the workers inherit this process's
             # environment, the pinned CPU paths (MKL_CBWR, ATEN_CPU_CAPABILITY) among them

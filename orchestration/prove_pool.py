@@ -24,17 +24,9 @@ import traceback
 
 import torch
 
+from tokenlaw.fuzz.campaign import picklable
 from tokenlaw.operators import arguments
 from tokenlaw.symbolic.prover import prove_rows
-
-
-def picklable(err: BaseException) -> BaseException:
-    """``err`` if it can cross to the parent process, else a RuntimeError carrying its text and traceback."""
-    try:
-        pickle.dumps(err)
-        return err
-    except Exception:  # noqa: BLE001 -- an exception that cannot cross processes is re-raised by its text
-        return RuntimeError(f"{type(err).__name__}: {err}\n{''.join(traceback.format_exception(err))}")
 
 
 def by_operator(rows) -> list:
