@@ -43,6 +43,22 @@ def add_workers(parser, what: str = "worker processes") -> None:
                         help=f"{what} (default: the {n} usable core{'' if n == 1 else 's'} of this machine)")
 
 
+def add_scheduler(parser) -> None:
+    """The ``--scheduler`` option: run the cells on a running Dask cluster instead of local workers."""
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", type=scheduler_address,
+                        help="run the cells on the Dask cluster of this scheduler (`dask scheduler`, then "
+                             "`dask worker tcp://HOST:8786` on each machine) instead of --workers local processes")
+
+
+def scheduler_address(text: str) -> str:
+    """argparse type: a Dask scheduler address, PROTOCOL://HOST:PORT (tcp://10.0.0.5:8786)."""
+    proto, sep, rest = text.partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not (sep and proto and host and colon and port.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a Dask scheduler address such as tcp://HOST:8786, got {text!r}")
+    return text
+
+
 def positive_int(text: str) -> int:
     """argparse type: an int >= 1 (``--examples 0`` is refused, not read as 'the profile's')."""
     try:

@@ -1,7 +1,7 @@
 """The arguments of ``tokenlaw list`` and ``tokenlaw check`` (light: argparse only; the work is ``check_cmd``)."""
 from __future__ import annotations
 
-from .argtypes import EAGER_BACKEND, add_profile, add_with_builtins, add_workers, backend_names, positive_int
+from .argtypes import EAGER_BACKEND, add_profile, add_scheduler, add_with_builtins, add_workers, backend_names, positive_int
 
 
 def register(sub):
@@ -15,7 +15,8 @@ def register(sub):
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
     add_profile(sp)
-    add_workers(sp)
+    add_workers(sp, "worker processes: 1 runs the cells in this process, N on a Dask LocalCluster of N")
+    add_scheduler(sp)
     sp.add_argument("--shard", metavar="I/N", help="run only shard I of N (rows I, I+N, ...); join with 'report merge'")
     sp.add_argument("--database", default="none",
                     help="Hypothesis example database: 'none' (default: a run is fixed by its seed, so reports "
@@ -26,6 +27,8 @@ def register(sub):
     sp.add_argument("--examples", type=positive_int, help="examples per cell per dtype, >= 1 (overrides the profile)")
     sp.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                     help="progress lines on stderr (auto: unless --json)")
+    sp.add_argument("--mutant", metavar="NAME", help="judge the registry with this seeded bug (an eager "
+                    "mutant: `tokenlaw mutate --list`, or a subtle one such as oattn_running_max_two_tiles)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--backend", default=EAGER_BACKEND, metavar="NAME",
                     help=f"one of {backend_names()}: eager PyTorch (the reference), or an installed backend "

@@ -52,8 +52,9 @@ def check_settings(args) -> runs.CheckSettings:
     """The parsed ``check`` arguments as the library's settings."""
     return runs.CheckSettings(operators=selection.operators(args), contracts=args.contract, dtypes=args.dtype,
                               backend=args.backend, profile=args.profile, examples=args.examples, seed=args.seed,
-                              workers=args.workers, shard=args.shard, database=args.database, replays=args.replays,
-                              out=args.out, operator_modules=getattr(args, "operators_module", None))
+                              workers=args.workers, scheduler=args.scheduler, shard=args.shard, database=args.database, replays=args.replays,
+                              out=args.out, operator_modules=getattr(args, "operators_module", None),
+                              mutant=getattr(args, "mutant", None))
 
 
 def cmd_check(args) -> int:

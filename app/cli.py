@@ -42,6 +42,7 @@ EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a re
 # only) and sets ``func`` to the "module:function" that does the work.
 EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.check_args",
+    "tokenlaw.app.campaign_args",
     "tokenlaw.app.fuzz_args",
     "tokenlaw.app.gate_args",
     "tokenlaw.app.scaffold_args",

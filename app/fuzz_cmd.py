@@ -42,7 +42,7 @@ def cmd_replay(args) -> int:
         raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
                               "pass the module that declares it: tokenlaw --operators MODULE replay ID")
     try:
-        res = replay(args.id, directory, registry=registry, mutants=mutant_catalogue())
+        res = replay(args.id, directory, registry=registry, mutants=mutant_catalogue(subtle=True))
     except (KeyError, TypeError, AttributeError) as err:
         raise InvalidArgument(f"id: the artifact {args.id!r} does not describe a case this tokenlaw can rebuild "
                               f"({type(err).__name__}: {err}); was it written by another version?") from None
@@ -92,7 +92,7 @@ def cmd_mutate(args) -> int:
 
 
 
-    mutants = mutant_catalogue(backend=args.backend)
+    mutants = mutant_catalogue(backend=args.backend, subtle=bool(args.mutant))     # a subtle one only when named
     if args.mutant:
         known = {m.name for m in mutants}
         for name in args.mutant:
@@ -133,9 +133,10 @@ def cmd_mutate(args) -> int:
     return EXIT_OK if killed == len(results) else EXIT_FAIL
 
 
-def mutant_catalogue(*, backend: str | None = None) -> tuple:
-    """Every mutant of ``backend`` (None: all): the eager catalogue, then each backend plug-in's own
-    (``Backend.mutants()``: what it declares, e.g. none when its optional dependency is missing)."""
+def mutant_catalogue(*, backend: str | None = None, subtle: bool = False) -> tuple:
+    """Every mutant of ``backend`` (None: all): the eager catalogue (``subtle``: its subtle mutants too), then
+    each backend plug-in's own (``Backend.mutants()``: what it declares, e.g. none when its optional dependency
+    is missing)."""
     plugins = tuple(m for name in backends.names() if name != backends.EAGER.name
                     for m in backends.get(name).mutants())
-    return select(catalogue() + plugins, backend=backend)
+    return select(catalogue(subtle=subtle) + plugins, backend=backend)

@@ -1,14 +1,18 @@
-"""Run planned rows on the fuzz tier: shards, worker processes, progress with examples/second.
+"""Run planned rows on the fuzz tier: shards, a Dask cluster's workers, progress with examples/second.
 
 A campaign is a list of rows (``tokenlaw.properties.plan``).  ``shard(rows,
 i, n)`` keeps every n-th row, so n machines split a campaign and ``tokenlaw
-report merge`` joins their reports; ``run_rows(..., workers=N)`` spreads the
-cells of one machine over N processes (forked, so they inherit the run's
-:class:`Campaign`: its registry, a mutant's copy included).  Every cell is judged by
-:func:`tokenlaw.fuzz.engine.run_cell`.
+report merge`` joins their reports; ``run_rows(..., workers=N)`` runs the
+cells of one machine as Dask tasks on a LocalCluster of N processes, and
+``run_rows(..., scheduler="tcp://HOST:8786")`` on a running Dask cluster
+(:mod:`.cluster`); ``workers=1`` runs them here, in order.  Each worker gets
+the run's :class:`Campaign` (its registry, a mutant's copy included, shipped by
+value).  Every cell is judged by :func:`tokenlaw.fuzz.engine.run_cell`, with
+the same seed wherever it runs, so the report does not depend on where.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing
 import pickle
@@ -17,16 +21,18 @@ import sys
 import time
 import traceback
 
+import cloudpickle
 import torch
 
-from tokenlaw.operators import arguments
-from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.dtypes import DTYPES
+from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import contracts_of
 
 from . import engine
 from . import replay as R
+from .cluster import Pool
 from .database import open_database
 from .engine import run_cell
 
@@ -53,9 +59,13 @@ def shard(rows, i: int, n: int) -> list:
 class Campaign:
     """What every cell of one run needs: the registry (the mutant's copy under ``tokenlaw mutate``) and the options.
 
-    ``run_rows`` makes one per run and hands it to each worker process; the
-    database is opened lazily by the process that uses it (a Redis client must
-    not cross a fork).  Nothing of a run outlives it.
+    ``run_rows`` makes one per run; on a cluster it is pickled once and sent to
+    every worker.  It pickles with cloudpickle, the modules named in
+    ``by_value`` (a user's ``.py`` file) by value, so a worker that cannot
+    import them (another machine, another folder) still runs their operators;
+    a mutant's copy, whose modules are in no ``sys.modules``, travels by value
+    anyway.  The database is opened lazily by the process that uses it (a
+    Redis client must not cross processes).  Nothing of a run outlives it.
     """
 
     registry: object
@@ -64,17 +74,26 @@ class Campaign:
     database: object = None
     replay_dir: object = None
     mutant: str | None = None
+    by_value: tuple = ()
     _db: object = dataclasses.field(default=None, repr=False)
+    _paths: object = dataclasses.field(default=None, repr=False)
 
-    def run(self, task):
-        """(row index, cell index, Verdict) of one planned cell."""
+    def run(self, task, replay_dir=dataclasses.MISSING):
+        """(row index, cell index, Verdict) of one planned cell; its replay goes to ``replay_dir`` if given."""
         r, c, op_name, contract, dtype, backend = task
         if self._db is None:
             self._db = open_database(self.database)
         v = run_cell(self.registry[op_name], contracts_of(self.registry)[contract], DTYPES[dtype], examples=self.examples,
-                     seed=self.seed, backend=backend, database=self._db, replay_dir=self.replay_dir,
+                     seed=self.seed, backend=backend, database=self._db,
+                     replay_dir=self.replay_dir if replay_dir is dataclasses.MISSING else replay_dir,
                      mutant=self.mutant)
         return r, c, v
+
+    def cpu_paths(self) -> dict:
+        """This process's CPU-path record (``operators.path_probe``), computed once per process."""
+        if self._paths is None:
+            self._paths = path_probe.record()
+        return self._paths
 
     def serve(self, tasks, results):
         """A forked worker: run tasks from ``tasks`` until None, put ('ok', result) or ('error', exc) on ``results``."""
@@ -86,33 +105,52 @@ class Campaign:
             except BaseException as err:  # noqa: BLE001 -- handed to the parent, which raises it
                 results.put(("error", picklable(err)))
 
+    def __reduce__(self):
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
+        return _unship, (shipped(fields, self.by_value),)
 
-def picklable(err: BaseException) -> BaseException:
+
+def shipped(obj, modules=()) -> bytes:
+    """``obj`` pickled with cloudpickle, the loaded ``modules`` (names) by value."""
+    added = [sys.modules[m] for m in modules
+             if m in sys.modules and m not in cloudpickle.list_registry_pickle_by_value()]
+    for module in added:
+        cloudpickle.register_pickle_by_value(module)
     try:
-        pickle.dumps(err)
-        return err
-    except Exception:  # noqa: BLE001 -- an exception that cannot cross processes is re-raised by its text
-        return RuntimeError(f"{type(err).__name__}: {err}\n{''.join(traceback.format_exception(err))}")
+        return cloudpickle.dumps(obj)
+    finally:
+        for module in added:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
-def run_rows(registry, rows, *, examples=25, seed=0, workers=1, database=None, replay_dir=R.DEFAULT_DIR,
-             mutant=None, progress=True, stream=sys.stderr):
+def _unship(data: bytes) -> Campaign:
+    return Campaign(**cloudpickle.loads(data))
+
+
+def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, pool=None, database=None,
+             replay_dir=R.DEFAULT_DIR, mutant=None, by_value=(), progress=True, stream=sys.stderr):
     """Fill each cell's verdict; prints one progress line per finished row when ``progress``.
 
-    database: a spec for :func:`tokenlaw.fuzz.database.open_database` (opened in each process).
+    workers:   1 runs the cells here, in order; N > 1 in N forked processes of this machine (:func:`_forked`);
+    scheduler: the address of a running Dask scheduler (tcp://HOST:PORT) to run them on instead;
+    pool:      an open :class:`~tokenlaw.fuzz.cluster.Pool` to run them on (several runs, one cluster);
+               its :class:`~tokenlaw.fuzz.cluster.Execution` then records which workers ran them;
+    database:  a spec for :func:`tokenlaw.fuzz.database.open_database` (opened in each process);
+    by_value:  names of loaded modules a worker receives by value (a user's ``.py`` operators file).
+    The verdicts do not depend on ``workers``, ``scheduler`` or ``pool``: every cell runs with ``seed``.
     """
     arguments.count(workers, "workers")
-    campaign = Campaign(registry, examples, seed, database, replay_dir, mutant)
+    campaign = Campaign(registry, examples, seed, database, replay_dir, mutant, tuple(by_value))
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
     left = {ri: len(row.cells) for ri, row in enumerate(rows)}
     start, done = time.perf_counter(), 0
+    # one cell, or one worker, runs here: a cluster would only add its start-up
+    here = pool is None and scheduler is None and min(workers, len(tasks)) <= 1
     # A display that predicts from per-cell cost (app.progress.Progress) is told what is planned and what
-    # each finished cell cost, and reads the shared example count for its heartbeat.
+    # each finished cell cost, and reads an example count for its heartbeat (shared memory here; the
+    # workers' own counts, asked for, on a cluster).
     watch = progress and hasattr(stream, "cell_done")
-    if watch:
-        stream.planned([_cost_key(t) for t in tasks], workers)
-        engine.example_counter = stream.counter = multiprocessing.get_context("fork").Value("q", 0)
 
     def finished(ri, ci, v):
         nonlocal done
@@ -125,30 +163,63 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, database=None, r
             _report_row(rows[ri], done, len(tasks), time.perf_counter() - start, stream)
 
     tasks_by_cell = {(t[0], t[1]): t for t in tasks}
-    try:
-        if workers == 1:
-            for t in tasks:
-                finished(*campaign.run(t))
-        else:
+    if here:
+        if watch:
+            stream.planned([_cost_key(t) for t in tasks], 1)
+            engine.example_counter = stream.counter = multiprocessing.Value("q", 0)
+        try:
+            with one_thread():
+                for t in tasks:
+                    finished(*campaign.run(t))
+        finally:
+            if watch:
+                engine.example_counter = None
+        return rows
+    if pool is None and scheduler is None:
+        # On one machine the forked pool: a Dask LocalCluster ran the default check 33 % slower on 2 cores
+        # (218.6 s against 164.7 s, the same verdicts; docs/fuzz.md), so Dask serves --scheduler and
+        # `tokenlaw campaign` until that overhead is found.
+        if watch:
+            stream.planned([_cost_key(t) for t in tasks], workers)
+            engine.example_counter = stream.counter = multiprocessing.get_context("fork").Value("q", 0)
+        try:
             for result in _forked(campaign, tasks, workers):
                 finished(*result)
-    finally:
-        if watch:
-            engine.example_counter = None
+        finally:
+            if watch:
+                engine.example_counter = None
+        return rows
+    if pool is None:
+        with Pool(workers, scheduler) as opened:
+            if progress:
+                stream.write(opened.describe() + "\n")
+            return run_rows(registry, rows, examples=examples, seed=seed, pool=opened, database=database,
+                            replay_dir=replay_dir, mutant=mutant, by_value=by_value, progress=progress,
+                            stream=stream)
+    if watch:
+        stream.planned([_cost_key(t) for t in tasks], pool.size())
+        stream.counter = _Judged(pool)
+    # each worker writes its replays into a temporary folder of its own; the pool writes them under replay_dir
+    for result in pool.run(campaign, tasks, replay_dir=replay_dir):
+        finished(*result)
     return rows
 
 
-def _cost_key(task) -> tuple:
-    """What a cell's cost is predicted from: its operator and contract (dtypes of a row cost alike)."""
-    return task[2], task[3]
+def picklable(err: BaseException) -> BaseException:
+    """``err`` if it pickles, else a RuntimeError carrying its text and traceback (to cross a process boundary)."""
+    try:
+        pickle.dumps(err)
+        return err
+    except Exception:  # noqa: BLE001 -- an exception that cannot cross processes is re-raised by its text
+        return RuntimeError(f"{type(err).__name__}: {err}\n{''.join(traceback.format_exception(err))}")
 
 
 def _forked(campaign: Campaign, tasks, workers):
     """Results of ``tasks`` run by ``workers`` forked processes, as they finish.
 
-    Forked, so each worker inherits the campaign object itself (a mutant's
-    registry copy holds functions of modules that are in no ``sys.modules``
-    and could not be pickled); only tasks and verdicts cross the pipes.
+    Forked, so each worker inherits the campaign object itself (a mutant's registry copy needs no
+    pickling) and this process's warm imports; only tasks and verdicts cross the pipes.  Replays are
+    written by the workers into ``campaign.replay_dir``, on this machine.
     """
     ctx = multiprocessing.get_context("fork")
     todo, results = ctx.Queue(), ctx.Queue()
@@ -176,6 +247,38 @@ def _forked(campaign: Campaign, tasks, workers):
             if proc.is_alive():
                 proc.terminate()
             proc.join()
+
+
+@contextlib.contextmanager
+def one_thread():
+    """torch on one thread while the cells run here, as on every Dask worker (``cluster.run_cell_task``).
+
+    A parallel reduction sums in an order that depends on the thread count (measured: an oattention
+    cell's float32 bound and the example the search steered to differed between 2 threads and 1), so
+    a verdict would depend on the machine's cores and on ``--workers``; one thread everywhere fixes it.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class _Judged:
+    """The heartbeat's example count on a cluster: the examples the workers judged since the run began."""
+
+    def __init__(self, pool):
+        self.pool, self.base = pool, pool.judged()
+
+    @property
+    def value(self) -> int:
+        return max(0, self.pool.judged() - self.base)
+
+
+def _cost_key(task) -> tuple:
+    """What a cell's cost is predicted from: its operator and contract (dtypes of a row cost alike)."""
+    return task[2], task[3]
 
 
 def rate(v) -> float:

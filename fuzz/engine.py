@@ -26,7 +26,9 @@ from unittest import mock
 import hypothesis
 import hypothesis.reporting
 import torch
-from hypothesis import HealthCheck, Phase, find, settings, target
+from hypothesis import HealthCheck, Phase, event, find, settings, target
+from hypothesis.control import current_build_context
+from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
 from hypothesis.errors import NoSuchExample
 
 try:        # optional: Hypothesis internals (the pool of mined constants; see pinned_constants)
@@ -138,8 +140,10 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
              database=None, replay_dir=R.DEFAULT_DIR, mutant: str | None = None) -> V.Verdict:
     """Judge ``contract`` for ``op`` in ``dtype`` on up to ``examples`` drawn cases.
 
-    seed:       orders the search when no database is given (runs are then deterministic);
-    database:   a Hypothesis ExampleDatabase (see :mod:`tokenlaw.fuzz.database`) or None;
+    seed:       orders the search (the same seed and database contents: the same verdict);
+    database:   a Hypothesis ExampleDatabase (see :mod:`tokenlaw.fuzz.database`) or None: its stored
+                counterexamples of this cell are replayed first, as stored (:func:`_replay_stored`); if
+                none still fails, the seeded search runs and a violation it finds is stored there, shrunk;
     replay_dir: where a violation's artifact is written (None: not stored);
     mutant:     the name of the active mutant, recorded in the artifact.
     """
@@ -172,6 +176,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         _count_example()
         for name in visited(case, wanted):
             visits[name] += 1
+            event("regime", name)          # a fuzzer's coverage (and Hypothesis' statistics) count regimes too
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)
         seen["not_finite"] += v.extra.get("set_aside_not_finite", 0)
         seen["set_aside"] = seen["threshold"] + seen["not_finite"]
@@ -188,21 +193,26 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             seen["worst"] = hashlib.sha256(drawn).hexdigest()[:16]     # the example the reported bound is from
         if v.violated and "found_at" not in seen:
             seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
+        if v.violated:
+            seen["choices"] = _choices()       # the last violation is the one find() returns: stored shrunk
         return v.violated
 
-    phases = (Phase.generate, Phase.target, Phase.shrink)
-    if database is not None:
-        phases = (Phase.reuse,) + phases
-    cfg = settings(max_examples=examples, deadline=None, database=database, derandomize=False,
-                   suppress_health_check=list(HealthCheck), phases=phases)
     strategy = cases(op, dtype, backend=backend, **contract.fuzz_bounds)
-    key = f"tokenlaw:{op.name}-{contract.name}-{backend}-{dtype_name(dtype)}".encode()
+    key = database_key(op.name, contract.name, backend, dtype_name(dtype), mutant)
+    with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
+        found = None if database is None else _replay_stored(strategy, is_violation, database, key)
+        replayed = found is not None
     try:
-        # Hypothesis neither reads nor writes its database under an explicit seed, so a
-        # run with a database is ordered by Hypothesis (and replays stored failures first).
-        rnd = {} if database is not None else {"random": random.Random(seed)}
-        with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
-            found = find(strategy, is_violation, settings=cfg, database_key=key, **rnd)
+        if found is None:
+            # the seeded search: Hypothesis neither reads nor writes a database under an explicit seed, so
+            # the database was replayed above and the shrunk violation is stored below
+            cfg = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+                           suppress_health_check=list(HealthCheck),
+                           phases=(Phase.generate, Phase.target, Phase.shrink))
+            with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
+                found = find(strategy, is_violation, settings=cfg, random=random.Random(seed))
+            if database is not None and seen.get("choices") is not None:
+                database.save(key, choices_to_bytes(seen["choices"]))
     except NoSuchExample:
         best = seen["best"] or V.holds()
         judged, needed = seen["n"] - seen["inconclusive"], min_judged(min(seen["n"], examples))
@@ -226,12 +236,56 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     detail, extra = _coverage(v.detail, dict(v.extra), visits, seen, searched, limit)
     extra["found_at"] = seen.get("found_at", seen["n"])
     extra["draws"] = ran.hexdigest()[:16]
+    if replayed:
+        extra["from_database"] = True        # a stored counterexample, replayed: no search ran
+        detail += " [replayed from the example database]"
     v = dataclasses.replace(v, detail=detail, extra=extra, counterexample=found.describe(), examples=seen["n"],
                             seconds=time.perf_counter() - start, dtype=dtype_name(dtype))
     if replay_dir is not None and v.violated:
         v = dataclasses.replace(v, replay=R.store(found, contract.name, judged, replay_dir, mutant=mutant))
     return v
 
+
+
+def database_key(operator: str, contract: str, backend: str, dtype: str, mutant: str | None = None) -> bytes:
+    """The example-database key of one cell (a mutant's cells keep their own: its bugs are not the code's).
+
+    >>> database_key("sdpa", "null_receiver", "eager", "float32")
+    b'tokenlaw:sdpa-null_receiver-eager-float32'
+    """
+    cell = f"{operator}-{contract}-{backend}-{dtype}"
+    return f"tokenlaw:{cell}" .encode() if mutant is None else f"tokenlaw:mutant={mutant}:{cell}".encode()
+
+
+def _replay_stored(strategy, is_violation, database, key):
+    """The first of the counterexamples ``database`` stores under ``key`` that still violates, as stored; or None.
+
+    Only the cell's own stored counterexamples are replayed, in Hypothesis' order (shortlex), with no
+    search and no shrinking: the same database contents give the same verdict, and the violation is the
+    very counterexample a campaign stored.  They are replayed from a copy, so the database is never
+    changed here (an entry that no longer fails stays for the runs that still fail on it).
+    """
+    stored = sorted(set(database.fetch(key)))
+    if not stored:
+        return None
+    copy = InMemoryExampleDatabase()
+    for value in stored:
+        copy.save(key, value)
+    cfg = settings(max_examples=len(stored), deadline=None, database=copy, derandomize=False,
+                   suppress_health_check=list(HealthCheck), phases=(Phase.reuse,))
+    try:
+        return find(strategy, is_violation, settings=cfg, database_key=key)
+    except NoSuchExample:
+        return None
+
+
+def _choices():
+    """The choice sequence of the example being judged (what the database stores), or None where this
+    Hypothesis keeps it elsewhere (internal: ``ConjectureData.choices``)."""
+    try:
+        return tuple(current_build_context().data.choices)
+    except Exception:  # noqa: BLE001 -- not storing is the safe fallback; the verdict does not depend on it
+        return None
 
 
 def _vacuous(judged: int, needed: int, seen: dict) -> str:

@@ -143,6 +143,19 @@ EAGER_MUTANTS = (
 )
 
 
-def catalogue(*, backend: str | None = None) -> tuple:
-    """The eager mutants (``backend`` other than "eager" or None: none)."""
-    return select(EAGER_MUTANTS, backend=backend)
+# Subtle mutants: seeded bugs the default check is known to miss (at seed 0), kept for what a campaign
+# must find (``tokenlaw campaign --mutant NAME``; tests/fuzz/test_fuzz_campaign_mutant.py).  ``tokenlaw
+# mutate`` runs them only when named: its promise is that the default profile kills EAGER_MUTANTS.
+_TOP = "    top = xp.max(xp.where(active, a, log_eps), axis=-1, keepdims=True)"
+
+SUBTLE_MUTANTS = (
+    _oattn("oattn_running_max_two_tiles",
+           "the running max covers the first two 64-key tiles only: a key past the 128th whose score exceeds "
+           "every earlier one by more than log(max) of the dtype overflows exp",
+           (_TOP, _TOP.replace("log_eps), axis", "log_eps)[..., :128], axis"))),
+)
+
+
+def catalogue(*, backend: str | None = None, subtle: bool = False) -> tuple:
+    """The eager mutants (``backend`` other than "eager" or None: none); ``subtle``: the subtle ones too."""
+    return select(EAGER_MUTANTS + (SUBTLE_MUTANTS if subtle else ()), backend=backend)

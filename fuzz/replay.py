@@ -108,13 +108,13 @@ class Replayed:
 def replay(rid: str, directory=DEFAULT_DIR, *, registry=None, mutants=None) -> Replayed:
     """Rebuild the stored case, judge its contract again and compare the evidence.
 
-    mutants: the catalogue a stored mutant name is looked up in (default: the eager one; the app adds the
-    kernel backend's).
+    mutants: the catalogue a stored mutant name is looked up in (default: the eager one, subtle mutants
+    included; the app adds the kernel backend's).
     """
 
     art = load(rid, directory)
     registry = default_registry() if registry is None else registry
-    mutant = _mutant(art.mutant, catalogue() if mutants is None else mutants)
+    mutant = _mutant(art.mutant, catalogue(subtle=True) if mutants is None else mutants)
     if mutant is not None:
         registry = mutant.apply(registry)
     op = registry[art.operator]

@@ -18,7 +18,9 @@ the pipe.
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import queue
+import traceback
 
 import torch
 

@@ -17,6 +17,7 @@ records the plug-ins' provenance (:mod:`.provenance`).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -24,7 +25,9 @@ from pathlib import Path
 import torch
 
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
+from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
+from tokenlaw.fuzz.mutants import catalogue as mutant_catalogue
 from tokenlaw.operators import arguments, path_probe, user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
@@ -54,12 +57,14 @@ class CheckSettings:
     profile: str = DEFAULT_PROFILE          # a name of fuzz.engine.PROFILES (old names accepted: quick = ci)
     examples: int | None = None             # None: the profile's
     seed: int = 0
-    workers: int = 1
+    workers: int = 1                        # 1: the cells run in this process; N: on a Dask LocalCluster of N
+    scheduler: str | None = None            # tcp://HOST:PORT of a running Dask scheduler (then not workers)
     shard: str | None = None                # "I/N"
     database: str = "none"
     replays: str | None = None              # None: OUT/replays
     out: str = "reports"
     operator_modules: tuple | None = None   # --operators MODULE: extra importable operator modules
+    mutant: str | None = None               # an eager mutant's name: the run judges that seeded bug (mutated)
 
     def __post_init__(self):
         for f in ("operators", "contracts", "dtypes", "operator_modules"):
@@ -72,7 +77,8 @@ class CheckSettings:
         scope = run.get("scope") or {}
         kw = dict(operators=scope.get("operators"), contracts=scope.get("contracts"), dtypes=scope.get("dtypes"),
                   operator_modules=scope.get("operator_modules"), backend=run.get("backend") or "eager",
-                  profile=run.get("profile", "smoke"), examples=run.get("examples"), seed=run.get("seed", 0))
+                  profile=run.get("profile", "smoke"), examples=run.get("examples"), seed=run.get("seed", 0),
+                  mutant=run.get("mutant"))
         kw.update(overrides)
         return cls(**kw)
 
@@ -129,6 +135,17 @@ def registry(modules=None):
             raise InvalidArgument(f"--operators: {name!r} ({getattr(module, '__file__', module.__name__)}) declares "
                                   "no operator; mark one with @declare(...) from tokenlaw.operators.registry")
     return collect("tokenlaw.operators", *loaded, contracts=contracts)
+
+
+def mutated(reg, name: str | None):
+    """``reg`` with the eager mutant ``name`` applied (a new registry; None: ``reg`` itself), subtle mutants
+    included; an unknown name is refused naming --mutant, with the closest names."""
+    if name is None:
+        return reg
+    by_name = {m.name: m for m in mutant_catalogue(subtle=True)}
+    if name not in by_name:
+        raise arguments.closest(name, by_name, "--mutant")
+    return by_name[name].apply(reg)
 
 
 def user_operators(modules) -> tuple:
@@ -190,7 +207,7 @@ def _list(values):
 
 def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Document:
     """Run every planned cell of ``settings`` and return the report document (nothing is written but replays)."""
-    reg = registry(settings.operator_modules)
+    reg = mutated(registry(settings.operator_modules), settings.mutant)
     check_names(reg, settings.operators, settings.contracts)
     validate_dtypes(settings.dtypes)
     if settings.profile not in PROFILES:
@@ -206,8 +223,12 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     shard_i, shard_n = parse_shard(settings.shard)
     rows = shard(rows, shard_i, shard_n)
     start = time.perf_counter()
-    run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
-             database=settings.database, replay_dir=replays, stream=stream)
+    with _pool(settings) as pool:
+        if pool is not None and stream is not None:      # where the cells go, and the dashboard
+            stream.write(pool.describe() + "\n")
+        run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
+                 pool=pool, database=settings.database, replay_dir=replays, stream=stream, mutant=settings.mutant,
+                 by_value=shipped_modules(settings.operator_modules))
     if stream is not None:
         stream.close_line()
     reference = backends.get(settings.backend).reference
@@ -222,6 +243,10 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
                 **snapshot(reg), traits=traits(reg, rows),
                 scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
                        "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})
+    if pool is not None:
+        meta["dask"] = executed(pool.execution)
+    if settings.mutant is not None:
+        meta["mutant"] = settings.mutant        # the seeded bug this run judged (the gate re-runs it mutated)
     env = recorded_env(backends.get(settings.backend))
     if not reference and env:
         meta["env"] = env
@@ -241,6 +266,27 @@ def declared(backend, rows) -> dict:
         if table:
             out[key] = {op: (v if v == v else "NaN") if isinstance(v, float) else v for op, v in table.items()}
     return out
+
+
+def _pool(settings: CheckSettings):
+    """The Dask pool the cells of ``settings`` run on: a running scheduler's; None on this machine, where
+    ``run_rows`` runs them here (``--workers 1``) or in forked processes (a LocalCluster was measured 1.48x
+    slower there: docs/fuzz.md)."""
+    if settings.scheduler is None:
+        return contextlib.nullcontext()
+    return Pool(settings.workers, settings.scheduler)
+
+
+def executed(execution) -> dict:
+    """A report's record of the Dask cluster that ran its cells: scheduler, dashboard, cells per worker."""
+    return {"scheduler": execution.scheduler, "dashboard": execution.dashboard,
+            "workers": dict(sorted(execution.workers.items()))}
+
+
+def shipped_modules(modules) -> tuple:
+    """The names the user's ``.py`` operator files are imported as: a Dask worker receives them by value (it
+    may not have the file); a module given by its importable name is imported by name there."""
+    return tuple(Path(m).stem for m in modules or () if user_modules.is_path(m))
 
 
 def traits(reg, rows) -> dict:

@@ -33,6 +33,11 @@ SCHEMA_VERSION = 1
 VOLATILE = ("meta.seconds", "meta.created", "meta.runs[].seconds", "meta.runs[].created",
             "rows[].cells[].verdict.seconds")
 
+# Meta fields that say how a run was executed, not what it found: the command line, the worker count and the
+# Dask cluster that ran its cells (its workers' addresses).  Two runs of the same seed with --workers 1,
+# --workers 2 or --scheduler differ only there (and in VOLATILE): :func:`findings`.
+EXECUTION = ("meta.command", "meta.workers", "meta.dask")
+
 VERDICT_FIELDS = tuple(f.name for f in dataclasses.fields(V.Verdict))
 
 
@@ -150,6 +155,15 @@ def stable(doc: dict) -> dict:
         for c in r.get("cells", ()):
             if c.get("verdict"):
                 c["verdict"].pop("seconds", None)
+    return doc
+
+
+def findings(doc: dict) -> dict:
+    """:func:`stable` without the EXECUTION fields: what the run found, equal for equal seeds wherever it ran."""
+    doc = stable(doc)
+    for m in [doc.get("meta", {}), *doc.get("meta", {}).get("runs", ())]:
+        for k in EXECUTION:
+            m.pop(k.split(".", 1)[1], None)
     return doc
 
 

@@ -250,7 +250,7 @@ def test_every_command_has_json():
 def test_every_commands_json_is_documented():
     schema = (Path(__file__).resolve().parents[2] / "docs" / "report-schema.md").read_text()
     for command in ("tokenlaw list --json", "tokenlaw check --json", "tokenlaw replay", "tokenlaw report merge",
-                    "tokenlaw mutate --json", "tokenlaw gate --json", "tokenlaw new", "tokenlaw closure",
+                    "tokenlaw mutate --json", "tokenlaw campaign --json", "tokenlaw gate --json", "tokenlaw new", "tokenlaw closure",
                     "tokenlaw reproduce", "tokenlaw prove --json", "tokenlaw bench --json", "tokenlaw docs"):
         assert command in schema, command
 

@@ -25,7 +25,7 @@ SECTIONS = ("## The two commands", "## A five-minute tour", "## Everyday command
 FOLDERS = ("app", "experiments", "reports", "fuzz", "symbolic", "kernels", "properties", "operators", "docs",
            "tests", "examples", ".ci")
 # what the tour's commands write: named in the README, not in the checkout
-WRITTEN = re.compile(r"^reports/(conformance|proofs|verification)\.|^operators/gated_square\.py$")
+WRITTEN = re.compile(r"^reports/(conformance|proofs|verification|campaign)\.|^operators/gated_square\.py$")
 COMMAND = re.compile(r"(?<![\w.-])tokenlaw((?:\s+--operators\s+\S+)?)\s+([a-z][\w-]*)([^`#\n]*)")
 
 

@@ -1,12 +1,19 @@
-"""Campaign control: profiles, shards, worker processes and merging shard reports."""
+"""Campaign control: profiles, shards, Dask workers and merging shard reports."""
 from __future__ import annotations
 
 import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from tokenlaw.fuzz import campaign as campaign_module
-from tokenlaw.fuzz.campaign import Campaign, _forked, parse_shard, run_rows, shard
+from tokenlaw.fuzz.campaign import Campaign, parse_shard, run_rows, shard
+from tokenlaw.fuzz.cluster import Pool
+from tokenlaw.fuzz.replay import replay
 from tokenlaw.fuzz.engine import PROFILES
 from tokenlaw.reports.document import merge_shard_files as merge
 from tokenlaw.operators.errors import InvalidArgument
@@ -36,33 +43,81 @@ def test_bad_shard_is_rejected(bad):
         parse_shard(bad)
 
 
-def test_workers_give_the_same_outcomes_as_one_process():
+@pytest.fixture(scope="module")
+def pool():
+    """One Dask LocalCluster of 2 worker processes for this module's tests (closed, workers stopped, after)."""
+    with Pool(workers=2) as opened:
+        yield opened
+
+
+def _verdicts(rows) -> list:
+    """Every cell's verdict as its report writes it, without the time it took (NaN compares as text)."""
+    return [json.dumps({k: v for k, v in c.verdict.to_json().items() if k != "seconds"}, sort_keys=True)
+            for r in rows for c in r.cells]
+
+
+def test_dask_workers_give_the_same_verdicts_as_one_process(pool):
     one = run_rows(REG, plan(REG, **SMALL), examples=15, seed=2, workers=1, replay_dir=None, progress=False)
-    two = run_rows(REG, plan(REG, **SMALL), examples=15, seed=2, workers=2, replay_dir=None, progress=False)
-    assert [(r.id, r.outcome) for r in one] == [(r.id, r.outcome) for r in two]
-    assert [[c.verdict.examples for c in r.cells] for r in one] == [[c.verdict.examples for c in r.cells] for r in two]
+    two = run_rows(REG, plan(REG, **SMALL), examples=15, seed=2, pool=pool, replay_dir=None, progress=False)
+    assert _verdicts(one) == _verdicts(two)
+    assert len(pool.execution.workers) == 2, pool.execution.workers       # both workers ran cells
     with pytest.raises(InvalidArgument, match="workers"):
         run_rows(REG, [], workers=0)
 
 
-def test_forked_workers_run_a_mutants_registry_copy_that_cannot_be_pickled():
-    """The campaign object is inherited by fork, not pickled: a mutant's registry (functions of modules that
-    are in no sys.modules) runs on 2 workers and is caught there as in one process."""
+def test_dask_workers_run_a_mutants_registry_copy(pool):
+    """A mutant's registry holds functions of modules in no sys.modules: the Campaign ships them by value,
+    and the mutant is caught on the workers as in one process."""
     from tokenlaw.fuzz.mutants import EAGER_MUTANTS
 
     mutant = next(m for m in EAGER_MUTANTS if m.name == "presence_floor")
     bad = mutant.apply(REG)
     rows = dict(operators=["presence"], dtypes=["float64"])
     one = run_rows(bad, plan(bad, **rows), examples=10, seed=0, workers=1, replay_dir=None, progress=False)
-    two = run_rows(bad, plan(bad, **rows), examples=10, seed=0, workers=2, replay_dir=None, progress=False)
+    two = run_rows(bad, plan(bad, **rows), examples=10, seed=0, pool=pool, replay_dir=None, progress=False)
     assert [r.outcome for r in one] == [r.outcome for r in two]
     assert any(r.failing for r in two)
+    assert _verdicts(one) == _verdicts(two)
 
 
-def test_a_worker_error_is_raised_in_the_parent():
+def test_a_worker_error_is_raised_in_the_parent(pool):
     empty = Campaign(registry={}, examples=1, seed=0)
     with pytest.raises(KeyError, match="nosuchop"):
-        list(_forked(empty, [(0, 0, "nosuchop", "finite", "float64", "eager")], 2))
+        list(pool.run(empty, [(0, 0, "nosuchop", "finite", "float64", "eager")]))
+
+
+def test_a_violation_found_on_a_worker_is_stored_where_the_run_keeps_its_replays(pool, tmp_path):
+    rows = plan(REG, operators=["sdpa"], contracts=["null_receiver"], dtypes=["float64"])
+    run_rows(REG, rows, examples=10, seed=0, pool=pool, replay_dir=tmp_path / "replays", progress=False)
+    rid = rows[0].cells[0].verdict.replay
+    assert rid and (tmp_path / "replays" / f"{rid}.json").is_file()
+    assert replay(rid, tmp_path / "replays").reproduced
+
+
+USER_LAW = Path(__file__).resolve().parents[1] / "fixtures" / "user_law.py"   # its own contract too
+
+
+def test_a_users_py_module_travels_by_value_to_a_process_that_cannot_import_it(tmp_path):
+    """The Campaign of a run whose --operators is a .py file pickles that module by value: a process where the
+    file does not exist runs its operator; pickled by reference (no by_value), the same process cannot."""
+    from tokenlaw.orchestration import runs
+
+    src = tmp_path / "ops" / "tl_shipped_ops.py"
+    src.parent.mkdir()
+    src.write_text(USER_LAW.read_text())
+    reg = runs.registry((str(src),))
+    shipped = pickle.dumps(Campaign(reg, 3, 0, by_value=runs.shipped_modules((str(src),))))
+    by_name = pickle.dumps(Campaign(reg, 3, 0))
+    src.unlink()                                      # the worker's machine has no such file
+    code = ("import pickle, sys; c = pickle.loads(sys.stdin.buffer.read()); "
+            "print(c.run((0, 0, 'user_square', 'homogeneity', 'float64', 'eager'), replay_dir=None)[2].status)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and "ops" not in p)}
+    ok = subprocess.run([sys.executable, "-c", code], input=shipped, capture_output=True, cwd=tmp_path, env=env,
+                        timeout=120)
+    assert ok.returncode == 0 and ok.stdout.decode().strip() == "violated", ok.stderr.decode()[-2000:]
+    missing = subprocess.run([sys.executable, "-c", code], input=by_name, capture_output=True, cwd=tmp_path,
+                             env=env, timeout=120)
+    assert missing.returncode != 0 and b"tl_shipped_ops" in missing.stderr
 
 
 def test_the_campaign_keeps_no_module_state():
@@ -100,3 +155,20 @@ def test_merge_rejects_conflicting_rows(tmp_path):
         merge([tmp_path / "a.json", tmp_path / "b.json"])
     with pytest.raises(InvalidArgument, match="cannot read"):
         merge([tmp_path / "missing.json"])
+
+
+@pytest.mark.parametrize("argv, name", [(["campaign", "--minutes", "0"], "--minutes"),
+                                        (["campaign", "--minutes", "x"], "--minutes"),
+                                        (["campaign", "--minutes", "1", "--scheduler", "nohost"], "--scheduler"),
+                                        (["check", "--scheduler", "tcp://nohost"], "--scheduler"),
+                                        (["check", "--mutant", "oattn_running_max_two_tile"], "--mutant"),
+                                        (["campaign", "--minutes", "1", "--mutant", "nosuch"], "--mutant")])
+def test_bad_campaign_arguments_exit_2_naming_the_argument(argv, name, capsys):
+    assert main(argv) == 2 and name in capsys.readouterr().err
+
+
+def test_campaign_settings_refuse_a_time_box_that_is_not_positive():
+    from tokenlaw.orchestration.campaigns import CampaignSettings
+    for bad in (0, -1, True, "5"):
+        with pytest.raises(InvalidArgument, match="--minutes"):
+            CampaignSettings(minutes=bad)

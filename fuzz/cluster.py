@@ -1,0 +1,200 @@
+"""Cells on a Dask cluster: an in-process ``LocalCluster`` of N worker processes, or a running scheduler.
+
+:class:`Pool` opens one (``Pool(workers=2)`` or ``Pool(scheduler="tcp://host:8786")``) and runs a
+campaign's cells there as Dask tasks, yielding each result as it finishes (so a progress line moves
+with them).  Dask brings what a hand-written pool did not: work stealing, a dead worker's cells
+re-run on the others, workers on other machines (``dask worker tcp://HOST:8786``).
+
+What crosses to a worker is the :class:`~tokenlaw.fuzz.campaign.Campaign` (a task of its own,
+replicated to every worker; it pickles its registry by value where a worker could not import it: a mutant's copy, a
+user's ``.py`` module) and, per cell, a small tuple.  What comes back is the verdict, the replay
+artifacts the cell stored (a worker on another machine writes them into a temporary folder; the
+parent writes them where the run keeps its replays, byte for byte), the worker's address and its
+CPU-path record: a worker whose float paths differ from this process's would judge other bits, so
+the run stops and says which (``operators/cpu_paths.py``).
+
+>>> with Pool(workers=2) as pool:                                   # doctest: +SKIP
+...     for r, c, verdict in pool.run(campaign, tasks): ...
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import torch
+
+from tokenlaw.operators import arguments, path_probe
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.files import atomic_write
+
+from . import engine
+
+
+@dataclasses.dataclass
+class Execution:
+    """How a run's cells were executed (not what they found): filled in by :class:`Pool`."""
+
+    scheduler: str | None = None                   # the scheduler's address (a LocalCluster's own too)
+    dashboard: str | None = None                   # Dask's dashboard link, when it serves one
+    workers: dict = dataclasses.field(default_factory=dict)   # worker address -> cells it finished
+
+
+class Counter:
+    """A per-process count of judged examples with the ``get_lock()`` / ``value`` of a multiprocessing.Value
+    (what ``engine.example_counter`` expects), for a Dask worker process."""
+
+    def __init__(self):
+        self._lock, self.value = threading.Lock(), 0
+
+    def get_lock(self):
+        return self._lock
+
+
+def _judged_here() -> int:
+    """Examples judged so far by this worker process (run on every worker by :meth:`Pool.judged`)."""
+    counter = engine.example_counter
+    return counter.value if counter is not None else 0
+
+
+def run_cell_task(campaign, task):
+    """A Dask task: one cell on this worker -> (row, cell, verdict, replay files, worker address, CPU paths)."""
+    from distributed import get_worker  # optional: distributed is imported only where cells run on Dask
+
+    torch.set_num_threads(1)            # the worker processes are the parallelism
+    if engine.example_counter is None:
+        engine.example_counter = Counter()
+    with tempfile.TemporaryDirectory(prefix="tokenlaw-replays-") as tmp:
+        r, c, v = campaign.run(task, replay_dir=Path(tmp) if campaign.replay_dir is not None else None)
+        files = {p.name: p.read_text() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
+    return r, c, v, files, get_worker().address, campaign.cpu_paths()
+
+
+def _hold(campaign):
+    """A Dask task whose result is the campaign itself (unpickled once on the worker that runs it)."""
+    return campaign
+
+
+def _check_scheduler(address: str) -> str:
+    if not isinstance(address, str) or "://" not in address:
+        raise InvalidArgument(f"--scheduler: expected a Dask scheduler address such as tcp://HOST:8786, "
+                              f"got {address!r}")
+    return address
+
+
+class Pool:
+    """A Dask client on a LocalCluster of ``workers`` processes (``scheduler=None``) or on ``scheduler``."""
+
+    def __init__(self, workers: int = 2, scheduler: str | None = None, *, timeout: float = 30.0):
+        self.workers = arguments.count(workers, "workers")
+        self.address = None if scheduler is None else _check_scheduler(scheduler)
+        self.timeout = timeout
+        self.cluster = self.client = None
+        self.execution = Execution()
+        self._paths = None
+
+    def __enter__(self) -> "Pool":
+        import dask  # optional: as distributed below
+        from distributed import Client, LocalCluster  # optional: 0.3 s to import; --workers 1 never needs it
+        # a worker's statistical profiler samples the running cell's stack every 10 ms under the GIL (one
+        # cell measured 15 % slower with it, 4 % without); it is not what makes a LocalCluster slower than
+        # the forked pool (docs/fuzz.md, "Cells on Dask"), but it costs and reports nothing tokenlaw reads
+        dask.config.set({"distributed.worker.profile.enabled": False})
+        if self.address is None:
+            # processes (one thread each): the cells hold the GIL; the workers inherit this process's
+            # environment, the pinned CPU paths (MKL_CBWR, ATEN_CPU_CAPABILITY) among them
+            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                        dashboard_address=":0", silence_logs=logging.ERROR)
+            self.client = Client(self.cluster, set_as_default=False)
+        else:
+            try:
+                self.client = Client(self.address, timeout=self.timeout, set_as_default=False)
+            except (OSError, TimeoutError) as err:
+                raise InvalidArgument(f"--scheduler: cannot reach a Dask scheduler at {self.address} ({err})") \
+                    from None
+        self.execution.scheduler = self.client.scheduler.address
+        self.execution.dashboard = _dashboard(self.client)
+        return self
+
+    def __exit__(self, *exc):
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        self.client = self.cluster = None
+
+    def size(self) -> int:
+        """How many workers the cluster has now."""
+        return max(1, len(self.client.scheduler_info(n_workers=-1).get("workers", {})))
+
+    def describe(self) -> str:
+        """'dask: 2 workers, scheduler tcp://..., dashboard http://...' for the user's stderr."""
+        n = self.size()
+        dash = (f", dashboard {self.execution.dashboard}" if self.execution.dashboard
+                else ", no dashboard (Dask serves one where bokeh is installed)")
+        return f"dask: {n} worker{'' if n == 1 else 's'}, scheduler {self.execution.scheduler}{dash}"
+
+    def judged(self) -> int:
+        """Examples judged so far by every worker process (for a progress heartbeat; 0 if a worker is away)."""
+        try:
+            return sum(self.client.run(_judged_here, wait=True, on_error="ignore").values())
+        except Exception:  # noqa: BLE001 -- a heartbeat never stops a run: a worker may be leaving
+            return 0
+
+    def run(self, campaign, tasks, *, replay_dir=None, until=None):
+        """(row, cell, verdict) of each of ``tasks``, as they finish, run by the cluster's workers.
+
+        At ``until`` (a ``time.monotonic()`` instant) the cells still running are cancelled and the
+        iteration ends.  Replays the cells stored are written under ``replay_dir``; a worker whose CPU-path record
+        differs from this process's stops the run (InvalidArgument naming the worker and both records).
+        """
+        from distributed import as_completed  # optional: see __enter__
+        if self._paths is None:
+            self._paths = path_probe.record()
+        run_id = uuid.uuid4().hex[:8]
+        # the campaign is a task of its own, not scattered data: when a worker dies, the scheduler can
+        # compute it again for the cells that still need it (scattered data it could only lose)
+        shared = self.client.submit(_hold, campaign, key=f"tokenlaw-campaign-{run_id}", pure=False)
+        self.client.replicate([shared])          # every worker gets its copy once, before the cells
+        futures = [self.client.submit(run_cell_task, shared, t, key=f"tokenlaw-cell-{run_id}-{t[0]}-{t[1]}",
+                                      pure=False, priority=-k)
+                   for k, t in enumerate(tasks)]
+        try:
+            timeout = None if until is None else max(0.0, until - time.monotonic())
+            for future in _until_timeout(as_completed(futures, loop=self.client.loop, timeout=timeout)):
+                r, c, v, files, worker, paths = future.result()
+                if paths != self._paths:
+                    raise InvalidArgument(f"--scheduler: the Dask worker {worker} runs other CPU code paths than this process "
+                                       f"({paths} vs {self._paths}): its verdicts would differ; start it with "
+                                       "the same tokenlaw and TOKENLAW_CPU_PATHS setting")
+                if replay_dir is not None:
+                    for name, data in files.items():
+                        atomic_write(Path(replay_dir) / name, data)
+                self.execution.workers[worker] = self.execution.workers.get(worker, 0) + 1
+                yield r, c, v
+        finally:
+            self.client.cancel(futures + [shared], force=True)
+
+
+def _until_timeout(results):
+    """The results of an ``as_completed`` iterator until its timeout (then: no more)."""
+    try:
+        yield from results
+    except TimeoutError:
+        return
+
+
+def _dashboard(client) -> str | None:
+    """The dashboard's link, or None when Dask serves none (bokeh is not installed)."""
+    try:
+        info = client.scheduler_info(n_workers=0)
+        port = (info.get("services") or {}).get("dashboard")
+    except Exception:  # noqa: BLE001 -- the link is a courtesy
+        return None
+    if not port:
+        return None
+    return client.dashboard_link
