@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 from tokenlaw.reports import backends, document, writers
@@ -15,7 +17,17 @@ from .exits import EXIT_OK
 
 
 def cmd_backends(args) -> int:
-    text = backends.markdown([d.to_json() for d in document.load_reports(args.reports)])
+    docs = [d.to_json() for d in document.load_reports(args.reports)]
+    text = backends.markdown(docs)
+    if args.json:
+        names, rows = backends.compare(docs)
+        print(json.dumps({"backends": names, "differ": sum(r.differs for r in rows),
+                          "rows": [dict(operator=r.operator, contract=r.contract, dtype=r.dtype, differs=r.why,
+                                        cells={b: None if c is None else dataclasses.asdict(c)
+                                               for b, c in r.cells.items()}) for r in rows]}, indent=1))
+        if args.out:
+            writers.atomic_write(Path(args.out), text)
+        return EXIT_OK
     if args.out:
         writers.atomic_write(Path(args.out), text)
         print(f"wrote {args.out}")

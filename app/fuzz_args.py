@@ -44,6 +44,7 @@ def register(sub):
                                           "backend, the cells where they differ first")
     bp.add_argument("reports", nargs="+", help="the JSON reports, one per backend")
     bp.add_argument("--out", metavar="PATH", help="write the Markdown there (default: print it)")
+    bp.add_argument("--json", action="store_true", help="the rows as data on stdout (backends, cells, why they differ)")
     bp.set_defaults(func="tokenlaw.app.backends_cmd:cmd_backends")
 
     sp = sub.add_parser("mutate", help="run the suite against the catalogue of seeded bugs")

@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 from tokenlaw.experiments import (ablation, distractors, exactness, fidelity, recall, retrofit, sink,
                                   unanswerable)
 from tokenlaw.operators.arguments import writable_dir
@@ -108,19 +106,9 @@ def cmd_pn_fir_tau(args) -> int:
     return passed(ok)
 
 
-def _interpret_kernels() -> None:
-    """On a machine without CUDA, run the Triton kernels in Triton's CPU interpreter (their accuracy is what the
-    exactness figure measures; their speed is not measured here)."""
-    if "TRITON_INTERPRET" not in os.environ and not torch.cuda.is_available():
-        os.environ["TRITON_INTERPRET"] = "1"
-        print("no CUDA device: the Triton kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1)",
-              file=sys.stderr)
-
-
 def cmd_exactness(args) -> int:
     writable_dir(args.out, "--out")
     _positive_int(args.seeds, "--seeds")
-    _interpret_kernels()
     cfg = dataclasses.replace(exactness.QUICK if args.quick else exactness.Config(), seeds=args.seeds)
     result = exactness.run(cfg)
     md = exactness.to_markdown(result)
@@ -145,7 +133,6 @@ def cmd_all(args) -> int:
     readme = Path(args.readme) if args.readme else None
     if readme is not None:            # refuse a page without the markers before the run, not after it
         fidelity.render.generated(_read(readme, "--readme"))
-    _interpret_kernels()
     record = fidelity.run_all(Path(args.out), quick=args.quick, names=args.only,
                               log=lambda line: print(line, file=sys.stderr, flush=True))
     out = Path(args.out)

@@ -5,11 +5,12 @@ direct evaluation of the formula, for fp32, bf16 and fp16.  The direct
 evaluation here is the operator's declared ``reference=`` (the formula as
 written, ``operators/references.oattention_reference``: exp of the raw
 scores, no max shift); the implementations are the eager operator
-(``operators/oattention.py``, max-shifted, presence-rescaled) and, where it
-runs, the Triton kernel (backend ``triton``; on a CPU only under
-``TRITON_INTERPRET=1``, and never in bf16 there: the interpreter's bf16
-``tl.dot`` multiplies raw bit patterns, so that cell says "not runnable
-here" with that reason, never a number).
+(``operators/oattention.py``, max-shifted, presence-rescaled) and every
+installed backend that implements it (tokenlaw's Triton kernel: on a CPU
+only under ``TRITON_INTERPRET=1``, and never in bf16 there, since the
+interpreter's bf16 ``tl.dot`` multiplies raw bit patterns).  A cell a
+backend cannot run says "not runnable here" with the backend's own reason,
+never a number.
 
 For each seed, a batch of ``tokens`` N(0, 1) tokens of width ``width`` with
 one null token and the operator's own drawn parameters (``Domain.draw``:
@@ -43,7 +44,6 @@ from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry
 
 PAPER = 8.94e-8
-DTYPES = ("float64", "float32", "float16", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +52,6 @@ class Config:
     tokens: int = 32
     width: int = 64
     seeds: int = 5
-    kernel: str = "triton"          # the backend whose kernel is measured beside the eager operator
 
 
 QUICK = Config(tokens=6, width=8, seeds=2)
@@ -75,18 +74,17 @@ def _linf(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def measure(cfg: Config) -> dict:
-    """{implementation: {dtype: per-seed measurements, or the reason it cannot run here}}."""
+    """{implementation: {dtype: per-seed measurements, or the reason it cannot run here}}: the eager operator
+    and every installed backend that implements it."""
     op = default_registry()[cfg.operator]
-    kernel = backends.get(cfg.kernel) if cfg.kernel in backends.names() else None
-    kernel_why = (f"no backend {cfg.kernel!r} is installed" if kernel is None else
-                  kernel.available() or kernel.implements(op))
-    out = {"eager": {}, cfg.kernel: {}}
-    for name in DTYPES:
+    kernels = {name: backends.get(name) for name in backends.names()
+               if not backends.get(name).reference and backends.get(name).implements(op) is None}
+    out = {"eager": {}, **{name: {} for name in kernels}}
+    for name in dtypes.NAMES:
         dt = dtypes.DTYPES[name]
         for impl in out:
-            why = None
-            if impl != "eager":
-                why = kernel_why or kernel.not_runnable(name)
+            kernel = kernels.get(impl)
+            why = None if kernel is None else kernel.available() or kernel.not_runnable(name)
             if why:
                 out[impl][name] = {"not_runnable": why}
                 continue
@@ -96,7 +94,7 @@ def measure(cfg: Config) -> dict:
                 with torch.no_grad():
                     direct64 = op.reference(TORCH, x, **params)
                     direct_same = op.reference(TORCH, x.to(dt), **_cast(params, dt))
-                    got = (op.fn(TORCH, x.to(dt), **_cast(params, dt)) if impl == "eager"
+                    got = (op.fn(TORCH, x.to(dt), **_cast(params, dt)) if kernel is None
                            else kernel.run(op, x.to(dt), **_cast(params, dt)))
                 scale = float(direct64.abs().max())
                 seeds.append(dict(seed=seed, vs_direct64=_linf(got, direct64), vs_direct_same=_linf(got, direct_same),
@@ -142,8 +140,8 @@ def figures(result: dict) -> list[dict]:
     m, cfg = result["measurements"], result["config"]
     eager = m["eager"]
     parts = [f"{name} eager {_cell(eager[name], 'max_vs_direct64')}" for name in ("float32", "float16", "bfloat16")]
-    kern = m[cfg["kernel"]]
-    parts += [f"{name} {cfg['kernel']} {_cell(kern[name], 'max_vs_direct64')}" for name in ("float32", "float16")]
+    parts += [f"{name} {impl} {_cell(by_dtype[name], 'max_vs_direct64')}" for impl, by_dtype in m.items()
+              if impl != "eager" for name in ("float32", "float16")]
     parts.append(f"float64 eager {_cell(eager['float64'], 'max_vs_direct64')}")
     met = [name for name in ("float32", "float16", "bfloat16")
            if "not_runnable" not in eager[name] and eager[name]["max_vs_direct64"] <= PAPER]

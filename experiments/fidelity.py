@@ -69,13 +69,13 @@ EXPERIMENTS = (
 # What cannot be measured on a CPU machine: the reason, and the command that measures it where it can be.
 NOT_HERE = (
     dict(figure="kernels: time per training step against softmax (bf16)", paper="22.5-31.6 % faster",
-         reason="needs a GPU: the Triton kernels only run interpreted on a CPU, where their time says nothing",
-         command="tokenlaw bench --backend triton (on a CUDA machine)"),
+         reason="needs a GPU: the fused kernels only run in an interpreter on a CPU, where their time says nothing",
+         command="tokenlaw bench (the kernels' benchmark, on a CUDA machine)"),
     dict(figure="kernels: speed-up over the eager implementation", paper="21.70x",
-         reason="needs a GPU (as above)", command="tokenlaw bench --backend triton (on a CUDA machine)"),
+         reason="needs a GPU (as above)", command="tokenlaw bench (the kernels' benchmark, on a CUDA machine)"),
     dict(figure="kernels: intermediate memory at N = 1024", paper="1886.9 MB -> 109.3 MB",
          reason="needs a GPU: peak device memory of the fused kernels against eager",
-         command="tokenlaw bench --backend triton (on a CUDA machine)"),
+         command="tokenlaw bench (the kernels' benchmark, on a CUDA machine)"),
     dict(figure="language modelling: WikiText-2 perplexity, pn_fir_tau vs softmax", paper="114.80 vs 117.13",
          reason="needs WikiText-2 (no download here) and 50k steps of a 6-layer 1.8 M-parameter model (GPU hours); "
                 "the sink experiment trains a small model on offline text instead",

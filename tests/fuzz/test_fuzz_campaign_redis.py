@@ -1,6 +1,6 @@
 """Two campaigns share one Redis database: what one finds, the other replays, and so does the next ``check``.
 
-A real redis-server on loopback (``redis_url``, tests/fuzz/conftest.py) and the real commands, each a
+A real redis-server on loopback (``redis_url``, tests/fuzz/redis_server.py) and the real commands, each a
 process of its own, bounded in time and killed with its process group if it overruns.  The cell is
 sdpa's null_receiver in float32 (a declared violation: sdpa gives a null token an output).
 """
@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fuzz.redis_server import redis_url  # noqa: F401 -- the fixture
 
 pytestmark = pytest.mark.slow
 

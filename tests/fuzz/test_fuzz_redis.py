@@ -12,6 +12,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.catalogue import CONTRACTS
 
+from tests.fuzz.redis_server import redis_url  # noqa: F401 -- the fixture
 
 
 def _free_port() -> int:

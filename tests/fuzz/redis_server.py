@@ -1,4 +1,7 @@
-"""Fixtures of the fuzz tests: a real redis-server on loopback, started and stopped by the test that asks."""
+"""A real redis-server on loopback, started and stopped by the test that asks (``redis_url``).
+
+Imported by the tests that use it (a ``conftest.py`` here would shadow ``tests/conftest.py`` for the tests that
+import it by name, e.g. ``tests/test_conftest_triton.py``)."""
 from __future__ import annotations
 
 import shutil
