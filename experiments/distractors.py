@@ -16,6 +16,7 @@ pn 96.0 / 95.3 / 90.2 / 68.2 %, pn_fir_c 87.8 / 86.9 / 80.5 / 59.1 %.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 from tokenlaw.operators import arguments
@@ -24,7 +25,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from .curves_plot import training_curves
 from .paper_figures import Figure, markdown_table, status, within
 from .recall_runs import Task, Training, run_one
-from .tiny_attention import check_row_maps, pm, seeds_of, summary
+from .tiny_attention import check_row_maps, every_run, pm, seeds_of, summary
 
 EPS = (0.05, 0.2, 0.5, 1.0)
 PAPER = {"pn_fir_tau": 1.0}
@@ -55,12 +56,8 @@ def run(cfg: Config = Config(), log=None) -> dict:
     """Train each normaliser at each seed; accuracy at each eps per seed, mean and spread."""
     cfg.check()
     start, cpu = time.perf_counter(), time.process_time()
-    runs = []
-    for normaliser in cfg.normalisers:
-        for seed in seeds_of(cfg.seeds):
-            if log is not None:
-                log(f"[distractors] {normaliser} seed {seed}")
-            runs.append(run_one(normaliser, seed, cfg.task, cfg.training, eval_eps=cfg.eps, log=log))
+    runs = every_run("distractors", cfg.normalisers, cfg.seeds,
+                     functools.partial(run_one, task=cfg.task, training=cfg.training, eval_eps=cfg.eps, log=log), log)
     table = {n: {f"{e:g}": summary(r["evaluation"][f"{e:g}"]["accuracy"] for r in runs if r["normaliser"] == n)
                  for e in cfg.eps} for n in cfg.normalisers}
     return dict(experiment="distractors", config=dataclasses.asdict(cfg), paper=PAPER, runs=runs,

@@ -15,12 +15,13 @@ Full size (``Config()``, 3 seeds, 6 trainings): 65 s wall, measured 2026-12-05 o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 from .curves_plot import training_curves
 from .paper_figures import Figure, markdown_table, status, within
 from .recall_runs import Task, Training, run_one
-from .tiny_attention import check_row_maps, pm, seeds_of, summary
+from .tiny_attention import check_row_maps, every_run, pm, seeds_of, summary
 
 PAPER = {"softmax": 0.445, "sm_fir": 1.0}
 
@@ -47,12 +48,8 @@ def run(cfg: Config = Config(), log=None) -> dict:
     """Train each normaliser at each seed; accuracy per seed, mean and spread."""
     cfg.check()
     start, cpu = time.perf_counter(), time.process_time()
-    runs = []
-    for normaliser in cfg.normalisers:
-        for seed in seeds_of(cfg.seeds):
-            if log is not None:
-                log(f"[recall] {normaliser} seed {seed}")
-            runs.append(run_one(normaliser, seed, cfg.task, cfg.training, log=log))
+    runs = every_run("recall", cfg.normalisers, cfg.seeds,
+                     functools.partial(run_one, task=cfg.task, training=cfg.training, log=log), log)
     acc = {n: summary(r["evaluation"]["0"]["accuracy"] for r in runs if r["normaliser"] == n) for n in cfg.normalisers}
     return dict(experiment="recall", config=dataclasses.asdict(cfg), paper=PAPER, runs=runs,
                 summary={n: dict(accuracy=a) for n, a in acc.items()}, seconds=time.perf_counter() - start,

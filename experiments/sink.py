@@ -30,7 +30,7 @@ from tokenlaw.operators import arguments
 from . import stdlib_corpus
 from .curves_plot import sorted_masses, training_curves
 from .paper_figures import Figure, markdown_table, status, within
-from .tiny_attention import TinyLM, check_row_maps, deterministic, pm, seeds_of, summary, train
+from .tiny_attention import TinyLM, check_row_maps, deterministic, every_run, pm, seeds_of, summary, train
 
 PAPER = {"pn_fir_tau": 0.0031, "softmax": 0.0177}
 
@@ -96,12 +96,8 @@ def run(cfg: Config = Config(), log=None) -> dict:
     cfg.check()
     start, cpu = time.perf_counter(), time.process_time()
     corpus = stdlib_corpus.load(cfg.train_chars, cfg.eval_chars)
-    runs = []
-    for normaliser in cfg.normalisers:
-        for seed in seeds_of(cfg.seeds):
-            if log is not None:
-                log(f"[sink] {normaliser} seed {seed}")
-            runs.append(run_one(cfg, corpus, normaliser, seed, log))
+    runs = every_run("sink", cfg.normalisers, cfg.seeds,
+                     lambda normaliser, seed: run_one(cfg, corpus, normaliser, seed, log), log)
     by = {n: [r for r in runs if r["normaliser"] == n] for n in cfg.normalisers}
     return dict(experiment="sink", config=dataclasses.asdict(cfg), corpus=corpus.source, paper=PAPER, runs=runs,
                 summary={n: dict(sink_mass=summary(r["sink_mass"] for r in rs),

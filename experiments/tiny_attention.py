@@ -257,6 +257,18 @@ def seeds_of(count: int, name: str = "seeds") -> tuple:
     return tuple(range(arguments.count(count, name)))
 
 
+def every_run(experiment: str, normalisers, seeds: int, one, log=None) -> list:
+    """``one(normaliser, seed)`` for every normaliser at every seed 0 .. seeds-1, in that order (each announced on
+    ``log`` as ``[experiment] normaliser seed S``): the runs an experiment's figures are summarised from."""
+    runs = []
+    for normaliser in normalisers:
+        for seed in seeds_of(seeds):
+            if log is not None:
+                log(f"[{experiment}] {normaliser} seed {seed}")
+            runs.append(one(normaliser, seed))
+    return runs
+
+
 def check_fraction(value, name: str) -> float:
     """A real in [0, 1]."""
     v = arguments.scalar_value(value, name)

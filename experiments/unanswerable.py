@@ -22,13 +22,14 @@ unanswerable-row mass 0.66 / 0.69 and answerable accuracy 70.7 / 48.8 % (sm_fir 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 
 from .curves_plot import sorted_masses, training_curves
 from .paper_figures import Figure, markdown_table, status, within
 from .recall_runs import Task, Training, run_one
-from .tiny_attention import check_row_maps, pm, seeds_of, summary
+from .tiny_attention import check_row_maps, every_run, pm, seeds_of, summary
 
 PAPER = {"hallucination_baselines": (0.272, 0.344), "pn_fir_tau_hallucination": 0.0, "pn_fir_tau_mass": 0.002,
          "mass_ratio_to_virtual_sink": 50.0}
@@ -60,12 +61,8 @@ def run(cfg: Config = Config(), log=None) -> dict:
     """Train each normaliser at each seed; hallucination rate, row masses and answerable accuracy per seed."""
     cfg.check()
     start, cpu = time.perf_counter(), time.process_time()
-    runs = []
-    for normaliser in cfg.normalisers:
-        for seed in seeds_of(cfg.seeds):
-            if log is not None:
-                log(f"[unanswerable] {normaliser} seed {seed}")
-            runs.append(run_one(normaliser, seed, cfg.task, cfg.training, log=log))
+    runs = every_run("unanswerable", cfg.normalisers, cfg.seeds,
+                     functools.partial(run_one, task=cfg.task, training=cfg.training, log=log), log)
     table = {n: {m: summary(r["evaluation"]["0"][m] for r in runs if r["normaliser"] == n) for m in _MEASURES}
              for n in cfg.normalisers}
     return dict(experiment="unanswerable", config=dataclasses.asdict(cfg), paper=PAPER, runs=runs, summary=table,
