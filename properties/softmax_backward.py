@@ -11,7 +11,7 @@ tiny while dP and D are not, and each implementation cancels them with its own r
 probe predicts another algorithm's cancellation (docs/flex.md measures a hundredfold difference).
 The eager probes of ``gradient_agreement`` still predict the error of the steps they share with the
 backend (the projections, the scores, dV's and dP's products); this module bounds what the standard
-backward's *own* steps add, which no probe takes (:func:`_run`):
+backward's *own* steps add, which no probe takes (:func:`_own`):
 
 * P recomputed from the row's log-sum-exp, exp(S - LSE) (FlashAttention), where the eager operator
   subtracts the row max: a subtraction at the scale of |LSE|;
@@ -44,6 +44,7 @@ tests/integrations/test_torch_sdpa.py shows such backwards still fail.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -167,28 +168,43 @@ def _leaves(m: Model, roles, X: Carried, W: dict, g: Carried, om: Carried, d_q: 
     return out
 
 
-def _run(x, params: dict, roles, mask, cotangent, u: float, tiny: float, through_max: bool) -> tuple[dict, dict]:
-    """({leaf: Carried gradient under the whole model}, {leaf: the bound on what the standard backward's own
-    steps add}); the latter is what no eager probe evaluates:
+@dataclasses.dataclass(frozen=True)
+class _Pass:
+    """The forward and the standard backward's intermediates, each Carried under one :class:`Model`."""
 
-    * P recomputed from the row's log-sum-exp, exp(S - LSE) (FlashAttention): a subtraction at the scale of
-      |LSE| where the eager operator subtracts the row max, E_P' = P (u |S - LSE| + 2 u |LSE| + EXP + gamma);
-    * O by online rescaling (the running max): (gamma(3 n) + u range_S) |P| |V| on top of E_P' |V|;
-    * dS = P (dP - D) formed from dP's rounding and either D formula's, where the eager autograd routes the
-      row's cancellation through its max.
-    Each is carried on to the leaves to first order through the exact |values|.
-    """
+    m: Model
+    roles: object
+    X: Carried
+    W: dict
+    g: Carried
+    q: Carried
+    k: Carried
+    v: Carried
+    s: Carried
+    p: Carried
+    visible: torch.Tensor
+    lse: torch.Tensor
+    rescaled: torch.Tensor          # the online rescaling's bound on O
+    o: Carried
+    d_o: Carried
+    d_v: Carried
+    d_p: Carried
+    centred: Carried                # dP - D
+    d_s: Carried
+    scale: float
+
+
+def _pass(x, params: dict, roles, mask, cotangent, u: float, tiny: float) -> _Pass:
+    """Run the forward and the standard backward (module docstring) under the model at ``u``."""
     m = Model(u, tiny)
     heads = params[roles.heads]
     X = m.given(x.double())
     W = {k: m.given(params[k].double()) for k in (*roles.query, *roles.key, *roles.value, roles.output)}
     q, k, v = (_split(m.add(m.matmul(X, W[w]), W[b]), heads) for w, b in (roles.query, roles.key, roles.value))
-    dh = q.v.shape[-1]
-    scale = 1.0 / math.sqrt(dh)
+    scale = 1.0 / math.sqrt(q.v.shape[-1])
     s = m.scale(m.matmul(q, _t(k)), scale)
     p, visible, lse, spread = _softmax(m, s, projections.head_mask(mask))
-    n = s.v.shape[-1]
-    rescaled = (gamma(3 * n, m.u) + m.u * spread) * (p.a @ v.a)
+    rescaled = (gamma(3 * s.v.shape[-1], m.u) + m.u * spread) * (p.a @ v.a)
     o = m.matmul(p, v)
     o = Carried(o.v, o.e + rescaled)
     g = m.given(cotangent.double())
@@ -199,39 +215,59 @@ def _run(x, params: dict, roles, mask, cotangent, u: float, tiny: float, through
     d_row = Carried(by_p.v, torch.maximum(by_p.e, by_o.e + (by_o.v - by_p.v).abs()))
     centred = m.add(d_p, Carried(-d_row.v, d_row.e))
     d_s = m.scale(m.mul(p, centred), scale)
-    if through_max:
-        d_s = Carried(d_s.v, d_s.e + d_s.e.sum(-1, keepdim=True))
-    full = _leaves(m, roles, X, W, g, _merge(o), _merge(m.matmul(d_s, k)), _merge(m.matmul(_t(d_s), q)), _merge(d_v))
-    # -- the standard backward's own steps (docstring), carried through exact |values| --------------
-    shift = (torch.where(visible, s.v, lse) - lse).abs()
-    p_own = torch.where(visible, p.a * (m.u * shift + 2 * m.u * lse.abs() + EXP_UNITS * m.u
-                                        + gamma(n + 2, m.u)) + m.tiny, torch.zeros_like(p.v))
-    o_own = p_own @ v.a + rescaled
-    dp_own = gamma(dh + 1, m.u) * (d_o.a @ v.a.transpose(-1, -2))
-    row_own = torch.maximum((p_own * d_p.a + p.a * dp_own).sum(-1, keepdim=True)
-                            + gamma(n, m.u) * (p.a * d_p.a).sum(-1, keepdim=True),
-                            (d_o.a * o_own).sum(-1, keepdim=True) + gamma(dh, m.u) * (d_o.a * o.a).sum(-1, keepdim=True))
-    ds_own = scale * (p_own * centred.a + p.a * (dp_own + row_own + m.u * centred.a))
+    return _Pass(m, roles, X, W, g, q, k, v, s, p, visible, lse, rescaled, o, d_o, d_v, d_p, centred, d_s, scale)
+
+
+def _whole(t: _Pass, through_max: bool) -> dict:
+    """{leaf: Carried gradient} under the whole model; ``through_max``: each row's sum of dS errors added to
+    every entry (the eager autograd's route through the row max)."""
+    d_s = Carried(t.d_s.v, t.d_s.e + t.d_s.e.sum(-1, keepdim=True)) if through_max else t.d_s
+    return _leaves(t.m, t.roles, t.X, t.W, t.g, _merge(t.o), _merge(t.m.matmul(d_s, t.k)),
+                   _merge(t.m.matmul(_t(d_s), t.q)), _merge(t.d_v))
+
+
+def _own(t: _Pass) -> dict:
+    """{leaf: the bound on what the standard backward's own steps add}, the steps no eager probe evaluates:
+
+    * P recomputed from the row's log-sum-exp, exp(S - LSE) (FlashAttention): a subtraction at the scale of
+      |LSE| where the eager operator subtracts the row max, E_P' = P (u |S - LSE| + 2 u |LSE| + EXP + gamma);
+    * O by online rescaling (the running max): (gamma(3 n) + u range_S) |P| |V| on top of E_P' |V|;
+    * dS = P (dP - D) formed from dP's rounding and either D formula's, where the eager autograd routes the
+      row's cancellation through its max.
+    Each is carried on to the leaves to first order through the exact |values|.
+    """
+    m, p, n, dh = t.m, t.p, t.s.v.shape[-1], t.q.v.shape[-1]
+    shift = (torch.where(t.visible, t.s.v, t.lse) - t.lse).abs()
+    p_own = torch.where(t.visible, p.a * (m.u * shift + 2 * m.u * t.lse.abs() + EXP_UNITS * m.u
+                                          + gamma(n + 2, m.u)) + m.tiny, torch.zeros_like(p.v))
+    o_own = p_own @ t.v.a + t.rescaled
+    dp_own = gamma(dh + 1, m.u) * (t.d_o.a @ t.v.a.transpose(-1, -2))
+    row_own = torch.maximum((p_own * t.d_p.a + p.a * dp_own).sum(-1, keepdim=True)
+                            + gamma(n, m.u) * (p.a * t.d_p.a).sum(-1, keepdim=True),
+                            (t.d_o.a * o_own).sum(-1, keepdim=True)
+                            + gamma(dh, m.u) * (t.d_o.a * t.o.a).sum(-1, keepdim=True))
+    ds_own = t.scale * (p_own * t.centred.a + p.a * (dp_own + row_own + m.u * t.centred.a))
+
     def moved(e):           # a (B, heads, N, dh) error on its own: merged, its value no part of the sum
         e = projections.merge_heads(TORCH, e)
         return Carried(torch.zeros_like(e), e)
 
-    own = _leaves(Model(0.0, 0.0), roles, Carried(X.v, torch.zeros_like(X.v)), {w: m.exact(t.v) for w, t in W.items()},
-                  m.exact(g.v), moved(o_own), moved(ds_own @ k.a), moved(ds_own.transpose(-1, -2) @ q.a),
-                  moved(p_own.transpose(-1, -2) @ d_o.a))
-    return full, {name: c.e for name, c in own.items()}
+    own = _leaves(Model(0.0, 0.0), t.roles, Carried(t.X.v, torch.zeros_like(t.X.v)),
+                  {w: m.exact(c.v) for w, c in t.W.items()}, m.exact(t.g.v), moved(o_own), moved(ds_own @ t.k.a),
+                  moved(ds_own.transpose(-1, -2) @ t.q.a), moved(p_own.transpose(-1, -2) @ t.d_o.a))
+    return {name: c.e for name, c in own.items()}
 
 
 def bound(x, params: dict, roles, mask, cotangent, dtype: torch.dtype, reference: dict) -> tuple[dict | None, str]:
-    """({leaf: bound}, "") on what the standard backward's own steps add in ``dtype`` (:func:`_run`: the steps
+    """({leaf: bound}, "") on what the standard backward's own steps add in ``dtype`` (:func:`_own`: the steps
     no eager probe takes, so the probes cannot predict them), plus the float64 ``reference``'s own error
     (the whole model at u_64, through the row max); (None, why) where the model is not the reference's
     function ({leaf: tensor}, the operator's float64 autograd).
     """
-    u, tiny = dtypes.UNIT_ROUNDOFF[dtype], torch.finfo(dtype).smallest_normal
-    _, own = _run(x, params, roles, mask, cotangent, u, tiny, False)
-    at_64, _ = _run(x, params, roles, mask, cotangent, dtypes.UNIT_ROUNDOFF[torch.float64],
-                    torch.finfo(torch.float64).smallest_normal, True)
+    own = _own(_pass(x, params, roles, mask, cotangent, dtypes.UNIT_ROUNDOFF[dtype],
+                     torch.finfo(dtype).smallest_normal))
+    at_64 = _whole(_pass(x, params, roles, mask, cotangent, dtypes.UNIT_ROUNDOFF[torch.float64],
+                         torch.finfo(torch.float64).smallest_normal), through_max=True)
     out = {}
     for name, ref in reference.items():
         if name not in own:
