@@ -17,6 +17,8 @@ from tokenlaw.fuzz.replay import replay
 from tokenlaw.fuzz.engine import PROFILES
 from tokenlaw.reports.document import merge_shard_files as merge
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.orchestration import runs
+from tokenlaw.orchestration.campaigns import CampaignSettings
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.plan import plan
 from tokenlaw.app.cli import main
@@ -100,7 +102,6 @@ USER_LAW = Path(__file__).resolve().parents[1] / "fixtures" / "user_law.py"   # 
 def test_a_users_py_module_travels_by_value_to_a_process_that_cannot_import_it(tmp_path):
     """The Campaign of a run whose --operators is a .py file pickles that module by value: a process where the
     file does not exist runs its operator; pickled by reference (no by_value), the same process cannot."""
-    from tokenlaw.orchestration import runs
 
     src = tmp_path / "ops" / "tl_shipped_ops.py"
     src.parent.mkdir()
@@ -168,7 +169,6 @@ def test_bad_campaign_arguments_exit_2_naming_the_argument(argv, name, capsys):
 
 
 def test_campaign_settings_refuse_a_time_box_that_is_not_positive():
-    from tokenlaw.orchestration.campaigns import CampaignSettings
     for bad in (0, -1, True, "5"):
         with pytest.raises(InvalidArgument, match="--minutes"):
             CampaignSettings(minutes=bad)

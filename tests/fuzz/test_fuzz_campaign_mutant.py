@@ -10,13 +10,12 @@ search still moves) do, and store it in the example database; the next check rep
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fuzz.commands import tokenlaw as bounded
 
 pytestmark = pytest.mark.slow
 
@@ -26,15 +25,7 @@ LIMIT = 420
 
 
 def tokenlaw(where: Path, *argv) -> subprocess.CompletedProcess:
-    proc = subprocess.Popen([sys.executable, "-m", "tokenlaw.app.cli", *argv], cwd=where, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=LIMIT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), err.decode())
+    return bounded(where, *argv, limit=LIMIT)
 
 
 def check(where: Path, out: str, *extra) -> tuple[subprocess.CompletedProcess, dict]:

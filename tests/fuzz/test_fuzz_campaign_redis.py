@@ -7,13 +7,12 @@ sdpa's null_receiver in float32 (a declared violation: sdpa gives a null token a
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fuzz.commands import tokenlaw as bounded
 
 from tests.fuzz.redis_server import redis_url  # noqa: F401 -- the fixture
 
@@ -24,16 +23,7 @@ LIMIT = 240                    # seconds per command: a campaign of 0.25 min plu
 
 
 def tokenlaw(where: Path, *argv) -> subprocess.CompletedProcess:
-    where.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "tokenlaw.app.cli", *argv], cwd=where, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=LIMIT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), err.decode())
+    return bounded(where, *argv, limit=LIMIT)
 
 
 def campaign(where: Path, url: str, seed: int) -> dict:

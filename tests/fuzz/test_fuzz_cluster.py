@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tokenlaw.fuzz.replay import replay
 from tokenlaw.reports.document import findings
 
 pytestmark = [pytest.mark.slow,
@@ -211,6 +212,5 @@ def test_a_campaign_on_the_scheduler_runs_cells_on_both_workers(cluster, tmp_pat
     assert set(idle.values()) <= {"not_applicable", "not_runnable"} and len(idle) < len(doc["cells"]) // 2, idle
     found = [v for c in doc["cells"] for v in c["violations"]]
     assert found and run.returncode == (1 if doc["unexpected"] else 0)     # sdpa violates 5 laws by design
-    from tokenlaw.fuzz.replay import replay
     for v in found:                                             # each stored, each replays bit for bit
         assert replay(v["replay"], where / "reports" / "replays").reproduced, v
