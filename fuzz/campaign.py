@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import multiprocessing
 import pickle
-import queue
 import sys
 import time
 import traceback
@@ -75,7 +74,9 @@ class Campaign:
     replay_dir: object = None
     mutant: str | None = None
     by_value: tuple = ()
+    patch: object = None          # a kernel mutant's patch(): a context manager active while a cell runs
     _db: object = dataclasses.field(default=None, repr=False)
+    _patched: bool = dataclasses.field(default=False, repr=False)
     _paths: object = dataclasses.field(default=None, repr=False)
 
     def run(self, task, replay_dir=dataclasses.MISSING):
@@ -83,27 +84,36 @@ class Campaign:
         r, c, op_name, contract, dtype, backend = task
         if self._db is None:
             self._db = open_database(self.database)
-        v = run_cell(self.registry[op_name], contracts_of(self.registry)[contract], DTYPES[dtype], examples=self.examples,
-                     seed=self.seed, backend=backend, database=self._db,
-                     replay_dir=self.replay_dir if replay_dir is dataclasses.MISSING else replay_dir,
-                     mutant=self.mutant)
+        with self.patched():
+            v = run_cell(self.registry[op_name], contracts_of(self.registry)[contract], DTYPES[dtype],
+                         examples=self.examples, seed=self.seed, backend=backend, database=self._db,
+                         replay_dir=self.replay_dir if replay_dir is dataclasses.MISSING else replay_dir,
+                         mutant=self.mutant)
         return r, c, v
+
+    @contextlib.contextmanager
+    def patched(self):
+        """The mutant's ``patch()`` active in this process (entered once: nested calls find it active).
+
+        A kernel mutant swaps a mutated kernel copy into the backend of the process that enters it, so
+        it is entered where the cells run: around all of them here, around each one on a Dask worker
+        (a worker of a running cluster outlives the run: it must not keep a mutated kernel).
+        """
+        if self.patch is None or self._patched:
+            yield
+            return
+        with self.patch():
+            self._patched = True
+            try:
+                yield
+            finally:
+                self._patched = False
 
     def cpu_paths(self) -> dict:
         """This process's CPU-path record (``operators.path_probe``), computed once per process."""
         if self._paths is None:
             self._paths = path_probe.record()
         return self._paths
-
-    def serve(self, tasks, results):
-        """A forked worker: run tasks from ``tasks`` until None, put ('ok', result) or ('error', exc) on ``results``."""
-        torch.set_num_threads(1)          # the processes are the parallelism
-        self._db = None                   # this process opens its own
-        for task in iter(tasks.get, None):
-            try:
-                results.put(("ok", self.run(task)))
-            except BaseException as err:  # noqa: BLE001 -- handed to the parent, which raises it
-                results.put(("error", picklable(err)))
 
     def __reduce__(self):
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
@@ -128,19 +138,20 @@ def _unship(data: bytes) -> Campaign:
 
 
 def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, pool=None, database=None,
-             replay_dir=R.DEFAULT_DIR, mutant=None, by_value=(), progress=True, stream=sys.stderr):
+             replay_dir=R.DEFAULT_DIR, mutant=None, patch=None, by_value=(), progress=True, stream=sys.stderr):
     """Fill each cell's verdict; prints one progress line per finished row when ``progress``.
 
-    workers:   1 runs the cells here, in order; N > 1 in N forked processes of this machine (:func:`_forked`);
+    workers:   1 runs the cells here, in order; N > 1 on a Dask LocalCluster of N worker processes;
     scheduler: the address of a running Dask scheduler (tcp://HOST:PORT) to run them on instead;
     pool:      an open :class:`~tokenlaw.fuzz.cluster.Pool` to run them on (several runs, one cluster);
                its :class:`~tokenlaw.fuzz.cluster.Execution` then records which workers ran them;
     database:  a spec for :func:`tokenlaw.fuzz.database.open_database` (opened in each process);
+    patch:     a kernel mutant's ``patch()``, entered in whichever process runs a cell (:meth:`Campaign.patched`);
     by_value:  names of loaded modules a worker receives by value (a user's ``.py`` operators file).
     The verdicts do not depend on ``workers``, ``scheduler`` or ``pool``: every cell runs with ``seed``.
     """
     arguments.count(workers, "workers")
-    campaign = Campaign(registry, examples, seed, database, replay_dir, mutant, tuple(by_value))
+    campaign = Campaign(registry, examples, seed, database, replay_dir, mutant, tuple(by_value), patch)
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
     left = {ri: len(row.cells) for ri, row in enumerate(rows)}
@@ -168,23 +179,9 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
             stream.planned([_cost_key(t) for t in tasks], 1)
             engine.example_counter = stream.counter = multiprocessing.Value("q", 0)
         try:
-            with one_thread():
+            with one_thread(), campaign.patched():
                 for t in tasks:
                     finished(*campaign.run(t))
-        finally:
-            if watch:
-                engine.example_counter = None
-        return rows
-    if pool is None and scheduler is None:
-        # On one machine the forked pool: a Dask LocalCluster ran the default check 33 % slower on 2 cores
-        # (218.6 s against 164.7 s, the same verdicts; docs/fuzz.md), so Dask serves --scheduler and
-        # `tokenlaw campaign` until that overhead is found.
-        if watch:
-            stream.planned([_cost_key(t) for t in tasks], workers)
-            engine.example_counter = stream.counter = multiprocessing.get_context("fork").Value("q", 0)
-        try:
-            for result in _forked(campaign, tasks, workers):
-                finished(*result)
         finally:
             if watch:
                 engine.example_counter = None
@@ -194,8 +191,8 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
             if progress:
                 stream.write(opened.describe() + "\n")
             return run_rows(registry, rows, examples=examples, seed=seed, pool=opened, database=database,
-                            replay_dir=replay_dir, mutant=mutant, by_value=by_value, progress=progress,
-                            stream=stream)
+                            replay_dir=replay_dir, mutant=mutant, patch=patch, by_value=by_value,
+                            progress=progress, stream=stream)
     if watch:
         stream.planned([_cost_key(t) for t in tasks], pool.size())
         stream.counter = _Judged(pool)
@@ -212,41 +209,6 @@ def picklable(err: BaseException) -> BaseException:
         return err
     except Exception:  # noqa: BLE001 -- an exception that cannot cross processes is re-raised by its text
         return RuntimeError(f"{type(err).__name__}: {err}\n{''.join(traceback.format_exception(err))}")
-
-
-def _forked(campaign: Campaign, tasks, workers):
-    """Results of ``tasks`` run by ``workers`` forked processes, as they finish.
-
-    Forked, so each worker inherits the campaign object itself (a mutant's registry copy needs no
-    pickling) and this process's warm imports; only tasks and verdicts cross the pipes.  Replays are
-    written by the workers into ``campaign.replay_dir``, on this machine.
-    """
-    ctx = multiprocessing.get_context("fork")
-    todo, results = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=campaign.serve, args=(todo, results), daemon=True) for _ in range(workers)]
-    for t in tasks:
-        todo.put(t)
-    for _ in procs:
-        todo.put(None)
-    for proc in procs:
-        proc.start()
-    try:
-        for _ in tasks:
-            while True:
-                try:
-                    kind, value = results.get(timeout=1.0)
-                    break
-                except queue.Empty:
-                    if not any(proc.is_alive() for proc in procs):
-                        raise RuntimeError("every campaign worker process died before the run finished") from None
-            if kind == "error":
-                raise value
-            yield value
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-            proc.join()
 
 
 @contextlib.contextmanager

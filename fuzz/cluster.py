@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import sys
 import tempfile
 import threading
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import torch
+from hypothesis.errors import HypothesisDeprecationWarning
 
 from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.errors import InvalidArgument
@@ -66,12 +70,23 @@ def run_cell_task(campaign, task):
     from distributed import get_worker  # optional: distributed is imported only where cells run on Dask
 
     torch.set_num_threads(1)            # the worker processes are the parallelism
+    # Hypothesis compares the global `random` state around each draw and warns "Do not use the random
+    # module inside strategies" when it moved; on a worker the event-loop thread moves it (Dask's own
+    # jitter), not the strategies (they use none: a forked or in-process run never warns)
+    warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies",
+                            category=HypothesisDeprecationWarning)
     if engine.example_counter is None:
         engine.example_counter = Counter()
     with tempfile.TemporaryDirectory(prefix="tokenlaw-replays-") as tmp:
         r, c, v = campaign.run(task, replay_dir=Path(tmp) if campaign.replay_dir is not None else None)
         files = {p.name: p.read_text() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
-    return r, c, v, files, get_worker().address, campaign.cpu_paths()
+    return r, c, v, files, get_worker().address, campaign.cpu_paths(), os.environ.get(TRIM)
+
+
+# glibc's trim threshold, which Dask's nanny sets for the workers it starts (see Pool.__enter__)
+TRIM = "MALLOC_TRIM_THRESHOLD_"
+# what a remote `dask worker` needs in its environment to start its worker processes without it
+UNTRIMMED = "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON=\"{'MALLOC_TRIM_THRESHOLD_': None}\""
 
 
 def _hold(campaign):
@@ -101,9 +116,20 @@ class Pool:
         import dask  # optional: as distributed below
         from distributed import Client, LocalCluster  # optional: 0.3 s to import; --workers 1 never needs it
         # a worker's statistical profiler samples the running cell's stack every 10 ms under the GIL (one
-        # cell measured 15 % slower with it, 4 % without); it is not what makes a LocalCluster slower than
-        # the forked pool (docs/fuzz.md, "Cells on Dask"), but it costs and reports nothing tokenlaw reads
-        dask.config.set({"distributed.worker.profile.enabled": False})
+        # cell measured 15 % slower with it, 4 % without) and reports nothing tokenlaw reads.
+        # Dask's nanny starts every worker with MALLOC_TRIM_THRESHOLD_=65536 (distributed.nanny.pre-spawn-environ);
+        # glibc then hands freed memory back at once and stops raising its mmap threshold, so each large
+        # tensor is a fresh mmap whose pages fault in again: measured on one cell (sdpa
+        # permutation_equivariance float32, 100 examples) 12.8 s against 4.6 s, 4.8 million minor page
+        # faults against 0.14 million (docs/fuzz.md, "Cells on Dask").  The workers keep glibc's default.
+        # The event loops' periodic chores (a latency tick every 20 ms, memory checks every 100 ms, system
+        # statistics every 500 ms) took 1.6 s of CPU per 30 s from an idle 2-worker cluster, 0.36 s at the
+        # intervals below; each also takes the GIL from a running cell.  tokenlaw reads none of them.
+        dask.config.set({"distributed.worker.profile.enabled": False,
+                         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                         "distributed.admin.tick.interval": "1s",
+                         "distributed.worker.memory.monitor-interval": "1s",
+                         "distributed.admin.system-monitor.interval": "5s"})
         if self.address is None:
             # processes (one thread each): the cells hold the GIL; the workers inherit this process's
             # environment, the pinned CPU paths (MKL_CBWR, ATEN_CPU_CAPABILITY) among them
@@ -166,11 +192,16 @@ class Pool:
         try:
             timeout = None if until is None else max(0.0, until - time.monotonic())
             for future in _until_timeout(as_completed(futures, loop=self.client.loop, timeout=timeout)):
-                r, c, v, files, worker, paths = future.result()
+                r, c, v, files, worker, paths, trim = future.result()
                 if paths != self._paths:
-                    raise InvalidArgument(f"--scheduler: the Dask worker {worker} runs other CPU code paths than this process "
+                    flag = "--workers" if self.address is None else "--scheduler"
+                    raise InvalidArgument(f"{flag}: the Dask worker {worker} runs other CPU code paths than this process "
                                        f"({paths} vs {self._paths}): its verdicts would differ; start it with "
                                        "the same tokenlaw and TOKENLAW_CPU_PATHS setting")
+                if trim is not None and worker not in self.execution.workers:
+                    warn(f"tokenlaw: the Dask worker {worker} runs with {TRIM}={trim} (the nanny's default): "
+                         "cells that allocate large tensors run up to 2.7x slower there (the same verdicts); "
+                         f"start `dask worker` with {UNTRIMMED} in its environment\n")
                 if replay_dir is not None:
                     for name, data in files.items():
                         atomic_write(Path(replay_dir) / name, data)
@@ -178,6 +209,12 @@ class Pool:
                 yield r, c, v
         finally:
             self.client.cancel(futures + [shared], force=True)
+
+
+def warn(text: str) -> None:
+    """A line for the user's stderr (a cluster's advice; never part of a report)."""
+    sys.stderr.write(text)
+    sys.stderr.flush()
 
 
 def _until_timeout(results):

@@ -43,10 +43,10 @@ def baseline_failures(registry, operators, backend, *, examples, seed, workers) 
 def run_mutant(registry, mutant, *, examples=30, seed=0, workers=1, replay_dir=None, baseline=frozenset()):
     start = time.perf_counter()
     bad = mutant.apply(registry)             # a copy: the registry passed in is never changed
-    with mutant.patch():
-        rows = plan(bad, operators=list(mutant.operators), backend=mutant.backend)
-        run_rows(bad, rows, examples=examples, seed=seed, workers=workers, replay_dir=replay_dir,
-                 mutant=mutant.name, progress=False)
+    rows = plan(bad, operators=list(mutant.operators), backend=mutant.backend)
+    # the patch is entered where the cells run: here, or on each Dask worker (it swaps that process's kernel)
+    run_rows(bad, rows, examples=examples, seed=seed, workers=workers, replay_dir=replay_dir,
+             mutant=mutant.name, patch=mutant.patch, progress=False)
     killers = [r.id for r in rows if r.failing and r.id not in baseline]
     replays = {}
     for r in rows:

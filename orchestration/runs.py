@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 import time
 from pathlib import Path
 
@@ -223,7 +224,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     shard_i, shard_n = parse_shard(settings.shard)
     rows = shard(rows, shard_i, shard_n)
     start = time.perf_counter()
-    with _pool(settings) as pool:
+    with _pool(settings, sum(len(r.cells) for r in rows)) as pool:
         if pool is not None and stream is not None:      # where the cells go, and the dashboard
             stream.write(pool.describe() + "\n")
         run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
@@ -243,7 +244,9 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
                 **snapshot(reg), traits=traits(reg, rows),
                 scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
                        "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})
-    if pool is not None:
+    if pool is not None and settings.scheduler is not None:
+        # the running cluster the user named: which of its workers ran cells (a LocalCluster's ports are
+        # this run's alone, and would make two runs of one seed differ for nothing)
         meta["dask"] = executed(pool.execution)
     if settings.mutant is not None:
         meta["mutant"] = settings.mutant        # the seeded bug this run judged (the gate re-runs it mutated)
@@ -268,13 +271,13 @@ def declared(backend, rows) -> dict:
     return out
 
 
-def _pool(settings: CheckSettings):
-    """The Dask pool the cells of ``settings`` run on: a running scheduler's; None on this machine, where
-    ``run_rows`` runs them here (``--workers 1``) or in forked processes (a LocalCluster was measured 1.48x
-    slower there: docs/fuzz.md)."""
-    if settings.scheduler is None:
+def _pool(settings: CheckSettings, cells: int):
+    """The Dask pool the cells of ``settings`` run on: a running scheduler's, or a LocalCluster of
+    ``--workers`` processes (no more than there are cells); None where one process runs them all here."""
+    if settings.scheduler is None and min(settings.workers, cells) <= 1:
         return contextlib.nullcontext()
-    return Pool(settings.workers, settings.scheduler)
+    return Pool(min(settings.workers, cells) if settings.scheduler is None else settings.workers,
+                settings.scheduler)
 
 
 def executed(execution) -> dict:
@@ -284,9 +287,12 @@ def executed(execution) -> dict:
 
 
 def shipped_modules(modules) -> tuple:
-    """The names the user's ``.py`` operator files are imported as: a Dask worker receives them by value (it
-    may not have the file); a module given by its importable name is imported by name there."""
-    return tuple(Path(m).stem for m in modules or () if user_modules.is_path(m))
+    """The modules of the user's ``--operators`` (files, modules or packages, with their loaded submodules):
+    a Dask worker receives them by value, as this process has them (the worker may not have the file, and a
+    module's state here, a constant set after import included, is what this run judges)."""
+    names = [Path(m).stem if user_modules.is_path(m) else m for m in modules or ()]
+    return tuple(sorted(n for n in list(sys.modules)
+                        if any(n == b or n.startswith(b + ".") for b in names) and not n.startswith("tokenlaw.")))
 
 
 def traits(reg, rows) -> dict:

@@ -76,7 +76,7 @@ def collect(*targets, contracts=None):
     """``tokenlaw.operators.registry.collect`` validated against ``contracts`` (default: this catalogue): the
     registry of the operators declared in ``targets`` (modules, packages or their names; none: tokenlaw's
     own and installed plug-ins), which carries those contracts (``Registry.contracts``)."""
-    targets = targets or ("tokenlaw.operators", *registry.entry_point_modules())
+    targets = targets or ("tokenlaw.operators", "tokenlaw.operators.zoo", *registry.entry_point_modules())
     return registry.collect(*targets, contracts=CONTRACTS if contracts is None else contracts)
 
 

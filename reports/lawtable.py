@@ -80,6 +80,9 @@ COLUMNS = (
            "the declared convention for a row with every key masked or null is out = 0 and finite; an operator "
            "with another convention (softmax's 0/0 = NaN) declares the contract violated and its "
            "counterexample shows the value"),
+    Column("masked_value", "fully masked row = its declared value", "masked row", "masked_row",
+           "an operator that declares its convention for a row with every key masked (@declare(masked_row=0), "
+           "NaN or a stated value) is held to it bit for bit in every dtype"),
     Column("null_grad", "gradient at nulls", "null grad", "null_gradient"),
 )
 

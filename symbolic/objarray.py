@@ -304,6 +304,16 @@ class ObjectNamespace:
         ``operators.xp.TorchNamespace.centred``)."""
         return x - self.mean(x, axis=axis, keepdims=True)
 
+    def excess(self, z, m, power):
+        """e_j = sum_l m_l (z_l - z_j)_+^power along the last axis, term by term: the definition (the eager
+        namespace sums the same terms grouped by one sort, ``operators.xp.TorchNamespace.excess``)."""
+        z, m = self._arr(z), self._arr(m)
+        cols = []
+        for j in range(z.shape[-1]):
+            above = self.relu(z - z[..., j:j + 1]) * m
+            cols.append(self.sum(above * above if power == 2 else above, axis=-1, keepdims=True))
+        return self.concat(cols, axis=-1)
+
     def unless_overflow(self, fits, plain, general):
         """``plain()`` where ``fits`` folded to true in every entry (exact reals do not overflow),
         else ``general()``, whose fallback branch the ``where`` guards (``TorchNamespace.unless_overflow``)."""

@@ -25,7 +25,7 @@ from .. import limits, projections, zoo_references
 from ..external import External
 from ..registry import Domain, declare
 from ..score_attention import attend, row_top, visible
-from ..support import excess
+from ..support import inside as inside_support
 
 
 def entmax15_weights(xp, s, mask=None):
@@ -34,7 +34,7 @@ def entmax15_weights(xp, s, mask=None):
     active = xp.gt(m, 0)
     zero, one = xp.zeros_like(s), xp.ones_like(s)
     z = xp.where(active, s * 0.5 - row_top(xp, s, m) * 0.5, zero)      # s / 2 - top / 2 <= 0 on visible keys
-    inside = xp.logical_and(active, xp.lt(excess(xp, z, m, 2), 1.0))
+    inside = inside_support(xp, z, m, 2, 1.0)
     size = xp.sum(xp.where(inside, one, zero), axis=-1, keepdims=True)
     count = xp.where(xp.gt(size, 0), size, xp.ones_like(size))
     mean = xp.div(xp.sum(xp.where(inside, z, zero), axis=-1, keepdims=True), count)

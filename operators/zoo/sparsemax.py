@@ -3,8 +3,8 @@
     W_i = argmin_{p in simplex over the visible keys} |p - s_i|^2,   W_ij = (s_ij - tau_i)_+ m_ij
 
 tau_i is the root of sum_j m_ij (s_ij - tau_i)_+ = 1.  The support is found
-without sorting (operators/support.py: key j is in it iff the keys above it
-exceed it by less than 1 in total), then tau_i = (sum_{j in S} s_ij - 1) / |S|.
+without a threshold search (operators/support.py: key j is in it iff the keys
+above it exceed it by less than 1 in total), then tau_i = (sum_{j in S} s_ij - 1) / |S|.
 Everything is taken relative to the row's largest visible score and at half
 scale (s/2 - top/2 rounds like s - top, and is finite wherever s is: float16
 holds scores to 65504 but not their differences to 131008); only the
@@ -17,7 +17,7 @@ from .. import limits, projections, zoo_references
 from ..external import External
 from ..registry import Domain, declare
 from ..score_attention import attend, row_top, visible
-from ..support import excess
+from ..support import inside as inside_support
 
 
 def sparsemax_weights(xp, s, mask=None):
@@ -26,7 +26,7 @@ def sparsemax_weights(xp, s, mask=None):
     active = xp.gt(m, 0)
     zero, one = xp.zeros_like(s), xp.ones_like(s)
     h = xp.where(active, s * 0.5 - row_top(xp, s, m) * 0.5, zero)      # (s - top) / 2 <= 0 on visible keys
-    inside = xp.logical_and(active, xp.lt(excess(xp, h, m, 1), 0.5))     # excess of s below 1
+    inside = inside_support(xp, h, m, 1, 0.5)                            # excess of s below 1
     size = xp.sum(xp.where(inside, one, zero), axis=-1, keepdims=True)
     total = xp.sum(xp.where(inside, h, zero), axis=-1, keepdims=True)
     half_tau = xp.div(total - 0.5, xp.where(xp.gt(size, 0), size, xp.ones_like(size)))

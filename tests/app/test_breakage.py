@@ -43,8 +43,10 @@ ORIGINAL = oa_module.oattention_core
 ])
 def test_broken_oattention_fails_check(broken, killed, monkeypatch, tmp_path):
     monkeypatch.setattr(oa_module, "oattention_core", broken)
+    # --workers 1: the patch lives in this process; a Dask worker imports tokenlaw's own modules afresh
+    # (with --workers 2 the run stops: that worker's CPU-path probe differs from this patched process's)
     code = main(["check", "--operator", "oattention", "--profile", "smoke", "--dtype", "float64",
-                 "--out", str(tmp_path), "--json"])
+                 "--workers", "1", "--out", str(tmp_path), "--json"])
     assert code == 1
     rows = {r["contract"]: r for r in json.loads((tmp_path / "conformance.json").read_text())["rows"]}
     assert rows[killed]["outcome"] == "UNEXPECTED violation"

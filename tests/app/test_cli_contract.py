@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tokenlaw.app import cli
+from tokenlaw.properties.catalogue import default_registry
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -129,9 +130,9 @@ CASES = [
     ("prove-out-unwritable", lambda p: ["prove", "--operator", "presence", "--out", _unwritable(p)], 2, "--out"),
     ("operators-not-importable", lambda p: ["--operators", "no_such_module_here", "list"], 2, "--operators"),
     ("operator-typo", lambda p: ["check", "--operator", "oatention"], 2, "did you mean 'oattention'"),
-    ("operator-unknown-hints-operators", lambda p: ["check", "--operator", "my_sparsemax"], 2,
-     "unknown name 'my_sparsemax'; 32 known"),
-    ("operator-unknown-says-operators", lambda p: ["check", "--operator", "my_sparsemax"], 2,
+    ("operator-unknown-hints-operators", lambda p: ["check", "--operator", "my_custom_op"], 2,
+     f"unknown name 'my_custom_op'; {len(default_registry())} known"),
+    ("operator-unknown-says-operators", lambda p: ["check", "--operator", "my_custom_op"], 2,
      "tokenlaw --operators MODULE_OR_FILE.py"),
     ("operators-syntax-error", lambda p: ["--operators", _user_file(p, "bad_syntax", BROKEN["bad_syntax"]), "list"],
      2, "'bad_syntax' has a syntax error at {p}/bad_syntax.py:1"),

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from tokenlaw.app import cli, lawtable_cmd
+from tokenlaw.properties.catalogue import default_registry
+from tokenlaw.properties.plan import plan
 from tokenlaw.reports import lawtable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +42,19 @@ def test_the_record_has_rows_of_both_tiers():
     assert table.tiers == ("symbolic", "fuzz") and "sdpa" in table.operators and "pn_fir_tau" in table.operators
     marks = [m for op in table.operators for c in lawtable.COLUMNS for m in table.cell(op, c).marks]
     assert {m.tier for m in marks} == {"symbolic", "fuzz"} and len(marks) > 2 * len(table.operators)
+
+
+def test_the_record_is_the_registrys_table():
+    """The record judged exactly the rows the registry declares for the table's operators today: a normaliser
+    added, a claim or an expected violation changed since the record was made makes it (and the README) stale."""
+    reg = default_registry()
+    members = [op.name for op in reg if lawtable.is_member(op.traits)]
+    recorded = json.loads(RECORD[0].read_text())
+    assert sorted(lawtable_cmd.table(RECORD).operators) == sorted(members), (
+        "the registry's law-table operators differ from the record's; re-record with `tokenlaw report lawtable "
+        "--record reports/lawtable --readme README.md`")
+    assert ({(r["id"], r["declared"]) for r in recorded["rows"]}
+            == {(r.id, r.declared) for r in plan(reg, operators=members)})
 
 
 def test_a_stale_cell_in_the_readme_is_caught():

@@ -1,6 +1,7 @@
 """Campaign control: profiles, shards, Dask workers and merging shard reports."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
@@ -119,6 +120,21 @@ def test_a_users_py_module_travels_by_value_to_a_process_that_cannot_import_it(t
     missing = subprocess.run([sys.executable, "-c", code], input=by_name, capture_output=True, cwd=tmp_path,
                              env=env, timeout=120)
     assert missing.returncode != 0 and b"tl_shipped_ops" in missing.stderr
+
+
+def test_tokenlaws_own_operators_reach_a_worker_by_reference():
+    """Unpickled, the default registry's callables are this process's own objects, not by-value copies.
+
+    A copy is another object, and identities the runner relies on break silently: a host's
+    ``fn.last_state_of is op.layers`` failed on every Dask worker (the layers functions had no importable
+    name), so each closure cell computed the host's layers twice, 1.6x slower, with the same verdicts."""
+    shipped = pickle.loads(pickle.dumps(Campaign(REG, 1, 0))).registry
+    copies = [f"{op.name}.{attr}" for op in REG for attr in ("fn", "layers", "weights", "reference")
+              if getattr(op, attr, None) is not None and getattr(shipped[op.name], attr) is not getattr(op, attr)
+              and not isinstance(getattr(op, attr), functools.partial)]
+    assert copies == []
+    hosts = [op for op in shipped if getattr(op.fn, "last_state_of", None) is not None]
+    assert hosts and all(op.fn.last_state_of is op.layers for op in hosts)
 
 
 def test_the_campaign_keeps_no_module_state():

@@ -57,7 +57,7 @@ def _sparsemax_off(xp, s, mask=None):
     m = sm.visible(xp, s, mask)
     active = xp.gt(m, 0)
     h = xp.where(active, s * 0.5 - sm.row_top(xp, s, m) * 0.5, xp.zeros_like(s))
-    inside = xp.logical_and(active, xp.lt(sm.excess(xp, h, m, 1), 0.4))
+    inside = sm.inside_support(xp, h, m, 1, 0.4)
     size = xp.sum(xp.where(inside, xp.ones_like(s), xp.zeros_like(s)), axis=-1, keepdims=True)
     total = xp.sum(xp.where(inside, h, xp.zeros_like(s)), axis=-1, keepdims=True)
     tau = xp.div(total - 0.5, xp.where(xp.gt(size, 0), size, xp.ones_like(size)))
