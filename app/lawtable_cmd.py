@@ -28,10 +28,14 @@ from .progress import Progress
 RECORD = ("conformance.json", "proofs.json")
 
 
+def operators(reg) -> list[str]:
+    """The operators of ``reg`` the law table has rows for (``reports.lawtable.is_member`` of their traits)."""
+    return [op.name for op in reg if lawtable.is_member(op.traits)]
+
+
 def record(out: str, workers: int) -> list[Path]:
     """Run check + prove over the law table's operators into ``out``; the paths of the two JSON records."""
-    reg = runs.registry()
-    ops = [op.name for op in reg if lawtable.is_member(op.traits)]
+    ops = operators(runs.registry())
     check = runs.CheckSettings(operators=ops, profile="smoke", seed=0, workers=workers, out=out)
     prove = runs.ProveSettings(operators=ops, out=out, workers=workers)
     conformance, proved, _ = runs.verify(check, prove, progress=True, stream=Progress())

@@ -156,8 +156,7 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
     left = {ri: len(row.cells) for ri, row in enumerate(rows)}
     start, done = time.perf_counter(), 0
-    # one cell, or one worker, runs here: a cluster would only add its start-up
-    here = pool is None and scheduler is None and min(workers, len(tasks)) <= 1
+    here = pool is None and runs_here(workers, scheduler, len(tasks))
     # A display that predicts from per-cell cost (app.progress.Progress) is told what is planned and what
     # each finished cell cost, and reads an example count for its heartbeat (shared memory here; the
     # workers' own counts, asked for, on a cluster).
@@ -200,6 +199,12 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
     for result in pool.run(campaign, tasks, replay_dir=replay_dir):
         finished(*result)
     return rows
+
+
+def runs_here(workers: int, scheduler: str | None, cells: int) -> bool:
+    """Whether ``cells`` run in this process: no scheduler named and one worker, or one cell, to run them
+    (a cluster would only add its start-up)."""
+    return scheduler is None and min(workers, cells) <= 1
 
 
 def picklable(err: BaseException) -> BaseException:

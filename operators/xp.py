@@ -19,8 +19,9 @@ Rules the operator code follows so every backend can trace it:
   floating point needs a different step than exact reals, that step is a primitive
   each backend implements (:meth:`TorchNamespace.log_full`,
   :meth:`TorchNamespace.denominator_floor`, :meth:`TorchNamespace.centred`), and so is a step whose
-  fast float algorithm is another formula than its definition (:meth:`TorchNamespace.excess`), so the symbolic trace and the eager run
-  execute the same lines of operator code (``symbolic/coverage.py`` checks it).
+  fast float algorithm is another formula than its definition (:meth:`TorchNamespace.excess`), so the
+  symbolic trace and the eager run execute the same lines of operator code (``symbolic/coverage.py``
+  checks it).
 
 :class:`Recording` wraps any namespace and counts which primitives were
 called: the zero-transcendental contract reads that count.

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from tokenlaw.fuzz.campaign import parse_shard, run_rows, shard
+from tokenlaw.fuzz.campaign import parse_shard, run_rows, runs_here, shard
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
 from tokenlaw.fuzz.mutants import catalogue as mutant_catalogue
@@ -274,7 +274,7 @@ def declared(backend, rows) -> dict:
 def _pool(settings: CheckSettings, cells: int):
     """The Dask pool the cells of ``settings`` run on: a running scheduler's, or a LocalCluster of
     ``--workers`` processes (no more than there are cells); None where one process runs them all here."""
-    if settings.scheduler is None and min(settings.workers, cells) <= 1:
+    if runs_here(settings.workers, settings.scheduler, cells):
         return contextlib.nullcontext()
     return Pool(min(settings.workers, cells) if settings.scheduler is None else settings.workers,
                 settings.scheduler)

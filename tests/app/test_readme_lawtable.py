@@ -48,7 +48,7 @@ def test_the_record_is_the_registrys_table():
     """The record judged exactly the rows the registry declares for the table's operators today: a normaliser
     added, a claim or an expected violation changed since the record was made makes it (and the README) stale."""
     reg = default_registry()
-    members = [op.name for op in reg if lawtable.is_member(op.traits)]
+    members = lawtable_cmd.operators(reg)
     recorded = json.loads(RECORD[0].read_text())
     assert sorted(lawtable_cmd.table(RECORD).operators) == sorted(members), (
         "the registry's law-table operators differ from the record's; re-record with `tokenlaw report lawtable "

@@ -9,11 +9,15 @@ import sys
 from pathlib import Path
 
 
-def tokenlaw(where: Path, *argv, limit: float) -> subprocess.CompletedProcess:
-    """Run ``tokenlaw ARGV`` in ``where`` (made if missing) for at most ``limit`` seconds; its output as text."""
+def start(where: Path, *argv) -> subprocess.Popen:
+    """``tokenlaw ARGV`` started in ``where`` (made if missing), in a process group of its own."""
     where.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-m", "tokenlaw.app.cli", *argv], cwd=where, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "tokenlaw.app.cli", *argv], cwd=where, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
+
+
+def bounded(proc: subprocess.Popen, limit: float) -> subprocess.CompletedProcess:
+    """``proc`` waited for at most ``limit`` seconds (then killed with its group, and TimeoutExpired raised)."""
     try:
         out, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -21,3 +25,8 @@ def tokenlaw(where: Path, *argv, limit: float) -> subprocess.CompletedProcess:
         proc.communicate()
         raise
     return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), err.decode())
+
+
+def tokenlaw(where: Path, *argv, limit: float) -> subprocess.CompletedProcess:
+    """Run ``tokenlaw ARGV`` in ``where`` (made if missing) for at most ``limit`` seconds; its output as text."""
+    return bounded(start(where, *argv), limit)

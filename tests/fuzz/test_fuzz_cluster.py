@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,8 @@ import pytest
 
 from tokenlaw.fuzz.replay import replay
 from tokenlaw.reports.document import findings
+
+from tests.fuzz import commands
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("dask") is None, reason="the `dask` command is not installed")]
@@ -108,23 +109,16 @@ def _folders(tmp_path):
 
 def check(where: Path, *args, wait=True):
     """`tokenlaw check SELECTION ARGS --out reports` run in ``where`` (so every run names the same --out)."""
-    where.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "tokenlaw.app.cli", "check", *SELECTION, *args, "--out", "reports"]
-    proc = subprocess.Popen(argv, cwd=where, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = commands.start(where, "check", *SELECTION, *args, "--out", "reports")
     if not wait:
         return proc
     return finish(proc)
 
 
 def finish(proc):
-    try:
-        out, err = proc.communicate(timeout=RUN_LIMIT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    assert proc.returncode == 0, err.decode()[-3000:]
-    return err.decode()
+    done = commands.bounded(proc, RUN_LIMIT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
 
 
 def report(where: Path) -> dict:
@@ -182,10 +176,9 @@ def test_a_worker_on_other_cpu_paths_stops_the_run(tmp_path):
     try:
         c.add_worker("native", env={**os.environ, "TOKENLAW_CPU_PATHS": "native"})
         c.wait(1)
-        run = check(tmp_path / "sched", "--scheduler", c.address, wait=False)
-        out, err = run.communicate(timeout=RUN_LIMIT)
-        assert run.returncode == 2
-        assert b"runs other CPU code paths" in err, err.decode()[-2000:]
+        done = commands.bounded(check(tmp_path / "sched", "--scheduler", c.address, wait=False), RUN_LIMIT)
+        assert done.returncode == 2
+        assert "runs other CPU code paths" in done.stderr, done.stderr[-2000:]
     finally:
         c.stop()
 
@@ -208,17 +201,9 @@ def test_a_worker_with_dasks_malloc_trim_setting_is_named_with_the_fix(tmp_path)
 
 def test_a_campaign_on_the_scheduler_runs_cells_on_both_workers(cluster, tmp_path):
     where = tmp_path / "camp"
-    where.mkdir()
-    argv = [sys.executable, "-m", "tokenlaw.app.cli", "campaign", "--scheduler", cluster.address, "--minutes", "1",
-            "--operator", "sdpa", "--dtype", "float32", "--out", "reports"]
-    run = subprocess.Popen(argv, cwd=where, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = run.communicate(timeout=RUN_LIMIT)
-    except subprocess.TimeoutExpired:
-        os.killpg(run.pid, signal.SIGKILL)
-        run.communicate()
-        raise
-    assert run.returncode in (0, 1), err.decode()[-3000:]
+    run = commands.tokenlaw(where, "campaign", "--scheduler", cluster.address, "--minutes", "1", "--operator", "sdpa",
+                            "--dtype", "float32", "--out", "reports", limit=RUN_LIMIT)
+    assert run.returncode in (0, 1), run.stderr[-3000:]
     doc = json.loads((where / "reports" / "campaign.json").read_text())
     assert sorted(doc["meta"]["dask"]["workers"]) == sorted(cluster.pids()), doc["meta"]["dask"]
     assert doc["meta"]["rounds"] >= 2 and 50 <= doc["meta"]["seconds"] <= 120
