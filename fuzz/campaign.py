@@ -32,7 +32,7 @@ from tokenlaw.properties.plan import contracts_of
 from . import engine
 from . import replay as R
 from .cluster import Pool
-from .database import open_database
+from .database import check_spec, open_database
 from .engine import run_cell
 
 
@@ -151,6 +151,7 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
     The verdicts do not depend on ``workers``, ``scheduler`` or ``pool``: every cell runs with ``seed``.
     """
     arguments.count(workers, "workers")
+    check_spec(database)              # a bad --database is exit 2 before any cell runs, wherever cells run
     campaign = Campaign(registry, examples, seed, database, replay_dir, mutant, tuple(by_value), patch)
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
