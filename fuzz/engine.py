@@ -8,9 +8,19 @@ exposes an unexpected one, and is stored as a replay artifact
 example budget means the law held on every example tried -- provided
 enough of them were judged (:func:`min_judged`): a cell whose examples were
 nearly all inconclusive (every row set aside, outside the error model) is
-``vacuous``, never ``holds``.  Either way the verdict records how many
-examples ran, how many were judged and the largest discrepancy seen
-relative to its bound.
+``vacuous``, never ``holds``; an example compared only where both sides are
+exactly 0 (:func:`trivially`) is not counted as judged, and a regime the
+contract depends on that was visited but whose values were withheld
+(:func:`unjudged`) makes the cell ``vacuous`` too.  Either way the verdict
+records how many examples ran, how many were judged (per regime as well),
+the distribution of shapes drawn (:data:`LENGTH_BANDS`) and the largest
+discrepancy seen relative to its bound.
+
+A violation found is never un-found: two judgements of one input that
+disagree (the determinism probe on the first example, Hypothesis' replays,
+the re-judgement of the example ``find()`` returned) make the verdict the
+violation, stated as a nondeterministic operator (``extra["nondeterministic"]``),
+never ``holds`` and never Hypothesis' ``FlakyFailure``.
 """
 from __future__ import annotations
 
@@ -29,7 +39,7 @@ import torch
 from hypothesis import HealthCheck, Phase, event, find, settings, target
 from hypothesis.control import current_build_context
 from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
-from hypothesis.errors import NoSuchExample
+from hypothesis.errors import Flaky, NoSuchExample
 
 try:        # optional: Hypothesis internals (the pool of mined constants; see pinned_constants)
     from hypothesis.internal.conjecture import providers as _providers
@@ -157,23 +167,48 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return V.Verdict(V.NOT_RUNNABLE, detail=why, dtype=dtype_name(dtype),
                          tier="fuzz" if impl.reference else "kernel")
     start = time.perf_counter()
-    seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0, "threshold": 0, "not_finite": 0,
-            "not_runnable": 0, "why": None, "worst": None}
+    seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0, "trivial": 0, "threshold": 0, "not_finite": 0,
+            "not_runnable": 0, "why": None, "worst": None, "probes": 0}
     # every example the search ran, in order: two runs drew the same inputs iff these digests agree (the
     # search is steered by discrepancy / bound, so another CPU's rounding can send it elsewhere)
     ran = hashlib.sha256()
     searched = {}          # shape axis -> [min, max] of the drawn values
+    drawn_bands = {}       # shape axis -> {band label: examples} (:func:`_count_drawn`)
     limit = op.domain.limit(dtype_name(dtype))
     wanted = applicable(op, contract.regimes, dtype)
     visits = dict.fromkeys(wanted, 0)
+    accounts = {name: dict.fromkeys(ACCOUNT, 0) for name in wanted}
+    # the first judgement of every distinct input (a digest of its drawn fields, which rebuild it): a second
+    # judgement of the same input that disagrees on violated-or-not is a nondeterministic operator
+    first = {}
+
+    def nondeterministic(case, earlier, later, how):
+        seen["nondeterministic"] = {"case": case, "first": earlier, "second": later, "how": how}
 
     def is_violation(case) -> bool:
+        if "nondeterministic" in seen:
+            # decided: every further example "fails", so Hypothesis shrinks a predicate that never changes
+            # its answer (cheap, and no FlakyFailure); the verdict is the recorded disagreement
+            return True
         _widen(searched, case)
+        _count_drawn(drawn_bands, case)
         drawn = json.dumps(case.fields(), sort_keys=True, default=repr).encode()
+        digest = hashlib.sha256(drawn).hexdigest()[:16]
         ran.update(drawn + b"\n")
         v = contract.judge(case)
         seen["n"] += 1
         _count_example()
+        earlier = first.setdefault(digest, v)
+        if earlier.violated != v.violated:
+            # the same input judged again (Hypothesis' final replay of the shrunk violation, a database entry,
+            # two choice sequences drawing one input) disagrees: caught here, before Hypothesis calls it flaky
+            nondeterministic(case, earlier, v, "the same input judged again during the search")
+            return True
+        if seen["n"] == 1:
+            again = _probe(contract, case, v, seen)
+            if again.violated != v.violated:
+                nondeterministic(case, v, again, "the determinism probe: the first example judged again")
+                return True
         for name in visited(case, wanted):
             visits[name] += 1
             event("regime", name)          # a fuzzer's coverage (and Hypothesis' statistics) count regimes too
@@ -185,24 +220,42 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             seen["inconclusive"] += 1
             seen["not_runnable"] += v.status == V.NOT_RUNNABLE
             seen["why"] = seen["why"] or v.detail     # the first such example's own reason
+        elif trivially(v):
+            seen["trivial"] += 1                      # compared only where every candidate is exactly 0
+            seen["why"] = seen["why"] or v.detail
+        _account(accounts, visited(case, wanted), v)
         if not contract.exact and v.ratio < float("inf"):
             # steer the search toward the worst discrepancy relative to its bound
             target(min(v.ratio, 1e6), label="discrepancy / bound")
         if not v.violated and (seen["best"] is None or v.ratio > seen["best"].ratio):
             seen["best"] = v
-            seen["worst"] = hashlib.sha256(drawn).hexdigest()[:16]     # the example the reported bound is from
+            seen["worst"] = digest     # the example the reported bound is from
         if v.violated and "found_at" not in seen:
             seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
         if v.violated:
             seen["choices"] = _choices()       # the last violation is the one find() returns: stored shrunk
+            seen["violation"] = {"case": case, "first": v}
         return v.violated
+
+    def finish(v, case, detail, extra):
+        extra["draws"] = ran.hexdigest()[:16]
+        extra["judgement_probes"] = seen["probes"]
+        v = dataclasses.replace(v, detail=detail, extra=extra, counterexample=case.describe(), examples=seen["n"],
+                                seconds=time.perf_counter() - start, dtype=dtype_name(dtype))
+        if replay_dir is not None and v.violated:
+            judged = V.Verdict(v.status, v.discrepancy, v.bound, v.detail)    # what a replay re-judges
+            v = dataclasses.replace(v, replay=R.store(case, contract.name, judged, replay_dir, mutant=mutant))
+        return v
+
+    def report(v, detail):
+        return _coverage(detail, dict(v.extra), visits, seen, searched, limit, accounts, drawn_bands)
 
     strategy = cases(op, dtype, backend=backend, **contract.fuzz_bounds)
     key = database_key(op.name, contract.name, backend, dtype_name(dtype), mutant)
-    with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
-        found = None if database is None else _replay_stored(strategy, is_violation, database, key)
-        replayed = found is not None
     try:
+        with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
+            found = None if database is None else _replay_stored(strategy, is_violation, database, key)
+        replayed = found is not None
         if found is None:
             # the seeded search: Hypothesis neither reads nor writes a database under an explicit seed, so
             # the database was replayed above and the shrunk violation is stored below
@@ -211,19 +264,37 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                            phases=(Phase.generate, Phase.target, Phase.shrink))
             with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
                 found = find(strategy, is_violation, settings=cfg, random=random.Random(seed))
-            if database is not None and seen.get("choices") is not None:
+            if database is not None and seen.get("choices") is not None and "nondeterministic" not in seen:
                 database.save(key, choices_to_bytes(seen["choices"]))
+    except Flaky:
+        # Hypothesis saw one input fail and then pass (or the reverse) where the engine's own comparison did
+        # not: the same finding; without a recorded disagreement it is no operator's (re-raised)
+        if "nondeterministic" not in seen:
+            if "violation" not in seen:
+                raise
+            seen["nondeterministic"] = {**seen["violation"], "how": "Hypothesis ran a violating input again and "
+                                        "it did not fail (hypothesis.errors.Flaky)",
+                                        "second": V.holds(detail="not violated when Hypothesis ran it again")}
+        found, replayed = None, False
     except NoSuchExample:
         best = seen["best"] or V.holds()
-        judged, needed = seen["n"] - seen["inconclusive"], min_judged(min(seen["n"], examples))
+        judged, needed = seen["n"] - seen["inconclusive"] - seen["trivial"], min_judged(min(seen["n"], examples))
+        unjudged_regimes = unjudged(accounts)
         status, detail = V.HOLDS, best.detail
         if judged < needed:
             status, detail = V.VACUOUS, _vacuous(judged, needed, seen)
             if seen["n"] and seen["not_runnable"] == seen["n"]:
                 status, detail = V.NOT_RUNNABLE, seen["why"]      # no example could be asked at all
-        detail, extra = _coverage(detail, dict(best.extra), visits, seen, searched, limit)
+        elif unjudged_regimes:
+            status, detail = V.VACUOUS, (f"vacuous: the regime(s) {', '.join(unjudged_regimes)} this law depends on "
+                                         f"were visited but no example there was judged on a value (its rows' "
+                                         f"float64 values were not finite, and nothing but exact zeros was "
+                                         f"compared); "
+                                         f"{best.detail}")
+        detail, extra = report(best, detail)
         extra["judged_examples"] = judged
         extra["draws"] = ran.hexdigest()[:16]
+        extra["judgement_probes"] = seen["probes"]
         if seen["worst"] is not None and not contract.exact:
             # the example the reported bound is from (a digest of its drawn choices): the gate compares two
             # cells' bounds only on the same example (regressions._tolerance)
@@ -231,20 +302,120 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return V.Verdict(status, best.discrepancy, best.bound, detail, examples=seen["n"],
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra,
                          inconclusive=best.inconclusive)
-    v = contract.judge(found)
-    judged = V.Verdict(v.status, v.discrepancy, v.bound, v.detail)   # what a replay re-judges: no search notes
-    detail, extra = _coverage(v.detail, dict(v.extra), visits, seen, searched, limit)
+    if "nondeterministic" not in seen:
+        # the example find() returned, judged once more: a violation found is never un-found, so a
+        # re-judgement that disagrees is the nondeterminism finding, not the cell's verdict
+        v = contract.judge(found)
+        seen["probes"] += 1
+        if not v.violated:
+            digest = hashlib.sha256(json.dumps(found.fields(), sort_keys=True, default=repr).encode()).hexdigest()[:16]
+            earlier = first.get(digest)
+            if earlier is None or not earlier.violated:
+                earlier = seen["violation"]["first"]       # find() returns the last input judged violated
+            nondeterministic(found, earlier, v, "the found violation judged again")
+    if "nondeterministic" in seen:
+        record = seen["nondeterministic"]
+        v = _nondeterminism(record)
+        detail, extra = report(v, v.detail)
+        extra["found_at"] = seen.get("found_at", seen["n"])
+        return finish(v, record["case"], detail, extra)
+    detail, extra = report(v, v.detail)
     extra["found_at"] = seen.get("found_at", seen["n"])
-    extra["draws"] = ran.hexdigest()[:16]
     if replayed:
         extra["from_database"] = True        # a stored counterexample, replayed: no search ran
         detail += " [replayed from the example database]"
-    v = dataclasses.replace(v, detail=detail, extra=extra, counterexample=found.describe(), examples=seen["n"],
-                            seconds=time.perf_counter() - start, dtype=dtype_name(dtype))
-    if replay_dir is not None and v.violated:
-        v = dataclasses.replace(v, replay=R.store(found, contract.name, judged, replay_dir, mutant=mutant))
-    return v
+    return finish(v, found, detail, extra)
 
+
+# The per-regime accounting of a cell (extra["regime_accounting"]): examples that visited the regime, and
+# of them those judged (a verdict on a value), inconclusive (judged nothing: every row set aside, outside
+# the error model, not runnable), trivially judged (compared only where both sides are exactly 0); of the
+# inconclusive and trivial ones, those whose values were withheld (rows set aside because the float64
+# value -- the declared reference's, for spec_reference -- is not finite, and nothing but exact zeros, or
+# nothing at all, compared); and the rows set aside there.
+ACCOUNT = ("visited", "judged", "inconclusive", "trivial", "withheld", "set_aside_rows")
+
+
+def trivially(v: V.Verdict) -> bool:
+    """The example was compared only where every candidate agrees (both sides exactly 0): no value judged."""
+    return bool(v.extra.get("trivial")) and not v.violated
+
+
+def withheld(v: V.Verdict) -> bool:
+    """Rows were set aside as non-finite in float64, and what was left compared no value (no row at all, or
+    only exact zeros): the values that could tell were withheld, not judged."""
+    if not v.extra.get("set_aside_not_finite", 0) or v.violated:
+        return False
+    return trivially(v) or bool(v.inconclusive and v.extra.get("set_aside_not_finite", 0)
+                                + v.extra.get("set_aside_threshold", 0) >= v.extra.get("rows", 0))
+
+
+def _account(accounts: dict, regimes, v: V.Verdict) -> None:
+    for name in regimes:
+        a = accounts[name]
+        a["visited"] += 1
+        a["set_aside_rows"] += v.extra.get("set_aside_threshold", 0) + v.extra.get("set_aside_not_finite", 0)
+        a["withheld"] += withheld(v)
+        if v.inconclusive or v.status == V.NOT_RUNNABLE:
+            a["inconclusive"] += 1
+        elif trivially(v):
+            a["trivial"] += 1
+        else:
+            a["judged"] += 1
+
+
+def unjudged(accounts: dict) -> list:
+    """The regimes a cell visited but never judged on a value, where values were withheld there: some
+    visiting example lost its rows to a non-finite float64 value (the declared reference's) and compared
+    nothing else but exact zeros.
+
+    Reported but not counted (extra["unjudged_regimes"] lists them all): a regime whose examples were
+    inconclusive for the error model's reason alone (the dtype's rounding leaves the first-order model: no
+    comparison in this dtype can judge there), or trivial with every row compared (the operator and its
+    reference are exactly 0 on the whole input: a rectified normaliser below its threshold, where no
+    wrong value can show).  Measured on the default registry at seed 0, counting those too made 7 of its 18
+    spec_reference rows and 18 of its float16 differential rows vacuous, most on one or two scores_high
+    examples float16 cannot resolve (docs/fuzz.md).
+    """
+    return [n for n, a in accounts.items() if a["visited"] and not a["judged"] and a["withheld"]]
+
+
+def _probe(contract, case, v: V.Verdict, seen: dict) -> V.Verdict:
+    """The determinism probe: the first example judged again, and if it agrees, once more after one extra
+    call of the operator; the first judgement that disagrees with ``v`` (else the last one).
+
+    A judgement calls the operator k times.  An operator wrong on every p-th call (a counter, a race that
+    alternates) gives two judgements k calls apart the same pattern when p divides k; the third
+    judgement, k + 1 calls after the second, falls on another phase whenever p = 2 or 3 divides k, and
+    the second already does where it does not.  Cost: two judgements and one call per cell.
+    """
+    seen["probes"] += 1
+    again = contract.judge(case)
+    if again.violated != v.violated:
+        return again
+    try:
+        case.runner.run(case.x, case.mask)      # one call, its result unused: only the call count moves
+    except Exception:  # noqa: BLE001 -- a call that raises moves the count too; the judgements see the raise
+        pass
+    seen["probes"] += 1
+    return contract.judge(case)
+
+
+def _nondeterminism(record: dict) -> V.Verdict:
+    """The finding for two judgements of one input that disagree: the violation stands, the disagreement stated."""
+    a, b = record["first"], record["second"]
+    bad, other = (a, b) if a.violated else (b, a)
+    extra = {k: x for k, x in bad.extra.items()}
+    extra["nondeterministic"] = {"how": record["how"], "judgements": [str(a.status), str(b.status)],
+                                 "discrepancies": [_num(a.discrepancy), _num(b.discrepancy)],
+                                 "bounds": [_num(a.bound), _num(b.bound)], "other": other.detail}
+    detail = (f"nondeterministic operator: one input judged twice gave {a.status} then {b.status} "
+              f"({record['how']}); the violation stands: {bad.detail}")
+    return V.Verdict(bad.status, bad.discrepancy, bad.bound, detail, extra=extra)
+
+
+def _num(x: float):
+    return x if x == x and abs(x) != float("inf") else str(x)
 
 
 def database_key(operator: str, contract: str, backend: str, dtype: str, mutant: str | None = None) -> bytes:
@@ -293,18 +464,65 @@ def _vacuous(judged: int, needed: int, seen: dict) -> str:
     rows = (f"; over the run {seen['threshold']} rows set aside at a threshold, {seen['not_finite']} with a "
             f"non-finite float64 value") if seen["set_aside"] else ""
     why = f", the first: {seen['why']}" if seen["why"] else ""
+    trivial = (f", {seen['trivial']} only trivially (every compared value exactly 0 on both sides)"
+               if seen.get("trivial") else "")
     return (f"vacuous: {judged} of {seen['n']} examples judged, fewer than the {needed} needed (a tenth of the "
-            f"examples run, at least 1: engine.min_judged); {seen['inconclusive']} judged nothing{why}{rows}")
+            f"examples run, at least 1: engine.min_judged); {seen['inconclusive']} judged nothing{trivial}{why}{rows}")
 
 
 SHAPE_AXES = ("n", "d", "batch", "heads")
 
+# The bands a cell's drawn distribution is counted in, per shape axis (extra["drawn"]): 1, one 8-token
+# tile, up to 32, 64, one 128-block, two blocks, and past two blocks (257+, where a kernel's third block
+# starts).  One constant, for the strategies and the reports alike; (lo, hi), hi None: unbounded.
+LENGTH_BANDS = ((1, 1), (2, 8), (9, 32), (33, 64), (65, 128), (129, 256), (257, None))
+
+
+def band_label(band) -> str:
+    """``1``, ``2..8``, ``257+``: how a band of :data:`LENGTH_BANDS` is named in a report."""
+    lo, hi = band
+    return f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}..{hi}"
+
+
+def _band(value: int):
+    return next(band_label(b) for b in LENGTH_BANDS if value >= b[0] and (b[1] is None or value <= b[1]))
+
+
+def _prime(k: int) -> bool:
+    return k >= 2 and all(k % p for p in range(2, int(k ** 0.5) + 1))
+
+
+def _heads(case):
+    declared = first_param(case.params, case.op.domain.roles.heads)
+    return case.heads if case.heads is not None else (None if declared is None else int(declared))
+
+
+def _count_drawn(drawn: dict, case) -> None:
+    """Count this case in its band of every shape axis (d also when odd, when prime)."""
+    for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, _heads(case))):
+        if value is None:
+            continue
+        counts = drawn.setdefault(axis, dict.fromkeys(map(band_label, LENGTH_BANDS), 0))
+        counts[_band(value)] += 1
+        if axis == "d":
+            counts["odd"] = counts.get("odd", 0) + value % 2
+            counts["prime"] = counts.get("prime", 0) + _prime(value)
+
+
+def drawn_text(drawn: dict) -> str:
+    """``drawn n 1:3 2..8:40 ... 257+:0; d ... odd 12 prime 9``: the examples per band of n and d."""
+    parts = []
+    for axis in ("n", "d"):
+        if axis in drawn:
+            bands = " ".join(f"{b}:{drawn[axis][b]}" for b in map(band_label, LENGTH_BANDS))
+            extra = f" odd {drawn[axis].get('odd', 0)} prime {drawn[axis].get('prime', 0)}" if axis == "d" else ""
+            parts.append(f"{axis} {bands}{extra}")
+    return "drawn " + "; ".join(parts) if parts else ""
+
 
 def _widen(searched: dict, case) -> None:
     """Widen the [min, max] of each shape axis to this case's n, d, batch and (effective) heads."""
-    declared = first_param(case.params, case.op.domain.roles.heads)
-    heads = case.heads if case.heads is not None else (None if declared is None else int(declared))
-    for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, heads)):
+    for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, _heads(case))):
         if value is not None:
             lo, hi = searched.get(axis, (value, value))
             searched[axis] = [min(lo, value), max(hi, value)]
@@ -316,10 +534,14 @@ def searched_text(searched: dict) -> str:
 
 
 def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict | None = None,
-              limit=None) -> tuple[str, dict]:
-    """Add the shapes searched, the declared limit, the regimes visited (examples per regime), the
-    unvisited ones and the set-aside counts."""
+              limit=None, accounts: dict | None = None, drawn: dict | None = None) -> tuple[str, dict]:
+    """Add the shapes searched and drawn (examples per band), the declared limit, the regimes visited
+    (examples per regime) and their accounting, the unvisited ones and the set-aside counts."""
     extra["searched"] = {a: list(r) for a, r in (searched or {}).items()}
+    extra["drawn"] = {a: dict(c) for a, c in (drawn or {}).items()}
+    extra["regime_accounting"] = {n: dict(a) for n, a in (accounts or {}).items()}
+    extra["trivial_examples"] = seen.get("trivial", 0)
+    extra["unjudged_regimes"] = [n for n, a in extra["regime_accounting"].items() if a["visited"] and not a["judged"]]
     if limit is not None:
         extra["limit"] = {"scores": limit.scores, "norm2": limit.norm2, "offset": limit.offset, "reason": limit.reason}
     extra["regimes"] = dict(visits)
@@ -329,6 +551,8 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
     notes = []
     if searched:
         notes.append("searched " + searched_text(searched))
+    if drawn:
+        notes.append(drawn_text(drawn))
     if limit is not None:
         notes.append(f"declared limit {limit.bounds()}: {limit.reason}")
     if visits:
@@ -339,4 +563,12 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
         notes.append(f"{seen['set_aside']} rows set aside over the run")
     if seen["inconclusive"]:
         notes.append(f"{seen['inconclusive']} examples inconclusive")
+    if seen.get("trivial"):
+        notes.append(f"{seen['trivial']} examples trivially judged (both sides exactly 0), not counted as judged")
+    short = [f"{n} {a['judged']}/{a['visited']}" for n, a in (accounts or {}).items()
+             if a["visited"] and a["judged"] < a["visited"]]
+    if short:
+        notes.append("judged/visited per regime " + ", ".join(short))
+    if extra["unjudged_regimes"]:
+        notes.append("visited but NEVER judged: " + ", ".join(extra["unjudged_regimes"]))
     return (detail + (" [" + "; ".join(notes) + "]" if notes else "")), extra

@@ -97,11 +97,15 @@ def _judge(case, c, counts, what) -> V.Verdict:
                        f"> {FIRST_ORDER_LIMIT} is outside the first-order error model{aside}",
                        extra={"ratio": 0.0, **counts}, inconclusive=True)
     resampled = f"; probes sampled on {c.resampled} nearby inputs too" if c.resampled else ""
+    # A comparison whose every compared entry is exactly 0 on both sides (only null rows left) judged no
+    # value: it is flagged, and the engine does not count it as a judged example (docs/fuzz.md)
+    trivial = {"trivial": True} if c.trivial and c.ok else {}
+    only_zeros = "; every compared entry is exactly 0 on both sides: trivially judged" if trivial else ""
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |difference| = {c.discrepancy:.3g} vs predicted bound {c.bound:.3g} at {c.index} "
-                     f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside}{resampled})",
+                     f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside}{resampled}{only_zeros})",
                      extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, "least_bound": c.least_bound,
-                            **counts})
+                            **counts, **trivial})
 
 
 def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=None, resample=None, case=None):

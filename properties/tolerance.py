@@ -118,6 +118,9 @@ class Comparison:
     least_bound: float = 0.0         # the smallest bound of any entry: its normwise part, the same wherever the
                                      # worst ratio sits (the gate compares it on one example)
     resampled: int = 0               # differential only: nearby inputs the probes were sampled on too (RESAMPLES)
+    trivial: bool = False            # every compared entry is exactly 0 on both sides (e.g. only null rows were
+                                     # left): the comparison happened where every candidate agrees, so it judged
+                                     # no value (a law about values reads it as not judged: fuzz.engine)
 
     @property
     def ok(self) -> bool:
@@ -367,6 +370,7 @@ def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor, finite64: to
         bound = torch.nan_to_num(bound, nan=0.0, posinf=float("inf"))
         if diff.numel() == 0:
             return Comparison(0.0, 0.0, 0.0, None, 0.0)
+        trivial = bool(((aD == 0) & (bD == 0)).all())
         fin = torch.isfinite(bound)
         least = float(bound[fin].min()) if bool(fin.any()) else 0.0
         ratio = torch.where(diff == 0, torch.zeros_like(diff),
@@ -375,4 +379,4 @@ def _worst(aD: torch.Tensor, bD: torch.Tensor, bound: torch.Tensor, finite64: to
         flat = int(torch.argmax(ratio))
         idx = _unravel(flat, tuple(ratio.shape))
         return Comparison(float(diff.reshape(-1)[flat]), float(bound.reshape(-1)[flat]),
-                          float(ratio.reshape(-1)[flat]), idx, float(diff.max()), least_bound=least)
+                          float(ratio.reshape(-1)[flat]), idx, float(diff.max()), least_bound=least, trivial=trivial)

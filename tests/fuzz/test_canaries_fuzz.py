@@ -57,6 +57,8 @@ def test_fuzz_tier_gives_no_canary_a_green_row(name):
         if expected == V.BAD_UNEXPECTED:
             bad = [cell.verdict for cell in row.cells if cell.verdict is not None and cell.verdict.violated]
             assert bad and bad[0].counterexample, row.id
+            if getattr(c, "NONDETERMINISTIC", False):      # the finding says what it is
+                assert "nondeterministic" in bad[0].extra, bad[0].detail
     # the default registry is untouched
     assert default_registry() is base
 
