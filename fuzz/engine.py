@@ -237,14 +237,16 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             seen["violation"] = {"case": case, "first": v}
         return v.violated
 
-    def finish(v, case, detail, extra):
+    def finish(v, judged, case, detail, extra):
+        """``v`` with the search's notes; ``judged``: the contract's own verdict on ``case`` (what a replay
+        re-judges, stored as the artifact's evidence)."""
         extra["draws"] = ran.hexdigest()[:16]
         extra["judgement_probes"] = seen["probes"]
         v = dataclasses.replace(v, detail=detail, extra=extra, counterexample=case.describe(), examples=seen["n"],
                                 seconds=time.perf_counter() - start, dtype=dtype_name(dtype))
         if replay_dir is not None and v.violated:
-            judged = V.Verdict(v.status, v.discrepancy, v.bound, v.detail)    # what a replay re-judges
-            v = dataclasses.replace(v, replay=R.store(case, contract.name, judged, replay_dir, mutant=mutant))
+            evidence = V.Verdict(judged.status, judged.discrepancy, judged.bound, judged.detail)
+            v = dataclasses.replace(v, replay=R.store(case, contract.name, evidence, replay_dir, mutant=mutant))
         return v
 
     def report(v, detail):
@@ -318,13 +320,14 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         v = _nondeterminism(record)
         detail, extra = report(v, v.detail)
         extra["found_at"] = seen.get("found_at", seen["n"])
-        return finish(v, record["case"], detail, extra)
+        bad = record["first"] if record["first"].violated else record["second"]
+        return finish(v, bad, record["case"], detail, extra)
     detail, extra = report(v, v.detail)
     extra["found_at"] = seen.get("found_at", seen["n"])
     if replayed:
         extra["from_database"] = True        # a stored counterexample, replayed: no search ran
         detail += " [replayed from the example database]"
-    return finish(v, found, detail, extra)
+    return finish(v, v, found, detail, extra)
 
 
 # The per-regime accounting of a cell (extra["regime_accounting"]): examples that visited the regime, and
