@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis.errors import Flaky
 
 from tokenlaw.app import cli
 from tokenlaw.app.exits import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
@@ -170,3 +171,34 @@ def test_a_database_path_that_is_a_regular_file_is_exit_2_naming_the_argument(tm
         err = capsys.readouterr().err
         assert code == EXIT_USAGE and "--database" in err and "not a directory" in err, (spec, err)
     assert not (tmp_path / "r" / "conformance.json").exists()         # refused before any cell ran
+
+
+def test_a_flaky_error_from_hypothesis_after_a_violation_is_the_finding_not_exit_70(monkeypatch):
+    """The backstop: should Hypothesis itself raise Flaky (FlakyFailure) once a violation was judged, the
+    cell is the nondeterminism finding; with no violation judged, the error is re-raised (no operator's)."""
+    real_find = engine.find
+
+    def flaky_after_first_violation(strategy, condition, **kw):
+        def test(case):
+            if condition(case):
+                raise Flaky("test: the violation did not fail again")
+            return False
+        return real_find(strategy, test, **kw)
+
+    monkeypatch.setattr(engine, "find", flaky_after_first_violation)
+    reg = _canary("fuzz_nan_row").registry(default_registry())
+    v = run_cell(reg["sm_fir"], CONTRACTS["finite"], torch.float64, examples=10, seed=0, replay_dir=None)
+    assert v.violated and v.extra["nondeterministic"]["how"].startswith("Hypothesis ran"), v.detail
+    with pytest.raises(Flaky):
+        run_cell(default_registry()["sm_fir"], _always_flaky(CONTRACTS["finite"]), torch.float64, examples=3,
+                 seed=0, replay_dir=None)
+
+
+def _always_flaky(law):
+    class Raising:
+        def __getattr__(self, name):
+            return getattr(law, name)
+
+        def judge(self, case):
+            raise Flaky("test: a strategy's own flakiness, no operator's")
+    return Raising()
