@@ -53,7 +53,7 @@ from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Profiles, profile_name  # noqa: F401 (re-exported)
 
 from . import replay as R
-from .regimes import applicable, first_param, visited
+from .regimes import LENGTH_BANDS, applicable, band_label, first_param, visited
 from .strategies import cases
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
@@ -474,18 +474,6 @@ def _vacuous(judged: int, needed: int, seen: dict) -> str:
 
 
 SHAPE_AXES = ("n", "d", "batch", "heads")
-
-# The bands a cell's drawn distribution is counted in, per shape axis (extra["drawn"]): 1, one 8-token
-# tile, up to 32, 64, one 128-block, two blocks, and past two blocks (257+, where a kernel's third block
-# starts).  One constant, for the strategies and the reports alike; (lo, hi), hi None: unbounded.
-LENGTH_BANDS = ((1, 1), (2, 8), (9, 32), (33, 64), (65, 128), (129, 256), (257, None))
-
-
-def band_label(band) -> str:
-    """``1``, ``2..8``, ``257+``: how a band of :data:`LENGTH_BANDS` is named in a report."""
-    lo, hi = band
-    return f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}..{hi}"
-
 
 def _band(value: int):
     return next(band_label(b) for b in LENGTH_BANDS if value >= b[0] and (b[1] is None or value <= b[1]))

@@ -26,6 +26,24 @@ SMALL_EPS_DEN = 1.5e-5  # below this exp(-log eps_den) = 1 / eps_den overflows f
 FAR_TAU = 30.0          # |tau| beyond the drawn score range (|S| of a few units at unit scale)
 
 
+# The length bands a cell's drawn distribution is counted in, per shape axis (``fuzz.engine``'s
+# extra["drawn"]; also ``fuzz.engine.LENGTH_BANDS``): 1, one 8-token tile, up to 32, 64, one 128-block,
+# two blocks, and past two blocks (257+, where a kernel's third block starts).  Here, below both the
+# engine and the strategies, so the strategies can draw to the same edges without an import cycle.
+# (lo, hi), hi None: unbounded.
+LENGTH_BANDS = ((1, 1), (2, 8), (9, 32), (33, 64), (65, 128), (129, 256), (257, None))
+
+
+def band_label(band) -> str:
+    """``1``, ``2..8``, ``257+``: how a band of :data:`LENGTH_BANDS` is named in a report.
+
+    >>> [band_label(b) for b in LENGTH_BANDS]
+    ['1', '2..8', '9..32', '33..64', '65..128', '129..256', '257+']
+    """
+    lo, hi = band
+    return f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}..{hi}"
+
+
 def first_param(params, key):
     """The first value of ``key`` at any nesting level of a parameter tree (hosts keep per-block dicts), or None."""
     return tree.find(params, key)
