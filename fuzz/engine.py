@@ -301,7 +301,13 @@ SHAPE_AXES = ("n", "d", "batch", "heads")
 
 
 def _widen(searched: dict, case) -> None:
-    """Widen the [min, max] of each shape axis to this case's n, d, batch and (effective) heads."""
+    """Widen the [min, max] of each shape axis to this case's n, d, batch and (effective) heads (or to the
+    axes a case of another form names: ``shape_axes()``, e.g. L, S, E, Ev, batch, Hq, Hkv at the core)."""
+    if hasattr(case, "shape_axes"):
+        for axis, value in case.shape_axes().items():
+            lo, hi = searched.get(axis, (value, value))
+            searched[axis] = [min(lo, value), max(hi, value)]
+        return
     declared = first_param(case.params, case.op.domain.roles.heads)
     heads = case.heads if case.heads is not None else (None if declared is None else int(declared))
     for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, heads)):
@@ -312,7 +318,8 @@ def _widen(searched: dict, case) -> None:
 
 def searched_text(searched: dict) -> str:
     """``n 1..130, d 1..128, batch 1..4, heads 1..64``: the shape ranges a cell's search drew."""
-    return ", ".join(f"{a} {searched[a][0]}..{searched[a][1]}" for a in SHAPE_AXES if a in searched)
+    axes = [a for a in SHAPE_AXES if a in searched] + [a for a in searched if a not in SHAPE_AXES]
+    return ", ".join(f"{a} {searched[a][0]}..{searched[a][1]}" for a in axes)
 
 
 def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict | None = None,
