@@ -54,6 +54,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
+from .core_strategies import core_cases
 
 # The longest n drawn: past two compiled Triton tiles plus one (2 * 64 + 1 = 129) and past the
 # 128-token blocks of a FlexAttention-style kernel.  tests/fuzz/test_fuzz_strategies.py ties it
@@ -285,7 +286,6 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     core:   a law at the attention core: q/k/v cases of that form instead (``fuzz/core_strategies.py``).
     """
     if core is not None:
-        from .core_strategies import core_cases
         return core_cases(op, dtype, form=core, backend=backend)
     if dtype not in dtypes.FLOATS:
         raise InvalidArgument(f"dtype: expected a floating torch dtype, got {dtype!r}")

@@ -36,6 +36,7 @@ import warnings
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .core import declare_core
 
@@ -44,7 +45,6 @@ _CUDA = "needs a CUDA GPU (torch.cuda.is_available() is False on this machine)"
 
 def _sdpa_on(backend_name: str, device: str = "cpu"):
     def sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-        from torch.nn.attention import SDPBackend, sdpa_kernel
         backend = getattr(SDPBackend, backend_name)
         dev = torch.device(device)
         with warnings.catch_warnings():
