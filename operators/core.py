@@ -188,6 +188,11 @@ def _token_reference(core: Core):
     return core_reference
 
 
+def no_parameters(gen, d_model, dtype=torch.float64) -> dict:
+    """A core kernel has no tokenlaw parameters: q, k and v are its whole input."""
+    return {}
+
+
 def takes(fn) -> frozenset:
     """The core keywords ``fn`` accepts, read from its signature (all of them for ``**kwargs`` or no signature)."""
     try:
@@ -304,7 +309,7 @@ def declare_core(name: str, fn: Callable, *, claims: dict | None = None, violate
     body.__name__ = body.__qualname__ = name
     body.__module__ = module or inspect.currentframe().f_back.f_globals.get("__name__", "__main__")
     body.__doc__ = f"{getattr(fn, '__name__', fn)!s} at the attention core; {conventions.text()}."
-    domain = Domain(dtypes=tuple(dtypes))
+    domain = Domain(params=no_parameters, dtypes=tuple(dtypes))
     return declare(name=name, domain=domain, traits={"token_mixing"}, claims=stated, violates=violates,
                    reference=_token_reference(core), core=core)(body)
 

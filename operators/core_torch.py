@@ -35,8 +35,8 @@ import functools
 import warnings
 
 import torch
+import torch.nn.attention
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .core import declare_core
 
@@ -45,11 +45,14 @@ _CUDA = "needs a CUDA GPU (torch.cuda.is_available() is False on this machine)"
 
 def _sdpa_on(backend_name: str, device: str = "cpu"):
     def sdpa(q, k, v, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-        backend = getattr(SDPBackend, backend_name)
+        # through the torch module, not a global of this file: a worker unpickles the closure (Dask ships a
+        # user's registry by value) and SDPBackend itself does not pickle
+        attention = torch.nn.attention
+        backend = getattr(attention.SDPBackend, backend_name)
         dev = torch.device(device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)     # "kernel not used because": the error says it
-            with sdpa_kernel(backend):
+            with attention.sdpa_kernel(backend):
                 out = F.scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev),
                                                      attn_mask=None if attn_mask is None else attn_mask.to(dev),
                                                      is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
