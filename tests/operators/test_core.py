@@ -145,3 +145,26 @@ def test_an_expected_violation_that_does_not_reproduce_fails():
     rows = plan(reg, operators=["fixed_core"], contracts=["core_masked_row"])
     run_rows(reg, rows, examples=PROFILES["smoke"], seed=0, replay_dir=None, progress=False)
     assert rows[0].outcome == V.BAD_NOT_REPRODUCED
+
+
+def test_the_core_strategy_reaches_every_part_of_its_domain():
+    """300 draws for sdpa_math (nothing runs): long L and S, decode against a long cache, grouped heads, odd and prime
+    head dims, Ev != E, every mask kind and shape, fully masked rows and heads, drawn scales."""
+    spec = default_registry()["sdpa_math"]
+    seen = []
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(core_cases(spec, torch.float32))
+    def drawn(case):
+        seen.append(case)
+    drawn()
+    assert max(c.n for c in seen) == 257 and max(c.s for c in seen) == 257
+    assert any(c.s == 129 for c in seen) and any(c.s == 128 for c in seen)
+    assert any(c.n == 1 and c.s > 64 for c in seen)                       # a decode step against a long cache
+    assert any(c.hkv < c.hq for c in seen) and max(c.hq for c in seen) >= 4 and max(c.batch for c in seen) == 4
+    assert any(c.d in (127, 251) for c in seen) and any(c.ev != c.d for c in seen)
+    assert {c.core_mask for c in seen} == {"none", "bool", "additive"}
+    assert {c.mask_shape for c in seen if c.core_mask != "none"} == {"full", "square", "rows", "cols", "padding"}
+    assert any(c.hidden_rows for c in seen) and any(c.hidden_head is not None for c in seen)
+    assert any(c.scale_value is not None for c in seen) and any(c.causal for c in seen)
+    assert not any(c.causal and c.core_mask != "none" for c in seen)      # SDPA refuses a mask with is_causal
