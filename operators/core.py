@@ -27,7 +27,8 @@ itself.  What the function does where the formula leaves a choice is stated in
 * ``mask_kinds``: ``"bool"`` (True = visible) and/or ``"additive"`` (a float added to the scores,
   -inf = hidden); ``mask_shapes``: ``"full"`` (B, H, L, S), ``"square"`` (L, S), ``"rows"`` (B, H, L, 1),
   ``"cols"`` (B, H, 1, S), ``"padding"`` (B, 1, 1, S);
-* ``nan_propagates``: a NaN in q_i, or in a key or value row i sees, makes out_i NaN;
+* ``nan_propagates``: a NaN in q_i, or in a key or value row i sees, makes out_i NaN (an inf in such a
+  value: non-finite);
 * ``mask_with_causal``: a mask and ``is_causal=True`` may be passed together (torch's SDPA refuses it).
 
 The laws (``properties/core_laws.py``) draw the core's own inputs

@@ -351,10 +351,13 @@ def core_key_permutation(case):
 
 @core_law(exact=True)
 def core_nan(case):
-    """A NaN in q_i, or in a key or value row i sees, makes out_i NaN (where it reads it)."""
+    """A NaN in q_i, or in a key or value row i sees, makes out_i NaN; an inf in such a value, non-finite."""
     q, k, v = case.qkv
     seen = case.seen()
-    which = ("q", "k", "v")[case.perm_seed % 3]
+    which = ("q", "k", "v", "v_inf")[case.perm_seed % 4]
+    bad_value, is_bad = math.nan, torch.isnan
+    if which == "v_inf":
+        which, bad_value, is_bad = "v", -math.inf if case.pos % 2 else math.inf, lambda t: ~torch.isfinite(t)
     b, e = case.pos % case.batch, case.pos % case.d
     q2, k2, v2 = q.clone(), k.clone(), v.clone()
     g = case.hq // case.hkv
@@ -368,17 +371,20 @@ def core_nan(case):
     else:
         hk, j = case.pos % case.hkv, case.pos % case.s
         c = case.pos % case.ev
-        (k2 if which == "k" else v2)[b, hk, j, e if which == "k" else c] = math.nan
+        (k2 if which == "k" else v2)[b, hk, j, e if which == "k" else c] = bad_value
         must = torch.zeros_like(seen[..., 0])
         must[b, hk * g:(hk + 1) * g] = seen[b, hk * g:(hk + 1) * g, :, j]
         cols = slice(None) if which == "k" else slice(c, c + 1)
         where = f"{which}[{b}, {hk}, {j}, {e if which == 'k' else c}]"
     if not bool(must.any()):
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, f"NaN at {where}: no row reads it", inconclusive=True), case)
+        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, f"{bad_value} at {where}: no row reads it", inconclusive=True),
+                     case)
     out = run(case, q2, k2, v2)[..., cols]
-    missed = must & ~out.isnan().all(-1)
+    missed = must & ~is_bad(out).all(-1)
     n_bad = int(missed.sum())
-    detail = f"NaN at {where}: {int(must.sum())} rows read it, {n_bad} of them not NaN"
+    what = "NaN" if bad_value != bad_value else f"{bad_value}"
+    detail = (f"{what} at {where}: {int(must.sum())} rows read it, {n_bad} of them not "
+              f"{'NaN' if what == 'NaN' else 'non-finite'}")
     if n_bad:
         ix = tuple(int(t) for t in missed.nonzero()[0])
         detail += f" (first (b, h, i) {ix}: {out[ix][:4].tolist()})"
