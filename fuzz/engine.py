@@ -475,6 +475,7 @@ def _vacuous(judged: int, needed: int, seen: dict) -> str:
 
 SHAPE_AXES = ("n", "d", "batch", "heads")
 
+
 def _band(value: int):
     return next(band_label(b) for b in LENGTH_BANDS if value >= b[0] and (b[1] is None or value <= b[1]))
 
@@ -488,14 +489,19 @@ def _heads(case):
     return case.heads if case.heads is not None else (None if declared is None else int(declared))
 
 
+def _axes(case) -> dict:
+    """The case's shape axes and their values: n, d, batch, heads (or what a case of another form names)."""
+    if hasattr(case, "shape_axes"):
+        return {a: v for a, v in case.shape_axes().items() if v is not None}
+    return {a: v for a, v in zip(SHAPE_AXES, (case.n, case.d, case.batch, _heads(case))) if v is not None}
+
+
 def _count_drawn(drawn: dict, case) -> None:
     """Count this case in its band of every shape axis (d also when odd, when prime)."""
-    for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, _heads(case))):
-        if value is None:
-            continue
+    for axis, value in _axes(case).items():
         counts = drawn.setdefault(axis, dict.fromkeys(map(band_label, LENGTH_BANDS), 0))
         counts[_band(value)] += 1
-        if axis == "d":
+        if axis in ("d", "E", "Ev"):
             counts["odd"] = counts.get("odd", 0) + value % 2
             counts["prime"] = counts.get("prime", 0) + _prime(value)
 
@@ -503,7 +509,7 @@ def _count_drawn(drawn: dict, case) -> None:
 def drawn_text(drawn: dict) -> str:
     """``drawn n 1:3 2..8:40 ... 257+:0; d ... odd 12 prime 9``: the examples per band of n and d."""
     parts = []
-    for axis in ("n", "d"):
+    for axis in ("n", "d", "L", "S", "E"):
         if axis in drawn:
             bands = " ".join(f"{b}:{drawn[axis][b]}" for b in map(band_label, LENGTH_BANDS))
             extra = f" odd {drawn[axis].get('odd', 0)} prime {drawn[axis].get('prime', 0)}" if axis == "d" else ""
@@ -512,8 +518,9 @@ def drawn_text(drawn: dict) -> str:
 
 
 def _widen(searched: dict, case) -> None:
-    """Widen the [min, max] of each shape axis to this case's n, d, batch and (effective) heads."""
-    for axis, value in zip(SHAPE_AXES, (case.n, case.d, case.batch, _heads(case))):
+    """Widen the [min, max] of each shape axis to this case's n, d, batch and (effective) heads (or to the
+    axes a case of another form names: ``shape_axes()``, e.g. L, S, E, Ev, batch, Hq, Hkv at the core)."""
+    for axis, value in _axes(case).items():
         if value is not None:
             lo, hi = searched.get(axis, (value, value))
             searched[axis] = [min(lo, value), max(hi, value)]
@@ -521,7 +528,8 @@ def _widen(searched: dict, case) -> None:
 
 def searched_text(searched: dict) -> str:
     """``n 1..130, d 1..128, batch 1..4, heads 1..64``: the shape ranges a cell's search drew."""
-    return ", ".join(f"{a} {searched[a][0]}..{searched[a][1]}" for a in SHAPE_AXES if a in searched)
+    axes = [a for a in SHAPE_AXES if a in searched] + [a for a in searched if a not in SHAPE_AXES]
+    return ", ".join(f"{a} {searched[a][0]}..{searched[a][1]}" for a in axes)
 
 
 def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict | None = None,

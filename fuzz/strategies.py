@@ -54,6 +54,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
+from .core_strategies import core_cases
 
 # The longest n drawn: past two compiled Triton tiles plus one (2 * 64 + 1 = 129) and past the
 # 128-token blocks of a FlexAttention-style kernel.  tests/fuzz/test_fuzz_strategies.py ties it
@@ -270,7 +271,7 @@ def widths_of(op, widths=None):
 def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, batch_max: int = BATCH_MAX,
           scales=None, bias_scales=None, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
-          only_lengths=None, backend: str = backends.EAGER.name):
+          only_lengths=None, backend: str = backends.EAGER.name, core: str | None = None):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     n_max:  top of the frequent short lengths (default ``op.domain.n_max``);
@@ -281,7 +282,11 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
+
+    core:   a law at the attention core: q/k/v cases of that form instead (``fuzz/core_strategies.py``).
     """
+    if core is not None:
+        return core_cases(op, dtype, form=core, backend=backend)
     if dtype not in dtypes.FLOATS:
         raise InvalidArgument(f"dtype: expected a floating torch dtype, got {dtype!r}")
     longest = backends.get(backend).max_n     # a backend's declared longest worth drawing (an interpreter)

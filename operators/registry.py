@@ -271,6 +271,7 @@ class OperatorSpec:
     errors: Callable[..., Any] | None = None
     implementation_claims: Mapping[str, str] = dataclasses.field(default_factory=dict)
     mods: Any = None        # a FlexAttention pair (operators/flex.py: Mods), read by properties/flex_laws.py
+    core: Any = None        # a core q/k/v kernel (operators/core.py: Core), read by properties/core_laws.py
     masked_row: float | None = None
     external: Any = None
     doc: str = ""
@@ -294,7 +295,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             weights: Callable | None = None, layers: Callable | None = None,
             reference: Callable | None = None,
             errors: Callable | None = None, implementation_claims: Mapping[str, str] | None = None,
-            mods: Any = None, masked_row: float | None = None, external=None):
+            mods: Any = None, masked_row: float | None = None, external=None, core: Any = None):
     """Mark ``fn(xp, x, **params)`` as an operator; nothing is validated yet.
 
     ``claims`` and ``violates`` map contract names to a one-line reason.
@@ -307,7 +308,8 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
     implementation of the operator other than its own eager code (a backend:
     ``tokenlaw check --backend NAME``) is held to, e.g. exact zero gradients
     where the math has them.  ``mods`` is the ``score_mod`` / ``mask_mod`` pair of an operator declared
-    through ``tokenlaw.operators.flex.declare_flex`` (the mod laws read it).
+    through ``tokenlaw.operators.flex.declare_flex`` (the mod laws read it); ``core`` the q/k/v kernel of one
+    declared through ``tokenlaw.operators.core.declare_core`` (the core laws read it).
     """
 
     def mark(fn):
@@ -315,7 +317,7 @@ def declare(*, name: str, domain: Domain, traits: Iterable[str] = (),
             name=name, domain=domain, traits=frozenset(traits),
             claims=dict(claims or {}), violates=dict(violates or {}),
             weights=weights, layers=layers, reference=reference,
-            errors=errors, implementation_claims=dict(implementation_claims or {}), mods=mods,
+            errors=errors, implementation_claims=dict(implementation_claims or {}), mods=mods, core=core,
             masked_row=masked_row, external=external, doc=inspect.getdoc(fn) or ""))
         return fn
 

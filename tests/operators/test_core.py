@@ -1,0 +1,170 @@
+"""declare_core: one call turns a q/k/v kernel into a judged implementation (operators/core.py).
+
+Validation names the argument; absent keywords are never drawn; the conventions are shown in the report's
+reasons; a user's module is collected by ``--operators``; the shipped nn.MultiheadAttention paths reproduce
+pytorch issue 160064 with a shrunk counterexample while the SDPA path holds; and an expected violation that does
+not reproduce fails as "expected violation NOT reproduced".
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+
+from tokenlaw.fuzz.campaign import run_rows
+from tokenlaw.fuzz.core_strategies import core_cases
+from tokenlaw.fuzz.engine import PROFILES
+from tokenlaw.operators.core import Conventions, core_of, declare_core, formula
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.user_modules import load
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.catalogue import collect, default_registry
+from tokenlaw.properties.plan import plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def plain(q, k, v, *, attn_mask=None, scale=None):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=scale)
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    (dict(name="not an id"), "name"),
+    (dict(fn=42), "fn"),
+    (dict(fn=lambda q: q), "fn"),
+    (dict(conventions=dict(causal="middle")), "conventions.causal"),
+    (dict(conventions=dict(masked_row=math.inf)), "conventions.masked_row"),
+    (dict(conventions=dict(masked_row=True)), "conventions.masked_row"),
+    (dict(conventions=dict(mask_kinds=("bool", "ternary"))), "conventions.mask_kinds"),
+    (dict(conventions=dict(mask_shapes="full")), "conventions.mask_shapes"),
+    (dict(conventions=dict(nan_propagates=1)), "conventions.nan_propagates"),
+    (dict(conventions=dict(alignment="top_left")), "conventions: unknown keys"),
+    (dict(conventions="top_left"), "conventions"),
+    (dict(gqa="yes"), "gqa"),
+    (dict(max_head_dim=0), "max_head_dim"),
+    (dict(not_runnable=""), "not_runnable"),
+    (dict(agrees_with=plain), "agrees_with"),
+    (dict(dtypes=("float16",)), "dtypes"),
+    (dict(claims=["core_formula"]), "claims"),
+])
+def test_a_bad_declaration_names_its_argument(kwargs, named):
+    args = dict(name="bad_core", fn=plain, module="doctest")
+    args.update(kwargs)
+    with pytest.raises(InvalidArgument, match=named.replace(".", r"\.")):
+        declare_core(args.pop("name"), args.pop("fn"), **args)
+
+
+def test_absent_keywords_are_declared_absent_and_never_drawn():
+    op = declare_core("plain_core", plain, module="doctest")
+    core = core_of(op)
+    assert core.takes == {"attn_mask", "scale"} and not core.gqa
+    reg = collect(_module_with(op))
+    spec = reg["plain_core"]
+    assert "core_causality" not in spec.claims and "core_gqa" not in spec.claims and "core_scale" in spec.claims
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(core_cases(spec, torch.float32))
+    def drawn(case):
+        assert not case.causal and case.hkv == case.hq
+        kw = {k for k, v in case.keywords().items() if v is not None and v is not False}
+        assert kw <= {"attn_mask", "scale"}
+    drawn()
+
+
+def test_the_conventions_are_in_the_reasons_the_report_shows():
+    op = declare_core("shown_core", plain, module="doctest",
+                      conventions=Conventions(causal="bottom_right", masked_row=math.nan, mask_kinds=("bool",)))
+    spec = collect(_module_with(op))["shown_core"]
+    reason = spec.claims["core_masked_row"]
+    assert "causal bottom_right" in reason and "fully masked row -> nan" in reason and "masks bool" in reason
+
+
+def test_the_formula_aligns_causality_and_gives_the_declared_masked_row():
+    q, k, v = torch.randn(1, 1, 2, 3), torch.randn(1, 1, 4, 3), torch.randn(1, 1, 4, 2)
+    mask = torch.tensor([[True, True, False, False], [False, False, False, False]])
+    out = formula(q, k, v, attn_mask=mask, masked_row=math.nan)
+    s = (q[0, 0, 0] @ k[0, 0, :2].T / math.sqrt(3)).softmax(-1)
+    assert torch.allclose(out[0, 0, 0], (s @ v[0, 0, :2]).double()) and out[0, 0, 1].isnan().all()
+    last = formula(q, k, v, is_causal=True, alignment="bottom_right")[0, 0, 1]
+    full = formula(q[:, :, 1:], k, v)[0, 0, 0]
+    assert torch.allclose(last, full)                      # bottom-right: the last query sees every key
+
+
+def _module_with(op):
+    import types
+    module = types.ModuleType(op.__module__)
+    setattr(module, op.__name__, op)
+    return module
+
+
+def test_a_users_module_is_collected_by_operators(tmp_path, monkeypatch):
+    path = tmp_path / "mykernel_core.py"
+    path.write_text("import torch\nfrom tokenlaw.operators.core import declare_core\n\n"
+                    "def attend(q, k, v, *, is_causal=False):\n"
+                    "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)\n\n"
+                    "attend_op = declare_core('attend_core', attend)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = collect(load(str(path), "--operators"))
+    assert reg.names() == ["attend_core"] and "core_causality" in reg["attend_core"].claims
+
+
+def test_the_example_kernels_hold_every_core_row():
+    """examples/core_kernel/mykernel.py at the smoke profile (the default profile: docs/core.md)."""
+    module = load(str(ROOT / "examples" / "core_kernel" / "mykernel.py"), "--operators")
+    reg = collect(module)
+    assert set(reg.names()) == {"my_attention", "my_chunked_attention"}
+    rows = [r for r in plan(reg) if r.contract.startswith("core_")]
+    run_rows(reg, rows, examples=PROFILES["smoke"], seed=0, replay_dir=None, progress=False)
+    assert len(rows) >= 20
+    for row in rows:
+        assert row.outcome == V.OK_HOLDS, (row.id, [c.verdict.detail for c in row.cells])
+
+
+def test_default_check_finds_the_need_weights_nan_and_the_sdpa_path_holds():
+    """pytorch issue 160064, found unaided by the default profile and seed, shrunk; the SDPA path holds."""
+    reg = default_registry()
+    rows = plan(reg, operators=["mha_weights", "mha_sdpa"], contracts=["core_masked_row", "core_paths_agree"])
+    run_rows(reg, rows, examples=PROFILES["ci"], seed=0, replay_dir=None, progress=False)
+    by = {r.id: r for r in rows}
+    assert by["mha_sdpa-core_masked_row"].outcome == V.OK_HOLDS
+    for law in ("core_masked_row", "core_paths_agree"):
+        row = by[f"mha_weights-{law}"]
+        assert row.outcome == V.OK_EXPECTED and "160064" in row.reason
+        ce = row.cells[0].verdict.counterexample
+        assert ce["n"] == 1 and ce["s"] == 1 and ce["batch"] == 1 and ce["heads"] == 1, ce
+
+
+def test_an_expected_violation_that_does_not_reproduce_fails():
+    """What a row turns into when upstream fixes a recorded bug: 'expected violation NOT reproduced'."""
+    op = declare_core("fixed_core", plain, module="doctest",
+                      violates={"core_masked_row": "pretend: upstream gave NaN here once"})
+    reg = collect(_module_with(op))
+    rows = plan(reg, operators=["fixed_core"], contracts=["core_masked_row"])
+    run_rows(reg, rows, examples=PROFILES["smoke"], seed=0, replay_dir=None, progress=False)
+    assert rows[0].outcome == V.BAD_NOT_REPRODUCED
+
+
+def test_the_core_strategy_reaches_every_part_of_its_domain():
+    """300 draws for sdpa_math (nothing runs): long L and S, decode against a long cache, grouped heads, odd and prime
+    head dims, Ev != E, every mask kind and shape, fully masked rows and heads, drawn scales."""
+    spec = default_registry()["sdpa_math"]
+    seen = []
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(core_cases(spec, torch.float32))
+    def drawn(case):
+        seen.append(case)
+    drawn()
+    assert max(c.n for c in seen) == 257 and max(c.s for c in seen) == 257
+    assert any(c.s == 129 for c in seen) and any(c.s == 128 for c in seen)
+    assert any(c.n == 1 and c.s > 64 for c in seen)                       # a decode step against a long cache
+    assert any(c.hkv < c.hq for c in seen) and max(c.hq for c in seen) >= 4 and max(c.batch for c in seen) == 4
+    assert any(c.d in (127, 251) for c in seen) and any(c.ev != c.d for c in seen)
+    assert {c.core_mask for c in seen} == {"none", "bool", "additive"}
+    assert {c.mask_shape for c in seen if c.core_mask != "none"} == {"full", "square", "rows", "cols", "padding"}
+    assert any(c.hidden_rows for c in seen) and any(c.hidden_head is not None for c in seen)
+    assert any(c.scale_value is not None for c in seen) and any(c.causal for c in seen)
+    assert not any(c.causal and c.core_mask != "none" for c in seen)      # SDPA refuses a mask with is_causal
