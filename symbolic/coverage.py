@@ -30,7 +30,8 @@ after the solver has answered (:func:`check`):
    exp / log / erf / tanh / sqrt and the fresh quotient and root symbols as
    their definitions) and must equal the eager values within rounding
    (``SLACK`` times a float64 rounding bound derived at the point from the traced
-   term's own operations: 0 where the term is exact, then bit for bit; see below).  Points are traced at their own enumerated
+   term's own operations, :func:`_bound`: 0 where the term is exact, then bit for bit).
+   Points are traced at their own enumerated
    mask (:func:`assignments_to_check`).
 3. **Shapes.**  The eager operator runs on a sweep of other shapes
    (:func:`sweep_shapes`: n 1..20 and 130, odd and prime widths 1..128 with
@@ -39,6 +40,11 @@ after the solver has answered (:func:`check`):
    shape (same call structure) and that the trace never ran means the proof
    covers another path there; so does a line both run at the trace's shape
    that the eager code skips at a shape at least as long and wide.
+
+4. **Values at other shapes.**  A one-line branch on the shape runs the same lines
+   everywhere, so the law is traced again (``rebuild``) at up to six other shapes
+   (:func:`value_shapes`), and at a random point of each, checks 1 and 2 run again and the
+   law itself is replayed on the eager code (``replay.measure``).
 
 Any difference is ``trace_differs`` (never green) naming the first divergent
 file:line and the shape or point; a random in-domain point that the eager
@@ -562,7 +568,8 @@ def _compare(ns, ev, traced_value, eager_value, what: str) -> str | None:
     return None
 
 
-def compare_values(ns, traced_run, eager_run, env, program: Program | None = None, stats: dict | None = None) -> str | None:
+def compare_values(ns, traced_run, eager_run, env, program: Program | None = None,
+                   stats: dict | None = None) -> str | None:
     """None when every output the operator returned (each call, in order) and both sides of every
     fact the trace states equal the eager ones within SLACK times their rounding bound, else what
     differs.  ``stats["worst"]``: the largest |traced - eager| / bound seen (kept over calls).

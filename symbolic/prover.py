@@ -576,7 +576,8 @@ def tied_to_eager(op, contract: str | Contract, verdict: V.Verdict, *, n=None, d
         return verdict
     mode = "concrete" if (verdict.params or "symbols") != "symbols" else "symbolic"
     problem = build_problem(op, contract, n=n, d=d, mode=mode)
-    found, summary = coverage.check(op, problem, rebuild=lambda n2, d2: build_problem(op, contract, n=n2, d=d2, mode=mode))
+    found, summary = coverage.check(op, problem,
+                                    rebuild=lambda n2, d2: build_problem(op, contract, n=n2, d=d2, mode=mode))
     extra = dict(verdict.extra)
     if found is None:
         extra["trace_check"] = summary
