@@ -59,7 +59,7 @@ def test_a_line_only_the_trace_runs_is_named():
 
 def test_a_value_off_by_one_millionth_is_caught():
     # One line, so the line sets agree; eagerly the output is scaled by 1 + 1e-6: far above rounding
-    # (the tolerance is 1e-9 relative), yet zero absorption still holds eagerly.
+    # (the bound is a few ulps, derived from the traced term), yet zero absorption still holds eagerly.
     op = _op("return tau * x * x * (1.000001 if torch.is_tensor(x) else 1.0)\n")
     v = prove_cell(op, "zero_absorption", timeout=5, n=2)
     assert v.status == V.TRACE_DIFFERS and "traced value differs" in v.detail, v.detail
