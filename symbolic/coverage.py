@@ -868,12 +868,14 @@ def value_shapes(op, problem) -> list:
     return list(dict.fromkeys(out))
 
 
-def check(op, problem, *, points: int = POINTS, seed: int = SEED, rebuild=None) -> tuple[Finding | None, str]:
+def check(op, problem, *, points: int = POINTS, seed: int = SEED, rebuild=None,
+          law: bool = True) -> tuple[Finding | None, str]:
     """(finding, summary): None when the problem's trace is tied to the eager code (module docstring).
 
     Point k uses the k-th of :func:`assignments_to_check` (cycling) and is traced there.
-    ``rebuild(n, d)``: the same law at another shape (a fresh problem), for check 4; None skips it
-    (and the summary says so)."""
+    ``rebuild(n, d)``: the proved law at another shape (a fresh problem), for check 4; None skips it
+    (and the summary says so).  ``law``: replay the law itself there (False when the statement the
+    solver proved is not one ``rebuild`` can state: then only lines and values are compared)."""
     if not assignments_to_check(problem.sym, CASES, seed):
         return None, "no enumerated input satisfies the premises: nothing traced"
     stats: dict = {}
@@ -896,13 +898,14 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED, rebuild=None) 
         if other is None or not assignments_to_check(other.sym, CASES, seed):
             unbuilt.append(f"n={n}, d={d} (no enumerated input)")
             continue
-        found, got, _, _ = _values_at(op, other, SWEEP_POINTS, seed, stats, law=True)
+        found, got, _, _ = _values_at(op, other, SWEEP_POINTS, seed, stats, law=law)
         if found:
             return dataclasses.replace(found, detail=found.detail + f" (a second trace at another shape than the "
                                        f"proof's {_shape_text(problem)}: the proof does not cover the code there)"), ""
         at = f"n={n}" + (f", d={d}" if d else "")
         (swept if got else unbuilt).append(at + ("" if got else " (no point found)"))
-    values_at = (f"; values also equal, and the law holds at a random point, at {len(swept)} other traced shapes "
+    values_at = (f"; values also equal{', and the law holds at a random point,' if law else ''} at {len(swept)} "
+                 f"other traced shapes "
                  f"({'; '.join(swept)})" if swept else
                  "; values compared at the proof's shape only" + (" (no second trace asked)" if rebuild is None else ""))
     if unbuilt:
