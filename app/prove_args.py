@@ -10,7 +10,8 @@ def register(subparsers):
     add_with_builtins(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--timeout", type=float, default=5.0, help="budget per solver query, in seconds converted to z3 resource steps (default 5)")
-    add_workers(sp, "processes, each proving one operator's rows at a time (the verdicts do not depend on it)")
+    add_workers(sp, "processes, each proving one row at a time (the verdicts depend neither on it "
+                    "nor on the rows selected)")
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func="tokenlaw.app.prove_cmd:cmd_prove")

@@ -1,15 +1,20 @@
-"""The symbolic tier over worker processes: one forked child per operator, the same verdicts for any count.
+"""The symbolic tier over worker processes: one forked child per row, the same verdicts for any selection.
 
 z3's search depends on the state of its context (the terms made before a
-query, their ids), and :func:`tokenlaw.symbolic.prover.prove_rows` shares
-one :class:`~tokenlaw.symbolic.prover.ProofCache` across the rows it is
-given.  So rows split over processes in an arbitrary way could be judged
-differently from a serial run.  Here each operator's rows are one task, and
-every task runs in a child forked from this process before any z3 term of
-any operator exists: its rows see the same solver state, the same cache
-(its own) and the same step budgets whether one child runs at a time or
-``workers`` do.  ``workers`` therefore changes only the elapsed time, never
-a verdict (``tests/orchestration/test_prove_pool.py`` compares the two).
+query, their ids, z3's step counter), and a :class:`~tokenlaw.symbolic.prover.ProofCache`
+lets one query's proof stand for an identical later one.  Rows proved one
+after another in one process therefore see a state that depends on which
+rows ran before them: issue 43 saw a row ``proved`` within a batch and
+``holds for sampled weights`` alone, at the same seed (an earlier row of the
+same operator had proved a shared query, or left the context in a state
+where the symbolic-weights query fit its step budget).  Here every row is one
+task, run in a child forked from this process before any z3 term exists:
+each row starts from the same solver state, an empty cache and its own step
+budgets, whichever rows are selected beside it, in whatever order, and
+whether one child runs at a time or ``workers`` do.  Neither the selection
+nor ``workers`` changes a verdict, only the elapsed time
+(``tests/orchestration/test_prove_pool.py`` compares a row alone with the
+same row in a batch, and one worker with two).
 
 Forked, not spawned: a user's operator module (``--operators``) and a
 mutant's registry copy are inherited, not re-imported; only verdicts cross
@@ -29,16 +34,13 @@ from tokenlaw.operators import arguments
 from tokenlaw.symbolic.prover import prove_rows
 
 
-def by_operator(rows) -> list:
-    """The planned rows as [[(index, row), ...] per operator], in the order operators first appear."""
-    groups: dict = {}
-    for i, row in enumerate(rows):
-        groups.setdefault(row.operator, []).append((i, row))
-    return list(groups.values())
+def by_row(rows) -> list:
+    """The planned rows as one task each, [[(index, row)], ...], in planned order."""
+    return [[(i, row)] for i, row in enumerate(rows)]
 
 
 def _child(task, registry, group, timeout, results):
-    """A forked child: prove one operator's rows, put ('row', index, verdict) per row, then ('done', task, None)."""
+    """A forked child: prove one task's rows (one row), put ('row', index, verdict) per row, then ('done', task, None)."""
     try:
         torch.set_num_threads(1)          # the processes are the parallelism
         rows = [row for _, row in group]
@@ -51,7 +53,7 @@ def _child(task, registry, group, timeout, results):
 
 
 def prove_isolated(registry, rows, *, timeout: float, workers: int = 1, progress=None) -> list:
-    """[(operator, contract, Verdict)] in planned order, each operator proved in a child of its own.
+    """[(operator, contract, Verdict)] in planned order, each row proved in a child of its own.
 
     ``progress(row, verdict)`` is called in this process as rows finish (in the
     order they finish, which with several workers is not the planned order).
@@ -60,7 +62,7 @@ def prove_isolated(registry, rows, *, timeout: float, workers: int = 1, progress
     rows = list(rows)
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()
-    pending, running, out = list(enumerate(by_operator(rows))), {}, [None] * len(rows)
+    pending, running, out = list(enumerate(by_row(rows))), {}, [None] * len(rows)
     try:
         while pending or running:
             while pending and len(running) < workers:
@@ -73,7 +75,7 @@ def prove_isolated(registry, rows, *, timeout: float, workers: int = 1, progress
                 dead = [p for p in running.values() if not p.is_alive() and p.exitcode not in (0, None)]
                 if dead:
                     raise RuntimeError(f"a prove worker process died (exit code {dead[0].exitcode}) before "
-                                       f"reporting its operator's rows") from None
+                                       f"reporting its row") from None
                 continue
             if kind == "error":
                 raise value
@@ -81,7 +83,7 @@ def prove_isolated(registry, rows, *, timeout: float, workers: int = 1, progress
                 out[i] = (rows[i].operator, rows[i].contract, value)
                 if progress:
                     progress(rows[i], value)
-            else:                              # 'done': that operator's child has sent every row
+            else:                              # 'done': that row's child has sent every row
                 running.pop(i).join()
     finally:
         for proc in running.values():

@@ -29,7 +29,9 @@ after the solver has answered (:func:`check`):
    trace states are evaluated in float64 at each point (:class:`Program`:
    exp / log / erf / tanh / sqrt and the fresh quotient and root symbols as
    their definitions) and must equal the eager values within rounding
-   (``REL_TOL``, derived below).  Points are traced at their own enumerated
+   (``SLACK`` times a float64 rounding bound derived at the point from the traced
+   term's own operations, :func:`_bound`: 0 where the term is exact, then bit for bit).
+   Points are traced at their own enumerated
    mask (:func:`assignments_to_check`).
 3. **Shapes.**  The eager operator runs on a sweep of other shapes
    (:func:`sweep_shapes`: n 1..20 and 130, odd and prime widths 1..128 with
@@ -38,6 +40,11 @@ after the solver has answered (:func:`check`):
    shape (same call structure) and that the trace never ran means the proof
    covers another path there; so does a line both run at the trace's shape
    that the eager code skips at a shape at least as long and wide.
+
+4. **Values at other shapes.**  A one-line branch on the shape runs the same lines
+   everywhere, so the law is traced again (``rebuild``) at up to six other shapes
+   (:func:`value_shapes`), and at a random point of each, checks 1 and 2 run again and the
+   law itself is replayed on the eager code (``replay.measure``).
 
 Any difference is ``trace_differs`` (never green) naming the first divergent
 file:line and the shape or point; a random in-domain point that the eager
@@ -66,24 +73,25 @@ from . import effort
 from . import relations as R
 from .inputs import draw_params, to_float
 from .objarray import raw, traced
-from .replay import REL_NOISE, concrete_inputs
+from .replay import concrete_inputs, measure, reproduces
 from .z3_ns import Z3Namespace
 
 POINTS = 3            # random in-domain points per problem (lines and values at each)
+SWEEP_POINTS = 1      # random points at each further traced shape (check 4)
 CASES = 2             # enumerated inputs (masks, case selectors) traced: the prover's first and one more
 SEED = 1234
 
-# Values: the traced term and the eager code evaluate the same real expression in float64,
-# in different orders (z3 reassociates, folds max/min into If, splits exp over If).  Each
-# evaluation is within gamma_k * S of the exact value (Higham's bound for k sums and
-# products, gamma_k ~ k * 2**-53, S = the sum of |terms| along the way).  Our shapes have
-# k < ~2000 operations per output (n <= 4, d <= 2, two host blocks): gamma_k < 2.3e-13.
-# S / max(1, |output|) is measured, not bounded: over the proved rows of presence,
-# ostandardize, oattention, otransformer, pn_fir_tau, sm_fir, onorm_ln and offn the largest
-# |traced - eager| / max(1, |values|) is 1.1e-16 (one ulp).  1e-9 (the replay's noise bound,
-# replay.REL_NOISE) leaves ~4e3 over gamma_k and ~1e7 over what we see, while a different
-# formula moves an output by O(1); a 1e-6 relative change is caught (tests/symbolic/test_coverage.py).
-REL_TOL = REL_NOISE
+# Values: the traced term and the eager code evaluate the same real expression in float64, in
+# different orders (z3 reassociates, folds max/min into If, splits exp over If).  Each is compared
+# with a bound derived at the point itself from the traced term's own operations and magnitudes
+# (:func:`_bound`: running error analysis, the float64 rounding of the actual operation count):
+# E bounds the traced evaluation's distance from the exact real value, and an evaluation of the
+# same operations in another order is within the same bound, so |traced - eager| <= 2 E; SLACK = 4
+# allows the eager code twice the traced term's bound for the association z3 changed.  Where the
+# traced term is exact (a constant 0, an input passed through, integer arithmetic on exact values)
+# the bound is 0 and the two must agree bit for bit.  No fixed relative tolerance: a term of 1e-12
+# added on one side is caught wherever it exceeds a few ulps of the output (tests/symbolic/test_coverage.py).
+SLACK = 4.0
 
 _OPERATORS = os.path.dirname(os.path.realpath(_operators.__file__)) + os.sep
 # Namespace implementations (their job is to differ between backends) and validation-only code
@@ -320,8 +328,9 @@ class Program:
         children = tuple(e.children())
         return (e, "app", k, children, tuple(c.get_id() for c in children))
 
-    def value(self, root, env: dict, memo: dict) -> float:
-        """The value of ``root`` at the point ``env`` (symbol name -> float); ``memo``: this point's values."""
+    def value(self, root, env: dict, memo: dict) -> tuple:
+        """(value, error bound) of ``root`` at the point ``env`` (symbol name -> float); ``memo``: this
+        point's pairs.  The bound: see :func:`_bound`."""
         nodes = self.nodes
         rid = root.get_id()
         if rid not in nodes:
@@ -348,21 +357,25 @@ class Program:
 
     def _compute(self, e, op, payload, args, env):
         if op == "const":
-            return payload
+            return payload, _const_error(e, payload)
         if op == "symbol":
             if payload not in env:
                 raise KeyError(f"no value for symbol {payload!r}")
-            return env[payload]
+            return env[payload], 0.0      # the point's inputs are float64 numbers, given to both sides as they are
+        vals = [a for a, _ in args]
         try:
             if op == "fresh":
                 if payload == "div":
-                    return args[0] / args[1] if args[1] != 0 else math.nan
-                return self._FUNCS[payload](args[0])
-            return self._apply(payload, e, args)
+                    v = vals[0] / vals[1] if vals[1] != 0 else math.nan
+                    return v, _bounded("div", v, args)
+                v = self._FUNCS[payload](vals[0])
+                return v, _bounded(payload, v, args)
+            v = self._apply(payload, e, vals)
+            return v, _bounded(payload, v, args)
         except OverflowError:
-            return math.inf
+            return math.inf, math.inf
         except ValueError:                 # log / sqrt outside their domain
-            return math.nan
+            return math.nan, math.inf
 
     @staticmethod
     def _apply(k, e, args):
@@ -398,6 +411,100 @@ class Program:
         raise NotImplementedError(f"cannot evaluate z3 term of kind {k}: {e}")   # loud: a tier bug
 
 
+# -- the error bound of a float64 evaluation ----------------------------------------------------
+
+U = 2.0 ** -53        # float64 unit roundoff
+LIB_ULPS = 2          # exp / log / erf / tanh of a float64 library: within 1 ulp each (glibc, torch's SLEEF
+                      # or vectorised paths); 2 ulps = 2 u relative covers both sides' libraries
+_COMPARE = frozenset((z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE, z3.Z3_OP_GT, z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT))
+_LOGIC = frozenset((z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_NOT, z3.Z3_OP_IMPLIES))
+
+
+def _gamma(k: int) -> float:
+    """Higham's gamma_k = k u / (1 - k u): the relative error bound of k float64 roundings."""
+    return k * U / (1 - k * U) if k * U < 1 else math.inf
+
+
+def _const_error(e, value) -> float:
+    """0 for a constant float64 holds exactly (the eager code holds it exactly too), else the
+    rounding of both sides: the eager code may compute it (1 / sqrt(d)) in two roundings."""
+    if isinstance(value, bool):
+        return 0.0
+    if z3.is_rational_value(e) and fractions.Fraction(value) == e.as_fraction():
+        return 0.0
+    return 2 * U * abs(value)
+
+
+def _bounded(k, v, args) -> float:
+    e = _bound(k, v, args)
+    return math.inf if e != e else e      # an undefined bound (inf * 0) bounds nothing
+
+
+def _bound(k, v, args) -> float:
+    """A bound on |float64 evaluation - exact value| of one node, from its arguments' (value, bound).
+
+    Running error analysis (Higham, *Accuracy and Stability*, ch. 3), first order in u but with
+    the exact propagation of the arguments' bounds through each operation: a sum of k terms in
+    *any* order is within gamma_(k-1) * sum |terms|, a product of k factors within
+    prod(|a| + e) - prod|a| + gamma_(k-1) * prod|a|, a quotient, exp, log, sqrt, erf and tanh
+    propagate their argument's bound through their derivative and add LIB_ULPS u of their own.
+    An ``If`` whose condition is closer to its boundary than the bounds of its sides may take
+    either branch: the bound then covers both.  Booleans carry 0 (decided) or 1 (either way).
+    Both the traced term (evaluated here, in the trace's order) and the eager code (in its own
+    order: z3 reassociates, distributes and folds max into If) compute the same real number, so
+    each is within this bound of it -- up to a cancellation the trace simplified away, which
+    makes the bound too small and the check say ``trace_differs``: never a false proof."""
+    if isinstance(v, bool):
+        if k in _COMPARE:
+            (a, ea), (b, eb) = args
+            if not (math.isfinite(ea) and math.isfinite(eb)):
+                return 1.0
+            return 1.0 if (ea + eb > 0 and abs(a - b) <= ea + eb) else 0.0
+        return max((e for _, e in args), default=0.0)
+    if not math.isfinite(v):
+        return 0.0 if all(e == 0 for _, e in args) else math.inf
+    av = abs(v)
+    if k == z3.Z3_OP_ITE:
+        (_, amb), (v1, e1), (v2, e2) = args
+        if amb:
+            return max(e1, e2) + abs(v1 - v2)
+        return e1 if v == v1 else e2
+    if k in (z3.Z3_OP_ADD, z3.Z3_OP_SUB):
+        return sum(e for _, e in args) + _gamma(len(args) - 1) * sum(abs(a) for a, _ in args)
+    if k in (z3.Z3_OP_UMINUS, z3.Z3_OP_TO_REAL):
+        return args[0][1]
+    if k == z3.Z3_OP_MUL:
+        if any(a == 0 and e == 0 for a, e in args) and all(math.isfinite(a) for a, _ in args):
+            return 0.0                     # an exact 0 factor: every evaluation order gives 0
+        exact, widened = 1.0, 1.0
+        for a, e in args:
+            exact *= abs(a)
+            widened *= abs(a) + e
+        return (widened - exact) + _gamma(len(args) - 1) * exact
+    if k in ("div", z3.Z3_OP_DIV):
+        (a, ea), (b, eb) = args
+        if abs(b) <= eb:
+            return math.inf
+        return (ea + av * eb) / (abs(b) - eb) + U * av
+    (a, ea) = args[0]
+    if k == "exp":
+        return av * math.expm1(ea) + LIB_ULPS * U * av * math.exp(ea) if ea < 700 else math.inf
+    if k == "log":
+        return ea / (abs(a) - ea) + LIB_ULPS * U * av if abs(a) > ea else math.inf
+    if k == "sqrt":
+        return ea / (math.sqrt(a) + math.sqrt(max(a - ea, 0.0))) + U * av if a > 0 else math.sqrt(ea) + U * av
+    if k == "erf":
+        return 2 / math.sqrt(math.pi) * ea + LIB_ULPS * U * av
+    if k == "tanh":
+        return ea + LIB_ULPS * U * av
+    if k == z3.Z3_OP_POWER:
+        p, ep = args[1]
+        if ep == 0 and float(p).is_integer() and p >= 0:
+            return (abs(a) + ea) ** p - abs(a) ** p + _gamma(int(p)) * av
+        return math.inf                    # no bound derived: never seen in a trace; loud rather than loose
+    raise NotImplementedError(f"no error bound for z3 term of kind {k}")  # loud: a tier bug
+
+
 class Evaluator:
     """Float64 value of a traced z3 term at one point, the namespace's fresh symbols by their definitions."""
 
@@ -405,8 +512,13 @@ class Evaluator:
         self.env = env
         self.program = program if program is not None else Program(ns)
         self.memo: dict = {}
+        self.worst = 0.0                  # the largest |traced - eager| / bound this evaluator compared
 
     def __call__(self, root) -> float:
+        return self.program.value(root, self.env, self.memo)[0]
+
+    def bounded(self, root) -> tuple:
+        """(float64 value, bound on its distance from the exact value and from any float64 evaluation's)."""
         return self.program.value(root, self.env, self.memo)
 
 
@@ -423,10 +535,11 @@ def _env(problem, values: dict) -> dict:
     return env
 
 
-def _close(a: float, b: float, scale: float) -> bool:
+def _close(a: float, b: float, bound: float) -> bool:
+    """Equal within ``bound`` (0: bit for bit); NaN matches NaN, an infinity only itself."""
     if not (math.isfinite(a) and math.isfinite(b)):
         return (a != a and b != b) or a == b
-    return abs(a - b) <= REL_TOL * scale
+    return abs(a - b) <= bound
 
 
 def _arrays(value) -> list:
@@ -443,20 +556,23 @@ def _compare(ns, ev, traced_value, eager_value, what: str) -> str | None:
         except ValueError:
             return f"{what}: traced shape {z.shape} vs eager {tuple(e.shape)}"
         z, e = np.broadcast_to(z, shape), e.broadcast_to(shape)
-    finite = e[torch.isfinite(e)].abs()
-    scale = max(1.0, float(finite.max()) if finite.numel() else 0.0)
     for idx in np.ndindex(*z.shape):
-        tv, evv = float(ev(ns._term(raw(z[idx])))), float(e[idx])
-        scale_i = max(scale, abs(tv) if math.isfinite(tv) else 0.0)
-        if not _close(tv, evv, scale_i):
-            return (f"{what} at {idx}: traced term = {tv:.17g}, eager float64 = {evv:.17g} "
-                    f"(|diff| > {REL_TOL:g} x {scale_i:.3g})")
+        tv, err = ev.bounded(ns._term(raw(z[idx])))
+        tv, evv = float(tv), float(e[idx])
+        bound = SLACK * err
+        if not _close(tv, evv, bound):
+            return (f"{what} at {idx}: traced term = {tv:.17g}, eager float64 = {evv:.17g}: |diff| = "
+                    f"{abs(tv - evv):.3g} > {bound:.3g}, the float64 rounding bound of the traced term"
+                    + (" (0: both sides must be equal bit for bit)" if bound == 0 else ""))
+        ev.worst = max(ev.worst, abs(tv - evv) / bound if bound else 0.0)
     return None
 
 
-def compare_values(ns, traced_run, eager_run, env, program: Program | None = None) -> str | None:
+def compare_values(ns, traced_run, eager_run, env, program: Program | None = None,
+                   stats: dict | None = None) -> str | None:
     """None when every output the operator returned (each call, in order) and both sides of every
-    fact the trace states equal the eager ones within REL_TOL, else what differs.
+    fact the trace states equal the eager ones within SLACK times their rounding bound, else what
+    differs.  ``stats["worst"]``: the largest |traced - eager| / bound seen (kept over calls).
 
     ``traced_run`` / ``eager_run``: (facts, outputs) of the two runs of the relation; ``program``:
     the trace's compiled terms, shared by the points of one trace."""
@@ -468,16 +584,20 @@ def compare_values(ns, traced_run, eager_run, env, program: Program | None = Non
     if len(arrays_z) != len(arrays_e):
         return f"the trace returned {len(arrays_z)} output arrays, the eager run {len(arrays_e)}"
     ev = Evaluator(ns, env, program)
-    for i, (z, e) in enumerate(zip(arrays_z, arrays_e)):
-        differs = _compare(ns, ev, z, e, f"operator output {i + 1} of {len(arrays_z)}")
-        if differs:
-            return differs
-    for fz, fe in zip(facts_z, facts_e):
-        for side in ("lhs", "rhs"):
-            differs = _compare(ns, ev, getattr(fz, side), getattr(fe, side), f"'{fz.what}' ({side})")
+    try:
+        for i, (z, e) in enumerate(zip(arrays_z, arrays_e)):
+            differs = _compare(ns, ev, z, e, f"operator output {i + 1} of {len(arrays_z)}")
             if differs:
                 return differs
-    return None
+        for fz, fe in zip(facts_z, facts_e):
+            for side in ("lhs", "rhs"):
+                differs = _compare(ns, ev, getattr(fz, side), getattr(fe, side), f"'{fz.what}' ({side})")
+                if differs:
+                    return differs
+        return None
+    finally:
+        if stats is not None:
+            stats["worst"] = max(stats.get("worst", 0.0), ev.worst)
 
 
 # -- the shape sweep -------------------------------------------------------------------------
@@ -688,17 +808,15 @@ def _trace(op, problem, assignment):
     return ns, (facts, rec.outputs), rec.lines, Program(ns)
 
 
-def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Finding | None, str]:
-    """(finding, summary): None when the problem's trace is tied to the eager code (module docstring).
-
-    Point k uses the k-th of :func:`assignments_to_check` (cycling) and is traced there."""
+def _values_at(op, problem, points: int, seed: int, stats: dict, law: bool = False):
+    """(finding, points checked, traces, lines traced): lines and values of the trace against the
+    eager code at ``points`` random points of ``problem`` (module docstring, checks 1 and 2); with
+    ``law``, also the law itself at each point, replayed on the eager code (check 4)."""
     cases = assignments_to_check(problem.sym, CASES, seed)
-    if not cases:
-        return None, "no enumerated input satisfies the premises: nothing traced"
     traces: dict = {}
     all_lines: dict = {}
     checked = 0
-    for k in range(points):
+    for k in range(points if cases else 0):
         assignment, premises = cases[k % len(cases)]
         key = _combo_key(assignment)
         if key not in traces:
@@ -716,26 +834,85 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED) -> tuple[Findi
                 facts_e = problem.relation(TORCH, concrete)
         except InvalidArgument as err:
             return Finding(V.DOMAIN_MISMATCH, f"the eager code rejects a point of the declared domain {at}: {err} "
-                           f"(the declared domain is wider than the code accepts)", "", at, _jsonable(values)), ""
+                           f"(the declared domain is wider than the code accepts)", "", at,
+                           _jsonable(values)), checked, traces, all_lines
         except Exception as err:  # noqa: BLE001 -- the trace ran, the eager code did not: they differ
             return Finding(V.TRACE_DIFFERS, f"the eager code raised {type(err).__name__} ({str(err)[:200]}) {at}, "
-                           f"where the trace ran", "", at, _jsonable(values)), ""
+                           f"where the trace ran", "", at, _jsonable(values)), checked, traces, all_lines
         found = _line_divergence(traced_lines, erec.lines, at)
         if found:
-            return dataclasses.replace(found, point=_jsonable(values)), ""
-        differs = compare_values(ns, traced_run, (facts_e, erec.outputs), _env(problem, values), program)
+            return dataclasses.replace(found, point=_jsonable(values)), checked, traces, all_lines
+        differs = compare_values(ns, traced_run, (facts_e, erec.outputs), _env(problem, values), program, stats)
         if differs:
             return Finding(V.TRACE_DIFFERS, f"traced value differs from the eager float64 value {at}: {differs}",
-                           "", at, _jsonable(values)), ""
+                           "", at, _jsonable(values)), checked, traces, all_lines
+        if law:
+            disc, bound, what = measure(problem, concrete)
+            if reproduces(disc, bound):
+                return Finding(V.TRACE_DIFFERS, f"the law fails on the eager code {at}: {what}: discrepancy "
+                               f"{disc:.3g} > {bound:.3g} (replayed in float64)", "", at,
+                               _jsonable(values)), checked, traces, all_lines
         checked += 1
+    return None, checked, traces, all_lines
+
+
+def value_shapes(op, problem) -> list:
+    """(n, d) of the further traces (check 4): one axis at a time from the trace's own shape, n in
+    {1, n0 + 1, n0 + 2} and, where the law has a width the operator can vary, d in {1, d0 + 1, d0 + 2}."""
+    n0, d0 = problem.shapes.get("n"), problem.shapes.get("d")
+    if n0 is None:
+        return []
+    out = [(n, d0) for n in (1, n0 + 1, n0 + 2) if n != n0]
+    if d0 and not getattr(op.domain, "fixed_width", False):
+        out += [(n0, d) for d in (1, d0 + 1, d0 + 2) if d != d0]
+    return list(dict.fromkeys(out))
+
+
+def check(op, problem, *, points: int = POINTS, seed: int = SEED, rebuild=None,
+          law: bool = True) -> tuple[Finding | None, str]:
+    """(finding, summary): None when the problem's trace is tied to the eager code (module docstring).
+
+    Point k uses the k-th of :func:`assignments_to_check` (cycling) and is traced there.
+    ``rebuild(n, d)``: the proved law at another shape (a fresh problem), for check 4; None skips it
+    (and the summary says so).  ``law``: replay the law itself there (False when the statement the
+    solver proved is not one ``rebuild`` can state: then only lines and values are compared)."""
+    if not assignments_to_check(problem.sym, CASES, seed):
+        return None, "no enumerated input satisfies the premises: nothing traced"
+    stats: dict = {}
+    found, checked, traces, all_lines = _values_at(op, problem, points, seed, stats)
+    if found:
+        return found, ""
     if checked == 0:
         return Finding(V.TRACE_DIFFERS, f"no random point of the premises was found at {_shape_text(problem)}, so "
                        f"the trace could not be compared with the eager code (not tied: never green)"), ""
     found = shape_divergence(op, problem, all_lines)
     if found:
         return found, ""
-    return None, (f"trace = eager: the same lines ({len(all_lines)}) and values within {REL_TOL:g} at {checked} "
-                  f"random points ({len(traces)} enumerated mask/case inputs); no other line at "
+    swept, unbuilt = [], []
+    for n, d in (value_shapes(op, problem) if rebuild is not None else []):
+        try:
+            other = rebuild(n, d)
+        except Exception as err:  # noqa: BLE001 -- the law cannot be stated there: said in the summary
+            unbuilt.append(f"n={n}, d={d} ({type(err).__name__}: {str(err)[:80]})")
+            continue
+        if other is None or not assignments_to_check(other.sym, CASES, seed):
+            unbuilt.append(f"n={n}, d={d} (no enumerated input)")
+            continue
+        found, got, _, _ = _values_at(op, other, SWEEP_POINTS, seed, stats, law=law)
+        if found:
+            return dataclasses.replace(found, detail=found.detail + f" (a second trace at another shape than the "
+                                       f"proof's {_shape_text(problem)}: the proof does not cover the code there)"), ""
+        at = f"n={n}" + (f", d={d}" if d else "")
+        (swept if got else unbuilt).append(at + ("" if got else " (no point found)"))
+    values_at = (f"; values also equal{', and the law holds at a random point,' if law else ''} at {len(swept)} "
+                 f"other traced shapes "
+                 f"({'; '.join(swept)})" if swept else
+                 "; values compared at the proof's shape only" + (" (no second trace asked)" if rebuild is None else ""))
+    if unbuilt:
+        values_at += f"; not traced at {'; '.join(unbuilt)}"
+    return None, (f"trace = eager: the same lines ({len(all_lines)}) and values within {SLACK:g} x their float64 "
+                  f"rounding bound (worst |diff| / bound {stats.get('worst', 0.0):.2g}) at {checked} random points "
+                  f"({len(traces)} enumerated mask/case inputs){values_at}; no other line at "
                   f"{len(sweep_shapes())} swept shapes")
 
 

@@ -576,7 +576,8 @@ def tied_to_eager(op, contract: str | Contract, verdict: V.Verdict, *, n=None, d
         return verdict
     mode = "concrete" if (verdict.params or "symbols") != "symbols" else "symbolic"
     problem = build_problem(op, contract, n=n, d=d, mode=mode)
-    found, summary = coverage.check(op, problem)
+    found, summary = coverage.check(op, problem, rebuild=_rebuild(op, contract, verdict, problem, mode),
+                                    law=_proved_statement(op, contract, verdict, problem, mode) is not None)
     extra = dict(verdict.extra)
     if found is None:
         extra["trace_check"] = summary
@@ -588,6 +589,27 @@ def tied_to_eager(op, contract: str | Contract, verdict: V.Verdict, *, n=None, d
     return dataclasses.replace(verdict, status=found.status, extra=extra, seconds=time.perf_counter() - start,
                                detail=f"{what}: {found.detail}; so the solver's '{verdict.status}' covers other code "
                                       f"than the eager run (it said: {verdict.detail[:300]})")
+
+
+def _proved_statement(op, contract, verdict: V.Verdict, problem, mode):
+    """``whole`` (False / True) of the problem whose statement the solver proved, or None when it is
+    neither (a host's contract proved via another contract: its own statement was not what was proved)."""
+    said = verdict.extra.get("statement")
+    if said is None or problem.statement == said:
+        return False
+    if op.layers is not None:
+        whole = build_problem(op, contract, n=problem.shapes.get("n"), d=problem.shapes.get("d"), mode=mode,
+                              whole=True)
+        if whole is not None and whole.statement == said:
+            return True
+    return None
+
+
+def _rebuild(op, contract, verdict: V.Verdict, problem, mode):
+    """``rebuild(n, d)`` for coverage.check's further traces: the statement the solver proved (a host's
+    whole-host statement when the induction was not what was proved) at another shape."""
+    whole = bool(_proved_statement(op, contract, verdict, problem, mode))
+    return lambda n2, d2: build_problem(op, contract, n=n2, d=d2, mode=mode, whole=whole)
 
 
 def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict:

@@ -72,3 +72,18 @@ def test_a_child_that_dies_is_reported_not_waited_for(planned, monkeypatch):
     monkeypatch.setattr(prove_pool, "prove_rows", lambda *a, **k: os._exit(3))
     with pytest.raises(RuntimeError, match="exit code 3"):
         prove_pool.prove_isolated(reg, rows, timeout=5.0, workers=1)
+
+
+def test_a_row_alone_and_in_a_batch_gets_the_same_verdict():
+    # Issue 43, class 8: a verdict must not depend on which rows are proved beside it (a shared z3
+    # context and proof cache made one row proved in a batch and sampled alone).  Each row is a child.
+    reg = default_registry()
+    batch = list(plan(reg, operators=["ostandardize", "fir"], dtypes=["float64"]))
+    target = next(r for r in batch if (r.operator, r.contract) == ("ostandardize", "null_receiver"))
+    alone = prove_pool.prove_isolated(reg, [target], timeout=5.0, workers=1)
+    together = prove_pool.prove_isolated(reg, batch, timeout=5.0, workers=1)
+    reversed_ = prove_pool.prove_isolated(reg, batch[::-1], timeout=5.0, workers=2)
+    mine = [j for o, c, j in _judged(together) if (o, c) == ("ostandardize", "null_receiver")]
+    theirs = [j for o, c, j in _judged(reversed_) if (o, c) == ("ostandardize", "null_receiver")]
+    assert _judged(alone)[0][2]["status"] == "proved"            # the comparison is of a real proof
+    assert mine == theirs == [_judged(alone)[0][2]]

@@ -27,7 +27,11 @@ MINE = ("prefix_host", "raw_division", "python_branch", "torch_call", "drawn_wei
         "domain_rejects_negative")
 # Canaries that are edits of a shipping operator (``registry(base)``, ``OPERATOR``, ``CAUGHT_BY``): the
 # trace = eager check (symbolic/coverage.py) must catch each claim they break only off the traced path.
-MUTATED = ("fuzz_shape_width", "fuzz_shape_batch", "fuzz_shape_length", "trace_tensor_gate")
+MUTATED = ("fuzz_shape_width", "fuzz_shape_batch", "fuzz_shape_length", "trace_tensor_gate",
+           "trace_tiny_shape_type", "trace_tiny_isinstance", "trace_tiny_dtype", "trace_other_shape")
+# A 1e-12 term on one line, behind a branch the trace and the eager code take differently (issue 43,
+# class 8): the exact value check must see it; trace_other_shape only at a second traced shape.
+TINY = ("trace_tiny_shape_type", "trace_tiny_isinstance", "trace_tiny_dtype", "trace_other_shape")
 
 
 def _load(stem):
@@ -119,6 +123,10 @@ def test_a_path_the_trace_never_took_is_trace_differs(stem, contract):
     if getattr(module, "SHAPE", None):             # the swept shape that takes the other path is named
         bad = {"d": "d=5", "n": "n=7", "batch": "batch=3"}[module.SHAPE]
         assert bad in v.detail and "oattention.py (mutated copy):" in v.extra["where"], v.detail
+    elif stem == "trace_other_shape":              # equal at n = 2; the law fails at the second trace at n = 3
+        assert "at n=3" in v.detail and "the law fails on the eager code" in v.detail, v.detail
+    elif stem in TINY:                             # an exact zero traced: the eager 1e-12 is not bit-for-bit equal
+        assert "traced value differs from the eager float64 value" in v.detail and "> 0," in v.detail, v.detail
     else:
         assert "traced value differs from the eager float64 value" in v.detail, v.detail
 
@@ -179,6 +187,16 @@ FUZZ = [("canary_prefix_host", "closure"), ("canary_prefix_host", "null_source_i
         ("canary_host_output_shift", "closure"), ("canary_host_output_shift", "null_source_insertion"),
         ("canary_host_open_last", "closure"), ("canary_host_open_last", "null_source_insertion"),
         ("canary_tensor_branch", "zero_absorption")]
+
+
+@pytest.mark.parametrize("stem", TINY[:3])
+def test_fuzz_tier_sees_a_tiny_term_in_an_exact_law(stem):
+    # The exact law (a null receiver's output is exactly 0) sees 1e-12 eagerly.  (trace_other_shape is
+    # wrong only at n = 3, which 30 examples need not draw: the fuzz tier's length draws are its own issue.)
+    module = MUTANTS[stem]
+    op = module.registry(default_registry())[module.OPERATOR]
+    v = run_cell(op, CONTRACTS["null_receiver"], torch.float64, examples=30, seed=0, replay_dir=None)
+    assert v.status != V.HOLDS and v.violated, v.detail
 
 
 @pytest.mark.parametrize("op,contract", FUZZ, ids=[f"{o}-{c}" for o, c in FUZZ])

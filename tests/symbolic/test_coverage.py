@@ -59,7 +59,7 @@ def test_a_line_only_the_trace_runs_is_named():
 
 def test_a_value_off_by_one_millionth_is_caught():
     # One line, so the line sets agree; eagerly the output is scaled by 1 + 1e-6: far above rounding
-    # (the tolerance is 1e-9 relative), yet zero absorption still holds eagerly.
+    # (the bound is a few ulps, derived from the traced term), yet zero absorption still holds eagerly.
     op = _op("return tau * x * x * (1.000001 if torch.is_tensor(x) else 1.0)\n")
     v = prove_cell(op, "zero_absorption", timeout=5, n=2)
     assert v.status == V.TRACE_DIFFERS and "traced value differs" in v.detail, v.detail
@@ -151,3 +151,40 @@ def test_the_traced_values_of_a_shipping_operator_equal_eager():
     # and the eager function really is what was compared (a sanity check of the harness)
     x = torch.zeros(1, 2, 2, dtype=torch.float64)
     assert float(op.fn(TORCH, x, tau=1.0, eps=1e-5).abs().max()) == 0.0
+
+
+def test_a_tiny_term_on_one_line_is_caught_where_the_law_still_holds():
+    # Issue 43, class 8: 1e-12 relative, behind a type test on one line: the line sets agree and zero
+    # absorption holds eagerly, but the values are not the traced term's (a 1e-9 tolerance missed it).
+    op = _op("return tau * x * x * (1 + 1e-12 if isinstance(x, torch.Tensor) else 1)\n")
+    v = prove_cell(op, "zero_absorption", timeout=5, n=2)
+    assert v.status == V.TRACE_DIFFERS and "traced value differs" in v.detail, v.detail
+    assert "float64 rounding bound of the traced term" in v.detail, v.detail
+
+
+def test_reassociated_arithmetic_stays_tied():
+    # The control: the eager code sums and multiplies in another order than z3's normal form; the
+    # derived rounding bound admits that, and the check reports how close it came.
+    op = _op("return (x * tau + x * x * tau) - x * tau * (1 - x) - x * x * tau + tau * x * x\n")
+    v = prove_cell(op, "zero_absorption", timeout=5, n=2)
+    assert v.status == V.PROVED, v.detail
+    assert "worst |diff| / bound" in v.extra["trace_check"], v.extra
+
+
+def test_the_rounding_bound_is_derived_from_the_operations():
+    ns = Z3Namespace()
+    a, b, c = z3.Real("a"), z3.Real("b"), z3.Real("c")
+    ev = coverage.Evaluator(ns, {"a": 0.1, "b": 0.2, "c": 3.0})
+    assert ev.bounded(a * 0 + b * 0) == (0.0, 0.0)                   # an exact 0: equal bit for bit
+    value, err = ev.bounded(z3.Sum(a, b, c))
+    assert err == coverage._gamma(2) * (0.1 + 0.2 + 3.0)          # any order of a 3-term sum
+    value, err = ev.bounded((a + b) + c)                           # two nested sums: each its own rounding
+    assert err == coverage._gamma(1) * (0.1 + 0.2) + coverage._gamma(1) * (0.30000000000000004 + 3.0)
+    assert ev.bounded(c * 2)[1] > 0 and ev.bounded(z3.If(a > b, c, c * 0))[1] == 0.0   # a decided If: its branch
+
+
+def test_values_are_compared_at_a_second_traced_shape():
+    # Right at the proof's shape (n = 2), wrong (1e-12) at n = 3 on one line both sides run.
+    op = _op("return tau * x * x + (1e-12 if x.shape[1] == 3 else 0.0)\n")
+    v = prove_cell(op, "zero_absorption", timeout=5, n=2)
+    assert v.status == V.TRACE_DIFFERS and "at n=3" in v.detail and "law fails" in v.detail, v.detail
