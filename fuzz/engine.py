@@ -44,7 +44,7 @@ from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Pro
 
 from . import replay as R
 from .regimes import applicable, first_param, visited
-from .strategies import cases
+from .strategies import banded_find, cases, reachable_bands
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
 # aside, or the example outside the error model).  With k judged examples and no violation, the rate
@@ -210,7 +210,10 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                            suppress_health_check=list(HealthCheck),
                            phases=(Phase.generate, Phase.target, Phase.shrink))
             with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
-                found = find(strategy, is_violation, settings=cfg, random=random.Random(seed))
+                # the seeded search, then one example in each length band it never drew (strategies.banded_find)
+                found = banded_find(lambda band: strategy if band is None else cases(
+                    op, dtype, backend=backend, band=band, **contract.fuzz_bounds), is_violation, cfg, seed,
+                    reachable_bands(backend=backend, **contract.fuzz_bounds))
             if database is not None and seen.get("choices") is not None:
                 database.save(key, choices_to_bytes(seen["choices"]))
     except NoSuchExample:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 
 import torch
 from hypothesis import strategies as st
@@ -55,13 +56,27 @@ from tokenlaw.properties import backends
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
 
-# The longest n drawn: past two compiled Triton tiles plus one (2 * 64 + 1 = 129) and past the
-# 128-token blocks of a FlexAttention-style kernel.  tests/fuzz/test_fuzz_strategies.py ties it
-# to the kernels' declared tiles.
-LONGEST = 130
-MEDIUM = 32                      # the middle tier's top: crosses 8- and 16-token tiles
+# The longest n drawn: past two 128-token blocks plus one (2 * 128 + 1 = 257: a FlexAttention-style kernel's
+# blocks, the compiled Triton tiles' 64 twice over), with a few tokens to spare.  tests/fuzz/test_fuzz_strategies.py
+# ties it to the kernels' declared tiles and blocks.
+LONGEST = 260
+MEDIUM = 32                      # the top of the middle band: crosses 8- and 16-token tiles
+# The length bands every cell that takes a length draws (docs/fuzz.md): (lo, hi), shortest first, hi None:
+# unbounded (drawn up to LONGEST, or a backend's / contract's smaller declared top).  The same bands as the
+# engine's drawn counts (fuzz.engine.LENGTH_BANDS on the engine branch): one 8-token tile, 32, 64, one
+# 128-token block, two blocks, past two blocks.
+LENGTH_BANDS = ((1, 1), (2, 8), (9, 32), (33, 64), (65, 128), (129, 256), (257, None))
+# How often each band is drawn, in twentieths (the band index is drawn first, benign first: shrinking
+# lowers the band, then n within it).  Every band gets at least a tenth, so 100 examples miss one with
+# probability below 0.9^100 = 3e-5 (measured: tests/fuzz/test_fuzz_strategies.py); the cell reports the
+# bands it drew (:func:`band_counts`) and names any it missed.
+BAND_WEIGHTS = (2, 16, 10, 5, 3, 2, 2)
+# Lengths on a tile or block edge, drawn for half of a band's draws (the other half: any length in the band).
+LENGTH_EDGES = (7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 192, 255, 256, 257)
 D_MAX = 128                      # the widest head dim a kernel declares (kernels.capabilities.HEAD_DIM_MAX)
-ODD_WIDTHS = (1, 2, 3, 5, 6, 7, 11, 13)   # small odd and prime widths, drawn often (6: head dim 3 at 2 heads)
+# small odd and prime widths, drawn often (6: head dim 3 at 2 heads), and primes past 64 (a width that no
+# power-of-two tile divides)
+ODD_WIDTHS = (1, 2, 3, 5, 6, 7, 11, 13, 67, 127)
 BATCH_MAX = 4
 MAGNITUDES = (1.0, 10.0, 30.0, 100.0)   # token scales: scores ~ scale^2, past exp's overflow in every dtype
 BIAS_SCALES = (1.0, 10.0, 100.0, 1e4)   # projection bias scales: a null token gets a key ~ 1e4
@@ -227,68 +242,167 @@ def divisors(d: int) -> tuple:
     return tuple(h for h in range(1, d + 1) if d % h == 0)
 
 
-def _tiered(lo: int, short: int, medium: int, longest: int):
-    """n mostly in lo..short; one draw in five in short+1..medium, one in twenty in medium+1..longest.
-
-    The tier is drawn first and 0 (short) is where it shrinks, so a counterexample that does
-    not need a long sequence shrinks to a short one."""
-    tiers = [st.integers(lo, short)]
-    if medium > short:
-        tiers.append(st.integers(short + 1, medium))
-    if longest > max(short, medium):
-        start = max(short, medium) + 1
-        # half the long draws sit on a tile or block edge (64 +- 1, 128 +- 1, the top), half anywhere
-        edges = tuple(sorted({n for n in (longest, longest - 1, 129, 128, 127, 65, 64, 63) if start <= n <= longest},
-                             reverse=True))
-        tiers.append(st.sampled_from(edges) | st.integers(start, longest) if edges else st.integers(start, longest))
-    weights = (30, 8, 2)[:len(tiers)]
-    pick = st.integers(0, sum(weights) - 1).map(lambda i: next(t for t, w in enumerate(weights)
-                                                                if i < sum(weights[:t + 1])))
-    return pick.flatmap(lambda t: tiers[t])
+def band_label(band) -> str:
+    """``1``, ``2..8``, ``257+``: how a band of :data:`LENGTH_BANDS` is named in a report."""
+    lo, hi = band
+    return f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}..{hi}"
 
 
-def lengths(op, *, n_max: int, n_long: int):
-    """Strategy of sequence lengths: 1..n_max often, up to ``n_long`` more rarely (see :func:`_tiered`)."""
-    return _tiered(1, n_max, min(MEDIUM, n_long), n_long)
+def length_band(n: int) -> str:
+    """The label of the band of :data:`LENGTH_BANDS` holding length ``n``.
+
+    >>> length_band(1), length_band(33), length_band(129), length_band(300)
+    ('1', '33..64', '129..256', '257+')
+    """
+    _check_positive_int(n, "n")
+    return next(band_label(b) for b in LENGTH_BANDS if n >= b[0] and (b[1] is None or n <= b[1]))
+
+
+def _top(n_long: int, backend: str) -> int:
+    longest = backends.get(backend).max_n
+    top = LONGEST if longest is None else longest
+    return top if n_long is None else n_long
+
+
+def reachable_bands(*, n_max: int = 6, n_long: int | None = None, only_lengths=None,
+                    backend: str = backends.EAGER.name, **_bounds) -> tuple:
+    """The labels of the length bands a cell with these bounds (``cases``' keywords: a contract's
+    ``fuzz_bounds``) draws from; the others it cannot reach (a backend's ``max_n``, a contract's
+    ``n_long`` or ``only_lengths``), and a report says so rather than calling them missed.
+
+    >>> reachable_bands()[-1], reachable_bands(n_long=12)
+    ('257+', ('1', '2..8', '9..32'))
+    """
+    if only_lengths is not None:
+        return tuple(dict.fromkeys(length_band(n) for n in sorted(only_lengths)))
+    top = _top(n_long, backend)
+    if not top:
+        return tuple(dict.fromkeys(length_band(n) for n in range(1, n_max + 1)))
+    return tuple(band_label(b) for b in LENGTH_BANDS if b[0] <= top)
+
+
+def missed_bands(counts: dict, reachable: tuple) -> tuple:
+    """The reachable bands a cell drew no example in (``counts``: {band label: examples})."""
+    return tuple(b for b in reachable if not counts.get(b))
+
+
+def _within(lo: int, hi: int):
+    """n in lo..hi: half any length (shrinks towards lo), half a tile or block edge in the band (or hi)."""
+    if lo == hi:
+        return st.just(lo)
+    edges = tuple(sorted({n for n in LENGTH_EDGES + (hi,) if lo <= n <= hi}))
+    return st.integers(lo, hi) | st.sampled_from(edges)
+
+
+def _banded(top: int, band: str | None = None):
+    """n over the bands of :data:`LENGTH_BANDS` up to ``top``, each at its :data:`BAND_WEIGHTS` share
+    (only in ``band``, by label, when given: :func:`banded_find`'s one example in a band the search missed).
+
+    The band is drawn first, as an integer mapped monotonically to bands (0: n = 1, where it shrinks), so
+    a counterexample that does not need a long sequence shrinks to a shorter band, then within it."""
+    bands = [(lo, top if hi is None else min(hi, top)) for lo, hi in LENGTH_BANDS if lo <= top]
+    if band is not None:
+        lo, hi = next(b for b in bands if length_band(b[0]) == band)
+        return _within(lo, hi)
+    weights = BAND_WEIGHTS[:len(bands)]
+    strategies = [_within(lo, hi) for lo, hi in bands]
+    bounds = [sum(weights[:t + 1]) for t in range(len(weights))]
+    pick = st.integers(0, bounds[-1] - 1).map(lambda i: next(t for t, b in enumerate(bounds) if i < b))
+    return pick.flatmap(lambda t: strategies[t])
+
+
+def lengths(op, *, n_max: int, n_long: int, band: str | None = None):
+    """Strategy of sequence lengths: the bands of :data:`LENGTH_BANDS` up to ``n_long`` (see :func:`_banded`);
+    only 1..n_max when ``n_long`` is 0."""
+    if not n_long:
+        short = [n for n in range(1, n_max + 1) if band is None or length_band(n) == band]
+        return st.integers(short[0], short[-1])
+    return _banded(n_long, band)
+
+
+def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple):
+    """``hypothesis.find`` over ``strategy_in(None)``, then one example in each reachable band it drew none in.
+
+    The seeded search draws each band at its :data:`BAND_WEIGHTS` share, which is no guarantee: Hypothesis
+    favours the smallest choices (measured: n = 1 at 2-3x its share), and over 100 examples a tenth-share
+    band goes undrawn in about one cell in twenty.  So when the search finds nothing, every band of
+    ``reachable`` (:func:`reachable_bands`) it never drew gets one example of its own (``strategy_in(label)``,
+    the same seed; shrunk within the band if it violates): the default check draws every length band in
+    every cell that takes a length.  The search's own draws are untouched (a seed draws what it drew).
+    Raises NoSuchExample when nothing violated, like ``find``."""
+    from hypothesis import find, settings
+    from hypothesis.errors import NoSuchExample
+
+    drawn = set()
+
+    def judged(case):
+        drawn.add(length_band(case.n))
+        return is_violation(case)
+
+    try:
+        return find(strategy_in(None), judged, settings=cfg, random=random.Random(seed))
+    except NoSuchExample:
+        for band in reachable:
+            if band not in drawn:
+                try:
+                    return find(strategy_in(band), judged, settings=settings(cfg, max_examples=1),
+                                random=random.Random(seed))
+                except NoSuchExample:
+                    pass
+        raise
+
+
+# How a width is drawn, by class (drawn first, the declared widths first, where it shrinks), in twentieths:
+# the declared d_model, 5 or 7 (the smallest odd primes past a power-of-two tile of 4), the other small
+# odd and prime ODD_WIDTHS, a prime past 64 (67, 127: no power-of-two tile divides it), any width.
+WIDTH_WEIGHTS = (7, 4, 3, 2, 4)
+PRIME_WIDTHS = (67, 127)
 
 
 def widths_of(op, widths=None):
-    """Strategy of model widths: the declared ``d_model`` (half the draws), the small odd and prime
-    :data:`ODD_WIDTHS` (a quarter), any width 1..D_MAX (a quarter; 1..``Domain.d_max`` when the
-    operator declares one); only ``d_model`` when the operator's domain is ``fixed_width``, only
-    ``widths`` when given."""
+    """Strategy of model widths, by class (:data:`WIDTH_WEIGHTS`): the declared ``d_model``, 5 or 7, the
+    other small odd and prime :data:`ODD_WIDTHS`, a prime past 64, any width 1..D_MAX (1..``Domain.d_max``
+    when the operator declares one: a class with no width under it is not drawn); only ``d_model`` when
+    the operator's domain is ``fixed_width``, only ``widths`` when given."""
     if widths is not None:
         return st.sampled_from(widths)
     declared = st.sampled_from(tuple(op.domain.d_model))
     if op.domain.fixed_width:
         return declared
     top = D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max)
-    odd = st.sampled_from(tuple(w for w in ODD_WIDTHS if w <= top))
-    return st.integers(0, 3).flatmap(lambda t: declared if t < 2 else odd if t == 2 else st.integers(1, top))
+    small = tuple(w for w in (5, 7) if w <= top)
+    others = tuple(w for w in ODD_WIDTHS if w <= top and w not in (5, 7) + PRIME_WIDTHS)
+    wide = tuple(w for w in PRIME_WIDTHS if w <= top)
+    pools = (tuple(op.domain.d_model), small, others, wide)
+    classes = [(w, st.sampled_from(p)) for w, p in zip(WIDTH_WEIGHTS, pools) if p] + [(WIDTH_WEIGHTS[-1],
+                                                                                       st.integers(1, top))]
+    bounds = [sum(w for w, _ in classes[:t + 1]) for t in range(len(classes))]
+    pick = st.integers(0, bounds[-1] - 1).map(lambda i: next(t for t, b in enumerate(bounds) if i < b))
+    return pick.flatmap(lambda t: classes[t][1])
 
 
 def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, batch_max: int = BATCH_MAX,
           scales=None, bias_scales=None, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
-          only_lengths=None, backend: str = backends.EAGER.name):
+          only_lengths=None, backend: str = backends.EAGER.name, band: str | None = None):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     n_max:  top of the frequent short lengths (default ``op.domain.n_max``);
     n_long: top of the rarer long ones (default :data:`LONGEST`, or the backend's declared
             ``max_n``; 0 draws only 1..n_max);
     only_lengths: the only lengths drawn, shortest first (where it shrinks), e.g. a block law's lengths around
-            a tile edge; they replace the tiers above.
+            a tile edge; they replace the bands above;
+    band:   only lengths in this band of :data:`LENGTH_BANDS` (its label, one of :func:`reachable_bands`).
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
     """
     if dtype not in dtypes.FLOATS:
         raise InvalidArgument(f"dtype: expected a floating torch dtype, got {dtype!r}")
-    longest = backends.get(backend).max_n     # a backend's declared longest worth drawing (an interpreter)
     n_max = op.domain.n_max if n_max is None else n_max
     _check_positive_int(n_max, "n_max")
     if n_long is None:
-        n_long = LONGEST if longest is None else longest
+        n_long = _top(None, backend)    # LONGEST, or a backend's declared longest worth drawing (an interpreter)
     if not isinstance(n_long, int) or isinstance(n_long, bool) or n_long < 0:
         raise InvalidArgument(f"n_long: expected an int >= 0, got {n_long!r}")
     n_max = min(n_max, n_long) if n_long else n_max
@@ -321,9 +435,15 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     if only_lengths is not None:
         if not only_lengths or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in only_lengths):
             raise InvalidArgument(f"only_lengths: expected ints >= 1, got {only_lengths!r}")
-        n_draws = st.sampled_from(tuple(sorted(set(only_lengths))))
+        listed = tuple(n for n in sorted(set(only_lengths)) if band is None or length_band(n) == band)
+        if not listed:
+            raise InvalidArgument(f"band: expected one of {reachable_bands(only_lengths=only_lengths)}, got {band!r}")
+        n_draws = st.sampled_from(listed)
     else:
-        n_draws = lengths(op, n_max=n_max, n_long=n_long)
+        if band is not None and band not in reachable_bands(n_max=n_max, n_long=n_long, backend=backend):
+            raise InvalidArgument(f"band: expected one of {reachable_bands(n_max=n_max, n_long=n_long, backend=backend)}, "
+                                  f"got {band!r}")
+        n_draws = lengths(op, n_max=n_max, n_long=n_long, band=band)
 
     # Every strategy a draw uses is built once here (per n or d where it depends on them), not inside
     # ``build``: constructing and validating a fresh strategy per draw was most of a cheap cell's time
