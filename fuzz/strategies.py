@@ -14,16 +14,23 @@ that the edge matters.
 
 Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
 
-* shapes where code branches: n from 1 to :data:`LONGEST` (past two 64-token
-  compiled tiles plus one, and past 128-token blocks), mostly short
-  (1..``Domain.n_max``), one draw in five up to 32, one in twenty up to
-  LONGEST (half of those on a 64- or 128-token edge); widths d over 1..:data:`D_MAX` (odd and prime ones among the
-  frequent draws) unless ``Domain.fixed_width``; batch 1..4; every head count
-  dividing d;
+* shapes where code branches: n by length band (:data:`LENGTH_BANDS`: 1,
+  2..8, 9..32, 33..64, 65..128, 129..256, 257..:data:`LONGEST` = 260, past two
+  128-token blocks plus one), the band index drawn first at its
+  :data:`BAND_WEIGHTS` share (Hypothesis adds its own preference for the
+  smallest index, measured in docs/fuzz.md), half of a band's draws on a tile
+  or block edge (:data:`LENGTH_EDGES`); every band a cell can reach
+  (:func:`reachable_bands`) is drawn in it at least once
+  (:func:`banded_find`); widths d by class (:data:`WIDTH_WEIGHTS`: the
+  declared ones, 5 or 7, the other small odd and prime :data:`ODD_WIDTHS`, a
+  prime past 64, any width 1..:data:`D_MAX`) unless ``Domain.fixed_width``;
+  batch 1..4; every head count dividing d;
 * null rows anywhere and near-null rows (up to two, or in one draw in four
   every non-null row) whose |h|^2 is drawn log-uniformly over the dtype's
   whole normal exponent range (2^emin..1), or subnormal, or underflowing to 0
   (:func:`tiny_magnitudes`);
+* the combined extremes in one case (one draw in eight): the smallest listed
+  eps_den with every score of a row at log(eps_den), past exp's overflow edge;
 * score magnitudes over the dtype's whole exponent range: token scale up to
   100 and bias scale up to 1e4 in every dtype, and row-wide score offsets at
   the overflow edges of exp and x^10 or log-uniform +-2^k up to max/2 (float64:
@@ -66,12 +73,16 @@ MEDIUM = 32                      # the top of the middle band: crosses 8- and 16
 # engine's drawn counts (fuzz.engine.LENGTH_BANDS on the engine branch): one 8-token tile, 32, 64, one
 # 128-token block, two blocks, past two blocks.
 LENGTH_BANDS = ((1, 1), (2, 8), (9, 32), (33, 64), (65, 128), (129, 256), (257, None))
-# How often each band is drawn, in twentieths (the band index is drawn first, benign first: shrinking
-# lowers the band, then n within it).  Every band gets at least a tenth, so 100 examples miss one with
-# probability below 0.9^100 = 3e-5 (measured: tests/fuzz/test_fuzz_strategies.py); the cell reports the
-# bands it drew (:func:`band_counts`) and names any it missed.
-BAND_WEIGHTS = (2, 16, 10, 5, 3, 2, 2)
+# How often each band is drawn, in fortieths (the band index is drawn first, benign first: shrinking
+# lowers the band, then n within it).  The long bands are rare because they are dear (a case costs
+# O(batch n^2 d)): their presence in every cell is guaranteed by :func:`banded_find` (examples of its own
+# for a band the search missed), not by their share.  Measured shares: docs/fuzz.md, checked by
+# tests/fuzz/test_fuzz_strategies.py.
+BAND_WEIGHTS = (2, 18, 12, 4, 2, 1, 1)
 # Lengths on a tile or block edge, drawn for half of a band's draws (the other half: any length in the band).
+# Past LONG_COST tokens a case's batch and width are drawn small (batch 1..2, width classes up to 32):
+# the long bands check what the length does; wide and batched cases are drawn at the shorter lengths.
+LONG_COST = 32
 LENGTH_EDGES = (7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 192, 255, 256, 257)
 D_MAX = 128                      # the widest head dim a kernel declares (kernels.capabilities.HEAD_DIM_MAX)
 # small odd and prime widths, drawn often (6: head dim 3 at 2 heads), and primes past 64 (a width that no
@@ -320,13 +331,16 @@ def lengths(op, *, n_max: int, n_long: int, band: str | None = None):
     return _banded(n_long, band)
 
 
+FILL = 2      # examples banded_find gives a band the seeded search never drew
+
+
 def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple):
     """``hypothesis.find`` over ``strategy_in(None)``, then one example in each reachable band it drew none in.
 
     The seeded search draws each band at its :data:`BAND_WEIGHTS` share, which is no guarantee: Hypothesis
     favours the smallest choices (measured: n = 1 at 2-3x its share), and over 100 examples a tenth-share
     band goes undrawn in about one cell in twenty.  So when the search finds nothing, every band of
-    ``reachable`` (:func:`reachable_bands`) it never drew gets one example of its own (``strategy_in(label)``,
+    ``reachable`` (:func:`reachable_bands`) it never drew gets :data:`FILL` examples of its own (``strategy_in(label)``,
     the same seed; shrunk within the band if it violates): the default check draws every length band in
     every cell that takes a length.  The search's own draws are untouched (a seed draws what it drew).
     Raises NoSuchExample when nothing violated, like ``find``."""
@@ -345,7 +359,7 @@ def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple):
         for band in reachable:
             if band not in drawn:
                 try:
-                    return find(strategy_in(band), judged, settings=settings(cfg, max_examples=1),
+                    return find(strategy_in(band), judged, settings=settings(cfg, max_examples=FILL),
                                 random=random.Random(seed))
                 except NoSuchExample:
                     pass
@@ -359,17 +373,17 @@ WIDTH_WEIGHTS = (7, 4, 3, 2, 4)
 PRIME_WIDTHS = (67, 127)
 
 
-def widths_of(op, widths=None):
+def widths_of(op, widths=None, *, top: int | None = None):
     """Strategy of model widths, by class (:data:`WIDTH_WEIGHTS`): the declared ``d_model``, 5 or 7, the
     other small odd and prime :data:`ODD_WIDTHS`, a prime past 64, any width 1..D_MAX (1..``Domain.d_max``
-    when the operator declares one: a class with no width under it is not drawn); only ``d_model`` when
-    the operator's domain is ``fixed_width``, only ``widths`` when given."""
+    when the operator declares one, 1..``top`` when given: a class with no width under it is not drawn);
+    only ``d_model`` when the operator's domain is ``fixed_width``, only ``widths`` when given."""
     if widths is not None:
         return st.sampled_from(widths)
     declared = st.sampled_from(tuple(op.domain.d_model))
     if op.domain.fixed_width:
         return declared
-    top = D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max)
+    top = min(D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max), top or D_MAX)
     small = tuple(w for w in (5, 7) if w <= top)
     others = tuple(w for w in ODD_WIDTHS if w <= top and w not in (5, 7) + PRIME_WIDTHS)
     wide = tuple(w for w in PRIME_WIDTHS if w <= top)
@@ -432,6 +446,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     tens = decades(dtype)
     far_taus = far_magnitudes(dtype)
     widths_ = widths_of(op, widths)
+    long_widths = widths_of(op, widths, top=32)
     if only_lengths is not None:
         if not only_lengths or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in only_lengths):
             raise InvalidArgument(f"only_lengths: expected ints >= 1, got {only_lengths!r}")
@@ -461,7 +476,19 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     eps_listed = (st.sampled_from(tuple(v for v in eps_dens(dtype) if v in eps_domain))
                   if eps_draws and eps_domain is not None else None)
     pinned_offsets = st.sampled_from(offsets_[1:]) if len(offsets_) > 1 else None
+    # the combined extremes (one draw in eight, where both apply): the smallest listed eps_den with every
+    # score of a row at log(eps_den) (float16: eps_den 1e-8 below its subnormals, scores near -18.4, past
+    # exp's overflow edge), where eps_den exp(-M) is as large as the row's own mass: an eps_den rounded to the
+    # dtype, or exp(-M) formed alone, is wrong there by a factor of about two
+    eps_pool = tuple(v for v in eps_dens(dtype) if v in eps_domain) if eps_domain is not None and eps_draws else ()
+    corner = None
+    if eps_pool and offsets:
+        low = math.log(min(eps_pool))
+        caps = () if limit is None else tuple(c for c in (limit.scores, limit.offset) if c is not None)
+        corner = (min(eps_pool), low) if all(-low <= c for c in caps) else None
+    corners = st.integers(0, 7)
     batches, seeds, perm_seeds = st.integers(1, batch_max), st.integers(0, 2 ** 16), st.integers(0, 10_000)
+    long_batches = st.integers(1, min(2, batch_max))
     shifts = st.floats(-5.0, 5.0, allow_nan=False, allow_infinity=False)
     densities = st.sampled_from((1.0, 0.6, 0.3))
     mask_draws, layout_draws = st.sampled_from(tuple(mask_kinds)), st.sampled_from(tuple(layouts))
@@ -471,7 +498,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         n = draw(n_draws)
         nulls, positions = per_n(n)
         null = tuple(draw(nulls))
-        d = draw(widths_)
+        d = draw(widths_ if n <= LONG_COST else long_widths)
         head_draws, scale_draws, bias_draws = per_d(d)
         heads = draw(head_draws)
         near = ()
@@ -499,9 +526,11 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             offset = draw(pinned_offsets)
         elif pin == 3:
             offset = draw(log_offsets)
+        if corner is not None and draw(corners) == 7:
+            eps_den, offset = corner
         return Case(
             op=op, dtype=dtype, n=n, null=null,
-            batch=draw(batches),
+            batch=draw(batches if n <= LONG_COST else long_batches),
             d=d,
             seed=draw(seeds),
             pos=draw(positions),
