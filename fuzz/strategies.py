@@ -55,7 +55,9 @@ import math
 import random
 
 import torch
+from hypothesis import find, settings
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
 from tokenlaw.operators import dtypes
 from tokenlaw.operators.errors import InvalidArgument
@@ -344,9 +346,6 @@ def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple):
     the same seed; shrunk within the band if it violates): the default check draws every length band in
     every cell that takes a length.  The search's own draws are untouched (a seed draws what it drew).
     Raises NoSuchExample when nothing violated, like ``find``."""
-    from hypothesis import find, settings
-    from hypothesis.errors import NoSuchExample
-
     drawn = set()
 
     def judged(case):
