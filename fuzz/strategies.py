@@ -14,16 +14,23 @@ that the edge matters.
 
 Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
 
-* shapes where code branches: n from 1 to :data:`LONGEST` (past two 64-token
-  compiled tiles plus one, and past 128-token blocks), mostly short
-  (1..``Domain.n_max``), one draw in five up to 32, one in twenty up to
-  LONGEST (half of those on a 64- or 128-token edge); widths d over 1..:data:`D_MAX` (odd and prime ones among the
-  frequent draws) unless ``Domain.fixed_width``; batch 1..4; every head count
-  dividing d;
+* shapes where code branches: n by length band (:data:`LENGTH_BANDS`: 1,
+  2..8, 9..32, 33..64, 65..128, 129..256, 257..:data:`LONGEST` = 260, past two
+  128-token blocks plus one), the band index drawn first at its
+  :data:`BAND_WEIGHTS` share (Hypothesis adds its own preference for the
+  smallest index, measured in docs/fuzz.md), half of a band's draws on a tile
+  or block edge (:data:`LENGTH_EDGES`); every band a cell can reach
+  (:func:`reachable_bands`) is drawn in it at least once
+  (:func:`banded_find`); widths d by class (:data:`WIDTH_WEIGHTS`: the
+  declared ones, 5 or 7, the other small odd and prime :data:`ODD_WIDTHS`, a
+  prime past 64, any width 1..:data:`D_MAX`) unless ``Domain.fixed_width``;
+  batch 1..4; every head count dividing d;
 * null rows anywhere and near-null rows (up to two, or in one draw in four
   every non-null row) whose |h|^2 is drawn log-uniformly over the dtype's
   whole normal exponent range (2^emin..1), or subnormal, or underflowing to 0
   (:func:`tiny_magnitudes`);
+* the combined extremes in one case (one draw in eight): the smallest listed
+  eps_den with every score of a row at log(eps_den), past exp's overflow edge;
 * score magnitudes over the dtype's whole exponent range: token scale up to
   100 and bias scale up to 1e4 in every dtype, and row-wide score offsets at
   the overflow edges of exp and x^10 or log-uniform +-2^k up to max/2 (float64:
@@ -45,9 +52,12 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 
 import torch
+from hypothesis import find, settings
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
 from tokenlaw.operators import dtypes
 from tokenlaw.operators.errors import InvalidArgument
@@ -55,14 +65,33 @@ from tokenlaw.properties import backends
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
 from .core_strategies import core_cases
+from .regimes import LENGTH_BANDS, band_label
 
-# The longest n drawn: past two compiled Triton tiles plus one (2 * 64 + 1 = 129) and past the
-# 128-token blocks of a FlexAttention-style kernel.  tests/fuzz/test_fuzz_strategies.py ties it
-# to the kernels' declared tiles.
-LONGEST = 130
-MEDIUM = 32                      # the middle tier's top: crosses 8- and 16-token tiles
+# The longest n drawn: past two 128-token blocks plus one (2 * 128 + 1 = 257: a FlexAttention-style kernel's
+# blocks, the compiled Triton tiles' 64 twice over), with a few tokens to spare.  tests/fuzz/test_fuzz_strategies.py
+# ties it to the kernels' declared tiles and blocks.
+LONGEST = 260
+MEDIUM = 32                      # the top of the middle band: crosses 8- and 16-token tiles
+# The length bands every cell that takes a length draws (docs/fuzz.md): (lo, hi), shortest first, hi None:
+# unbounded (drawn up to LONGEST, or a backend's / contract's smaller declared top).  The same bands as the
+# engine's drawn counts (fuzz.engine.LENGTH_BANDS on the engine branch): one 8-token tile, 32, 64, one
+# 128-token block, two blocks, past two blocks.
+# LENGTH_BANDS and band_label live in fuzz.regimes (below the engine and the strategies alike).
+# How often each band is drawn, in fortieths (the band index is drawn first, benign first: shrinking
+# lowers the band, then n within it).  The long bands are rare because they are dear (a case costs
+# O(batch n^2 d)): their presence in every cell is guaranteed by :func:`banded_find` (examples of its own
+# for a band the search missed), not by their share.  Measured shares: docs/fuzz.md, checked by
+# tests/fuzz/test_fuzz_strategies.py.
+BAND_WEIGHTS = (2, 18, 12, 4, 2, 1, 1)
+# Lengths on a tile or block edge, drawn for half of a band's draws (the other half: any length in the band).
+# Past LONG_COST tokens a case's batch and width are drawn small (batch 1..2, width classes up to 32):
+# the long bands check what the length does; wide and batched cases are drawn at the shorter lengths.
+LONG_COST = 32
+LENGTH_EDGES = (7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 192, 255, 256, 257)
 D_MAX = 128                      # the widest head dim a kernel declares (kernels.capabilities.HEAD_DIM_MAX)
-ODD_WIDTHS = (1, 2, 3, 5, 6, 7, 11, 13)   # small odd and prime widths, drawn often (6: head dim 3 at 2 heads)
+# small odd and prime widths, drawn often (6: head dim 3 at 2 heads), and primes past 64 (a width that no
+# power-of-two tile divides)
+ODD_WIDTHS = (1, 2, 3, 5, 6, 7, 11, 13, 67, 127)
 BATCH_MAX = 4
 MAGNITUDES = (1.0, 10.0, 30.0, 100.0)   # token scales: scores ~ scale^2, past exp's overflow in every dtype
 BIAS_SCALES = (1.0, 10.0, 100.0, 1e4)   # projection bias scales: a null token gets a key ~ 1e4
@@ -228,57 +257,152 @@ def divisors(d: int) -> tuple:
     return tuple(h for h in range(1, d + 1) if d % h == 0)
 
 
-def _tiered(lo: int, short: int, medium: int, longest: int):
-    """n mostly in lo..short; one draw in five in short+1..medium, one in twenty in medium+1..longest.
+def length_band(n: int) -> str:
+    """The label of the band of :data:`LENGTH_BANDS` holding length ``n``.
 
-    The tier is drawn first and 0 (short) is where it shrinks, so a counterexample that does
-    not need a long sequence shrinks to a short one."""
-    tiers = [st.integers(lo, short)]
-    if medium > short:
-        tiers.append(st.integers(short + 1, medium))
-    if longest > max(short, medium):
-        start = max(short, medium) + 1
-        # half the long draws sit on a tile or block edge (64 +- 1, 128 +- 1, the top), half anywhere
-        edges = tuple(sorted({n for n in (longest, longest - 1, 129, 128, 127, 65, 64, 63) if start <= n <= longest},
-                             reverse=True))
-        tiers.append(st.sampled_from(edges) | st.integers(start, longest) if edges else st.integers(start, longest))
-    weights = (30, 8, 2)[:len(tiers)]
-    pick = st.integers(0, sum(weights) - 1).map(lambda i: next(t for t, w in enumerate(weights)
-                                                                if i < sum(weights[:t + 1])))
-    return pick.flatmap(lambda t: tiers[t])
+    >>> length_band(1), length_band(33), length_band(129), length_band(300)
+    ('1', '33..64', '129..256', '257+')
+    """
+    _check_positive_int(n, "n")
+    return next(band_label(b) for b in LENGTH_BANDS if n >= b[0] and (b[1] is None or n <= b[1]))
 
 
-def lengths(op, *, n_max: int, n_long: int):
-    """Strategy of sequence lengths: 1..n_max often, up to ``n_long`` more rarely (see :func:`_tiered`)."""
-    return _tiered(1, n_max, min(MEDIUM, n_long), n_long)
+def _top(n_long: int, backend: str) -> int:
+    longest = backends.get(backend).max_n
+    top = LONGEST if longest is None else longest
+    return top if n_long is None else n_long
 
 
-def widths_of(op, widths=None):
-    """Strategy of model widths: the declared ``d_model`` (half the draws), the small odd and prime
-    :data:`ODD_WIDTHS` (a quarter), any width 1..D_MAX (a quarter; 1..``Domain.d_max`` when the
-    operator declares one); only ``d_model`` when the operator's domain is ``fixed_width``, only
-    ``widths`` when given."""
+def reachable_bands(*, n_max: int = 6, n_long: int | None = None, only_lengths=None,
+                    backend: str = backends.EAGER.name, **_bounds) -> tuple:
+    """The labels of the length bands a cell with these bounds (``cases``' keywords: a contract's
+    ``fuzz_bounds``) draws from; the others it cannot reach (a backend's ``max_n``, a contract's
+    ``n_long`` or ``only_lengths``), and a report says so rather than calling them missed.
+
+    >>> reachable_bands()[-1], reachable_bands(n_long=12)
+    ('257+', ('1', '2..8', '9..32'))
+    """
+    if only_lengths is not None:
+        return tuple(dict.fromkeys(length_band(n) for n in sorted(only_lengths)))
+    top = _top(n_long, backend)
+    if not top:
+        return tuple(dict.fromkeys(length_band(n) for n in range(1, n_max + 1)))
+    return tuple(band_label(b) for b in LENGTH_BANDS if b[0] <= top)
+
+
+def missed_bands(counts: dict, reachable: tuple) -> tuple:
+    """The reachable bands a cell drew no example in (``counts``: {band label: examples})."""
+    return tuple(b for b in reachable if not counts.get(b))
+
+
+def _within(lo: int, hi: int):
+    """n in lo..hi: half any length (shrinks towards lo), half a tile or block edge in the band (or hi)."""
+    if lo == hi:
+        return st.just(lo)
+    edges = tuple(sorted({n for n in LENGTH_EDGES + (hi,) if lo <= n <= hi}))
+    return st.integers(lo, hi) | st.sampled_from(edges)
+
+
+def _banded(top: int, band: str | None = None):
+    """n over the bands of :data:`LENGTH_BANDS` up to ``top``, each at its :data:`BAND_WEIGHTS` share
+    (only in ``band``, by label, when given: :func:`banded_find`'s one example in a band the search missed).
+
+    The band is drawn first, as an integer mapped monotonically to bands (0: n = 1, where it shrinks), so
+    a counterexample that does not need a long sequence shrinks to a shorter band, then within it."""
+    bands = [(lo, top if hi is None else min(hi, top)) for lo, hi in LENGTH_BANDS if lo <= top]
+    if band is not None:
+        lo, hi = next(b for b in bands if length_band(b[0]) == band)
+        return _within(lo, hi)
+    weights = BAND_WEIGHTS[:len(bands)]
+    strategies = [_within(lo, hi) for lo, hi in bands]
+    bounds = [sum(weights[:t + 1]) for t in range(len(weights))]
+    pick = st.integers(0, bounds[-1] - 1).map(lambda i: next(t for t, b in enumerate(bounds) if i < b))
+    return pick.flatmap(lambda t: strategies[t])
+
+
+def lengths(op, *, n_max: int, n_long: int, band: str | None = None):
+    """Strategy of sequence lengths: the bands of :data:`LENGTH_BANDS` up to ``n_long`` (see :func:`_banded`);
+    only 1..n_max when ``n_long`` is 0."""
+    if not n_long:
+        short = [n for n in range(1, n_max + 1) if band is None or length_band(n) == band]
+        return st.integers(short[0], short[-1])
+    return _banded(n_long, band)
+
+
+FILL = 2      # examples banded_find gives a band the seeded search never drew
+
+
+def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple):
+    """``hypothesis.find`` over ``strategy_in(None)``, then one example in each reachable band it drew none in.
+
+    The seeded search draws each band at its :data:`BAND_WEIGHTS` share, which is no guarantee: Hypothesis
+    favours the smallest choices (measured: n = 1 at 2-3x its share), and over 100 examples a tenth-share
+    band goes undrawn in about one cell in twenty.  So when the search finds nothing, every band of
+    ``reachable`` (:func:`reachable_bands`) it never drew gets :data:`FILL` examples of its own (``strategy_in(label)``,
+    the same seed; shrunk within the band if it violates): the default check draws every length band in
+    every cell that takes a length.  The search's own draws are untouched (a seed draws what it drew).
+    Raises NoSuchExample when nothing violated, like ``find``."""
+    drawn = set()
+
+    def judged(case):
+        drawn.add(length_band(case.n))
+        return is_violation(case)
+
+    try:
+        return find(strategy_in(None), judged, settings=cfg, random=random.Random(seed))
+    except NoSuchExample:
+        for band in reachable:
+            if band not in drawn:
+                try:
+                    return find(strategy_in(band), judged, settings=settings(cfg, max_examples=FILL),
+                                random=random.Random(seed))
+                except NoSuchExample:
+                    pass
+        raise
+
+
+# How a width is drawn, by class (drawn first, the declared widths first, where it shrinks), in twentieths:
+# the declared d_model, 5 or 7 (the smallest odd primes past a power-of-two tile of 4), the other small
+# odd and prime ODD_WIDTHS, a prime past 64 (67, 127: no power-of-two tile divides it), any width.
+WIDTH_WEIGHTS = (7, 4, 3, 2, 4)
+PRIME_WIDTHS = (67, 127)
+
+
+def widths_of(op, widths=None, *, top: int | None = None):
+    """Strategy of model widths, by class (:data:`WIDTH_WEIGHTS`): the declared ``d_model``, 5 or 7, the
+    other small odd and prime :data:`ODD_WIDTHS`, a prime past 64, any width 1..D_MAX (1..``Domain.d_max``
+    when the operator declares one, 1..``top`` when given: a class with no width under it is not drawn);
+    only ``d_model`` when the operator's domain is ``fixed_width``, only ``widths`` when given."""
     if widths is not None:
         return st.sampled_from(widths)
     declared = st.sampled_from(tuple(op.domain.d_model))
     if op.domain.fixed_width:
         return declared
-    top = D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max)
-    odd = st.sampled_from(tuple(w for w in ODD_WIDTHS if w <= top))
-    return st.integers(0, 3).flatmap(lambda t: declared if t < 2 else odd if t == 2 else st.integers(1, top))
+    top = min(D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max), top or D_MAX)
+    small = tuple(w for w in (5, 7) if w <= top)
+    others = tuple(w for w in ODD_WIDTHS if w <= top and w not in (5, 7) + PRIME_WIDTHS)
+    wide = tuple(w for w in PRIME_WIDTHS if w <= top)
+    pools = (tuple(op.domain.d_model), small, others, wide)
+    classes = [(w, st.sampled_from(p)) for w, p in zip(WIDTH_WEIGHTS, pools) if p] + [(WIDTH_WEIGHTS[-1],
+                                                                                       st.integers(1, top))]
+    bounds = [sum(w for w, _ in classes[:t + 1]) for t in range(len(classes))]
+    pick = st.integers(0, bounds[-1] - 1).map(lambda i: next(t for t, b in enumerate(bounds) if i < b))
+    return pick.flatmap(lambda t: classes[t][1])
 
 
 def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, batch_max: int = BATCH_MAX,
           scales=None, bias_scales=None, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
-          only_lengths=None, backend: str = backends.EAGER.name, core: str | None = None):
+          only_lengths=None, backend: str = backends.EAGER.name, band: str | None = None,
+          core: str | None = None):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     n_max:  top of the frequent short lengths (default ``op.domain.n_max``);
     n_long: top of the rarer long ones (default :data:`LONGEST`, or the backend's declared
             ``max_n``; 0 draws only 1..n_max);
     only_lengths: the only lengths drawn, shortest first (where it shrinks), e.g. a block law's lengths around
-            a tile edge; they replace the tiers above.
+            a tile edge; they replace the bands above;
+    band:   only lengths in this band of :data:`LENGTH_BANDS` (its label, one of :func:`reachable_bands`).
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
@@ -289,11 +413,10 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         return core_cases(op, dtype, form=core, backend=backend)
     if dtype not in dtypes.FLOATS:
         raise InvalidArgument(f"dtype: expected a floating torch dtype, got {dtype!r}")
-    longest = backends.get(backend).max_n     # a backend's declared longest worth drawing (an interpreter)
     n_max = op.domain.n_max if n_max is None else n_max
     _check_positive_int(n_max, "n_max")
     if n_long is None:
-        n_long = LONGEST if longest is None else longest
+        n_long = _top(None, backend)    # LONGEST, or a backend's declared longest worth drawing (an interpreter)
     if not isinstance(n_long, int) or isinstance(n_long, bool) or n_long < 0:
         raise InvalidArgument(f"n_long: expected an int >= 0, got {n_long!r}")
     n_max = min(n_max, n_long) if n_long else n_max
@@ -323,12 +446,19 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     tens = decades(dtype)
     far_taus = far_magnitudes(dtype)
     widths_ = widths_of(op, widths)
+    long_widths = widths_of(op, widths, top=32)
     if only_lengths is not None:
         if not only_lengths or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in only_lengths):
             raise InvalidArgument(f"only_lengths: expected ints >= 1, got {only_lengths!r}")
-        n_draws = st.sampled_from(tuple(sorted(set(only_lengths))))
+        listed = tuple(n for n in sorted(set(only_lengths)) if band is None or length_band(n) == band)
+        if not listed:
+            raise InvalidArgument(f"band: expected one of {reachable_bands(only_lengths=only_lengths)}, got {band!r}")
+        n_draws = st.sampled_from(listed)
     else:
-        n_draws = lengths(op, n_max=n_max, n_long=n_long)
+        if band is not None and band not in reachable_bands(n_max=n_max, n_long=n_long, backend=backend):
+            raise InvalidArgument(f"band: expected one of {reachable_bands(n_max=n_max, n_long=n_long, backend=backend)}, "
+                                  f"got {band!r}")
+        n_draws = lengths(op, n_max=n_max, n_long=n_long, band=band)
 
     # Every strategy a draw uses is built once here (per n or d where it depends on them), not inside
     # ``build``: constructing and validating a fresh strategy per draw was most of a cheap cell's time
@@ -346,7 +476,19 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     eps_listed = (st.sampled_from(tuple(v for v in eps_dens(dtype) if v in eps_domain))
                   if eps_draws and eps_domain is not None else None)
     pinned_offsets = st.sampled_from(offsets_[1:]) if len(offsets_) > 1 else None
+    # the combined extremes (one draw in eight, where both apply): the smallest listed eps_den with every
+    # score of a row at log(eps_den) (float16: eps_den 1e-8 below its subnormals, scores near -18.4, past
+    # exp's overflow edge), where eps_den exp(-M) is as large as the row's own mass: an eps_den rounded to the
+    # dtype, or exp(-M) formed alone, is wrong there by a factor of about two
+    eps_pool = tuple(v for v in eps_dens(dtype) if v in eps_domain) if eps_domain is not None and eps_draws else ()
+    corner = None
+    if eps_pool and offsets:
+        low = math.log(min(eps_pool))
+        caps = () if limit is None else tuple(c for c in (limit.scores, limit.offset) if c is not None)
+        corner = (min(eps_pool), low) if all(-low <= c for c in caps) else None
+    corners = st.integers(0, 7)
     batches, seeds, perm_seeds = st.integers(1, batch_max), st.integers(0, 2 ** 16), st.integers(0, 10_000)
+    long_batches = st.integers(1, min(2, batch_max))
     shifts = st.floats(-5.0, 5.0, allow_nan=False, allow_infinity=False)
     densities = st.sampled_from((1.0, 0.6, 0.3))
     mask_draws, layout_draws = st.sampled_from(tuple(mask_kinds)), st.sampled_from(tuple(layouts))
@@ -356,7 +498,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         n = draw(n_draws)
         nulls, positions = per_n(n)
         null = tuple(draw(nulls))
-        d = draw(widths_)
+        d = draw(widths_ if n <= LONG_COST else long_widths)
         head_draws, scale_draws, bias_draws = per_d(d)
         heads = draw(head_draws)
         near = ()
@@ -384,9 +526,11 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             offset = draw(pinned_offsets)
         elif pin == 3:
             offset = draw(log_offsets)
+        if corner is not None and draw(corners) == 7:
+            eps_den, offset = corner
         return Case(
             op=op, dtype=dtype, n=n, null=null,
-            batch=draw(batches),
+            batch=draw(batches if n <= LONG_COST else long_batches),
             d=d,
             seed=draw(seeds),
             pos=draw(positions),

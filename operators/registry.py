@@ -154,8 +154,9 @@ class Domain:
                 (weights, tau, eps_den...) from a torch.Generator.
     d_model:    the widths drawn most often (the first one validates ``params``); the search
                 also draws every width 1..128 unless ``fixed_width``.
-    n_max:      the short lengths drawn most often (1..n_max); longer ones are drawn more rarely,
-                up to past every backend's tiles (``fuzz/strategies.py``).
+    n_max:      the top of the short lengths (1..n_max) a contract that asks for short lengths only
+                draws (``FuzzOptions(n_long=0)``) and the symbolic host check's shapes; otherwise the
+                fuzz tier draws n by length band, up to past two 128-token blocks (``fuzz/strategies.py``).
     fixed_width: True when the parameters only exist at the ``d_model`` widths.
     d_max:      the widest model the search draws (None: the search's own top, 128); a bound
                 for cost, shown on every row through the ranges it searched.

@@ -6,9 +6,12 @@ import random
 import pytest
 import torch
 from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis.errors import NoSuchExample
 
-from tokenlaw.fuzz.strategies import (D_MAX, LONGEST, MEDIUM, cases, decades, divisors, far_magnitudes, magnitudes,
-                                      near_null_exponents, nominal_norm2, nominal_score, tiny_magnitudes)
+from tokenlaw.fuzz.engine import pinned_constants
+from tokenlaw.fuzz.strategies import (BAND_WEIGHTS, D_MAX, FILL, LENGTH_BANDS, LONGEST, MEDIUM, banded_find, band_label, cases,
+                                      decades, divisors, far_magnitudes, length_band, magnitudes, near_null_exponents,
+                                      nominal_norm2, nominal_score, reachable_bands, tiny_magnitudes)
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 
@@ -40,7 +43,8 @@ def _reach(op, dtype, pred):
 
 
 # edges whose predicate needs a long sequence or a large batch: shrinking keeps what they need
-_NEEDS_N = ("null row", "medium length", "long length", "the longest length", "one past a 16-token tile")
+_NEEDS_N = ("null row", "medium length", "long length", "the longest length", "one past a 16-token tile",
+            "past two 128-token blocks", "one past a 128-token block")
 _NEEDS_BATCH = ("batch 3", "batch 4")
 
 
@@ -67,6 +71,10 @@ _NEEDS_BATCH = ("batch 3", "batch 4")
     ("one past a 16-token tile", "sm_fir", lambda c: c.n > 16 and c.n % 16 == 1),
     ("long length", "sm_fir", lambda c: c.n > MEDIUM),
     ("the longest length", "oattention", lambda c: 100 < c.n <= LONGEST),
+    ("past two 128-token blocks", "sdpa", lambda c: c.n >= 257),
+    ("one past a 128-token block", "sm_fir", lambda c: c.n == 129),
+    ("width 7", "sdpa", lambda c: c.d == 7),
+    ("a prime width past 64", "oattention", lambda c: c.d in (67, 127)),
     ("width 1", "oattention", lambda c: c.d == 1),
     ("width 5", "oattention", lambda c: c.d == 5),
     ("a prime width past 100", "sdpa", lambda c: c.d in (101, 103, 107, 109, 113, 127)),
@@ -89,12 +97,97 @@ def test_every_edge_is_reachable_and_shrinks_to_a_small_case(name, op, pred):
 
 
 def test_the_longest_length_crosses_every_declared_tile_and_block():
-    """Two compiled Triton tiles plus one, and a 128-token (FlexAttention) block, are crossed."""
+    """Two compiled Triton tiles plus one, and two 128-token (FlexAttention) blocks plus one, are crossed."""
     from tokenlaw.kernels import capabilities
+    from tokenlaw.operators.flex import BLOCK_SIZE
 
     block = capabilities.tiles(10 ** 4, capabilities.HEAD_DIM_MAX)["BLOCK_N"]
-    assert LONGEST >= 2 * block + 1 and LONGEST > 128
+    assert LONGEST >= 2 * block + 1 and LONGEST >= 2 * BLOCK_SIZE + 1
+    assert LENGTH_BANDS[-1] == (2 * BLOCK_SIZE + 1, None)          # the top band starts past two blocks
     assert D_MAX == capabilities.HEAD_DIM_MAX
+
+
+def test_length_bands_partition_the_lengths_and_name_them():
+    assert [length_band(n) for n in (1, 2, 8, 9, 32, 33, 64, 65, 128, 129, 256, 257, LONGEST)] == [
+        "1", "2..8", "2..8", "9..32", "9..32", "33..64", "33..64", "65..128", "65..128", "129..256", "129..256",
+        "257+", "257+"]
+    assert reachable_bands() == tuple(map(band_label, LENGTH_BANDS))
+    assert reachable_bands(backend="eager", n_long=12) == ("1", "2..8", "9..32")      # an interpreter's max_n
+    assert reachable_bands(only_lengths=(127, 128, 129, 257)) == ("65..128", "129..256", "257+")
+    assert reachable_bands(n_max=3, n_long=0) == ("1", "2..8")
+    with pytest.raises(InvalidArgument, match="band"):
+        cases(REG["sdpa"], torch.float32, n_long=12, band="257+")
+    with pytest.raises(InvalidArgument, match="n"):
+        length_band(0)
+
+
+def _drawn(op, dtype, count, seed):
+    """The lengths and widths of ``count`` cases drawn as a cell's search draws them (generation only)."""
+    seen = []
+    cfg = settings(max_examples=count, database=None, suppress_health_check=list(HealthCheck),
+                   phases=(Phase.generate,))
+
+    def record(case):
+        seen.append(case)
+        return False
+
+    with pinned_constants(), pytest.raises(NoSuchExample):
+        find(cases(REG[op], dtype), record, settings=cfg, random=random.Random(seed))
+    return seen
+
+
+# The shares of each length band docs/fuzz.md states as measured (2100 draws: these three cells, two seeds each,
+# 350 draws a seed).  Hypothesis draws the band index far from uniformly (its smallest value, n = 1, about five
+# times its nominal share), so the nominal BAND_WEIGHTS are not the rates; these are.
+DOCUMENTED = {"1": 0.259, "2..8": 0.441, "9..32": 0.185, "33..64": 0.057, "65..128": 0.030, "129..256": 0.009,
+              "257+": 0.020}
+DOCUMENTED_WIDTHS = {(5, 7): 0.124, (67, 127): 0.048}
+
+
+def test_each_length_band_is_drawn_at_its_documented_rate():
+    """Over 2100 draws (fixed seeds), each band's count is within four binomial standard deviations of its
+    documented share (before the bands, n > 32 was 1 draw in 20 and nothing past 130 was drawn)."""
+    drawn = [c for op, dtype in (("oattention", torch.float32), ("sdpa", torch.float64), ("sm_fir", torch.float16))
+             for seed in (0, 1) for c in _drawn(op, dtype, 350, seed)]
+    total = len(drawn)
+    assert total >= 2000, total
+    counts = {b: 0 for b in map(band_label, LENGTH_BANDS)}
+    for c in drawn:
+        counts[length_band(c.n)] += 1
+    assert set(counts) == set(DOCUMENTED)
+
+    def near(count, share):
+        return abs(count - total * share) <= 4 * (total * share * (1 - share)) ** 0.5 + 1
+
+    for label, share in DOCUMENTED.items():
+        assert near(counts[label], share), (label, counts)
+    for widths, share in DOCUMENTED_WIDTHS.items():
+        assert near(sum(c.d in widths for c in drawn), share), (widths, share)
+    assert {c.batch for c in drawn} == {1, 2, 3, 4}
+    assert all(c.batch <= 2 for c in drawn if c.n > 128)          # the long bands' cost bound (LONG_COST)
+
+
+def test_a_search_that_missed_a_band_draws_one_example_in_it():
+    """banded_find: a cell's search of 5 examples misses most bands; each missed one gets its own example."""
+    seen = []
+    cfg = settings(max_examples=5, database=None, suppress_health_check=list(HealthCheck),
+                   phases=(Phase.generate, Phase.shrink))
+
+    def judge(case):
+        seen.append(case.n)
+        return False
+
+    def strategy_in(band):
+        return cases(REG["sdpa"], torch.float32, band=band)
+
+    with pinned_constants(), pytest.raises(NoSuchExample):
+        banded_find(strategy_in, judge, cfg, 0, reachable_bands())
+    assert {length_band(n) for n in seen} == set(reachable_bands())
+    assert len(seen) <= 5 + FILL * len(LENGTH_BANDS)
+    # a violation only at n >= 257 is found (by the band's own example when the search missed it) and
+    # shrunk to the band's first length
+    found = banded_find(strategy_in, lambda c: c.n >= 257, cfg, 0, reachable_bands())
+    assert found.n == 257
 
 
 def test_every_head_count_dividing_the_width_is_drawn():
