@@ -15,7 +15,7 @@ from hypothesis.errors import Flaky
 
 from tokenlaw.app import cli
 from tokenlaw.app.exits import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
-from tokenlaw.fuzz import engine
+from tokenlaw.fuzz import engine, strategies
 from tokenlaw.fuzz.engine import LENGTH_BANDS, band_label, run_cell
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS, default_registry
@@ -176,7 +176,7 @@ def test_a_database_path_that_is_a_regular_file_is_exit_2_naming_the_argument(tm
 def test_a_flaky_error_from_hypothesis_after_a_violation_is_the_finding_not_exit_70(monkeypatch):
     """The backstop: should Hypothesis itself raise Flaky (FlakyFailure) once a violation was judged, the
     cell is the nondeterminism finding; with no violation judged, the error is re-raised (no operator's)."""
-    real_find = engine.find
+    real_find = strategies.find
 
     def flaky_after_first_violation(strategy, condition, **kw):
         def test(case):
@@ -185,7 +185,8 @@ def test_a_flaky_error_from_hypothesis_after_a_violation_is_the_finding_not_exit
             return False
         return real_find(strategy, test, **kw)
 
-    monkeypatch.setattr(engine, "find", flaky_after_first_violation)
+    monkeypatch.setattr(engine, "find", flaky_after_first_violation)       # the database replay's find
+    monkeypatch.setattr(strategies, "find", flaky_after_first_violation)   # the seeded search's (banded_find)
     reg = _canary("fuzz_nan_row").registry(default_registry())
     v = run_cell(reg["sm_fir"], CONTRACTS["finite"], torch.float64, examples=10, seed=0, replay_dir=None)
     assert v.violated and v.extra["nondeterministic"]["how"].startswith("Hypothesis ran"), v.detail
