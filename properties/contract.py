@@ -63,7 +63,7 @@ class FuzzOptions:
 @dataclasses.dataclass(frozen=True)
 class Instance:
     """Where a symbolic statement is instantiated: ``n`` tokens of width ``d``, whether the operator takes
-    a mask, its (symbolic) parameter tree and which parameter plays which part (``roles``: read
+    a mask, its (symbolic) parameter tree, whether it is declared causal and which parameter plays which part (``roles``: read
     ``at.params[at.roles.taps]``, never a parameter by name).  What the callables of
     :class:`SymbolicOptions` receive."""
 
@@ -72,6 +72,7 @@ class Instance:
     masked: bool
     params: Any = None
     roles: Roles = Roles()
+    causal: bool = False        # the operator is declared causal (its "causal" trait)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +137,7 @@ class Contract:
     requires: frozenset
     dtypes: tuple = ALL_DTYPES
     needs: frozenset = frozenset()   # OperatorSpec attributes that must be set: weights, layers, reference
-    universal: bool = False          # claimed by every operator that does not declare it otherwise
+    universal: bool = False          # claimed by every operator with its required traits that does not declare it otherwise
     skip: Callable | None = None     # skip(op, dtype_name, backend) -> reason the cell cannot run, or None
     regimes: tuple = ()              # numerical regimes (tokenlaw.fuzz.regimes) a search must visit to judge it
     evaluated: str = "output"        # output | weights | autograd | trace | reference (see the module docstring)

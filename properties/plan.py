@@ -115,7 +115,7 @@ def _declared(op, backend, contracts) -> list[tuple]:
     rows = [(n, "claims", f"{backend.name}: {own[n]}") if n in own and op.declared(n) == "violates"
             else (n, op.declared(n), {**op.claims, **op.violates}[n]) for n in list(op.claims) + list(op.violates)]
     rows += [(n, "claims", f"universal contract: {c.law}") for n, c in contracts.items()
-             if c.universal and op.declared(n) is None]
+             if c.universal and op.declared(n) is None and c.requires <= op.traits]
     if not backend.reference:
         taken = {n for n, _, _ in rows}
         rows += [(n, "claims", c.implementation) for n, c in contracts.items()

@@ -165,11 +165,11 @@ def instantiate(op, contract: Contract, n: int, d: int, mode: str) -> Problem:
         inputs = {"s": sym.array("s", (1, n, n))}
         if "causal" not in op.traits and masked:
             inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
-        at = Instance(n, d, "mask" in inputs, params, op.domain.roles)
+        at = Instance(n, d, "mask" in inputs, params, op.domain.roles, causal="causal" in op.traits)
         shapes = dict(n=n)
     else:
         params = symbolic_params(op, sym, d, mode=mode)
-        at = Instance(n, d, masked, params, op.domain.roles)
+        at = Instance(n, d, masked, params, op.domain.roles, causal="causal" in op.traits)
         if o.tokens is not None:
             n = o.tokens(at)
             at = dataclasses.replace(at, n=n)
