@@ -104,6 +104,8 @@ class SymbolicOptions:
     says: Callable | None = None        # says(Instance) -> the instantiated law, in words
     shapes: tuple = ()                  # further (name, value) entries of the reported shapes
     exp_product: bool = False           # instantiate the axiom exp(a) exp(b) = exp(a + b)
+    real_rows: Callable | None = None   # over scores: real_rows(xp, run, x, mask, ones) -> [Claim] on the operator's
+                                        # own rows at tokens x (1, n, 1), values all ones (``ones``: the overrides)
     host: str = ""                      # on a host: the tier's proof strategy of that name (e.g. "closure_induction")
     implied_by: str = ""                # on a checked host: a contract whose proof implies this one
 

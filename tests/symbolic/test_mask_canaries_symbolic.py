@@ -40,3 +40,12 @@ def test_the_shipping_sdpa_is_proved_in_both_modes():
     v = prove_cell(default_registry()["sdpa"], "unmasked", timeout=5)
     assert v.status == V.PROVED, v.detail
     assert "mask=None" in v.detail or "mask=None" in str(v.extra), v.detail
+
+
+# Issue 43, class 3: the row-mass laws also state the operator's own rows at tokens of width 1 (n > d, any
+# norm), so a body that is a distribution only on the probe's tokens is refuted, never proved.
+@pytest.mark.parametrize("stem", ["fuzz_mass_token_norm", "fuzz_mass_long_narrow"])
+def test_symbolic_tier_never_proves_simplex_of_a_probe_only_distribution(stem):
+    v = prove_cell(_op(stem), "simplex", timeout=5)
+    assert v.status == V.REFUTED, v.detail
+    assert "real rows" in v.detail, v.detail
