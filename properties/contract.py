@@ -63,8 +63,8 @@ class FuzzOptions:
 @dataclasses.dataclass(frozen=True)
 class Instance:
     """Where a symbolic statement is instantiated: ``n`` tokens of width ``d``, whether the operator takes
-    a mask, its (symbolic) parameter tree, whether it is declared causal and which parameter plays which part (``roles``: read
-    ``at.params[at.roles.taps]``, never a parameter by name).  What the callables of
+    a mask, its (symbolic) parameter tree, whether it is declared causal and which parameter plays which
+    part (``roles``: read ``at.params[at.roles.taps]``, never a parameter by name).  What the callables of
     :class:`SymbolicOptions` receive."""
 
     n: int
@@ -139,7 +139,8 @@ class Contract:
     requires: frozenset
     dtypes: tuple = ALL_DTYPES
     needs: frozenset = frozenset()   # OperatorSpec attributes that must be set: weights, layers, reference
-    universal: bool = False          # claimed by every operator with its required traits that does not declare it otherwise
+    universal: bool = False          # claimed by every operator with its requires= traits that does not declare it
+                                     # otherwise
     skip: Callable | None = None     # skip(op, dtype_name, backend) -> reason the cell cannot run, or None
     regimes: tuple = ()              # numerical regimes (tokenlaw.fuzz.regimes) a search must visit to judge it
     evaluated: str = "output"        # output | weights | autograd | trace | reference (see the module docstring)
@@ -186,7 +187,7 @@ def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal
     """Mark ``law(case) -> Verdict`` as a contract named after the function.
 
     ``universal`` contracts (e.g. the differential check) are planned for
-    every operator without being listed in its claims; ``skip`` names the
+    every operator with their ``requires`` traits without being listed in its claims; ``skip`` names the
     cells where the law cannot be judged (reported as not runnable); ``regimes``
     names the numerical regimes the fuzz tier must visit before its "holds"
     covers them (a cell that never visited one says so).  ``evaluated``,

@@ -134,7 +134,8 @@ def plan(registry, *, operators=None, contracts=None, dtypes=None, backend=backe
     """Every (operator, contract) row of a run on ``backend`` (a name), filtered; one cell per dtype.
 
     The rows of an operator are its declared contracts and the universal
-    ones; on a backend other than the reference also the implementation
+    ones whose required traits it has (``unmasked``: masked operators only);
+    on a backend other than the reference also the implementation
     laws (``@contract(implementation=...)``) and the operator's own
     ``implementation_claims``.  A row whose law the backend's implementation
     cannot answer (:func:`judged_on`) is kept, with the reason and no cells.
