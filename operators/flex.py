@@ -83,13 +83,16 @@ class Variant:
     (``BlockMask._adjust``: flex refuses an unadjusted longer mask);
     ``partial``: every block is described as partial (``separate_full_blocks=False``), none as full;
     ``hide_row``: the mask also hides every key from this query row (a fully masked row);
-    ``lse``: return the log-sum-exp (B, H, N) of each row instead of the output.
+    ``lse``: return the log-sum-exp (B, H, N) of each row instead of the output;
+    ``explicit``: without a ``mask_mod``, give flex a BlockMask of every key instead of ``block_mask=None``
+    (the two descriptions of "no mask": the laws compare them, so the no-mask path is judged too).
     """
 
     extent: int | None = None
     partial: bool = False
     hide_row: int | None = None
     lse: bool = False
+    explicit: bool = False
 
 
 PLAIN = Variant()
@@ -129,10 +132,11 @@ class Mods:
         return torch.as_tensor(self.score_mod(s, *self.indices(b, h, n, offset))).to(s.dtype).expand(s.shape)
 
     # -- the BlockMask flex is given --------------------------------------------------------------
-    def mask_fn(self, hide_row: int | None):
-        """The mask_mod flex runs: the declared one, with ``hide_row`` hidden from every key."""
+    def mask_fn(self, hide_row: int | None, explicit: bool = False):
+        """The mask_mod flex runs: the declared one, with ``hide_row`` hidden from every key (``explicit``:
+        every key visible where none is declared, else None: no mask at all)."""
         if hide_row is None:
-            return self.mask_mod
+            return _every_key if self.mask_mod is None and explicit else self.mask_mod
         base = self.mask_mod
 
         def hidden(b, h, q_idx, kv_idx):
@@ -142,13 +146,13 @@ class Mods:
 
     def block_mask(self, batch: int, heads: int, n: int, variant: Variant, device):
         """The BlockMask of ``variant`` for (batch, heads, n) tokens (None: no mask at all), built once."""
-        fn = self.mask_fn(variant.hide_row)
+        fn = self.mask_fn(variant.hide_row, variant.explicit)
         if fn is None:
             return None
         extent = n if variant.extent is None else variant.extent
         if extent < n:
             raise InvalidArgument(f"variant.extent: expected >= the sequence length {n}, got {extent}")
-        key = (batch, heads, n, extent, variant.partial, variant.hide_row, str(device))
+        key = (batch, heads, n, extent, variant.partial, variant.hide_row, fn is _every_key, str(device))
         if key not in self._masks:
             bm = flex_api().create_block_mask(fn, batch, heads, extent, extent, device=device,
                                           BLOCK_SIZE=self.block_size, separate_full_blocks=not variant.partial)
@@ -156,6 +160,11 @@ class Mods:
             # 'adjust' it: the adjusted mask is what a user with one mask for several lengths runs
             self._masks[key] = bm._adjust(n, n) if extent > n else bm
         return self._masks[key]
+
+
+def _every_key(b, h, q_idx, kv_idx):
+    """A mask_mod that hides nothing (``Variant(explicit=True)``)."""
+    return q_idx >= 0
 
 
 def _no_backward(err: NotImplementedError) -> bool:

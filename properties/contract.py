@@ -63,8 +63,8 @@ class FuzzOptions:
 @dataclasses.dataclass(frozen=True)
 class Instance:
     """Where a symbolic statement is instantiated: ``n`` tokens of width ``d``, whether the operator takes
-    a mask, its (symbolic) parameter tree and which parameter plays which part (``roles``: read
-    ``at.params[at.roles.taps]``, never a parameter by name).  What the callables of
+    a mask, its (symbolic) parameter tree, whether it is declared causal and which parameter plays which
+    part (``roles``: read ``at.params[at.roles.taps]``, never a parameter by name).  What the callables of
     :class:`SymbolicOptions` receive."""
 
     n: int
@@ -72,6 +72,7 @@ class Instance:
     masked: bool
     params: Any = None
     roles: Roles = Roles()
+    causal: bool = False        # the operator is declared causal (its "causal" trait)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +104,8 @@ class SymbolicOptions:
     says: Callable | None = None        # says(Instance) -> the instantiated law, in words
     shapes: tuple = ()                  # further (name, value) entries of the reported shapes
     exp_product: bool = False           # instantiate the axiom exp(a) exp(b) = exp(a + b)
+    real_rows: Callable | None = None   # over scores: real_rows(xp, run, x, mask, ones) -> [Claim] on the operator's
+                                        # own rows at tokens x (1, n, 1), values all ones (``ones``: the overrides)
     host: str = ""                      # on a host: the tier's proof strategy of that name (e.g. "closure_induction")
     implied_by: str = ""                # on a checked host: a contract whose proof implies this one
 
@@ -136,7 +139,8 @@ class Contract:
     requires: frozenset
     dtypes: tuple = ALL_DTYPES
     needs: frozenset = frozenset()   # OperatorSpec attributes that must be set: weights, layers, reference
-    universal: bool = False          # claimed by every operator that does not declare it otherwise
+    universal: bool = False          # claimed by every operator with its requires= traits that does not declare it
+                                     # otherwise
     skip: Callable | None = None     # skip(op, dtype_name, backend) -> reason the cell cannot run, or None
     regimes: tuple = ()              # numerical regimes (tokenlaw.fuzz.regimes) a search must visit to judge it
     evaluated: str = "output"        # output | weights | autograd | trace | reference (see the module docstring)
@@ -183,7 +187,7 @@ def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal
     """Mark ``law(case) -> Verdict`` as a contract named after the function.
 
     ``universal`` contracts (e.g. the differential check) are planned for
-    every operator without being listed in its claims; ``skip`` names the
+    every operator with their ``requires`` traits without being listed in its claims; ``skip`` names the
     cells where the law cannot be judged (reported as not runnable); ``regimes``
     names the numerical regimes the fuzz tier must visit before its "holds"
     covers them (a cell that never visited one says so).  ``evaluated``,

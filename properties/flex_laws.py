@@ -9,7 +9,9 @@ never the BlockMask flex builds from them, which is one of the things judged:
   from row i never reaches out_i, bit for bit;
 * ``block_layouts``: a BlockMask built for a longer sequence (then adjusted
   to this one, as flex asks), and one that describes every block as
-  partial, give the output of the exact one;
+  partial, give the output of the exact one; without a ``mask_mod``, the
+  flex call with ``block_mask=None`` (the no-mask path every such operator
+  runs) gives the output of a BlockMask of every key;
 * ``block_prefix`` (causal): the output on a prefix is the prefix of the output;
 * ``masked_row``: a row that sees nothing gives 0 and LSE -inf, bit for bit;
 * ``relative_mods`` (declared relative): shifting q_idx and kv_idx together
@@ -121,11 +123,13 @@ def same_layouts(xp, run, x, variants):
 
 @contract(exact=False, requires={"token_mixing"}, needs={"mods"}, symbolic=_NO_SYMBOLIC, fuzz=_BLOCK_FUZZ)
 def block_layouts(case):
-    """A BlockMask built for a longer sequence, and one with every block partial, give the same output."""
+    """Every description of the same mask (built longer; all blocks partial; no mask_mod: None) gives one output."""
     block = _mods(case).block_size
     longer = (case.n // block + 2) * block + 1          # past two more block edges than the sequence
     variants = ((f"BlockMask built for {longer} tokens vs for {case.n}", Variant(extent=longer)),
                 ("all blocks partial vs full blocks separated", Variant(partial=True)))
+    if _mods(case).mask_mod is None:        # the no-mask path (block_mask=None) vs a BlockMask of every key
+        variants += (("a BlockMask of every key vs block_mask=None", Variant(explicit=True)),)
     verdict = S.judge(case, lambda xp, run: same_layouts(xp, run, case.x, variants))
     return V.Verdict(verdict.status, verdict.discrepancy, verdict.bound, f"n {case.n}: {verdict.detail}",
                      extra=dict(verdict.extra), inconclusive=verdict.inconclusive)

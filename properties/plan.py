@@ -115,7 +115,7 @@ def _declared(op, backend, contracts) -> list[tuple]:
     rows = [(n, "claims", f"{backend.name}: {own[n]}") if n in own and op.declared(n) == "violates"
             else (n, op.declared(n), {**op.claims, **op.violates}[n]) for n in list(op.claims) + list(op.violates)]
     rows += [(n, "claims", f"universal contract: {c.law}") for n, c in contracts.items()
-             if c.universal and op.declared(n) is None]
+             if c.universal and op.declared(n) is None and c.requires <= op.traits]
     if not backend.reference:
         taken = {n for n, _, _ in rows}
         rows += [(n, "claims", c.implementation) for n, c in contracts.items()
@@ -134,7 +134,8 @@ def plan(registry, *, operators=None, contracts=None, dtypes=None, backend=backe
     """Every (operator, contract) row of a run on ``backend`` (a name), filtered; one cell per dtype.
 
     The rows of an operator are its declared contracts and the universal
-    ones; on a backend other than the reference also the implementation
+    ones whose required traits it has (``unmasked``: masked operators only);
+    on a backend other than the reference also the implementation
     laws (``@contract(implementation=...)``) and the operator's own
     ``implementation_claims``.  A row whose law the backend's implementation
     cannot answer (:func:`judged_on`) is kept, with the reason and no cells.

@@ -20,7 +20,7 @@ from . import statement as S
 from . import verdict as V
 from .applied import law_params
 from .contract import SymbolicOptions, contract
-from .judging import exact_zero
+from .judging import exact_zero, worst
 from .tolerance import UNIT_ROUNDOFF
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
@@ -100,7 +100,64 @@ def silent(xp, weights, s, v):
     return [S.zero(w, "weights of rows with no positive S - tau"), S.zero(xp.matmul(w, v), "outputs of those rows")]
 
 
+def real_mass(xp, run, x, mask, rows, upper, ones):
+    """The row masses of the operator's own rows at x's shape and tokens: every value vector the all-ones
+    vector (``ones``: the overrides value weight 0, value bias 1, output weight I), so out_i = sum_j W_ij
+    in each head's coordinates; equal to 1 (upper "eq") or at most 1 ("le") on ``rows``."""
+    mass = run(x, mask, **ones)[rows]
+    one = xp.ones_like(mass)
+    return [S.equal(mass, one, "row mass of the real rows (values = 1) vs 1") if upper == "eq"
+            else S.at_most(mass, one, "row mass of the real rows (values = 1) above 1")]
+
+
 # -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------
+
+def unit_values(case, scale: float = 1.0) -> dict | str:
+    """The overrides that make every value vector ``scale`` times all-ones and the output projection the
+    identity (so the output is each head's row mass times ``scale``), or why the operator has none."""
+    roles = case.op.domain.roles
+    (wv, bv), wo = roles.value, roles.output
+    p = case.params
+    if not all(isinstance(p.get(k), torch.Tensor) for k in (wv, bv, wo)):
+        return f"the operator has no value projection {wv}, {bv} and output weight {wo} to set"
+    if p[wo].ndim != 2 or p[wo].shape[0] != p[wo].shape[1]:
+        return f"its output weight {wo} is not square"
+    return {wv: torch.zeros_like(p[wv]), bv: torch.full_like(p[bv], scale), wo: torch.eye(p[wo].shape[0],
+                                                                                       dtype=p[wo].dtype)}
+
+
+def real_rows(case, rows, upper) -> V.Verdict | None:
+    """The row-mass law on the operator's own rows, at the case's shape and tokens (issue 43, class 3): the
+    probe of ``applied`` has tokens of norm >= 1 and a width >= 2n, so a body whose mass depends on the
+    tokens, or that takes another path when n > d, passed it.  Read through value-linearity: with every
+    value vector all-ones, out_i = sum_j W_ij.  Applies where the output is linear in the values, checked
+    on the case: values 2 * ones must give exactly twice the output (a power of two: exact in every
+    dtype); an operator that normalises its output (rela) is not, and only the probe judges it (None)."""
+    ones, twos = unit_values(case), unit_values(case, 2.0)
+    if isinstance(ones, str):
+        return None
+    one = case.runner.run(case.x, case.mask, **ones).double()
+    two = case.runner.run(case.x, case.mask, **twos).double()
+    finite = torch.isfinite(one) & torch.isfinite(two)
+    if not torch.equal(torch.where(finite, 2 * one, 0 * one), torch.where(finite, two, 0 * two)):
+        return None
+    verdict = S.judge(case, lambda xp, run: real_mass(xp, run, case.x, case.mask, rows, upper, ones))
+    return dataclasses.replace(verdict, detail=f"real rows (n = {case.n}, d = {case.d}, the case's tokens): "
+                                               + verdict.detail)
+
+
+def with_real_rows(case, probe: V.Verdict, rows, upper) -> V.Verdict:
+    """The probe's verdict and the real rows' (:func:`real_rows`), the first violation deciding."""
+    real = real_rows(case, rows, upper)
+    if real is None:
+        return dataclasses.replace(probe, detail=probe.detail + "; real rows not read (output not linear in "
+                                                                "the values, or no value projection)")
+    if real.violated:
+        return real
+    decisive = worst(probe, real)
+    other = real if decisive is probe else probe
+    return dataclasses.replace(decisive, detail=f"{decisive.detail}; and {other.detail}")
+
 
 def at_threshold(case, *ss) -> torch.Tensor | None:
     """(batch, n) bool: rows at a rectified normaliser's threshold in any of the score matrices ``ss``
@@ -167,7 +224,10 @@ def max_negative(w) -> float:
 @contract(exact=False, **_SCORE,
           symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=distribution,
                                    at=lambda at: [dict(rows=slice(None), upper="eq")],
-                                   says=lambda at: "W >= 0 and every row sums to 1"))
+                                   real_rows=lambda xp, run, x, mask, ones: real_mass(xp, run, x, mask, slice(None),
+                                                                                      "eq", ones),
+                                   says=lambda at: "W >= 0 and every row sums to 1 (the probe's rows and the "
+                                                   "operator's own at any tokens of width 1)"))
 def simplex(case):
     """W >= 0 and every row sums to 1."""
     # A row with no visible key has no distribution to sum to 1 (softmax makes it 0/0):
@@ -175,17 +235,22 @@ def simplex(case):
     m = visibility(case)
     seen = slice(None) if m is None else (m.sum(-1) > 0)
     s = scores(case)
-    return S.judge(case, lambda xp, w: distribution(xp, w, s, seen, "eq"), weigher)
+    probe = S.judge(case, lambda xp, w: distribution(xp, w, s, seen, "eq"), weigher)
+    return with_real_rows(case, probe, seen, "eq")
 
 
 @contract(exact=False, **_SCORE,
           symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=distribution,
                                    at=lambda at: [dict(rows=slice(None), upper="le")],
-                                   says=lambda at: "W >= 0 and every row sums to <= 1"))
+                                   real_rows=lambda xp, run, x, mask, ones: real_mass(xp, run, x, mask, slice(None),
+                                                                                      "le", ones),
+                                   says=lambda at: "W >= 0 and every row sums to <= 1 (the probe's rows and the "
+                                                   "operator's own at any tokens of width 1)"))
 def sub_simplex(case):
     """W >= 0 and every row sums to at most 1."""
     s = scores(case)
-    return S.judge(case, lambda xp, w: distribution(xp, w, s, slice(None), "le"), weigher)
+    probe = S.judge(case, lambda xp, w: distribution(xp, w, s, slice(None), "le"), weigher)
+    return with_real_rows(case, probe, slice(None), "le")
 
 
 def _through_tau(op) -> str | None:
@@ -226,7 +291,11 @@ def silence(case):
     s = (tau - scores(case).abs()).clamp(min=-torch.finfo(case.dtype).max)
     s[..., 0] = tau                                   # the boundary S' = 0 is silent too
     v = case.random_like((case.batch, case.n, case.d), salt=23)
-    return S.judge(case, lambda xp, w: silent(xp, w, s, v), weigher)
+    probe = S.judge(case, lambda xp, w: silent(xp, w, s, v), weigher)
+    if _through_tau(case.op) is not None:
+        return probe
+    # the real rows too: the case's own tokens, tau above every score they make (issue 43, class 3)
+    return worst(probe, silence_through_tau(case))
 
 
 PREMISE_RESOLUTION = 16     # gate_below_one: the scores' rounding at |tau| must stay 1/16 of a peak's range

@@ -14,7 +14,7 @@ statement serves operators that name their parameters otherwise.  The tiers diff
 * the fuzz tier (:func:`judge`) calls it on float64 torch tensors with a
   runner that casts to a dtype, once in the dtype under test and, when a
   claim is tolerance-based, in float64 and the probe precision; ``zero``
-  and exact ``at_most`` claims are judged bit-for-bit in the dtype under
+  ``same`` and exact ``at_most`` claims are judged bit-for-bit in the dtype under
   test, ``equal`` and inexact ``at_most`` claims with the tolerance model;
 * the symbolic tier (``tokenlaw.symbolic.laws``) calls it on z3 object
   arrays and proves every claim (``zero``/``equal`` as ``=``, ``at_most``
@@ -65,6 +65,12 @@ def equal(a, b, what: str) -> Claim:
     return Claim("equal", a, b, what)
 
 
+def same(a, b, what: str) -> Claim:
+    """a = b in the reals; in floating point bit for bit in the dtype under test (NaN where the other is NaN,
+    the same infinities), with no rounding allowance: for two runs of the same arithmetic."""
+    return Claim("equal", a, b, what, exact=True)
+
+
 def at_most(a, b, what: str, exact: bool = False) -> Claim:
     """a <= b (exact: with no rounding allowance in any dtype)."""
     return Claim("at_most", a, b, what, exact=exact)
@@ -113,6 +119,16 @@ def insert_visible(mask, k):
         out.fill(1)
     out[:, np.array(keep)[:, None], np.array(keep)[None, :]] = mask
     return out
+
+
+def all_visible(x, causal: bool = False):
+    """The (B, n, n) 0/1 mask of tokens ``x`` (B, n, d) that hides nothing (``causal``: every key j <= i),
+    in ``x``'s array type (float64 torch tensors, object arrays of 0/1)."""
+    b, n = x.shape[0], x.shape[1]
+    ones = np.tril(np.ones((n, n), dtype=int)) if causal else np.ones((n, n), dtype=int)
+    if is_torch(x):
+        return torch.as_tensor(ones, dtype=torch.float64).expand(b, n, n).contiguous()
+    return np.broadcast_to(ones.astype(object), (b, n, n)).copy()
 
 
 def others(n_new, k):
@@ -166,6 +182,8 @@ def judge(case, statement, make_run=runner) -> V.Verdict:
                 verdicts.append(V.violated(float("nan"), 0.0, f"non-finite output {c.what}"))
         elif c.kind == "zero":
             verdicts.append(exact_zero(c.lhs, c.what))
+        elif c.kind == "equal" and c.exact:
+            verdicts.append(_same(c.lhs, c.rhs, c.what))
         elif c.exact:
             excess = (torch.as_tensor(c.lhs).double() - torch.as_tensor(c.rhs).double()).clamp(min=0)
             d = float(excess.max()) if excess.numel() else 0.0
@@ -178,6 +196,21 @@ def judge(case, statement, make_run=runner) -> V.Verdict:
                  for dt, cs in claims.items()}
             verdicts.append(compared(compare(a, b, case.dtype), c.what, case))
     return worst(*verdicts)
+
+
+def _same(a, b, what: str) -> V.Verdict:
+    """The exact ``same`` claim: bit for bit, NaN matching NaN and an infinity the same infinity."""
+    a, b = torch.as_tensor(a).double(), torch.as_tensor(b).double()
+    if a.shape != b.shape:
+        return V.violated(float("inf"), 0.0, f"{what}: shapes {tuple(a.shape)} vs {tuple(b.shape)}")
+    agree = (a == b) | (torch.isnan(a) & torch.isnan(b))
+    off = ~agree
+    if not bool(off.any()):
+        return V.holds(0.0, 0.0, f"{what}: all {a.numel()} entries equal bit for bit (exact contract)")
+    gap = (a - b).abs()[off]
+    d = float("nan") if bool(gap.isnan().any()) else float(gap.max())
+    return V.violated(d, 0.0, f"{what}: {int(off.sum())} of {a.numel()} entries differ, largest |difference| "
+                              f"{d:.3g} (exact contract: the same arithmetic must give the same bits)")
 
 
 def _like(v, ref):

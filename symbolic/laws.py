@@ -165,11 +165,11 @@ def instantiate(op, contract: Contract, n: int, d: int, mode: str) -> Problem:
         inputs = {"s": sym.array("s", (1, n, n))}
         if "causal" not in op.traits and masked:
             inputs["mask"] = sym.bits("mask", (1, n, n), diagonal=True)
-        at = Instance(n, d, "mask" in inputs, params, op.domain.roles)
+        at = Instance(n, d, "mask" in inputs, params, op.domain.roles, causal="causal" in op.traits)
         shapes = dict(n=n)
     else:
         params = symbolic_params(op, sym, d, mode=mode)
-        at = Instance(n, d, masked, params, op.domain.roles)
+        at = Instance(n, d, masked, params, op.domain.roles, causal="causal" in op.traits)
         if o.tokens is not None:
             n = o.tokens(at)
             at = dataclasses.replace(at, n=n)
@@ -193,6 +193,11 @@ def instantiate(op, contract: Contract, n: int, d: int, mode: str) -> Problem:
     for array, upper, why in (o.bounds({**inputs, "params": params, "roles": op.domain.roles}) if o.bounds else ()):
         for idx in np.ndindex(*np.shape(array)):
             sym.premise(array[idx] <= _upper(upper), why)
+    ones = _unit_values(op, params) if o.real_rows is not None and o.over == "scores" else None
+    if ones is not None:
+        # the operator's own rows at tokens of width 1 (n > d, any norm), not only the probe's (issue 43, class 3)
+        inputs["x"] = sym.array("x", (1, REAL_ROWS, 1))
+        shapes["real rows"] = f"tokens (1, {REAL_ROWS}, 1)"
     names = {data, "mask", *(name for name, _ in o.inputs), "run" if o.over == "tokens" else "weights"}
     for position, _ in cases[:1]:          # a statement that cannot be called is a declaration error, here
         _arguments(contract, op, {k: None for k in names}, position, params)
@@ -207,10 +212,30 @@ def instantiate(op, contract: Contract, n: int, d: int, mode: str) -> Problem:
                 continue                   # the selector picks another case: this one holds vacuously
             claims = o.statement(xp, **_arguments(contract, op, given, position, v["params"]))
             out += facts(xp, claims, guard=(v["case"], c) if select else None)
+        if ones is not None:
+            values = {k: xp.asarray(a, v[data]) for k, a in ones.items()}
+            mask = v.get("mask")
+            mask = None if mask is None else mask[:, :REAL_ROWS, :REAL_ROWS]   # keeps its visible diagonal
+            out += facts(xp, o.real_rows(xp, runner(op, xp, v), v["x"], mask, values))
         return out
 
     return Problem(contract.name, op.name, shapes, sym, inputs, params, relation, o.says(at),
                    exp_product=o.exp_product, exact=contract.exact)
+
+
+# The real rows' tokens: 2 of width 1 (n > d, every norm), the smallest sequence with a second row to mix in.
+REAL_ROWS = 2
+
+
+def _unit_values(op, params) -> dict | None:
+    """The overrides that make every value vector all-ones at width 1 (value weight 0, value bias 1, output
+    weight 1) as integer numpy arrays, or None when the operator has no such projections of width 1."""
+    roles = op.domain.roles
+    (wv, bv), wo = roles.value, roles.output
+    if not isinstance(params, dict) or any(np.shape(params.get(k)) != shape
+                                           for k, shape in ((wv, (1, 1)), (bv, (1,)), (wo, (1, 1)))):
+        return None
+    return {wv: np.zeros((1, 1), dtype=int), bv: np.ones(1, dtype=int), wo: np.ones((1, 1), dtype=int)}
 
 
 def build(op, contract: Contract, n: int, d: int, mode: str, *, whole: bool = False) -> Problem | None:

@@ -87,15 +87,24 @@ def hf_mask(mask, like: torch.Tensor, fmt: str, causal: bool):
     return torch.zeros(seen.shape, dtype=like.dtype, device=like.device).masked_fill(~seen, torch.finfo(like.dtype).min)
 
 
+def attention_mask(mask, like: torch.Tensor, fmt: str, causal: bool):
+    """The ``attention_mask`` argument HF hands the function for tokenlaw's ``mask``: with no mask, ``None`` --
+    also for a causal model in the bool (sdpa) format, as HF's ``sdpa_mask`` skips a causal mask that hides
+    no padding (``allow_is_causal_skip``) and the function must read ``module.is_causal``; the additive (eager)
+    format always gets the causal mask (HF builds eager's with ``allow_is_causal_skip=False``)."""
+    if mask is None and (not causal or fmt == "bool"):
+        return None
+    return hf_mask(mask, like, fmt, causal)
+
+
 def _body(fn: Callable, fmt: str, causal: bool, name: str):
-    def hf_attention(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
-        """The HF attention function on the projected heads, then wo."""
+    def hf_attention(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, scaling):
+        """The HF attention function on the projected heads, with the drawn ``scaling``, then wo."""
         arguments.tokens(x)
         mask = arguments.mask(mask, x)
         q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
         dh = q.shape[-1]
-        got = fn(Site(is_causal=causal), q, k, v, hf_mask(mask, q, fmt, causal), scaling=1.0 / math.sqrt(dh),
-                 dropout=0.0)
+        got = fn(Site(is_causal=causal), q, k, v, attention_mask(mask, q, fmt, causal), scaling=scaling, dropout=0.0)
         out = got[0] if isinstance(got, (tuple, list)) else got
         want = (q.shape[0], q.shape[2], q.shape[1], dh)
         if not torch.is_tensor(out) or tuple(out.shape) != want:
@@ -115,6 +124,20 @@ EAGER_IN_FLOAT64 = {
     "finite": "a fully masked row in float64: the additive mask's finfo(float64).min is -inf in the float32 softmax, "
               "and a row of -inf is NaN",
 }
+
+
+SCALING_OCTAVES = 3     # scaling is drawn in [2^-3, 1] / sqrt(d_model): at most 1 / sqrt(dh), never only it
+
+
+def scaled_params(gen, d_model, dtype=torch.float64, **kw):
+    """The standard projections (``projections.attention_params``) and HF's ``scaling``, drawn log-uniform in
+    [2^-3, 1] / sqrt(d_model): every test used to pass 1 / sqrt(dh), so a function that ignored ``scaling``
+    passed them all.  The top, 1 / sqrt(d_model), is at most 1 / sqrt(dh) for every head count, so the scores
+    stay within the magnitudes the domain's score limits were written for."""
+    params = projections.attention_params(gen, d_model, dtype, **kw)
+    u = float(torch.rand((), generator=gen, dtype=torch.float64))
+    params["scaling"] = 2.0 ** (-SCALING_OCTAVES * u) / math.sqrt(d_model)
+    return params
 
 
 def derived_claims(*, causal: bool) -> tuple[dict, dict]:
@@ -162,10 +185,11 @@ def declare_hf_attention(name: str, *, fn: Callable | str, mask_format: str | No
             raise DeclarationError(f"{arg}: expected a dict of contract name -> one-line reason, got {value!r}")
     hf_attention = _body(fn, fmt, causal, name)
 
-    def reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
-        """softmax(q k^T / sqrt(dh)) v per head over the keys the mask (and causality) leave visible, then W_o."""
+    def reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, scaling):
+        """softmax(scaling q k^T) v per head over the keys the mask (and causality) leave visible, then W_o."""
         seen = None if mask is None and not causal else hf_mask(mask, x[:, :, :1], "bool", causal)[:, 0]
-        return references.sdpa_reference(xp, x, None if seen is None else seen.to(x.dtype), wq=wq, bq=bq,
+        c = scaling * math.sqrt(x.shape[-1] // heads)        # the formula's 1/sqrt(dh) times c is scaling
+        return references.sdpa_reference(xp, x, None if seen is None else seen.to(x.dtype), wq=wq * c, bq=bq * c,
                                           wk=wk, bk=bk, wv=wv, bv=bv, wo=wo, heads=heads)
 
     hf_attention.__name__ = hf_attention.__qualname__ = name
@@ -178,7 +202,7 @@ def declare_hf_attention(name: str, *, fn: Callable | str, mask_format: str | No
     stated = {**{k: v for k, v in stated.items() if k not in expected}, **dict(claims or {})}
     expected = {k: v for k, v in expected.items() if k not in (claims or {})}
     traits = {"token_mixing", "masked"} | ({"causal"} if causal else set())
-    domain = Domain(params=projections.attention_params, mask="random", limits=limits.SOFTMAX_SCORES)
+    domain = Domain(params=scaled_params, mask="random", limits=limits.SOFTMAX_SCORES, positive=("scaling",))
     return declare(name=name, domain=domain, traits=traits, claims=stated, violates=expected,
                    reference=reference)(hf_attention)
 
