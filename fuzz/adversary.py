@@ -1,0 +1,328 @@
+"""The standing adversary: predicate-conditional mutants of every operator, and the kill matrix.
+
+For each operator of a registry, :func:`mutants` builds
+:mod:`~tokenlaw.fuzz.conditional` mutants (the operator wrong only where a
+predicate on its input holds), and :func:`run` judges each one with the
+operator's rows of the default check (``tokenlaw check``'s plan, the same
+profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
+
+1. *Baseline.*  The rows run once with every operator wrapped in a recorder
+   (identity output) that notes, per (operator, contract), which predicates
+   held on some call.  Rows failing here cannot count as kills.
+2. *Mutants.*  A mutant runs only the cells of rows where its predicate held
+   in the baseline: in every other cell its operator returns, on every call
+   the seeded search makes, exactly the baseline's outputs, so the cell's
+   verdict is the baseline's (the search is deterministic for a seed and no
+   database is used) -- running it could not kill.  The rows whose contracts
+   are meant to see the wrongness run first, ``workers`` cells at a time; the
+   mutant stops at its first kill.
+3. *Verdict.*  ``killed`` (some row no longer matches its declaration),
+   ``equivalent`` (no claimed law can see it, for a reason decided
+   mechanically: the identity control; a predicate outside the operator's
+   declared dtypes or widths; a change that is nothing by construction, such
+   as a position-dependent change at n = 1) or ``gap`` (the predicate was
+   never drawn; the wrong output was never produced on a drawn input; or it
+   was, and no row failed).
+
+Mutants: every predicate with the generic wrongness ``scale`` (the *axis*
+matrix), and each other wrongness the operator's claimed laws target with the
+:data:`FOCUS` predicates (the *law family* matrix); the identity control with
+``always``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from tokenlaw.properties.plan import Cell, Row, contracts_of, plan
+
+from . import conditional as C
+from .campaign import run_rows
+from .cluster import Pool
+
+# The predicates each wrongness other than ``scale`` is paired with: the control and one per axis.
+FOCUS = ("always", "n_9_32", "n_65_128", "d_odd", "batch_3", "heads_ge_2", "float16", "float32", "mask_none",
+         "magnitude_gt_10", "near_null_row", "odd_call")
+_ONE_TOKEN = {"position", "leak_future", "drop_key"}      # nothing to move, leak or drop at n = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    operator: str
+    predicate: C.Predicate
+    wrongness: C.Wrongness
+
+    @property
+    def id(self) -> str:
+        return f"{self.operator}:{self.predicate.name}:{self.wrongness.name}"
+
+
+@dataclasses.dataclass
+class Outcome:
+    mutant: Mutant
+    status: str               # killed | equivalent | gap
+    reason: str
+    killers: list
+    cells: int                # cells run
+    seconds: float
+
+    def to_json(self) -> dict:
+        m = self.mutant
+        return dict(id=m.id, operator=m.operator, predicate=m.predicate.name, axis=m.predicate.axis,
+                    predicate_text=m.predicate.text, wrongness=m.wrongness.name, family=m.wrongness.family,
+                    status=self.status, reason=self.reason, killers=self.killers, cells=self.cells,
+                    seconds=round(self.seconds, 3))
+
+
+def mutants(registry, operators=None) -> list[Mutant]:
+    """Every conditional mutant of the operators (all when None), in registry order."""
+    contracts = contracts_of(registry)
+    out = []
+    for op in registry:
+        if operators and op.name not in operators:
+            continue
+        preds = [p for p in C.PREDICATES if C.takes(op, p.needs)]
+        for w in C.WRONGNESSES:
+            if not set(w.needs) <= set(op.traits):
+                continue
+            if w.name == "identity":
+                out.append(Mutant(op.name, C.predicate("always"), w))
+                continue
+            if not C.targets(w, op, contracts):
+                continue
+            for p in preds:
+                if w.name == "scale" or p.name in FOCUS:
+                    out.append(Mutant(op.name, p, w))
+    return out
+
+
+def sample(items: list, k: int | None, seed: int) -> list:
+    """A fixed, seeded sample of ``k`` items, in their original order (all when k is None or too large)."""
+    if k is None or k >= len(items):
+        return list(items)
+    keep = set(random.Random(seed).sample(range(len(items)), k))
+    return [m for i, m in enumerate(items) if i in keep]
+
+
+@dataclasses.dataclass
+class Baseline:
+    rows: dict                # operator -> its planned rows (with cells)
+    failing: set              # row ids failing unmutated (through the recorder)
+    drawn: dict               # (operator, contract) -> {predicate names that held on some call}
+    seconds: float
+
+
+def baseline(registry, operators, *, examples, seed, pool, folder, by_value=()) -> Baseline:
+    """Run the operators' default rows through the recorder (see the module doc, step 1)."""
+    start = time.perf_counter()
+    rows = [r for r in plan(registry, operators=sorted(operators)) if r.cells]
+    by_contract = {}
+    for r in rows:
+        by_contract.setdefault(r.contract, []).append(r)
+    for contract, group in by_contract.items():
+        rec = C.recording_registry(registry, {r.operator for r in group}, contract, folder)
+        _run(rec, group, examples=examples, seed=seed, pool=pool, by_value=by_value)
+    drawn = {}
+    for line in C.read_log(folder):
+        op, contract, pred = line.split("\t")
+        drawn.setdefault((op, contract), set()).add(pred)
+    by_op = {}
+    for r in rows:
+        by_op.setdefault(r.operator, []).append(r)
+    return Baseline(by_op, {r.id for r in rows if r.failing}, drawn, time.perf_counter() - start)
+
+
+def _run(registry, rows, *, examples, seed, pool, by_value=()):
+    run_rows(registry, rows, examples=examples, seed=seed, workers=1, pool=pool, replay_dir=None, progress=False,
+             by_value=by_value)
+
+
+def _units(rows):
+    """What one mutant runs, one unit at a time: a claimed row's cells one by one (a claimed law must hold in
+    every dtype, so one cell can kill); an expected violation's row whole (it is reproduced in some dtype)."""
+    for r in rows:
+        if r.declared == "violates":
+            yield [r]
+        else:
+            for c in r.cells:
+                yield [Row(r.operator, r.contract, r.declared, r.reason, [c])]
+
+
+def _fresh(row: Row) -> Row:
+    return Row(row.operator, row.contract, row.declared, row.reason,
+               [Cell(c.operator, c.contract, c.backend, c.dtype) for c in row.cells])
+
+
+def judge(registry, m: Mutant, base: Baseline, *, examples, seed, pool, workers, folder, by_value=()) -> Outcome:
+    """Run one mutant (module doc, steps 2 and 3)."""
+    start = time.perf_counter()
+    op = registry[m.operator]
+    contracts = contracts_of(registry)
+    meant = C.targets(m.wrongness, op, contracts)
+    rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing]
+    drawn = [r for r in rows if m.predicate.name in base.drawn.get((r.operator, r.contract), ())]
+    drawn.sort(key=lambda r: r.contract not in meant)          # the rows meant to see it first
+    sub = Path(folder) / m.id.replace(":", "_")
+    sub.mkdir(parents=True, exist_ok=True)
+    bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
+    units, ran = list(_units(drawn)), 0
+    step = max(1, workers)
+    for i in range(0, len(units), step):
+        wave = [_fresh(r) for unit in units[i:i + step] for r in unit]
+        _run(bad, wave, examples=examples, seed=seed, pool=pool, by_value=by_value)
+        ran += sum(len(r.cells) for r in wave)
+        killers = sorted({r.id for r in wave if r.failing})
+        if killers:
+            return Outcome(m, "killed", f"row {killers[0]} no longer matches its declaration", killers, ran,
+                           time.perf_counter() - start)
+    changed = f"{m.id}\tchanged" in C.read_log(sub)
+    status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
+                              meant_drawn=any(r.contract in meant for r in drawn))
+    return Outcome(m, status, reason, [], ran, time.perf_counter() - start)
+
+
+def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool) -> tuple[str, str]:
+    """(equivalent | gap, why) for a surviving mutant."""
+    p, w = m.predicate, m.wrongness
+    if w.name == "identity":
+        return "equivalent", "control: the output is the operator's own, unchanged by construction"
+    if p.name == "n_1" and w.name in _ONE_TOKEN:
+        return "equivalent", f"{w.name} at n = 1 changes nothing by construction (no other token)"
+    if not drawn:
+        why = unreachable(p, op)
+        if why:
+            return "equivalent", why
+        return "gap", f"predicate never drawn: no call of the default check had {p.text}"
+    if not changed:
+        return "gap", f"never effective: the wrong output was never produced on a drawn input with {p.text}"
+    if not meant_drawn:
+        return "gap", (f"the predicate held only in rows of laws not meant to see {w.name} "
+                       f"(meant: {', '.join(sorted(meant))}); no row failed")
+    return "gap", "wrong outputs reached the rows meant to see them; no row failed"
+
+
+def unreachable(p: C.Predicate, op) -> str | None:
+    """Why ``p`` can never hold under ``op``'s declared domain, or None."""
+    dom = op.domain
+    if p.axis == "dtype" and p.name not in dom.dtypes:
+        return f"outside the declared dtypes ({', '.join(dom.dtypes)}): the operator claims nothing there"
+    if p.axis == "width":
+        widths = dom.d_model if dom.fixed_width else None
+        if widths is not None:
+            probe = [torch.zeros(1, 1, d) for d in widths]
+            if not any(C.holds(p, x, {}, 0) for x in probe):
+                return f"outside the declared widths {tuple(widths)} (fixed_width)"
+        if dom.d_max is not None and p.name == "d_ge_17" and dom.d_max < 17:
+            return f"outside the declared widths (d_max = {dom.d_max})"
+    return None
+
+
+def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, workers=1, mutant_ids=None,
+        by_value=(), stream=sys.stderr) -> dict:
+    """Build, sample, run and classify the mutants; returns the report (JSON-able, see :func:`report`).
+
+    operators: only these operators' mutants (None: all); sample_k: a seeded sample of K of them; mutant_ids:
+    only these ids; by_value: a user's ``.py`` modules, shipped to Dask workers by value (as ``check`` does).
+    """
+    start = time.perf_counter()
+    every = mutants(registry, operators)
+    chosen = sample(every, sample_k, seed)
+    if mutant_ids:
+        chosen = [m for m in chosen if m.id in mutant_ids]
+    names = {m.operator for m in chosen}
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="tokenlaw-adversary-") as tmp, \
+            (Pool(workers) if workers > 1 else _NoPool()) as pool:
+        pool = pool if workers > 1 else None
+        rec = Path(tmp) / "baseline"
+        rec.mkdir()
+        base = baseline(registry, names, examples=examples, seed=seed, pool=pool, folder=str(rec),
+                        by_value=by_value) if names else \
+            Baseline({}, set(), {}, 0.0)
+        if stream:
+            stream.write(f"adversary: baseline of {len(names)} operators in {base.seconds:.1f}s, "
+                         f"{len(base.failing)} rows failing unmutated; {len(chosen)} of {len(every)} mutants\n")
+        for k, m in enumerate(chosen, 1):
+            o = judge(registry, m, base, examples=examples, seed=seed, pool=pool, workers=workers, folder=tmp,
+                      by_value=by_value)
+            outcomes.append(o)
+            if stream:
+                stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s {m.id:<44} {o.status:<10} {o.reason}\n")
+                stream.flush()
+    return report(outcomes, every=len(every), baseline=base, seconds=time.perf_counter() - start,
+                  meta=dict(seed=seed, examples=examples, workers=workers, sample=sample_k,
+                            operators=sorted(names)))
+
+
+class _NoPool:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _tally(outcomes, key) -> dict:
+    out = {}
+    for o in outcomes:
+        t = out.setdefault(key(o), dict(total=0, killed=0, equivalent=0, gap=0))
+        t["total"] += 1
+        t[o.status] += 1
+    return out
+
+
+def report(outcomes, *, every, baseline, seconds, meta) -> dict:
+    """The kill matrix (per axis, per law family, per operator), every survivor and its reason."""
+    killable = [o for o in outcomes if o.status != "equivalent"]
+    return dict(
+        meta=dict(meta, mutants_built=every, mutants_run=len(outcomes), seconds=round(seconds, 1),
+                  baseline_seconds=round(baseline.seconds, 1)),
+        figure=dict(killed=sum(o.status == "killed" for o in outcomes), non_equivalent=len(killable),
+                    equivalent=len(outcomes) - len(killable), gaps=sum(o.status == "gap" for o in outcomes)),
+        axes=_tally(outcomes, lambda o: o.mutant.predicate.axis),
+        families=_tally(outcomes, lambda o: o.mutant.wrongness.family),
+        operators=_tally(outcomes, lambda o: o.mutant.operator),
+        baseline_failing=sorted(baseline.failing),
+        not_implemented=dict(C.NOT_IMPLEMENTED),
+        mutants=[o.to_json() for o in outcomes],
+    )
+
+
+def markdown(doc: dict) -> str:
+    """The report as Markdown."""
+    f, meta = doc["figure"], doc["meta"]
+    lines = ["# Standing adversary: conditional mutants", "",
+             f"{f['killed']} of {f['non_equivalent']} non-equivalent conditional mutants killed "
+             f"({f['gaps']} gaps; {f['equivalent']} equivalent, not counted); {meta['mutants_run']} of "
+             f"{meta['mutants_built']} mutants run, seed {meta['seed']}, {meta['examples']} examples per cell, "
+             f"{meta['workers']} worker(s), {meta['seconds']}s (baseline {meta['baseline_seconds']}s).", ""]
+    for title, key, col in (("Per axis (predicate family)", "axes", "axis"),
+                            ("Per law family (wrongness)", "families", "family"),
+                            ("Per operator", "operators", "operator")):
+        lines += [f"## {title}", "", f"| {col} | killed | non-equivalent | equivalent | gap |",
+                  "|---|---|---|---|---|"]
+        for name, t in sorted(doc[key].items()):
+            lines.append(f"| {name} | {t['killed']} | {t['total'] - t['equivalent']} | {t['equivalent']} "
+                         f"| {t['gap']} |")
+        lines.append("")
+    lines += ["## Survivors", ""]
+    surv = [m for m in doc["mutants"] if m["status"] != "killed"]
+    lines += [f"- `{m['id']}` **{m['status']}**: {m['reason']}" for m in surv] or ["none"]
+    lines += ["", "## Rows failing unmutated (never counted as kills)", ""]
+    lines += [f"- {r}" for r in doc["baseline_failing"]] or ["none"]
+    lines += ["", "## Wrongness not implemented", ""]
+    lines += [f"- {k}: {v}" for k, v in doc["not_implemented"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def unit_rate(doc: dict) -> float:
+    """Mean seconds per mutant run (for extrapolating a sample to the full matrix)."""
+    ms = doc["mutants"]
+    return sum(m["seconds"] for m in ms) / len(ms) if ms else math.nan
