@@ -72,13 +72,14 @@ class Outcome:
     killers: list
     cells: int                # cells run
     seconds: float
+    cpu: float = 0.0          # CPU seconds of this process (the cells' own with --workers 1)
 
     def to_json(self) -> dict:
         m = self.mutant
         return dict(id=m.id, operator=m.operator, predicate=m.predicate.name, axis=m.predicate.axis,
                     predicate_text=m.predicate.text, wrongness=m.wrongness.name, family=m.wrongness.family,
                     status=self.status, reason=self.reason, killers=self.killers, cells=self.cells,
-                    seconds=round(self.seconds, 3))
+                    seconds=round(self.seconds, 3), cpu_seconds=round(self.cpu, 3))
 
 
 def mutants(registry, operators=None) -> list[Mutant]:
@@ -117,11 +118,12 @@ class Baseline:
     failing: set              # row ids failing unmutated (through the recorder)
     drawn: dict               # (operator, contract) -> {predicate names that held on some call}
     seconds: float
+    cpu: float = 0.0
 
 
 def baseline(registry, operators, *, examples, seed, pool, folder, by_value=()) -> Baseline:
     """Run the operators' default rows through the recorder (see the module doc, step 1)."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     rows = [r for r in plan(registry, operators=sorted(operators)) if r.cells]
     by_contract = {}
     for r in rows:
@@ -136,7 +138,8 @@ def baseline(registry, operators, *, examples, seed, pool, folder, by_value=()) 
     by_op = {}
     for r in rows:
         by_op.setdefault(r.operator, []).append(r)
-    return Baseline(by_op, {r.id for r in rows if r.failing}, drawn, time.perf_counter() - start)
+    return Baseline(by_op, {r.id for r in rows if r.failing}, drawn, time.perf_counter() - start,
+                    time.process_time() - cpu)
 
 
 def _run(registry, rows, *, examples, seed, pool, by_value=()):
@@ -162,7 +165,7 @@ def _fresh(row: Row) -> Row:
 
 def judge(registry, m: Mutant, base: Baseline, *, examples, seed, pool, workers, folder, by_value=()) -> Outcome:
     """Run one mutant (module doc, steps 2 and 3)."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     op = registry[m.operator]
     contracts = contracts_of(registry)
     meant = C.targets(m.wrongness, op, contracts)
@@ -181,11 +184,11 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, pool, workers,
         killers = sorted({r.id for r in wave if r.failing})
         if killers:
             return Outcome(m, "killed", f"row {killers[0]} no longer matches its declaration", killers, ran,
-                           time.perf_counter() - start)
+                           time.perf_counter() - start, time.process_time() - cpu)
     changed = f"{m.id}\tchanged" in C.read_log(sub)
     status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
                               meant_drawn=any(r.contract in meant for r in drawn))
-    return Outcome(m, status, reason, [], ran, time.perf_counter() - start)
+    return Outcome(m, status, reason, [], ran, time.perf_counter() - start, time.process_time() - cpu)
 
 
 def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool) -> tuple[str, str]:
@@ -254,7 +257,8 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
                       by_value=by_value)
             outcomes.append(o)
             if stream:
-                stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s {m.id:<44} {o.status:<10} {o.reason}\n")
+                stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s ({o.cpu:5.1f}s CPU) {m.id:<44} {o.status:<10} "
+                             f"{o.reason}\n")
                 stream.flush()
     return report(outcomes, every=len(every), baseline=base, seconds=time.perf_counter() - start,
                   meta=dict(seed=seed, examples=examples, workers=workers, sample=sample_k,
@@ -283,7 +287,8 @@ def report(outcomes, *, every, baseline, seconds, meta) -> dict:
     killable = [o for o in outcomes if o.status != "equivalent"]
     return dict(
         meta=dict(meta, mutants_built=every, mutants_run=len(outcomes), seconds=round(seconds, 1),
-                  baseline_seconds=round(baseline.seconds, 1)),
+                  baseline_seconds=round(baseline.seconds, 1), baseline_cpu_seconds=round(baseline.cpu, 1),
+                  mutants_cpu_seconds=round(sum(o.cpu for o in outcomes), 1)),
         figure=dict(killed=sum(o.status == "killed" for o in outcomes), non_equivalent=len(killable),
                     equivalent=len(outcomes) - len(killable), gaps=sum(o.status == "gap" for o in outcomes)),
         axes=_tally(outcomes, lambda o: o.mutant.predicate.axis),
@@ -302,7 +307,8 @@ def markdown(doc: dict) -> str:
              f"{f['killed']} of {f['non_equivalent']} non-equivalent conditional mutants killed "
              f"({f['gaps']} gaps; {f['equivalent']} equivalent, not counted); {meta['mutants_run']} of "
              f"{meta['mutants_built']} mutants run, seed {meta['seed']}, {meta['examples']} examples per cell, "
-             f"{meta['workers']} worker(s), {meta['seconds']}s (baseline {meta['baseline_seconds']}s).", ""]
+             f"{meta['workers']} worker(s), {meta['seconds']}s (baseline {meta['baseline_seconds']}s); CPU of this "
+             f"process: baseline {meta['baseline_cpu_seconds']}s, mutants {meta['mutants_cpu_seconds']}s.", ""]
     for title, key, col in (("Per axis (predicate family)", "axes", "axis"),
                             ("Per law family (wrongness)", "families", "family"),
                             ("Per operator", "operators", "operator")):
