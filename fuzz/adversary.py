@@ -163,19 +163,22 @@ def _fresh(row: Row) -> Row:
                [Cell(c.operator, c.contract, c.backend, c.dtype) for c in row.cells])
 
 
-def judge(registry, m: Mutant, base: Baseline, *, examples, seed, pool, workers, folder, by_value=()) -> Outcome:
-    """Run one mutant (module doc, steps 2 and 3)."""
+def judge(registry, m: Mutant, base: Baseline, *, examples, seed, pool, workers, folder, by_value=(),
+          every_row=False) -> Outcome:
+    """Run one mutant (module doc, steps 2 and 3); ``every_row``: run the rows where its predicate never held
+    too (they cannot kill: the check that the skip loses nothing)."""
     start, cpu = time.perf_counter(), time.process_time()
     op = registry[m.operator]
     contracts = contracts_of(registry)
     meant = C.targets(m.wrongness, op, contracts)
     rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing]
     drawn = [r for r in rows if m.predicate.name in base.drawn.get((r.operator, r.contract), ())]
-    drawn.sort(key=lambda r: r.contract not in meant)          # the rows meant to see it first
+    units = list(drawn) + ([r for r in rows if r not in drawn] if every_row else [])
+    units.sort(key=lambda r: r.contract not in meant)          # the rows meant to see it first
     sub = Path(folder) / m.id.replace(":", "_")
     sub.mkdir(parents=True, exist_ok=True)
     bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
-    units, ran = list(_units(drawn)), 0
+    units, ran = list(_units(units)), 0
     step = max(1, workers)
     for i in range(0, len(units), step):
         wave = [_fresh(r) for unit in units[i:i + step] for r in unit]
@@ -228,11 +231,12 @@ def unreachable(p: C.Predicate, op) -> str | None:
 
 
 def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, workers=1, mutant_ids=None,
-        by_value=(), stream=sys.stderr) -> dict:
+        by_value=(), every_row=False, stream=sys.stderr) -> dict:
     """Build, sample, run and classify the mutants; returns the report (JSON-able, see :func:`report`).
 
     operators: only these operators' mutants (None: all); sample_k: a seeded sample of K of them; mutant_ids:
-    only these ids; by_value: a user's ``.py`` modules, shipped to Dask workers by value (as ``check`` does).
+    only these ids; by_value: a user's ``.py`` modules, shipped to Dask workers by value (as ``check`` does);
+    every_row: skip no row (see :func:`judge`).
     """
     start = time.perf_counter()
     every = mutants(registry, operators)
@@ -254,7 +258,7 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
                          f"{len(base.failing)} rows failing unmutated; {len(chosen)} of {len(every)} mutants\n")
         for k, m in enumerate(chosen, 1):
             o = judge(registry, m, base, examples=examples, seed=seed, pool=pool, workers=workers, folder=tmp,
-                      by_value=by_value)
+                      by_value=by_value, every_row=every_row)
             outcomes.append(o)
             if stream:
                 stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s ({o.cpu:5.1f}s CPU) {m.id:<44} {o.status:<10} "

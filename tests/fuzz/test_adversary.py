@@ -94,6 +94,16 @@ def test_a_fixed_sample_kills_the_controls_and_never_the_identity():
     assert REG["presence"].fn is default_registry()["presence"].fn        # the registry given is untouched
 
 
+def test_skipping_the_rows_where_the_predicate_never_held_loses_no_kill():
+    """Attack on the skip: run every row of a never-drawn mutant anyway; it must still survive, and a drawn
+    one must die the same way."""
+    ids = {"presence:n_ge_257:scale", "presence:float16:scale"}
+    full = _outcomes(A.run(REG, operators={"presence"}, examples=EXAMPLES, mutant_ids=ids, every_row=True,
+                           stream=None))
+    assert full["presence:n_ge_257:scale"]["status"] == "gap" and full["presence:n_ge_257:scale"]["cells"] > 0
+    assert full["presence:float16:scale"]["status"] == "killed"
+
+
 def test_rows_failing_unmutated_never_count_as_kills():
     # presence wrong (x2) in every call: its value rows fail before any mutant; the identity mutant must stay
     # equivalent, and no kill may be credited to a row that already failed
