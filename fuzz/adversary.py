@@ -14,8 +14,9 @@ profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
    the seeded search makes, exactly the baseline's outputs, so the cell's
    verdict is the baseline's (the search is deterministic for a seed and no
    database is used) -- running it could not kill.  The rows whose contracts
-   are meant to see the wrongness run first, ``workers`` cells at a time; the
-   mutant stops at its first kill.
+   are meant to see the wrongness run first, one cell at a time, and the
+   mutant stops at its first kill.  With ``workers`` > 1 the baseline's cells
+   run on the Dask pool, and then the mutants, one task per mutant.
 3. *Verdict.*  ``killed`` (some row no longer matches its declaration),
    ``equivalent`` (no claimed law can see it, for a reason decided
    mechanically: the identity control; a predicate outside the operator's
@@ -39,12 +40,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import cloudpickle
 import torch
 
 from tokenlaw.properties.plan import Cell, Row, contracts_of, plan
 
 from . import conditional as C
-from .campaign import run_rows
+from .campaign import run_rows, shipped
 from .cluster import Pool
 
 # The predicates each wrongness other than ``scale`` is paired with: the control and one per axis.
@@ -72,7 +74,7 @@ class Outcome:
     killers: list
     cells: int                # cells run
     seconds: float
-    cpu: float = 0.0          # CPU seconds of this process (the cells' own with --workers 1)
+    cpu: float = 0.0          # CPU seconds of the process that ran it (its cells run there, in order)
 
     def to_json(self) -> dict:
         m = self.mutant
@@ -163,8 +165,7 @@ def _fresh(row: Row) -> Row:
                [Cell(c.operator, c.contract, c.backend, c.dtype) for c in row.cells])
 
 
-def judge(registry, m: Mutant, base: Baseline, *, examples, seed, pool, workers, folder, by_value=(),
-          every_row=False) -> Outcome:
+def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_value=(), every_row=False) -> Outcome:
     """Run one mutant (module doc, steps 2 and 3); ``every_row``: run the rows where its predicate never held
     too (they cannot kill: the check that the skip loses nothing)."""
     start, cpu = time.perf_counter(), time.process_time()
@@ -178,11 +179,10 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, pool, workers,
     sub = Path(folder) / m.id.replace(":", "_")
     sub.mkdir(parents=True, exist_ok=True)
     bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
-    units, ran = list(_units(units)), 0
-    step = max(1, workers)
-    for i in range(0, len(units), step):
-        wave = [_fresh(r) for unit in units[i:i + step] for r in unit]
-        _run(bad, wave, examples=examples, seed=seed, pool=pool, by_value=by_value)
+    ran = 0
+    for unit in _units(units):
+        wave = [_fresh(r) for r in unit]
+        _run(bad, wave, examples=examples, seed=seed, pool=None, by_value=by_value)
         ran += sum(len(r.cells) for r in wave)
         killers = sorted({r.id for r in wave if r.failing})
         if killers:
@@ -256,17 +256,46 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
         if stream:
             stream.write(f"adversary: baseline of {len(names)} operators in {base.seconds:.1f}s, "
                          f"{len(base.failing)} rows failing unmutated; {len(chosen)} of {len(every)} mutants\n")
-        for k, m in enumerate(chosen, 1):
-            o = judge(registry, m, base, examples=examples, seed=seed, pool=pool, workers=workers, folder=tmp,
-                      by_value=by_value, every_row=every_row)
+        if pool is None:
+            done = (judge(registry, m, base, examples=examples, seed=seed, folder=tmp, by_value=by_value,
+                          every_row=every_row) for m in chosen)
+        else:
+            done = _on_pool(pool, registry, chosen, base, examples=examples, seed=seed, folder=tmp,
+                            by_value=by_value, every_row=every_row)
+        for k, o in enumerate(done, 1):
             outcomes.append(o)
             if stream:
-                stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s ({o.cpu:5.1f}s CPU) {m.id:<44} {o.status:<10} "
-                             f"{o.reason}\n")
+                stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s ({o.cpu:5.1f}s CPU) {o.mutant.id:<44} "
+                             f"{o.status:<10} {o.reason}\n")
                 stream.flush()
+        order = {m.id: i for i, m in enumerate(chosen)}
+        outcomes.sort(key=lambda o: order[o.mutant.id])
     return report(outcomes, every=len(every), baseline=base, seconds=time.perf_counter() - start,
                   meta=dict(seed=seed, examples=examples, workers=workers, sample=sample_k,
                             operators=sorted(names)))
+
+
+def _on_pool(pool, registry, chosen, base, *, examples, seed, folder, by_value, every_row):
+    """Outcomes of ``chosen`` as the pool's workers finish them: one task per mutant, each running its cells in
+    its worker, in order, up to its first kill (a task per cell would pay the pool's hand-over on every wave)."""
+    from distributed import as_completed  # optional, as in fuzz.cluster: only a --workers N > 1 run needs it
+    key = f"tokenlaw-adversary-{id(registry):x}-{time.time_ns():x}"
+    data = pool.client.scatter(shipped(registry, by_value), broadcast=True)
+    basef = pool.client.scatter(base, broadcast=True)
+    futures = [pool.client.submit(_judge_task, key, data, basef, m, examples, seed, folder, every_row,
+                                  key=f"{key}-{k}", pure=False, priority=-k) for k, m in enumerate(chosen)]
+    for future in as_completed(futures, loop=pool.client.loop):
+        yield future.result()
+
+
+_SHIPPED: dict = {}     # key -> the registry this worker unpickled for that run
+
+
+def _judge_task(key, data, base, m, examples, seed, folder, every_row):
+    if key not in _SHIPPED:
+        _SHIPPED.clear()
+        _SHIPPED[key] = cloudpickle.loads(data)
+    return judge(_SHIPPED[key], m, base, examples=examples, seed=seed, folder=folder, every_row=every_row)
 
 
 class _NoPool:
