@@ -149,14 +149,28 @@ def _run(registry, rows, *, examples, seed, pool, by_value=()):
              by_value=by_value)
 
 
-def _units(rows):
+# Which rows to try first (a mutant stops at its first kill, so the order is what a killed mutant costs): the
+# contracts named by the wrongness, then the comparisons with a reference (they see any change of value), then
+# the rest; gradcheck last (slow, and blind to a change that is smooth in x).
+FIRST = ("spec_reference", "differential", "formula_equivalence", "softmax_reduction", "package_agreement",
+         "closure", "simplex", "sub_simplex", "dc_gain", "linearity")
+LAST = ("gradcheck",)
+
+
+def _priority(contract, wrong, meant) -> tuple:
+    named = wrong.targets is not None and contract in meant
+    return (not named, contract not in meant, contract in LAST,
+            FIRST.index(contract) if contract in FIRST else len(FIRST))
+
+
+def _units(rows, dtype=None):
     """What one mutant runs, one unit at a time: a claimed row's cells one by one (a claimed law must hold in
     every dtype, so one cell can kill); an expected violation's row whole (it is reproduced in some dtype)."""
     for r in rows:
         if r.declared == "violates":
             yield [r]
-        else:
-            for c in r.cells:
+        else:       # the predicate's own dtype first (a dtype predicate is wrong there only)
+            for c in sorted(r.cells, key=lambda c: c.dtype != dtype):
                 yield [Row(r.operator, r.contract, r.declared, r.reason, [c])]
 
 
@@ -175,12 +189,12 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing]
     drawn = [r for r in rows if m.predicate.name in base.drawn.get((r.operator, r.contract), ())]
     units = list(drawn) + ([r for r in rows if r not in drawn] if every_row else [])
-    units.sort(key=lambda r: r.contract not in meant)          # the rows meant to see it first
+    units.sort(key=lambda r: _priority(r.contract, m.wrongness, meant))
     sub = Path(folder) / m.id.replace(":", "_")
     sub.mkdir(parents=True, exist_ok=True)
     bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
     ran = 0
-    for unit in _units(units):
+    for unit in _units(units, m.predicate.name if m.predicate.axis == "dtype" else None):
         wave = [_fresh(r) for r in unit]
         _run(bad, wave, examples=examples, seed=seed, pool=None, by_value=by_value)
         ran += sum(len(r.cells) for r in wave)
