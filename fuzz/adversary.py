@@ -43,6 +43,7 @@ from pathlib import Path
 import cloudpickle
 import torch
 
+from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row, contracts_of, plan
 
 from . import conditional as C
@@ -186,7 +187,9 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     op = registry[m.operator]
     contracts = contracts_of(registry)
     meant = C.targets(m.wrongness, op, contracts)
-    rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing]
+    # a row that is not applicable by design skips before drawing: it can neither kill nor judge
+    rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing
+            and r.outcome != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
     drawn = [r for r in rows if m.predicate.name in base.drawn.get((r.operator, r.contract), ())]
     units = list(drawn) + ([r for r in rows if r not in drawn] if every_row else [])
     units.sort(key=lambda r: _priority(r.contract, m.wrongness, meant))
@@ -204,12 +207,15 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
                            time.perf_counter() - start, time.process_time() - cpu)
     changed = f"{m.id}\tchanged" in C.read_log(sub)
     status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
-                              meant_drawn=any(r.contract in meant for r in drawn))
+                              meant_drawn=any(r.contract in meant for r in drawn),
+                              judged_by={r.contract for r in drawn})
     return Outcome(m, status, reason, [], ran, time.perf_counter() - start, time.process_time() - cpu)
 
 
-def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool) -> tuple[str, str]:
-    """(equivalent | gap, why) for a surviving mutant."""
+def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool,
+             judged_by=frozenset()) -> tuple[str, str]:
+    """(equivalent | gap, why) for a surviving mutant; ``judged_by``: the contracts of the rows where its
+    predicate held."""
     p, w = m.predicate, m.wrongness
     if w.name == "identity":
         return "equivalent", "control: the output is the operator's own, unchanged by construction"
@@ -220,12 +226,16 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
         if why:
             return "equivalent", why
         return "gap", f"predicate never drawn: no call of the default check had {p.text}"
+    if (w.name in ("scale", "scale_tiny") and judged_by
+            and all(p.axis in C.BLIND_TO_SCALE.get(c, ()) for c in judged_by)):
+        return "equivalent", (f"every row where {p.text} held ({', '.join(sorted(judged_by))}) compares the "
+                              "operator with itself, the predicate alike on both sides: a uniform scale cancels")
     if not changed:
         return "gap", f"never effective: the wrong output was never produced on a drawn input with {p.text}"
     if not meant_drawn:
         return "gap", (f"the predicate held only in rows of laws not meant to see {w.name} "
                        f"(meant: {', '.join(sorted(meant))}); no row failed")
-    return "gap", "wrong outputs reached the rows meant to see them; no row failed"
+    return "gap", f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
 
 
 def unreachable(p: C.Predicate, op) -> str | None:

@@ -240,6 +240,26 @@ WRONGNESSES: tuple[Wrongness, ...] = (
 )
 _WRONGNESSES = {w.name: w for w in WRONGNESSES}
 
+# Laws that compare the operator only with itself, in a form a common factor cancels from: a uniform scale of the
+# output (``scale``, ``scale_tiny``) is invisible to them when the predicate is true on both sides of the
+# comparison or on neither, which holds for the axes listed (both sides share them).  A survivor judged only by
+# such rows is equivalent (adversary.classify); every other law (a reference, ``finite``, ...) may see it.
+_SHARED = frozenset({"control", "dtype", "batch", "width", "heads"})
+BLIND_TO_SCALE = {
+    "zero_absorption": _SHARED,             # f(0) = 0: c * 0 = 0
+    "linearity": _SHARED,                   # f(a x + b y) = a f(x) + b f(y): both sides times c
+    "causality": _SHARED,                   # f(x)_<=t unchanged by a change after t (the same n on both sides)
+    "permutation_equivariance": _SHARED,    # f(P x) = P f(x)
+    "mask_respect": _SHARED,                # a masked key changes nothing
+    "null_receiver": _SHARED,               # a null row's output is 0
+    "empty_support": _SHARED,               # no visible source: output 0
+    "null_gradient": _SHARED,               # gradient 0 at a null token: c * 0 = 0
+    "gradcheck": _SHARED,                   # analytic = finite differences of the same smooth function
+    "zero_transcendental": _SHARED,         # counts exp / log calls; a scale calls none
+    "silence": _SHARED,                     # output exactly 0 on a silent row
+    "differential": _SHARED - {"dtype"},    # dtype against float64: a dtype predicate is true on one side only
+}
+
 # Wrongness families the adversary cannot build from ``op.fn`` alone, and why (reported).
 NOT_IMPLEMENTED = {
     "move_mass": "moving row mass needs the operator's score-normalised weights, which live inside op.fn; "

@@ -129,6 +129,15 @@ def test_survivors_are_classified_mechanically():
     assert A.classify(m, op, drawn=False, changed=False, meant={"x"}, meant_drawn=False)[0] == "gap"
     m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))
     assert A.classify(m, op, drawn=True, changed=True, meant={"x"}, meant_drawn=True)[0] == "gap"
+    # a uniform scale judged only by laws comparing the operator with itself: equivalent; by a reference: a gap
+    m = A.Mutant("presence", C.predicate("always"), C.wrongness("scale"))
+    self_only = dict(drawn=True, changed=True, meant={"x"}, meant_drawn=True)
+    assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "gradcheck", "differential"})[0] == "equivalent"
+    assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "finite"})[0] == "gap"
+    m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale"))       # true on one side of differential
+    assert A.classify(m, op, **self_only, judged_by={"differential"})[0] == "gap"
+    m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))         # n differs across causality's sides
+    assert A.classify(m, op, **self_only, judged_by={"causality"})[0] == "gap"
     narrow = dataclasses.replace(op.domain, dtypes=("float32", "float64"), limits=())
     assert "declared dtypes" in A.unreachable(C.predicate("float16"), dataclasses.replace(op, domain=narrow))
     assert A.unreachable(C.predicate("float16"), op) is None
