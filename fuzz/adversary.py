@@ -302,7 +302,7 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
 def _on_pool(pool, registry, chosen, base, *, examples, seed, folder, by_value, every_row):
     """Outcomes of ``chosen`` as the pool's workers finish them: one task per mutant, each running its cells in
     its worker, in order, up to its first kill (a task per cell would pay the pool's hand-over on every wave)."""
-    from distributed import as_completed  # optional, as in fuzz.cluster: only a --workers N > 1 run needs it
+    from distributed import as_completed  # optional: only a --workers N > 1 run needs it (as fuzz.cluster)
     key = f"tokenlaw-adversary-{id(registry):x}-{time.time_ns():x}"
     data = pool.client.scatter(shipped(registry, by_value), broadcast=True)
     basef = pool.client.scatter(base, broadcast=True)
