@@ -221,6 +221,8 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
         return "equivalent", "control: the output is the operator's own, unchanged by construction"
     if p.name == "n_1" and w.name in _ONE_TOKEN:
         return "equivalent", f"{w.name} at n = 1 changes nothing by construction (no other token)"
+    if w.name == "scale_tiny" and p.axis == "dtype" and _rounds_to_one(C.TINY_SCALE, p.name):
+        return "equivalent", f"1 + {C.TINY_SCALE:g} rounds to 1 in {p.name}: the output is unchanged by construction"
     if not drawn:
         why = unreachable(p, op)
         if why:
@@ -236,6 +238,10 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
         return "gap", (f"the predicate held only in rows of laws not meant to see {w.name} "
                        f"(meant: {', '.join(sorted(meant))}); no row failed")
     return "gap", f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
+
+
+def _rounds_to_one(factor: float, dtype: str) -> bool:
+    return bool(torch.tensor(1.0 + factor, dtype=getattr(torch, dtype)) == 1)
 
 
 def unreachable(p: C.Predicate, op) -> str | None:

@@ -138,6 +138,10 @@ def test_survivors_are_classified_mechanically():
     assert A.classify(m, op, **self_only, judged_by={"differential"})[0] == "gap"
     m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))         # n differs across causality's sides
     assert A.classify(m, op, **self_only, judged_by={"causality"})[0] == "gap"
+    m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale_tiny"))       # 1 + 1e-6 is 1 in float16
+    assert A.classify(m, op, drawn=True, changed=False, meant={"x"}, meant_drawn=True)[0] == "equivalent"
+    m = A.Mutant("presence", C.predicate("float32"), C.wrongness("scale_tiny"))
+    assert A.classify(m, op, drawn=True, changed=False, meant={"x"}, meant_drawn=True)[0] == "gap"
     narrow = dataclasses.replace(op.domain, dtypes=("float32", "float64"), limits=())
     assert "declared dtypes" in A.unreachable(C.predicate("float16"), dataclasses.replace(op, domain=narrow))
     assert A.unreachable(C.predicate("float16"), op) is None
