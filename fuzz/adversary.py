@@ -21,7 +21,9 @@ profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
    ``equivalent`` (no claimed law can see it, for a reason decided
    mechanically: the identity control; a predicate outside the operator's
    declared dtypes or widths; a change that is nothing by construction, such
-   as a position-dependent change at n = 1) or ``gap`` (the predicate was
+   as a position-dependent change at n = 1 or 1 + 1e-6 in float16; a uniform
+   scale seen only by laws that compare the operator with itself,
+   ``conditional.BLIND_TO_SCALE``) or ``gap`` (the predicate was
    never drawn; the wrong output was never produced on a drawn input; or it
    was, and no row failed).
 
