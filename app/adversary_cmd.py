@@ -1,7 +1,8 @@
 """``tokenlaw adversary``: the standing adversary's kill matrix (a thin call of :mod:`tokenlaw.fuzz.adversary`).
 
 Exit 0 when every non-equivalent conditional mutant run is killed, 1 when one survives (a gap: a
-finding about the check, listed with its reason), 2 for bad arguments.
+finding about the check, listed with its reason) or made the check crash instead of judging it, 2 for bad
+arguments.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def cmd_adversary(args) -> int:
     js.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     md.write_text(adversary.markdown(doc), encoding="utf-8")
     f = doc["figure"]
-    gaps = [m for m in doc["mutants"] if m["status"] == "gap"]
+    gaps = [m for m in doc["mutants"] if m["status"] in ("gap", "crashed")]
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), **f,
                           "gaps": [{"id": m["id"], "reason": m["reason"]} for m in gaps]}, indent=1))
@@ -52,5 +53,5 @@ def cmd_adversary(args) -> int:
         print(f"\n{f['killed']}/{f['non_equivalent']} non-equivalent conditional mutants killed "
               f"({f['equivalent']} equivalent); wrote {md} and {js}")
         for m in gaps:
-            print(f"  GAP {m['id']:<44} {m['reason']}")
+            print(f"  {m['status'].upper():<7} {m['id']:<44} {m['reason']}")
     return EXIT_FAIL if gaps else EXIT_OK

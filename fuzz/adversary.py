@@ -72,7 +72,7 @@ class Mutant:
 @dataclasses.dataclass
 class Outcome:
     mutant: Mutant
-    status: str               # killed | equivalent | gap
+    status: str               # killed | equivalent | gap | crashed (the check raised instead of judging)
     reason: str
     killers: list
     cells: int                # cells run
@@ -201,7 +201,13 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     ran = 0
     for unit in _units(units, m.predicate.name if m.predicate.axis == "dtype" else None):
         wave = [_fresh(r) for r in unit]
-        _run(bad, wave, examples=examples, seed=seed, pool=None, by_value=by_value)
+        try:
+            _run(bad, wave, examples=examples, seed=seed, pool=None, by_value=by_value)
+        except Exception as err:  # noqa: BLE001 -- the check itself crashed on the mutant: say so, go on
+            text = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
+            return Outcome(m, "crashed", f"the check crashed on row {wave[0].id} instead of judging it "
+                           f"(`tokenlaw check` would exit 70): {text}", [], ran, time.perf_counter() - start,
+                           time.process_time() - cpu)
         ran += sum(len(r.cells) for r in wave)
         killers = sorted({r.id for r in wave if r.failing})
         if killers:
@@ -341,7 +347,7 @@ class _NoPool:
 def _tally(outcomes, key) -> dict:
     out = {}
     for o in outcomes:
-        t = out.setdefault(key(o), dict(total=0, killed=0, equivalent=0, gap=0))
+        t = out.setdefault(key(o), dict(total=0, killed=0, equivalent=0, gap=0, crashed=0))
         t["total"] += 1
         t[o.status] += 1
     return out
@@ -355,7 +361,8 @@ def report(outcomes, *, every, baseline, seconds, meta) -> dict:
                   baseline_seconds=round(baseline.seconds, 1), baseline_cpu_seconds=round(baseline.cpu, 1),
                   mutants_cpu_seconds=round(sum(o.cpu for o in outcomes), 1)),
         figure=dict(killed=sum(o.status == "killed" for o in outcomes), non_equivalent=len(killable),
-                    equivalent=len(outcomes) - len(killable), gaps=sum(o.status == "gap" for o in outcomes)),
+                    equivalent=len(outcomes) - len(killable), gaps=sum(o.status == "gap" for o in outcomes),
+                    crashed=sum(o.status == "crashed" for o in outcomes)),
         axes=_tally(outcomes, lambda o: o.mutant.predicate.axis),
         families=_tally(outcomes, lambda o: o.mutant.wrongness.family),
         operators=_tally(outcomes, lambda o: o.mutant.operator),
@@ -370,18 +377,18 @@ def markdown(doc: dict) -> str:
     f, meta = doc["figure"], doc["meta"]
     lines = ["# Standing adversary: conditional mutants", "",
              f"{f['killed']} of {f['non_equivalent']} non-equivalent conditional mutants killed "
-             f"({f['gaps']} gaps; {f['equivalent']} equivalent, not counted); {meta['mutants_run']} of "
+             f"({f['gaps']} gaps, {f['crashed']} crashed the check; {f['equivalent']} equivalent, not counted); {meta['mutants_run']} of "
              f"{meta['mutants_built']} mutants run, seed {meta['seed']}, {meta['examples']} examples per cell, "
              f"{meta['workers']} worker(s), {meta['seconds']}s (baseline {meta['baseline_seconds']}s); CPU of this "
              f"process: baseline {meta['baseline_cpu_seconds']}s, mutants {meta['mutants_cpu_seconds']}s.", ""]
     for title, key, col in (("Per axis (predicate family)", "axes", "axis"),
                             ("Per law family (wrongness)", "families", "family"),
                             ("Per operator", "operators", "operator")):
-        lines += [f"## {title}", "", f"| {col} | killed | non-equivalent | equivalent | gap |",
-                  "|---|---|---|---|---|"]
+        lines += [f"## {title}", "", f"| {col} | killed | non-equivalent | equivalent | gap | check crashed |",
+                  "|---|---|---|---|---|---|"]
         for name, t in sorted(doc[key].items()):
             lines.append(f"| {name} | {t['killed']} | {t['total'] - t['equivalent']} | {t['equivalent']} "
-                         f"| {t['gap']} |")
+                         f"| {t['gap']} | {t['crashed']} |")
         lines.append("")
     lines += ["## Survivors", ""]
     surv = [m for m in doc["mutants"] if m["status"] != "killed"]
