@@ -151,7 +151,7 @@ def test_the_command_writes_the_report_and_exits_1_on_a_gap(tmp_path, capsys):
     base = ["adversary", "--operator", "presence", "--examples", str(EXAMPLES), "--workers", "1", "--json"]
     assert cli.main(base + ["--mutant", "presence:always:scale", "--out", str(tmp_path / "a")]) == 0
     doc = json.loads((tmp_path / "a" / "adversary.json").read_text())
-    assert doc["figure"] == {"killed": 1, "non_equivalent": 1, "equivalent": 0, "gaps": 0}
+    assert doc["figure"] == {"killed": 1, "non_equivalent": 1, "equivalent": 0, "gaps": 0, "crashed": 0}
     assert "Per axis" in (tmp_path / "a" / "adversary.md").read_text()
     capsys.readouterr()
     assert cli.main(base + ["--mutant", "presence:n_ge_257:scale", "--out", str(tmp_path / "b")]) == 1
