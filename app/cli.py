@@ -52,6 +52,7 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.verify_args",
     "tokenlaw.app.bench_args",
     "tokenlaw.app.docs_args",
+    "tokenlaw.app.adversary_args",
 )
 ERRORS = "tokenlaw.operators.errors"        # InvalidArgument: a bad argument found by a command (exit 2)
 

@@ -1,0 +1,57 @@
+"""``tokenlaw adversary``: the standing adversary's kill matrix (a thin call of :mod:`tokenlaw.fuzz.adversary`).
+
+Exit 0 when every non-equivalent conditional mutant run is killed, 1 when one survives (a gap: a
+finding about the check, listed with its reason) or made the check crash instead of judging it, 2 for bad
+arguments.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tokenlaw.fuzz import adversary
+from tokenlaw.fuzz.engine import PROFILES, profile_name
+from tokenlaw.operators import arguments
+from tokenlaw.orchestration import runs
+
+from . import selection
+from .exits import EXIT_FAIL, EXIT_OK
+
+
+def cmd_adversary(args) -> int:
+    reg = runs.registry(getattr(args, "operators_module", None))
+    operators = selection.operators(args)
+    runs.check_names(reg, operators)
+    built = adversary.mutants(reg, operators)
+    if args.mutant:
+        known = {m.id for m in built}
+        for name in args.mutant:
+            if name not in known:
+                raise arguments.closest(name, known, "--mutant")
+    if args.list:
+        chosen = adversary.sample(built, args.sample, args.seed)
+        for m in chosen:
+            if not args.mutant or m.id in args.mutant:
+                print(f"{m.id:<48} {m.predicate.text}; {m.wrongness.text}")
+        return EXIT_OK
+    arguments.writable_dir(args.out, "--out")
+    examples = args.examples or PROFILES[profile_name(args.profile)]
+    doc = adversary.run(reg, operators=operators, sample_k=args.sample, seed=args.seed, examples=examples,
+                        workers=args.workers, mutant_ids=set(args.mutant or ()) or None,
+                        by_value=runs.shipped_modules(getattr(args, "operators_module", None)))
+    doc["meta"]["profile"] = profile_name(args.profile)
+    out = Path(args.out)
+    md, js = out / "adversary.md", out / "adversary.json"
+    js.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    md.write_text(adversary.markdown(doc), encoding="utf-8")
+    f = doc["figure"]
+    gaps = [m for m in doc["mutants"] if m["status"] in ("gap", "crashed")]
+    if args.json:
+        print(json.dumps({"report": str(js), "markdown": str(md), **f,
+                          "gaps": [{"id": m["id"], "reason": m["reason"]} for m in gaps]}, indent=1))
+    else:
+        print(f"\n{f['killed']}/{f['non_equivalent']} non-equivalent conditional mutants killed "
+              f"({f['equivalent']} equivalent); wrote {md} and {js}")
+        for m in gaps:
+            print(f"  {m['status'].upper():<7} {m['id']:<44} {m['reason']}")
+    return EXIT_FAIL if gaps else EXIT_OK

@@ -1,0 +1,406 @@
+"""The standing adversary: predicate-conditional mutants of every operator, and the kill matrix.
+
+For each operator of a registry, :func:`mutants` builds
+:mod:`~tokenlaw.fuzz.conditional` mutants (the operator wrong only where a
+predicate on its input holds), and :func:`run` judges each one with the
+operator's rows of the default check (``tokenlaw check``'s plan, the same
+profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
+
+1. *Baseline.*  The rows run once with every operator wrapped in a recorder
+   (identity output) that notes, per (operator, contract), which predicates
+   held on some call.  Rows failing here cannot count as kills.
+2. *Mutants.*  A mutant runs only the cells of rows where its predicate held
+   in the baseline: in every other cell its operator returns, on every call
+   the seeded search makes, exactly the baseline's outputs, so the cell's
+   verdict is the baseline's (the search is deterministic for a seed and no
+   database is used) -- running it could not kill.  The rows whose contracts
+   are meant to see the wrongness run first, one cell at a time, and the
+   mutant stops at its first kill.  With ``workers`` > 1 the baseline's cells
+   run on the Dask pool, and then the mutants, one task per mutant.
+3. *Verdict.*  ``killed`` (some row no longer matches its declaration),
+   ``equivalent`` (no claimed law can see it, for a reason decided
+   mechanically: the identity control; a predicate outside the operator's
+   declared dtypes or widths; a change that is nothing by construction, such
+   as a position-dependent change at n = 1 or 1 + 1e-6 in float16; a uniform
+   scale seen only by laws that compare the operator with itself,
+   ``conditional.BLIND_TO_SCALE``) or ``gap`` (the predicate was
+   never drawn; the wrong output was never produced on a drawn input; or it
+   was, and no row failed).
+
+Mutants: every predicate with the generic wrongness ``scale`` (the *axis*
+matrix), and each other wrongness the operator's claimed laws target with the
+:data:`FOCUS` predicates (the *law family* matrix); the identity control with
+``always``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import cloudpickle
+import torch
+
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.plan import Cell, Row, contracts_of, plan
+
+from . import conditional as C
+from .campaign import run_rows, shipped
+from .cluster import Pool
+
+# The predicates each wrongness other than ``scale`` is paired with: the control and one per axis.
+FOCUS = ("always", "n_9_32", "n_65_128", "d_odd", "batch_3", "heads_ge_2", "float16", "float32", "mask_none",
+         "magnitude_gt_10", "near_null_row", "odd_call")
+_ONE_TOKEN = {"position", "leak_future", "drop_key"}      # nothing to move, leak or drop at n = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    operator: str
+    predicate: C.Predicate
+    wrongness: C.Wrongness
+
+    @property
+    def id(self) -> str:
+        return f"{self.operator}:{self.predicate.name}:{self.wrongness.name}"
+
+
+@dataclasses.dataclass
+class Outcome:
+    mutant: Mutant
+    status: str               # killed | equivalent | gap | crashed (the check raised instead of judging)
+    reason: str
+    killers: list
+    cells: int                # cells run
+    seconds: float
+    cpu: float = 0.0          # CPU seconds of the process that ran it (its cells run there, in order)
+
+    def to_json(self) -> dict:
+        m = self.mutant
+        return dict(id=m.id, operator=m.operator, predicate=m.predicate.name, axis=m.predicate.axis,
+                    predicate_text=m.predicate.text, wrongness=m.wrongness.name, family=m.wrongness.family,
+                    status=self.status, reason=self.reason, killers=self.killers, cells=self.cells,
+                    seconds=round(self.seconds, 3), cpu_seconds=round(self.cpu, 3))
+
+
+def mutants(registry, operators=None) -> list[Mutant]:
+    """Every conditional mutant of the operators (all when None), in registry order."""
+    contracts = contracts_of(registry)
+    out = []
+    for op in registry:
+        if operators and op.name not in operators:
+            continue
+        preds = [p for p in C.PREDICATES if C.takes(op, p.needs)]
+        for w in C.WRONGNESSES:
+            if not set(w.needs) <= set(op.traits):
+                continue
+            if w.name == "identity":
+                out.append(Mutant(op.name, C.predicate("always"), w))
+                continue
+            if not C.targets(w, op, contracts):
+                continue
+            for p in preds:
+                if w.name == "scale" or p.name in FOCUS:
+                    out.append(Mutant(op.name, p, w))
+    return out
+
+
+def sample(items: list, k: int | None, seed: int) -> list:
+    """A fixed, seeded sample of ``k`` items, in their original order (all when k is None or too large)."""
+    if k is None or k >= len(items):
+        return list(items)
+    keep = set(random.Random(seed).sample(range(len(items)), k))
+    return [m for i, m in enumerate(items) if i in keep]
+
+
+@dataclasses.dataclass
+class Baseline:
+    rows: dict                # operator -> its planned rows (with cells)
+    failing: set              # row ids failing unmutated (through the recorder)
+    drawn: dict               # (operator, contract) -> {predicate names that held on some call}
+    seconds: float
+    cpu: float = 0.0
+
+
+def baseline(registry, operators, *, examples, seed, pool, folder, by_value=()) -> Baseline:
+    """Run the operators' default rows through the recorder (see the module doc, step 1)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    rows = [r for r in plan(registry, operators=sorted(operators)) if r.cells]
+    by_contract = {}
+    for r in rows:
+        by_contract.setdefault(r.contract, []).append(r)
+    for contract, group in by_contract.items():
+        rec = C.recording_registry(registry, {r.operator for r in group}, contract, folder)
+        _run(rec, group, examples=examples, seed=seed, pool=pool, by_value=by_value)
+    drawn = {}
+    for line in C.read_log(folder):
+        op, contract, pred = line.split("\t")
+        drawn.setdefault((op, contract), set()).add(pred)
+    by_op = {}
+    for r in rows:
+        by_op.setdefault(r.operator, []).append(r)
+    return Baseline(by_op, {r.id for r in rows if r.failing}, drawn, time.perf_counter() - start,
+                    time.process_time() - cpu)
+
+
+def _run(registry, rows, *, examples, seed, pool, by_value=()):
+    run_rows(registry, rows, examples=examples, seed=seed, workers=1, pool=pool, replay_dir=None, progress=False,
+             by_value=by_value)
+
+
+# Which rows to try first (a mutant stops at its first kill, so the order is what a killed mutant costs): the
+# contracts named by the wrongness, then the comparisons with a reference (they see any change of value), then
+# the rest; gradcheck last (slow, and blind to a change that is smooth in x).
+FIRST = ("spec_reference", "differential", "formula_equivalence", "softmax_reduction", "package_agreement",
+         "closure", "simplex", "sub_simplex", "dc_gain", "linearity")
+LAST = ("gradcheck",)
+
+
+def _priority(contract, wrong, meant) -> tuple:
+    named = wrong.targets is not None and contract in meant
+    return (not named, contract not in meant, contract in LAST,
+            FIRST.index(contract) if contract in FIRST else len(FIRST))
+
+
+def _units(rows, dtype=None):
+    """What one mutant runs, one unit at a time: a claimed row's cells one by one (a claimed law must hold in
+    every dtype, so one cell can kill); an expected violation's row whole (it is reproduced in some dtype)."""
+    for r in rows:
+        if r.declared == "violates":
+            yield [r]
+        else:       # the predicate's own dtype first (a dtype predicate is wrong there only)
+            for c in sorted(r.cells, key=lambda c: c.dtype != dtype):
+                yield [Row(r.operator, r.contract, r.declared, r.reason, [c])]
+
+
+def _fresh(row: Row) -> Row:
+    return Row(row.operator, row.contract, row.declared, row.reason,
+               [Cell(c.operator, c.contract, c.backend, c.dtype) for c in row.cells])
+
+
+def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_value=(), every_row=False) -> Outcome:
+    """Run one mutant (module doc, steps 2 and 3); ``every_row``: run the rows where its predicate never held
+    too (they cannot kill: the check that the skip loses nothing)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    op = registry[m.operator]
+    contracts = contracts_of(registry)
+    meant = C.targets(m.wrongness, op, contracts)
+    # a row that is not applicable by design skips before drawing: it can neither kill nor judge
+    rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing
+            and r.outcome != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
+    drawn = [r for r in rows if m.predicate.name in base.drawn.get((r.operator, r.contract), ())]
+    units = list(drawn) + ([r for r in rows if r not in drawn] if every_row else [])
+    units.sort(key=lambda r: _priority(r.contract, m.wrongness, meant))
+    sub = Path(folder) / m.id.replace(":", "_")
+    sub.mkdir(parents=True, exist_ok=True)
+    bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
+    ran = 0
+    for unit in _units(units, m.predicate.name if m.predicate.axis == "dtype" else None):
+        wave = [_fresh(r) for r in unit]
+        try:
+            _run(bad, wave, examples=examples, seed=seed, pool=None, by_value=by_value)
+        except Exception as err:  # noqa: BLE001 -- the check itself crashed on the mutant: say so, go on
+            text = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
+            return Outcome(m, "crashed", f"the check crashed on row {wave[0].id} instead of judging it "
+                           f"(`tokenlaw check` would exit 70): {text}", [], ran, time.perf_counter() - start,
+                           time.process_time() - cpu)
+        ran += sum(len(r.cells) for r in wave)
+        killers = sorted({r.id for r in wave if r.failing})
+        if killers:
+            return Outcome(m, "killed", f"row {killers[0]} no longer matches its declaration", killers, ran,
+                           time.perf_counter() - start, time.process_time() - cpu)
+    changed = f"{m.id}\tchanged" in C.read_log(sub)
+    status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
+                              meant_drawn=any(r.contract in meant for r in drawn),
+                              judged_by={r.contract for r in drawn})
+    return Outcome(m, status, reason, [], ran, time.perf_counter() - start, time.process_time() - cpu)
+
+
+def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool,
+             judged_by=frozenset()) -> tuple[str, str]:
+    """(equivalent | gap, why) for a surviving mutant; ``judged_by``: the contracts of the rows where its
+    predicate held."""
+    p, w = m.predicate, m.wrongness
+    if w.name == "identity":
+        return "equivalent", "control: the output is the operator's own, unchanged by construction"
+    if p.name == "n_1" and w.name in _ONE_TOKEN:
+        return "equivalent", f"{w.name} at n = 1 changes nothing by construction (no other token)"
+    if w.name == "scale_tiny" and p.axis == "dtype" and _rounds_to_one(C.TINY_SCALE, p.name):
+        return "equivalent", f"1 + {C.TINY_SCALE:g} rounds to 1 in {p.name}: the output is unchanged by construction"
+    if not drawn:
+        why = unreachable(p, op)
+        if why:
+            return "equivalent", why
+        return "gap", f"predicate never drawn: no call of the default check had {p.text}"
+    if (w.name in ("scale", "scale_tiny") and judged_by
+            and all(p.axis in C.BLIND_TO_SCALE.get(c, ()) for c in judged_by)):
+        return "equivalent", (f"every row where {p.text} held ({', '.join(sorted(judged_by))}) compares the "
+                              "operator with itself, the predicate alike on both sides: a uniform scale cancels")
+    if not changed:
+        return "gap", f"never effective: the wrong output was never produced on a drawn input with {p.text}"
+    if not meant_drawn:
+        return "gap", (f"the predicate held only in rows of laws not meant to see {w.name} "
+                       f"(meant: {', '.join(sorted(meant))}); no row failed")
+    return "gap", f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
+
+
+def _rounds_to_one(factor: float, dtype: str) -> bool:
+    return bool(torch.tensor(1.0 + factor, dtype=getattr(torch, dtype)) == 1)
+
+
+def unreachable(p: C.Predicate, op) -> str | None:
+    """Why ``p`` can never hold under ``op``'s declared domain, or None."""
+    dom = op.domain
+    if p.axis == "dtype" and p.name not in dom.dtypes:
+        return f"outside the declared dtypes ({', '.join(dom.dtypes)}): the operator claims nothing there"
+    if p.axis == "width":
+        widths = dom.d_model if dom.fixed_width else None
+        if widths is not None:
+            probe = [torch.zeros(1, 1, d) for d in widths]
+            if not any(C.holds(p, x, {}, 0) for x in probe):
+                return f"outside the declared widths {tuple(widths)} (fixed_width)"
+        if dom.d_max is not None and p.name == "d_ge_17" and dom.d_max < 17:
+            return f"outside the declared widths (d_max = {dom.d_max})"
+    return None
+
+
+def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, workers=1, mutant_ids=None,
+        by_value=(), every_row=False, stream=sys.stderr) -> dict:
+    """Build, sample, run and classify the mutants; returns the report (JSON-able, see :func:`report`).
+
+    operators: only these operators' mutants (None: all); sample_k: a seeded sample of K of them; mutant_ids:
+    only these ids; by_value: a user's ``.py`` modules, shipped to Dask workers by value (as ``check`` does);
+    every_row: skip no row (see :func:`judge`).
+    """
+    start = time.perf_counter()
+    every = mutants(registry, operators)
+    chosen = sample(every, sample_k, seed)
+    if mutant_ids:
+        chosen = [m for m in chosen if m.id in mutant_ids]
+    names = {m.operator for m in chosen}
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="tokenlaw-adversary-") as tmp, \
+            (Pool(workers) if workers > 1 else _NoPool()) as pool:
+        pool = pool if workers > 1 else None
+        rec = Path(tmp) / "baseline"
+        rec.mkdir()
+        base = baseline(registry, names, examples=examples, seed=seed, pool=pool, folder=str(rec),
+                        by_value=by_value) if names else \
+            Baseline({}, set(), {}, 0.0)
+        if stream:
+            stream.write(f"adversary: baseline of {len(names)} operators in {base.seconds:.1f}s, "
+                         f"{len(base.failing)} rows failing unmutated; {len(chosen)} of {len(every)} mutants\n")
+        if pool is None:
+            done = (judge(registry, m, base, examples=examples, seed=seed, folder=tmp, by_value=by_value,
+                          every_row=every_row) for m in chosen)
+        else:
+            done = _on_pool(pool, registry, chosen, base, examples=examples, seed=seed, folder=tmp,
+                            by_value=by_value, every_row=every_row)
+        for k, o in enumerate(done, 1):
+            outcomes.append(o)
+            if stream:
+                stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s ({o.cpu:5.1f}s CPU) {o.mutant.id:<44} "
+                             f"{o.status:<10} {o.reason}\n")
+                stream.flush()
+        order = {m.id: i for i, m in enumerate(chosen)}
+        outcomes.sort(key=lambda o: order[o.mutant.id])
+    return report(outcomes, every=len(every), baseline=base, seconds=time.perf_counter() - start,
+                  meta=dict(seed=seed, examples=examples, workers=workers, sample=sample_k,
+                            operators=sorted(names)))
+
+
+def _on_pool(pool, registry, chosen, base, *, examples, seed, folder, by_value, every_row):
+    """Outcomes of ``chosen`` as the pool's workers finish them: one task per mutant, each running its cells in
+    its worker, in order, up to its first kill (a task per cell would pay the pool's hand-over on every wave)."""
+    from distributed import as_completed  # optional: only a --workers N > 1 run needs it (as fuzz.cluster)
+    key = f"tokenlaw-adversary-{id(registry):x}-{time.time_ns():x}"
+    data = pool.client.scatter(shipped(registry, by_value), broadcast=True)
+    basef = pool.client.scatter(base, broadcast=True)
+    futures = [pool.client.submit(_judge_task, key, data, basef, m, examples, seed, folder, every_row,
+                                  key=f"{key}-{k}", pure=False, priority=-k) for k, m in enumerate(chosen)]
+    for future in as_completed(futures, loop=pool.client.loop):
+        yield future.result()
+
+
+_SHIPPED: dict = {}     # key -> the registry this worker unpickled for that run
+
+
+def _judge_task(key, data, base, m, examples, seed, folder, every_row):
+    if key not in _SHIPPED:
+        _SHIPPED.clear()
+        _SHIPPED[key] = cloudpickle.loads(data)
+    return judge(_SHIPPED[key], m, base, examples=examples, seed=seed, folder=folder, every_row=every_row)
+
+
+class _NoPool:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _tally(outcomes, key) -> dict:
+    out = {}
+    for o in outcomes:
+        t = out.setdefault(key(o), dict(total=0, killed=0, equivalent=0, gap=0, crashed=0))
+        t["total"] += 1
+        t[o.status] += 1
+    return out
+
+
+def report(outcomes, *, every, baseline, seconds, meta) -> dict:
+    """The kill matrix (per axis, per law family, per operator), every survivor and its reason."""
+    killable = [o for o in outcomes if o.status != "equivalent"]
+    return dict(
+        meta=dict(meta, mutants_built=every, mutants_run=len(outcomes), seconds=round(seconds, 1),
+                  baseline_seconds=round(baseline.seconds, 1), baseline_cpu_seconds=round(baseline.cpu, 1),
+                  mutants_cpu_seconds=round(sum(o.cpu for o in outcomes), 1)),
+        figure=dict(killed=sum(o.status == "killed" for o in outcomes), non_equivalent=len(killable),
+                    equivalent=len(outcomes) - len(killable), gaps=sum(o.status == "gap" for o in outcomes),
+                    crashed=sum(o.status == "crashed" for o in outcomes)),
+        axes=_tally(outcomes, lambda o: o.mutant.predicate.axis),
+        families=_tally(outcomes, lambda o: o.mutant.wrongness.family),
+        operators=_tally(outcomes, lambda o: o.mutant.operator),
+        baseline_failing=sorted(baseline.failing),
+        not_implemented=dict(C.NOT_IMPLEMENTED),
+        mutants=[o.to_json() for o in outcomes],
+    )
+
+
+def markdown(doc: dict) -> str:
+    """The report as Markdown."""
+    f, meta = doc["figure"], doc["meta"]
+    lines = ["# Standing adversary: conditional mutants", "",
+             f"{f['killed']} of {f['non_equivalent']} non-equivalent conditional mutants killed "
+             f"({f['gaps']} gaps, {f['crashed']} crashed the check; {f['equivalent']} equivalent, not counted); {meta['mutants_run']} of "
+             f"{meta['mutants_built']} mutants run, seed {meta['seed']}, {meta['examples']} examples per cell, "
+             f"{meta['workers']} worker(s), {meta['seconds']}s (baseline {meta['baseline_seconds']}s); CPU of this "
+             f"process: baseline {meta['baseline_cpu_seconds']}s, mutants {meta['mutants_cpu_seconds']}s.", ""]
+    for title, key, col in (("Per axis (predicate family)", "axes", "axis"),
+                            ("Per law family (wrongness)", "families", "family"),
+                            ("Per operator", "operators", "operator")):
+        lines += [f"## {title}", "", f"| {col} | killed | non-equivalent | equivalent | gap | check crashed |",
+                  "|---|---|---|---|---|---|"]
+        for name, t in sorted(doc[key].items()):
+            lines.append(f"| {name} | {t['killed']} | {t['total'] - t['equivalent']} | {t['equivalent']} "
+                         f"| {t['gap']} | {t['crashed']} |")
+        lines.append("")
+    lines += ["## Survivors", ""]
+    surv = [m for m in doc["mutants"] if m["status"] != "killed"]
+    lines += [f"- `{m['id']}` **{m['status']}**: {m['reason']}" for m in surv] or ["none"]
+    lines += ["", "## Rows failing unmutated (never counted as kills)", ""]
+    lines += [f"- {r}" for r in doc["baseline_failing"]] or ["none"]
+    lines += ["", "## Wrongness not implemented", ""]
+    lines += [f"- {k}: {v}" for k, v in doc["not_implemented"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def unit_rate(doc: dict) -> float:
+    """Mean seconds per mutant run (for extrapolating a sample to the full matrix)."""
+    ms = doc["mutants"]
+    return sum(m["seconds"] for m in ms) / len(ms) if ms else math.nan

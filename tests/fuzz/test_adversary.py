@@ -1,0 +1,196 @@
+"""The standing adversary: conditional mutants, the recorder baseline, the verdicts, the command.
+
+The CI tests run a fixed handful of mutants of the cheap ``presence`` operator at a small example
+count; the full matrix on the built-in registry is the slow test at the end.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import cloudpickle
+import inspect
+import pytest
+import torch
+
+from tokenlaw.app import cli
+from tokenlaw.fuzz import adversary as A
+from tokenlaw.fuzz import conditional as C
+from tokenlaw.operators.registry import Registry
+from tokenlaw.operators.xp import TORCH
+from tokenlaw.properties.catalogue import default_registry
+
+REG = default_registry()
+EXAMPLES = 10
+
+
+def _outcomes(doc):
+    return {m["id"]: m for m in doc["mutants"]}
+
+
+def test_a_mutant_is_a_fresh_registry_with_the_signature_kept():
+    bad = C.mutant_registry(REG, "sdpa", C.predicate("always"), C.wrongness("scale"))
+    assert bad["sdpa"].fn is not REG["sdpa"].fn and REG["sdpa"].fn is default_registry()["sdpa"].fn
+    assert inspect.signature(bad["sdpa"].fn) == inspect.signature(REG["sdpa"].fn)   # applied.py reads it
+    again = cloudpickle.loads(cloudpickle.dumps(bad["sdpa"].fn))                     # it travels to Dask workers
+    assert inspect.signature(again) == inspect.signature(REG["sdpa"].fn)
+
+
+def _call(reg, name, x, **kw):
+    return reg[name].fn(TORCH, x, **kw)
+
+
+def test_the_wrongness_applies_only_where_the_predicate_holds():
+    x = torch.randn(1, 5, 4, dtype=torch.float64)
+    tau = torch.tensor(1.0, dtype=torch.float64)
+    good = _call(REG, "presence", x, tau=tau)
+    f32 = C.mutant_registry(REG, "presence", C.predicate("float32"), C.wrongness("scale"))
+    assert torch.equal(_call(f32, "presence", x, tau=tau), good)                     # float64: untouched
+    assert torch.allclose(_call(f32, "presence", x.float(), tau=tau.float()), good.float() * 1.01)
+    flaky = C.mutant_registry(REG, "presence", C.predicate("odd_call"), C.wrongness("scale"))
+    first, second = (_call(flaky, "presence", x, tau=tau) for _ in range(2))
+    assert torch.equal(first, good) and not torch.equal(second, good)
+
+
+def test_each_structural_wrongness_changes_what_it_says():
+    x = torch.randn(2, 6, 4, dtype=torch.float64)
+    x[:, 2] = 0.0
+    out = torch.randn(2, 6, 3, dtype=torch.float64)
+    leak = C.wrongness("leak_future").make(None, None, x, {}, out)
+    assert torch.equal(leak[:, -1], out[:, -1]) and torch.allclose(leak[:, 0], out[:, 0] + 0.01 * out[:, 1])
+    null = C.wrongness("leak_null").make(None, None, x, {}, out)
+    assert torch.allclose(null[:, 2], out[:, 2] + 0.01) and torch.equal(null[:, 3], out[:, 3])
+    pos = C.wrongness("position").make(None, None, x, {}, out)
+    assert torch.equal(pos[:, 0], out[:, 0]) and not torch.equal(pos[:, 5], out[:, 5])
+    seen = []
+    drop = C.wrongness("drop_key").make(lambda xp, x, mask: seen.append(mask) or out, None, x, {"mask": None}, out)
+    assert drop is out and seen[0][0, 1:, 0].eq(0).all() and seen[0][0, 0, 0] == 1   # key 0 hidden from queries 1..
+
+
+def test_mutants_follow_the_operators_domain_and_claims():
+    ids = {m.id for m in A.mutants(REG)}
+    assert "sdpa:mask_none:scale" in ids and "presence:mask_none:scale" not in ids   # presence takes no mask
+    assert "pn:heads_ge_2:scale" in ids and "presence:heads_1:scale" not in ids
+    assert "presence:always:leak_null" in ids and "presence:always:leak_future" not in ids   # token-local
+    assert "fir:always:leak_future" in ids                                              # claims causality
+    assert {m.id for m in A.mutants(REG) if m.wrongness.name == "identity"} == {f"{op.name}:always:identity"
+                                                                                  for op in REG}
+
+
+def test_a_fixed_sample_kills_the_controls_and_never_the_identity():
+    ids = {"presence:always:identity", "presence:always:scale", "presence:always:leak_null",
+           "presence:odd_call:scale"}
+    doc = A.run(REG, operators={"presence"}, examples=EXAMPLES, mutant_ids=ids, stream=None)
+    got = _outcomes(doc)
+    assert set(got) == ids
+    # the adversary can fail: the identity mutant returns the operator's own output, so it must never be killed
+    assert got["presence:always:identity"]["status"] == "equivalent" and not got["presence:always:identity"]["killers"]
+    assert got["presence:always:scale"]["status"] == "killed"
+    assert got["presence:always:leak_null"]["status"] == "killed"
+    assert got["presence:odd_call:scale"]["status"] == "killed"            # a nondeterministic operator
+    assert doc["figure"]["non_equivalent"] == 3 and doc["axes"]["control"]["equivalent"] == 1
+    assert REG["presence"].fn is default_registry()["presence"].fn        # the registry given is untouched
+
+
+def test_a_predicate_never_drawn_is_a_gap_that_runs_no_cell(tmp_path):
+    # batch >= 1000: no draw of any profile reaches it, so the verdict does not depend on the draws' tuning
+    never = C.Predicate("batch_ge_1000", "batch", "batch >= 1000", lambda x, kw, call: x.shape[0] >= 1000)
+    base = A.baseline(REG, {"presence"}, examples=EXAMPLES, seed=0, pool=None, folder=str(tmp_path))
+    out = A.judge(REG, A.Mutant("presence", never, C.wrongness("scale")), base, examples=EXAMPLES, seed=0,
+                  folder=str(tmp_path / "m"))
+    assert out.status == "gap" and "never drawn" in out.reason and out.cells == 0
+
+
+def test_skipping_the_rows_where_the_predicate_never_held_loses_no_kill(tmp_path):
+    """Attack on the skip: run every row of a never-drawn mutant anyway; it must still survive (its outputs are
+    the operator's on every call), and a drawn one must still die."""
+    never = C.Predicate("batch_ge_1000", "batch", "batch >= 1000", lambda x, kw, call: x.shape[0] >= 1000)
+    base = A.baseline(REG, {"presence"}, examples=EXAMPLES, seed=0, pool=None, folder=str(tmp_path))
+    full = A.judge(REG, A.Mutant("presence", never, C.wrongness("scale")), base, examples=EXAMPLES, seed=0,
+                   folder=str(tmp_path / "m"), every_row=True)
+    assert full.status == "gap" and full.cells > 0 and not full.killers
+    drawn = A.judge(REG, A.Mutant("presence", C.predicate("float16"), C.wrongness("scale")), base,
+                    examples=EXAMPLES, seed=0, folder=str(tmp_path / "m"), every_row=True)
+    assert drawn.status == "killed"
+
+
+def test_rows_failing_unmutated_never_count_as_kills():
+    # presence wrong (x2) in every call: its value rows fail before any mutant; the identity mutant must stay
+    # equivalent, and no kill may be credited to a row that already failed
+    real = REG["presence"].fn
+
+    def doubled(xp, x, *, tau):
+        return 2 * real(xp, x, tau=tau)
+
+    broken = Registry([dataclasses.replace(s, fn=doubled) if s.name == "presence" else s for s in REG], REG.contracts)
+    doc = A.run(broken, operators={"presence"}, examples=EXAMPLES, stream=None,
+                mutant_ids={"presence:always:identity", "presence:always:scale"})
+    got = _outcomes(doc)
+    assert doc["baseline_failing"]
+    assert got["presence:always:identity"]["status"] == "equivalent"
+    assert not set(got["presence:always:scale"]["killers"]) & set(doc["baseline_failing"])
+
+
+def test_survivors_are_classified_mechanically():
+    op = REG["presence"]
+    m = A.Mutant("presence", C.predicate("n_1"), C.wrongness("position"))
+    assert A.classify(m, op, drawn=True, changed=False, meant=set(), meant_drawn=False)[0] == "equivalent"
+    m = A.Mutant("presence", C.predicate("n_ge_257"), C.wrongness("scale"))
+    assert A.classify(m, op, drawn=False, changed=False, meant={"x"}, meant_drawn=False)[0] == "gap"
+    m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))
+    assert A.classify(m, op, drawn=True, changed=True, meant={"x"}, meant_drawn=True)[0] == "gap"
+    # a uniform scale judged only by laws comparing the operator with itself: equivalent; by a reference: a gap
+    m = A.Mutant("presence", C.predicate("always"), C.wrongness("scale"))
+    self_only = dict(drawn=True, changed=True, meant={"x"}, meant_drawn=True)
+    assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "gradcheck", "differential"})[0] == "equivalent"
+    assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "finite"})[0] == "gap"
+    m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale"))       # true on one side of differential
+    assert A.classify(m, op, **self_only, judged_by={"differential"})[0] == "gap"
+    m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))         # n differs across causality's sides
+    assert A.classify(m, op, **self_only, judged_by={"causality"})[0] == "gap"
+    m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale_tiny"))       # 1 + 1e-6 is 1 in float16
+    assert A.classify(m, op, drawn=True, changed=False, meant={"x"}, meant_drawn=True)[0] == "equivalent"
+    m = A.Mutant("presence", C.predicate("float32"), C.wrongness("scale_tiny"))
+    assert A.classify(m, op, drawn=True, changed=False, meant={"x"}, meant_drawn=True)[0] == "gap"
+    narrow = dataclasses.replace(op.domain, dtypes=("float32", "float64"), limits=())
+    assert "declared dtypes" in A.unreachable(C.predicate("float16"), dataclasses.replace(op, domain=narrow))
+    assert A.unreachable(C.predicate("float16"), op) is None
+
+
+USER_MODULE = '''
+from tokenlaw.operators.registry import Domain, declare
+
+
+@declare(name="my_double", domain=Domain(), traits={"token_local"}, claims={"zero_absorption": "2 * 0 = 0"})
+def my_double(xp, x):
+    return x + x
+'''
+
+
+def test_the_command_writes_the_report_and_exits_1_on_a_gap(tmp_path, capsys):
+    base = ["adversary", "--operator", "presence", "--examples", str(EXAMPLES), "--workers", "1", "--json"]
+    assert cli.main(base + ["--mutant", "presence:always:scale", "--out", str(tmp_path / "a")]) == 0
+    doc = json.loads((tmp_path / "a" / "adversary.json").read_text())
+    assert doc["figure"] == {"killed": 1, "non_equivalent": 1, "equivalent": 0, "gaps": 0, "crashed": 0}
+    assert "Per axis" in (tmp_path / "a" / "adversary.md").read_text()
+    capsys.readouterr()
+    # a user's operator with no reference: a 1 % scale of every output is seen by no row it has (a gap the
+    # user learns of), while a leak into a null token is caught by its zero_absorption claim
+    mod = tmp_path / "my_ops.py"
+    mod.write_text(USER_MODULE)
+    user = ["--operators", str(mod), "adversary", "--examples", str(EXAMPLES), "--workers", "1", "--json",
+            "--out", str(tmp_path / "b"), "--mutant", "my_double:always:scale", "--mutant", "my_double:always:leak_null"]
+    assert cli.main(user) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert [g["id"] for g in out["gaps"]] == ["my_double:always:scale"] and out["killed"] == 1
+    assert cli.main(["adversary", "--mutant", "presence:always:scal"]) == 2                 # names the argument
+
+
+@pytest.mark.slow
+def test_the_full_matrix_on_the_built_in_registry(tmp_path):
+    """The recorded figure: every mutant of every built-in operator, the default profile, --workers 2."""
+    assert cli.main(["adversary", "--workers", "2", "--out", str(tmp_path)]) in (0, 1)
+    doc = json.loads((tmp_path / "adversary.json").read_text())
+    assert doc["meta"]["mutants_run"] == doc["meta"]["mutants_built"] == len(A.mutants(REG))
+    assert all(m["status"] == "killed" or m["reason"] for m in doc["mutants"])
+    assert all(m["status"] != "killed" for m in doc["mutants"] if m["wrongness"] == "identity")
