@@ -11,7 +11,7 @@ from . import verdict as V
 from .case import cast, lay_out
 from .contract import FuzzOptions, Gap, contract
 from .judging import unresolved
-from .tolerance import FIRST_ORDER_LIMIT, PROBE, PROBES, RESAMPLE, RESAMPLES, UNIT_ROUNDOFF, usable
+from .tolerance import BOUND_FRACTION, FIRST_ORDER_LIMIT, PROBE, PROBES, RESAMPLE, RESAMPLES, UNIT_ROUNDOFF, usable
 from .tolerance import differential as compare_differential
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
@@ -109,13 +109,13 @@ def _judge(case, c, counts, what) -> V.Verdict:
     why = unresolved(case, c.discrepancy, c.scale)
     if why:
         return V.holds(0.0, 0.0, f"{what}: {why}{aside}", extra={"ratio": 0.0, **counts}, inconclusive=True)
-    if c.predicted_relative > FIRST_ORDER_LIMIT:
+    if c.bound_relative > BOUND_FRACTION:
         # The bound is a first-order (linear in u) prediction: it is only valid
         # while the predicted error is small against the output.  Beyond that
         # (fp16 scores of magnitude ~100 perturb softmax weights by e^0.1) the
         # example says nothing either way, and is not counted as evidence.
-        return V.holds(0.0, 0.0, f"{what}: inconclusive, predicted relative error {c.predicted_relative:.2g} "
-                       f"> {FIRST_ORDER_LIMIT} is outside the first-order error model{aside}",
+        return V.holds(0.0, 0.0, f"{what}: inconclusive, predicted relative error {c.bound_relative:.2g} "
+                       f"> {BOUND_FRACTION:.3g} is outside the first-order error model{aside}",
                        extra={"ratio": 0.0, **counts}, inconclusive=True)
     resampled = f"; probes sampled on {c.resampled} nearby inputs too" if c.resampled else ""
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
