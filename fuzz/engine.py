@@ -166,6 +166,10 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     limit = op.domain.limit(dtype_name(dtype))
     wanted = applicable(op, contract.regimes, dtype)
     visits = dict.fromkeys(wanted, 0)
+    # rows a contract set aside (properties.differential_laws.set_aside: a non-finite oracle, a threshold),
+    # per regime: [set aside, rows].  A regime whose every row was set aside judged nothing (a reference
+    # written naively as exp(s) / sum exp(s) is NaN exactly at large scores): the cell is vacuous.
+    aside = {name: [0, 0] for name in wanted}
 
     def is_violation(case) -> bool:
         _widen(searched, case)
@@ -174,9 +178,14 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         v = contract.judge(case)
         seen["n"] += 1
         _count_example()
+        rows = v.extra.get("rows", 0)
+        dropped = v.extra.get("set_aside_threshold", 0) + v.extra.get("set_aside_not_finite", 0)
         for name in visited(case, wanted):
             visits[name] += 1
             event("regime", name)          # a fuzzer's coverage (and Hypothesis' statistics) count regimes too
+            if rows:
+                aside[name][0] += dropped
+                aside[name][1] += rows
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)
         seen["not_finite"] += v.extra.get("set_aside_not_finite", 0)
         seen["set_aside"] = seen["threshold"] + seen["not_finite"]
@@ -221,7 +230,15 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             status, detail = V.VACUOUS, _vacuous(judged, needed, seen)
             if seen["n"] and seen["not_runnable"] == seen["n"]:
                 status, detail = V.NOT_RUNNABLE, seen["why"]      # no example could be asked at all
+        blind = [name for name, (dropped, rows) in aside.items() if rows and dropped == rows]
+        if blind and status == V.HOLDS:
+            status = V.VACUOUS
+            detail = (f"vacuous: every row of the regime(s) {', '.join(blind)} was set aside (" +
+                      ", ".join(f"{name} {aside[name][1]} rows" for name in blind) +
+                      "; a non-finite oracle or a threshold): nothing was judged there; " + detail)
         detail, extra = _coverage(detail, dict(best.extra), visits, seen, searched, limit)
+        if any(rows for _, rows in aside.values()):
+            extra["set_aside_by_regime"] = {name: list(counts) for name, counts in aside.items() if counts[1]}
         extra["judged_examples"] = judged
         extra["draws"] = ran.hexdigest()[:16]
         if seen["worst"] is not None and not contract.exact:
