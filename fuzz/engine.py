@@ -184,6 +184,13 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
 
     def nondeterministic(case, earlier, later, how):
         seen["nondeterministic"] = {"case": case, "first": earlier, "second": later, "how": how}
+    # rows a contract set aside (properties.differential_laws.set_aside), per regime: [set aside (a
+    # non-finite oracle or a threshold), rows, set aside for a non-finite oracle].  A regime whose every row
+    # had no finite oracle judged nothing (a reference written naively as exp(s) / sum exp(s) is NaN exactly
+    # at large scores): the cell is vacuous.  Rows set aside at a declared threshold are counted but do not
+    # decide it (bfloat16 puts every large-score row of pn_fir_c within its roundoff of the threshold, where
+    # no rounding bound exists for any oracle: reported in extra.set_aside_by_regime).
+    aside = {name: [0, 0, 0] for name in wanted}
 
     def is_violation(case) -> bool:
         if "nondeterministic" in seen:
@@ -209,9 +216,15 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             if again.violated != v.violated:
                 nondeterministic(case, v, again, "the determinism probe: the first example judged again")
                 return True
+        rows = v.extra.get("rows", 0)
+        dropped = v.extra.get("set_aside_threshold", 0) + v.extra.get("set_aside_not_finite", 0)
         for name in visited(case, wanted):
             visits[name] += 1
             event("regime", name)          # a fuzzer's coverage (and Hypothesis' statistics) count regimes too
+            if rows:
+                aside[name][0] += dropped
+                aside[name][1] += rows
+                aside[name][2] += v.extra.get("set_aside_not_finite", 0)
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)
         seen["not_finite"] += v.extra.get("set_aside_not_finite", 0)
         seen["set_aside"] = seen["threshold"] + seen["not_finite"]
@@ -298,7 +311,15 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                                          f"float64 values were not finite, and nothing but exact zeros was "
                                          f"compared); "
                                          f"{best.detail}")
+        blind = [name for name, (_, rows, no_oracle) in aside.items() if rows and no_oracle == rows]
+        if blind and status == V.HOLDS:
+            status = V.VACUOUS
+            detail = (f"vacuous: every row of the regime(s) {', '.join(blind)} was set aside (" +
+                      ", ".join(f"{name} {aside[name][1]} rows" for name in blind) +
+                      "; the oracle was not finite there): nothing was judged there; " + detail)
         detail, extra = report(best, detail)
+        if any(counts[1] for counts in aside.values()):
+            extra["set_aside_by_regime"] = {name: counts[:2] for name, counts in aside.items() if counts[1]}
         extra["judged_examples"] = judged
         extra["draws"] = ran.hexdigest()[:16]
         extra["judgement_probes"] = seen["probes"]

@@ -77,10 +77,13 @@ def oattention_reference(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, 
     q, k, v = _qkv(xp, x, wq, bq, wk, bk, wv, bv, heads)
     s = _scores(xp, q, k)                                                  # (B, H, N, N)
     p_j = xp.swapaxes(p, -1, -2)[:, None]                                  # (B, 1, 1, N)
-    weight = xp.exp(s) * p_j
-    if mask is not None:
-        weight = weight * (mask[None, None] if mask.ndim == 2 else mask[:, None])
-    o = p[:, None] * xp.div(xp.matmul(weight, v), eps_den + xp.sum(weight, axis=-1, keepdims=True))
+    m = xp.ones_like(s) if mask is None else (mask[None, None] if mask.ndim == 2 else mask[:, None]) * xp.ones_like(s)
+    # numerator and denominator both times exp(-c), c = max(0, the row's largest visible score): the
+    # formula as written is inf / inf once a score passes 709 (spec_reference could not judge that regime)
+    low = xp.min(s, axis=-1, keepdims=True)
+    c = xp.relu(xp.max(xp.where(xp.gt(m, 0), s, low), axis=-1, keepdims=True))
+    weight = xp.exp(s - c) * p_j * m
+    o = p[:, None] * xp.div(xp.matmul(weight, v), eps_den * xp.exp(-c) + xp.sum(weight, axis=-1, keepdims=True))
     return xp.matmul(_unheads(xp, o), wo)
 
 

@@ -6,8 +6,10 @@ stabilising shift except where a formula's own remark gives one, and the
 sparse maps' thresholds found by bisection rather than in closed form.  A
 semantic slip in an operator (a wrong threshold, a mask counted wrongly, the
 sink in the wrong head) is then a disagreement in float64 (``spec_reference``).
-Where a plain formula overflows (exp of a large score) the reference is not
-finite there and the contract sets those rows aside and counts them.
+Where a plain formula overflows (exp of a large score) it is evaluated with its
+numerator and denominator both times exp(-c) (the identity a / b = a e^-c / (b e^-c)):
+a reference that is not finite in a regime leaves that regime unjudged, and the
+fuzz tier reads such a cell vacuous (issue 43).
 """
 from __future__ import annotations
 
@@ -65,20 +67,34 @@ def entmax15_reference(xp, x, mask=None, **params):
     return _attention(xp, x, mask, row_map, **params)
 
 
+def _top(xp, s, m):
+    """The largest visible score of each row (the lowest score of a row that sees nothing)."""
+    low = xp.min(s, axis=-1, keepdims=True)
+    return xp.max(xp.where(xp.gt(m, 0), s, low), axis=-1, keepdims=True)
+
+
+# The exponential formulas below are evaluated with numerator and denominator both multiplied by exp(-c),
+# c = max(0, the row's largest visible score) (the algebraic identity a / b = a e^-c / (b e^-c)): the formula
+# as written is NaN (inf / inf) once a score passes 709, and spec_reference could not judge the large-score
+# regime at all (issue 43: a regime whose every row was set aside is vacuous).
+
+
 def softmax_one_reference(xp, x, mask=None, **params):
     """W = m exp(s) / (1 + sum_j m exp(s)), then W v, then W_o."""
     def row_map(s, m):
-        e = m * xp.exp(s)
-        return xp.div(e, 1.0 + xp.sum(e, axis=-1, keepdims=True))
+        c = xp.relu(_top(xp, s, m))
+        e = m * xp.exp(s - c)
+        return xp.div(e, xp.exp(-c) + xp.sum(e, axis=-1, keepdims=True))
     return _attention(xp, x, mask, row_map, **params)
 
 
 def sink_softmax_reference(xp, x, mask=None, *, sinks, **params):
     """W = m exp(s) / (exp(b_h) + sum_j m exp(s)) for head h, then W v, then W_o."""
     def row_map(s, m):
-        e = m * xp.exp(s)
-        sink = xp.exp(xp.reshape(sinks, (1, sinks.shape[0], 1, 1)))
-        return xp.div(e, sink + xp.sum(e, axis=-1, keepdims=True))
+        b = xp.reshape(sinks, (1, sinks.shape[0], 1, 1))
+        c = b + xp.relu(_top(xp, s, m) - b)                  # max(b_h, the largest visible score)
+        e = m * xp.exp(s - c)
+        return xp.div(e, xp.exp(b - c) + xp.sum(e, axis=-1, keepdims=True))
     return _attention(xp, x, mask, row_map, **params)
 
 
@@ -93,8 +109,9 @@ def sigmoid_reference(xp, x, mask=None, **params):
 def softpick_reference(xp, x, mask=None, *, eps, **params):
     """W = m relu(exp(s) - 1) / (sum_j m |exp(s) - 1| + eps), then W v, then W_o."""
     def row_map(s, m):
-        d = xp.exp(s) - 1.0
-        return xp.div(m * xp.relu(d), xp.sum(m * xp.abs(d), axis=-1, keepdims=True) + eps)
+        c = xp.relu(_top(xp, s, m))
+        d = xp.exp(s - c) - xp.exp(-c)
+        return xp.div(m * xp.relu(d), xp.sum(m * xp.abs(d), axis=-1, keepdims=True) + eps * xp.exp(-c))
     return _attention(xp, x, mask, row_map, **params)
 
 

@@ -40,9 +40,8 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.case import cast
 from tokenlaw.properties.contract import contract
-from tokenlaw.properties.differential_laws import FIRST_ORDER_LIMIT
 from tokenlaw.properties.judging import exact_zero, worst
-from tokenlaw.properties.tolerance import K, PROBES, UNIT_ROUNDOFF
+from tokenlaw.properties.tolerance import BOUND_FRACTION, K, PROBES, UNIT_ROUNDOFF
 from tokenlaw.properties.tolerance import differential as compare_differential
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
@@ -346,8 +345,11 @@ def gradient_agreement(case):
         more = ((exact[name], held[name], None),) if held else ()
         c = compare_differential(got[name], exact[name], tensors, case.dtype, resamples=more,
                                  a_priori=a_priori.get(name))
-        if c.predicted_relative > FIRST_ORDER_LIMIT:
-            inconclusive.append(name)      # outside the first-order error model (see differential_laws)
+        if c.bound_relative > BOUND_FRACTION:
+            # outside the first-order error model (see differential_laws), or an a-priori bound of the
+            # standard backward past tolerance.BOUND_FRACTION of the leaf's own scale: it would pass any
+            # value of the leaf's size (a saturated row's dS set to 0), so the leaf decides nothing here
+            inconclusive.append(name)
             continue
         if not c.ok and eager_d is not None and not compare_differential(eager_d[name], exact[name], tensors,
                                                                          case.dtype, resamples=more).ok:
@@ -367,13 +369,14 @@ def gradient_agreement(case):
                                   f"{c.bound:.3g} at {c.index} (max anywhere {c.max_discrepancy:.3g})",
                                   extra={"ratio": c.ratio}))
     if not verdicts:
-        return V.holds(0.0, 0.0, f"{where}: inconclusive for {inconclusive} (beyond first order, or the eager "
-                                 f"gradient in {dtype_name(case.dtype)} leaves its range)",
+        return V.holds(0.0, 0.0, f"{where}: inconclusive for {inconclusive} (beyond first order, a bound past "
+                                 f"{BOUND_FRACTION:.3g} of the leaf's scale, or the eager gradient in "
+                                 f"{dtype_name(case.dtype)} leaves its range)",
                        extra={"ratio": 0.0}, inconclusive=True)
     verdict = worst(*verdicts)
     if inconclusive:
         verdict = dataclasses.replace(
-            verdict, detail=verdict.detail + f"; inconclusive for {inconclusive} (beyond first order, or out of range)")
+            verdict, detail=verdict.detail + f"; inconclusive for {inconclusive} (beyond first order, a bound past a fraction of the leaf, or out of range)")
     if unheld:
         verdict = dataclasses.replace(
             verdict, detail=verdict.detail + f"; no {', '.join(unheld)} probe (the inputs overflow it)")

@@ -87,6 +87,14 @@ K = 8.0
 # at a score offset of 7844 rounds every score by up to 16 units: the weights are noise, its error is capped
 # by the output's range and no longer grows with u), so scaling it by u_D / u_P predicts nothing.
 FIRST_ORDER_LIMIT = 1 / 16
+# A bound that a contract *predicts* or states *a priori* (the probes' scaled error, softmax_backward's
+# worst-case bound of a standard backward's own steps) decides an example only while it is small against
+# what it bounds: a bound of more than BOUND_FRACTION of the compared tensor's own scale (its largest
+# |float64 entry|) would pass a wrong value of that tensor's whole size -- a backward that sets dS = 0 on a
+# saturated row moves the gradient by at most its own scale, and the a-priori bound there was 1e2 to 1e190
+# times it -- and it is past the first-order regime in which the bound was derived (FIRST_ORDER_LIMIT: the
+# same sixteenth).  Such an example is inconclusive (counted, never a pass): Comparison.bound_relative.
+BOUND_FRACTION = FIRST_ORDER_LIMIT
 # A probe's error is one sample of its rounding.  Where an output is one scalar times a fixed vector (every
 # row of a case whose sources all carry presence 1e-33, say) the whole tensor holds a single sample, and a
 # float32 run that erred by 1.2 of its ulps on the drawn tokens erred by 6 to 83 on tokens 1e-5 away while
@@ -121,6 +129,14 @@ class Comparison:
     trivial: bool = False            # every compared entry is exactly 0 on both sides (e.g. only null rows were
                                      # left): the comparison happened where every candidate agrees, so it judged
                                      # no value (a law about values reads it as not judged: fuzz.engine)
+    a_priori_relative: float = 0.0   # differential only: largest finite a-priori bound / scale (inf: a bound on a
+                                     # tensor that is 0 everywhere)
+
+    @property
+    def bound_relative(self) -> float:
+        """The largest predicted or a-priori part of the bound against the tensor's own scale: past
+        ``BOUND_FRACTION`` the example decides nothing (inconclusive, never a pass)."""
+        return max(self.predicted_relative, self.a_priori_relative)
 
     @property
     def ok(self) -> bool:
@@ -319,6 +335,9 @@ def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch
         top = float(predicted[fin].max()) if bool(fin.any()) else float("inf")
         c = _worst(aD, a64, bound, torch.isfinite(a64))
         c.predicted_relative = top / scale if scale > 0 else (0.0 if top == 0 else float("inf"))
+        if a_priori is not None:
+            prior = float(torch.nan_to_num(a_priori.double(), nan=0.0, posinf=0.0).max()) if a_priori.numel() else 0.0
+            c.a_priori_relative = prior / scale if scale > 0 else (0.0 if prior == 0 else float("inf"))
         c.scale = scale
         return c
 

@@ -102,7 +102,7 @@ HOW_TO_READ = (
     "`expected violation NOT reproduced`, "
     "`unknown` (never counted as proved), `not runnable here` (this machine cannot run it: the reason is "
     "listed), `not applicable by design` (the contract itself excludes the cell, e.g. the eager float32 "
-    "differential cell whose float32 run is the error probe; counted apart, listed once); from the symbolic "
+    "gradient_agreement cell whose float32 gradients are the error probe; counted apart, listed once); from the symbolic "
     "tier also `holds for sampled weights` (proved only with the weights fixed to one drawn sample: a pass, "
     "never `proved`), `vacuous` (no enumerated input met the premises; in the fuzz tier also: fewer than a "
     "tenth of the examples were judged, the rest inconclusive or set aside: nothing was checked, never green) "

@@ -332,3 +332,39 @@ def test_where_the_cpu_math_and_flash_kernels_differ_on_the_same_inputs():
         assert bool(backend.core(q, nan_k, v, mask.float()).isnan().any())
         assert bool((backend.core(q, k, v, empty.float())[0, 0, 1] == 0).all())
     assert shift["sdpa-math"] == 0.0 and shift["sdpa-flash"] > 0.0, shift
+
+
+class _ZeroSaturatedBackward(_Backward):
+    """The hand backward with dS set to 0 on every row whose largest weight passes 0.99 (a 'saturated' shortcut)."""
+
+    @staticmethod
+    def backward(ctx, d_o):
+        q, k, v, p, o = ctx.saved_tensors
+        scale = q.shape[-1] ** -0.5
+        d_s = p * (d_o @ v.transpose(-1, -2) - (d_o * o).sum(-1, keepdim=True)) * scale
+        d_s = torch.where(p.amax(-1, keepdim=True) > 0.99, torch.zeros_like(d_s), d_s)
+        return d_s @ k, d_s.transpose(-1, -2) @ q, p.transpose(-1, -2) @ d_o, None, None, None
+
+
+class _ZeroSaturated(_HandBackward):
+    def core(self, q, k, v, mask):
+        return _ZeroSaturatedBackward.apply(q, k, v, None if mask is None else mask > 0, True, q.dtype)
+
+
+def test_an_a_priori_bound_past_a_fraction_of_its_leaf_decides_nothing(monkeypatch):
+    """Issue 43, class 6: at a saturated row the standard backward's a-priori bound on d/dwq and d/dwk exceeds
+    tolerance.BOUND_FRACTION of those leaves' own scale: they are inconclusive, never counted as a pass (without
+    the rule the backward that zeroes dS there read holds on them)."""
+    from tokenlaw.properties import implementation_laws as IL
+    wrong = _ZeroSaturated("sdpa-zero-saturated")
+    v = _grad(wrong, MATH_ONE_HOT)
+    assert not v.violated and "inconclusive for ['wq|bq', 'wk|bk']" in v.detail, v.detail
+    case = Case(op=SDPA, backend="eager", **MATH_ONE_HOT)
+    raw = gradients(case, torch.float64)
+    limits, why = standard_bound(case, raw, torch.float32)
+    exact = _affine(raw, SDPA.domain.roles)
+    for leaf in ("wq|bq", "wk|bk"):
+        assert float(limits[leaf].max()) > IL.BOUND_FRACTION * float(exact[leaf].abs().max()), leaf
+    monkeypatch.setattr(IL, "BOUND_FRACTION", float("inf"))          # the rule off: those leaves 'hold'
+    off = _grad(wrong, MATH_ONE_HOT)
+    assert "inconclusive for ['wq|bq', 'wk|bk']" not in off.detail and not off.violated, off.detail

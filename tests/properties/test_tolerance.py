@@ -195,3 +195,50 @@ def test_float16_that_flushes_a_tiny_output_to_an_exact_zero_is_not_float32s_pro
     b = evaluate(lambda dt: f(dt) * (1 + 2 ** -23 if dt == torch.float32 else 1), torch.float32)
     assert torch.bfloat16 in a and T_probe_of(a) == torch.bfloat16
     assert compare(a, b, torch.float32).ok
+
+
+# -- planted just above the bound: a bound twice too wide fails here (issue 43, class 9) -----------------------
+# The expected bound of compare(), written out from properties/tolerance.py's module docstring (not read from
+# the code): bound = err_D(a) + err_D(b), err_D(v) = K (u_D / u_P) err_P + K u_D max|v_64| + K 64 tiny_D
+# (tiny_D: D's smallest subnormal), err_P the probe's error, here the same at every entry of both sides.
+K_MODEL = 8.0
+PLANT = 1.1
+
+
+def _u(dt):
+    return torch.finfo(dt).eps / 2
+
+
+def _compare_bound(dtype, probe, err, value):
+    tiny = torch.finfo(dtype).smallest_normal * torch.finfo(dtype).eps
+    one = K_MODEL * (_u(dtype) / _u(probe)) * err + K_MODEL * _u(dtype) * value + K_MODEL * 64 * tiny
+    return 2 * one
+
+
+def _planted_compare(dtype, factor, allowance=0.0):
+    probe = PROBE[dtype]
+    v64 = torch.ones(6, dtype=torch.float64)
+    err = 2.0 ** -20 if probe == torch.float32 else 2.0 ** -9        # a probe error well inside first order
+    side = {torch.float64: v64, probe: (v64 + err).to(probe), dtype: v64.to(dtype)}
+    other = dict(side)
+    planted = v64.clone()
+    planted[4] += factor * (_compare_bound(dtype, probe, err, 1.0) + allowance)
+    other[dtype] = planted                       # compared in float64: the plant is not rounded away
+    return compare(side, other, dtype, allowance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_an_error_just_above_the_compare_bound_is_caught_and_just_below_passes(dtype):
+    above, below = _planted_compare(dtype, PLANT), _planted_compare(dtype, 1 / PLANT)
+    assert not above.ok and above.ratio < PLANT * 1.01, above.ratio
+    assert below.ok, below.ratio
+    # the allowance a limit law adds is added once, not scaled
+    assert not _planted_compare(dtype, PLANT, allowance=1e-3).ok and _planted_compare(dtype, 1 / PLANT, 1e-3).ok
+
+
+def test_a_compare_bound_twice_too_wide_fails_the_planted_check(monkeypatch):
+    """The check above attacked: with the model's K doubled (every bound twice too wide) the planted error passes."""
+    from tokenlaw.properties import tolerance as T
+    monkeypatch.setattr(T, "K", 2 * T.K)
+    for dtype in (torch.float32, torch.float16):
+        assert _planted_compare(dtype, PLANT).ok
