@@ -31,7 +31,21 @@ import torch
 
 from tokenlaw.fuzz.campaign import picklable
 from tokenlaw.operators import arguments
+from tokenlaw.properties import verdict as V
 from tokenlaw.symbolic.prover import prove_rows
+
+
+# A child killed by a signal before reporting its row (z3 has been seen to segfault inside
+# Z3_solver_check_assumptions on a loaded machine, exit -11, and not again on a rerun) gets its row run once
+# more in a fresh child; a row whose child dies every time is ``unknown`` with the exit code: the solver
+# established nothing, and the run's other rows still finish.
+TRIES = 2
+
+
+def _crashed(exitcode: int) -> V.Verdict:
+    return V.Verdict(V.UNKNOWN, detail=f"unknown: the prove process was killed (signal {-exitcode}) before reporting this row, "
+                                               f"{TRIES} times (z3 crashed): nothing was established",
+                     tier="symbolic", dtype="real")
 
 
 def by_row(rows) -> list:
@@ -63,19 +77,32 @@ def prove_isolated(registry, rows, *, timeout: float, workers: int = 1, progress
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()
     pending, running, out = list(enumerate(by_row(rows))), {}, [None] * len(rows)
+    tries = dict.fromkeys(range(len(pending)), 0)
+    groups = dict(pending)
     try:
         while pending or running:
             while pending and len(running) < workers:
                 task, group = pending.pop(0)
+                tries[task] += 1
                 running[task] = ctx.Process(target=_child, args=(task, registry, group, timeout, results), daemon=True)
                 running[task].start()
             try:
                 kind, i, value = results.get(timeout=1.0)
             except queue.Empty:
-                dead = [p for p in running.values() if not p.is_alive() and p.exitcode not in (0, None)]
-                if dead:
-                    raise RuntimeError(f"a prove worker process died (exit code {dead[0].exitcode}) before "
-                                       f"reporting its row") from None
+                dead = [t for t, p in running.items() if not p.is_alive() and p.exitcode not in (0, None)]
+                for task in dead:
+                    code = running.pop(task).exitcode
+                    if code > 0:                       # the child exited on its own: a bug of the tier itself
+                        raise RuntimeError(f"a prove worker process died (exit code {code}) before reporting "
+                                           f"its row") from None
+                    if tries[task] < TRIES:
+                        pending.insert(0, (task, groups[task]))        # once more, in a fresh child
+                        continue
+                    for i, row in groups[task]:
+                        if out[i] is None:
+                            out[i] = (row.operator, row.contract, _crashed(code))
+                            if progress:
+                                progress(row, out[i][2])
                 continue
             if kind == "error":
                 raise value

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.orchestration import prove_pool, runs
+from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.plan import plan
 
@@ -72,6 +74,39 @@ def test_a_child_that_dies_is_reported_not_waited_for(planned, monkeypatch):
     monkeypatch.setattr(prove_pool, "prove_rows", lambda *a, **k: os._exit(3))
     with pytest.raises(RuntimeError, match="exit code 3"):
         prove_pool.prove_isolated(reg, rows, timeout=5.0, workers=1)
+
+
+def _segfault_on(row_ids, once_marker=None):
+    """A prove_rows that kills its own process with SIGSEGV (as z3 has done) on the rows ``row_ids``; with
+    ``once_marker`` (a path) only the first time, the file recording that it happened."""
+    real = prove_pool.prove_rows
+
+    def prove_rows(registry, rows, **kw):
+        if any(r.id in row_ids for r in rows) and not (once_marker and os.path.exists(once_marker)):
+            if once_marker:
+                open(once_marker, "w").close()
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(registry, rows, **kw)
+    return prove_rows
+
+
+def test_a_row_whose_solver_crashes_once_is_proved_in_a_fresh_child(planned, monkeypatch, tmp_path):
+    reg, rows = planned
+    alone = prove_pool.prove_isolated(reg, rows[:2], timeout=5.0, workers=1)
+    monkeypatch.setattr(prove_pool, "prove_rows", _segfault_on({rows[0].id}, str(tmp_path / "crashed")))
+    again = prove_pool.prove_isolated(reg, rows[:2], timeout=5.0, workers=1)
+    assert (tmp_path / "crashed").exists()                     # the first child really died
+    assert _judged(again) == _judged(alone)
+
+
+def test_a_row_whose_solver_always_crashes_is_unknown_and_the_rest_finish(planned, monkeypatch):
+    reg, rows = planned
+    alone = prove_pool.prove_isolated(reg, rows[1:3], timeout=5.0, workers=1)
+    monkeypatch.setattr(prove_pool, "prove_rows", _segfault_on({rows[0].id}))
+    out = prove_pool.prove_isolated(reg, rows[:3], timeout=5.0, workers=2)
+    v = out[0][2]
+    assert v.status == V.UNKNOWN and "signal 11" in v.detail and "nothing was established" in v.detail, v.detail
+    assert _judged(out[1:]) == _judged(alone)                  # the other rows: the verdicts they get alone
 
 
 def test_a_row_alone_and_in_a_batch_gets_the_same_verdict():
