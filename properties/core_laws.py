@@ -391,7 +391,7 @@ def core_nan(case):
     return _with(V.judge(float(n_bad), 0.0, detail), case)
 
 
-MISMATCHES = ("kv_length", "head_dim", "batch", "heads", "mask")
+MISMATCHES = ("kv_length", "head_dim", "batch", "head_count", "mask")
 
 
 def _sized(t: torch.Tensor, dim: int, n: int) -> torch.Tensor:
@@ -419,7 +419,7 @@ def core_shape_contract(case):
         q = _sized(q, 0, b)
         k, v = _sized(k, 0, b + 1), _sized(v, 0, b + 1)
         what = f"k, v have batch {b + 1}, q {b}"
-    elif kind == "heads":
+    elif kind == "head_count":
         # neither side 1 (one head broadcasts): Hq >= 2, Hkv >= 2 not dividing it
         hq = max(case.hq, 2)
         hkv = next(h for h in range(2, hq + 2) if hq % h)

@@ -21,7 +21,7 @@ from tokenlaw.operators.core import Conventions, core_of, declare_core, formula
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.user_modules import load
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.catalogue import collect, default_registry
+from tokenlaw.properties.catalogue import collect
 from tokenlaw.properties.plan import plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +125,7 @@ def test_the_example_kernels_hold_every_core_row():
 
 def test_default_check_finds_the_need_weights_nan_and_the_sdpa_path_holds():
     """pytorch issue 160064, found unaided by the default profile and seed, shrunk; the SDPA path holds."""
-    reg = default_registry()
+    reg = collect("tokenlaw.integrations.torch_core")
     rows = plan(reg, operators=["mha_weights", "mha_sdpa"], contracts=["core_masked_row", "core_paths_agree"])
     run_rows(reg, rows, examples=PROFILES["ci"], seed=0, replay_dir=None, progress=False)
     by = {r.id: r for r in rows}
@@ -150,7 +150,7 @@ def test_an_expected_violation_that_does_not_reproduce_fails():
 def test_the_core_strategy_reaches_every_part_of_its_domain():
     """300 draws for sdpa_math (nothing runs): long L and S, decode against a long cache, grouped heads, odd and prime
     head dims, Ev != E, every mask kind and shape, fully masked rows and heads, drawn scales."""
-    spec = default_registry()["sdpa_math"]
+    spec = collect("tokenlaw.integrations.torch_core")["sdpa_math"]
     seen = []
 
     @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)

@@ -24,9 +24,11 @@ def test_registry_is_not_empty(registry):
 
 def test_every_contract_is_exercised_by_some_operator(registry):
     """Every contract is claimed or violated by an operator tokenlaw ships: the default registry, the
-    opt-in zoo package (masked_row, package_agreement) or the FlexAttention examples (the mod laws)."""
+    opt-in zoo package (masked_row, package_agreement), the FlexAttention examples (the mod laws) or the opt-in
+    torch core declarations (integrations/torch_core.py: the core laws)."""
     flex = user_modules.load(str(ROOT / "examples" / "flex" / "flex_mods.py"), "--operators")
     shipped = list(registry) + list(collect("tokenlaw.operators.zoo")) + list(collect(flex))
+    shipped += list(collect("tokenlaw.integrations.torch_core"))
     used = {c for op in shipped for c in list(op.claims) + list(op.violates) + list(op.implementation_claims)}
     used |= {n for n, c in CONTRACTS.items() if c.universal}      # planned for every operator
     used |= {n for n, c in CONTRACTS.items() if c.implementation}  # planned for every non-reference backend

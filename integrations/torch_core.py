@@ -38,7 +38,7 @@ import torch
 import torch.nn.attention
 import torch.nn.functional as F
 
-from .core import declare_core
+from tokenlaw.operators.core import declare_core
 
 _CUDA = "needs a CUDA GPU (torch.cuda.is_available() is False on this machine)"
 
