@@ -496,7 +496,7 @@ def _vacuous(judged: int, needed: int, seen: dict) -> str:
     trivial = (f", {seen['trivial']} only trivially (every compared value exactly 0 on both sides)"
                if seen.get("trivial") else "")
     return (f"vacuous: {judged} of {seen['n']} examples judged, fewer than the {needed} needed (a tenth of the "
-            f"examples run, at least 1: engine.min_judged); {seen['inconclusive']} judged nothing{trivial}{why}{rows}")
+            f"examples run, counted up to the profile's budget, at least 1: engine.min_judged); {seen['inconclusive']} judged nothing{trivial}{why}{rows}")
 
 
 SHAPE_AXES = ("n", "d", "batch", "heads")
