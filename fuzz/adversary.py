@@ -23,7 +23,7 @@ profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
    declared dtypes or widths; a change that is nothing by construction, such
    as a position-dependent change at n = 1 or 1 + 1e-6 in float16; a uniform
    scale seen only by laws that compare the operator with itself,
-   ``conditional.BLIND_TO_SCALE``) or ``gap`` (the predicate was
+   ``AdversaryOptions.scale_blind``) or ``gap`` (the predicate was
    never drawn; the wrong output was never produced on a drawn input; or it
    was, and no row failed).
 
@@ -153,17 +153,14 @@ def _run(registry, rows, *, examples, seed, pool, by_value=()):
 
 
 # Which rows to try first (a mutant stops at its first kill, so the order is what a killed mutant costs): the
-# contracts named by the wrongness, then the comparisons with a reference (they see any change of value), then
-# the rest; gradcheck last (slow, and blind to a change that is smooth in x).
-FIRST = ("spec_reference", "differential", "formula_equivalence", "softmax_reduction", "package_agreement",
-         "closure", "simplex", "sub_simplex", "dc_gain", "linearity")
-LAST = ("gradcheck",)
-
-
-def _priority(contract, wrong, meant) -> tuple:
+# contracts named by the wrongness, then the laws by their declared rank (AdversaryOptions.rank: the
+# comparisons with a reference first, they see any change of value), then the rest; a law declared ``last``
+# (gradcheck: slow, and blind to a change that is smooth in x) after all.
+def _priority(contract, wrong, meant, contracts) -> tuple:
     named = wrong.targets is not None and contract in meant
-    return (not named, contract not in meant, contract in LAST,
-            FIRST.index(contract) if contract in FIRST else len(FIRST))
+    opts = contracts[contract].adversary if contract in contracts else None
+    rank = opts.rank if opts is not None and opts.rank is not None else float("inf")
+    return (not named, contract not in meant, bool(opts and opts.last), rank)
 
 
 def _units(rows, dtype=None):
@@ -194,7 +191,7 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
             and r.outcome != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
     drawn = [r for r in rows if m.predicate.name in base.drawn.get((r.operator, r.contract), ())]
     units = list(drawn) + ([r for r in rows if r not in drawn] if every_row else [])
-    units.sort(key=lambda r: _priority(r.contract, m.wrongness, meant))
+    units.sort(key=lambda r: _priority(r.contract, m.wrongness, meant, contracts))
     sub = Path(folder) / m.id.replace(":", "_")
     sub.mkdir(parents=True, exist_ok=True)
     bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
@@ -216,14 +213,15 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     changed = f"{m.id}\tchanged" in C.read_log(sub)
     status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
                               meant_drawn=any(r.contract in meant for r in drawn),
-                              judged_by={r.contract for r in drawn})
+                              judged_by={r.contract for r in drawn}, contracts=contracts)
     return Outcome(m, status, reason, [], ran, time.perf_counter() - start, time.process_time() - cpu)
 
 
 def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool,
-             judged_by=frozenset()) -> tuple[str, str]:
+             judged_by=frozenset(), contracts=None) -> tuple[str, str]:
     """(equivalent | gap, why) for a surviving mutant; ``judged_by``: the contracts of the rows where its
-    predicate held."""
+    predicate held; ``contracts``: those they are declared in (none: the catalogue)."""
+    contracts = contracts_of(None) if contracts is None else contracts
     p, w = m.predicate, m.wrongness
     if w.name == "identity":
         return "equivalent", "control: the output is the operator's own, unchanged by construction"
@@ -237,7 +235,7 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
             return "equivalent", why
         return "gap", f"predicate never drawn: no call of the default check had {p.text}"
     if (w.name in ("scale", "scale_tiny") and judged_by
-            and all(p.axis in C.BLIND_TO_SCALE.get(c, ()) for c in judged_by)):
+            and all(c in contracts and C.scale_blind(contracts[c], p.axis) for c in judged_by)):
         return "equivalent", (f"every row where {p.text} held ({', '.join(sorted(judged_by))}) compares the "
                               "operator with itself, the predicate alike on both sides: a uniform scale cancels")
     if not changed:

@@ -220,6 +220,7 @@ def _drop_key(fn, xp, x, kw, out):
 
 _VALUE_LAWS = None     # every claimed law
 _EXACT = "exact"       # the operator's claimed exact laws (resolved per operator)
+_DECLARED = frozenset({"declared"})   # the claimed laws whose AdversaryOptions.sees names the wrongness
 
 WRONGNESSES: tuple[Wrongness, ...] = (
     Wrongness("identity", "control", "the output unchanged (a mutant no law can see: must never be killed)",
@@ -228,37 +229,27 @@ WRONGNESSES: tuple[Wrongness, ...] = (
     Wrongness("scale_tiny", "exact", f"the output scaled by 1 + {TINY_SCALE:g} (for exact laws)",
               _scale(TINY_SCALE), frozenset({_EXACT})),
     Wrongness("position", "position", f"output row i scaled by 1 + {SCALE:g} i / n (a position-dependent change)",
-              _position, frozenset({"permutation_equivariance", "null_source_insertion"}), ("token_mixing",)),
-    Wrongness("leak_future", "causality",
+              _position, _DECLARED, ("token_mixing",)),
+    Wrongness("leak_future", "future",
               f"output row i gets {SCALE:g} x output row i+1 (a future token leaks in)", _leak_future,
-              frozenset({"causality", "mask_respect"}), ("token_mixing",)),
+              _DECLARED, ("token_mixing",)),
     Wrongness("leak_null", "null", f"a null token's output gets + {SCALE:g} in every entry", _leak_null,
-              frozenset({"zero_absorption", "null_receiver", "empty_support", "null_source_insertion"})),
-    Wrongness("drop_key", "keys", "key 0 invisible to every later query", _drop_key,
-              frozenset({"formula_equivalence", "softmax_reduction", "spec_reference", "differential",
-                         "package_agreement", "simplex", "dc_gain", "linearity", "closure"}), ("token_mixing",)),
+              _DECLARED),
+    Wrongness("drop_key", "keys", "key 0 invisible to every later query", _drop_key, _DECLARED,
+              ("token_mixing",)),
 )
 _WRONGNESSES = {w.name: w for w in WRONGNESSES}
 
-# Laws that compare the operator only with itself, in a form a common factor cancels from: a uniform scale of the
-# output (``scale``, ``scale_tiny``) is invisible to them when the predicate is true on both sides of the
-# comparison or on neither, which holds for the axes listed (both sides share them).  A survivor judged only by
-# such rows is equivalent (adversary.classify); every other law (a reference, ``finite``, ...) may see it.
-_SHARED = frozenset({"control", "dtype", "batch", "width", "heads"})
-BLIND_TO_SCALE = {
-    "zero_absorption": _SHARED,             # f(0) = 0: c * 0 = 0
-    "linearity": _SHARED,                   # f(a x + b y) = a f(x) + b f(y): both sides times c
-    "causality": _SHARED,                   # f(x)_<=t unchanged by a change after t (the same n on both sides)
-    "permutation_equivariance": _SHARED,    # f(P x) = P f(x)
-    "mask_respect": _SHARED,                # a masked key changes nothing
-    "null_receiver": _SHARED,               # a null row's output is 0
-    "empty_support": _SHARED,               # no visible source: output 0
-    "null_gradient": _SHARED,               # gradient 0 at a null token: c * 0 = 0
-    "gradcheck": _SHARED,                   # analytic = finite differences of the same smooth function
-    "zero_transcendental": _SHARED,         # counts exp / log calls; a scale calls none
-    "silence": _SHARED,                     # output exactly 0 on a silent row
-    "differential": _SHARED - {"dtype"},    # dtype against float64: a dtype predicate is true on one side only
-}
+# A law that compares the operator only with itself, in a form a common factor cancels from, declares the
+# predicate axes on which a uniform scale of the output (``scale``, ``scale_tiny``) is invisible to it
+# (``AdversaryOptions.scale_blind``: the predicate is true on both sides of the comparison or on neither).  A
+# survivor judged only by such rows is equivalent (adversary.classify); every other law may see it.
+
+
+def scale_blind(contract, axis: str) -> bool:
+    """Whether a uniform scale of the output cancels from ``contract`` when the predicate is on ``axis``."""
+    return axis in contract.adversary.scale_blind
+
 
 # Wrongness families the adversary cannot build from ``op.fn`` alone, and why (reported).
 NOT_IMPLEMENTED = {
@@ -280,6 +271,8 @@ def targets(w: Wrongness, op, contracts) -> frozenset:
     claimed = frozenset(op.claims) | {n for n, c in contracts.items() if c.universal and op.declared(n) is None}
     if w.targets is None:
         return claimed
+    if w.targets == _DECLARED:
+        return frozenset(n for n in claimed if n in contracts and w.name in contracts[n].adversary.sees)
     named = set(w.targets)
     if _EXACT in named:
         named = (named - {_EXACT}) | {n for n in claimed if n in contracts and contracts[n].exact}

@@ -54,15 +54,15 @@ from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Pro
 
 from . import replay as R
 from .regimes import LENGTH_BANDS, applicable, band_label, first_param, visited
-from .strategies import banded_find, cases, reachable_bands
+from .strategies import FILL, banded_find, cases, reachable_bands
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
 # aside, or the example outside the error model).  With k judged examples and no violation, the rate
 # of inputs that would violate the law is below 3/k at 95% confidence (the rule of three); a
 # profile's budget N promises 3/N.  A cell whose k is under a tenth of the examples it ran (at most
-# N) has a bound more than ten times weaker than its profile promises: it is ``vacuous``, not
-# ``holds`` (never green, as in the symbolic tier).  Per profile: smoke 1, ci 10, thorough 30,
-# deep 200 (``MIN_JUDGED``).
+# N plus the examples banded_find gave the length bands the search missed) has a bound more than ten
+# times weaker than its profile promises: it is ``vacuous``, not ``holds`` (never green, as in the
+# symbolic tier).  Per profile: smoke 1, ci 10, thorough 30, deep 200 (``MIN_JUDGED``).
 JUDGED_FRACTION = 10
 
 
@@ -266,6 +266,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return _coverage(detail, dict(v.extra), visits, seen, searched, limit, accounts, drawn_bands)
 
     strategy = cases(op, dtype, backend=backend, **contract.fuzz_bounds)
+    filled = []     # the bands banded_find gave FILL examples of their own (they join the budget judged against)
     key = database_key(op.name, contract.name, backend, dtype_name(dtype), mutant)
     try:
         with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
@@ -282,8 +283,8 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                 # a q/k/v core case draws its own lengths L and S: no band of n to fill)
                 bands = () if contract.fuzz_bounds.get("core") else reachable_bands(backend=backend,
                                                                                      **contract.fuzz_bounds)
-                found = banded_find(lambda band: strategy if band is None else cases(
-                    op, dtype, backend=backend, band=band, **contract.fuzz_bounds), is_violation, cfg, seed, bands)
+                found = banded_find(lambda band: strategy if band is None else (filled.append(band) or cases(
+                    op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands)
             if database is not None and seen.get("choices") is not None and "nondeterministic" not in seen:
                 database.save(key, choices_to_bytes(seen["choices"]))
     except Flaky:
@@ -298,7 +299,9 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         found, replayed = None, False
     except NoSuchExample:
         best = seen["best"] or V.holds()
-        judged, needed = seen["n"] - seen["inconclusive"] - seen["trivial"], min_judged(min(seen["n"], examples))
+        # the budget: the profile's examples and banded_find's FILL per band it filled (not Hypothesis' replays)
+        judged = seen["n"] - seen["inconclusive"] - seen["trivial"]
+        needed = min_judged(min(seen["n"], examples + FILL * len(filled)))
         unjudged_regimes = unjudged(accounts)
         status, detail = V.HOLDS, best.detail
         if judged < needed:

@@ -71,6 +71,11 @@ def _visible_lower(xp, like, n):
 # -- docs/mathematics.md#oattention and docs/mathematics.md#sdpa -----------
 
 
+# The largest score the oattention reference exponentiates unshifted: exp(64) = 6e27 and a few hundred of them
+# stay finite in float32 (its probe) and far from float64's overflow.
+UNSHIFTED = 64.0
+
+
 def oattention_reference(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, bv, wo, heads, tau, eps_den):
     """OAttn_i = p_i sum_j m_ij p_j exp(s_ij) v_j / (eps_den + sum_j m_ij p_j exp(s_ij)), then W_o."""
     p = spec_presence(xp, x if carrier is None else carrier, tau)          # (B, N, 1)
@@ -78,10 +83,14 @@ def oattention_reference(xp, x, mask=None, *, carrier=None, wq, bq, wk, bk, wv, 
     s = _scores(xp, q, k)                                                  # (B, H, N, N)
     p_j = xp.swapaxes(p, -1, -2)[:, None]                                  # (B, 1, 1, N)
     m = xp.ones_like(s) if mask is None else (mask[None, None] if mask.ndim == 2 else mask[:, None]) * xp.ones_like(s)
-    # numerator and denominator both times exp(-c), c = max(0, the row's largest visible score): the
-    # formula as written is inf / inf once a score passes 709 (spec_reference could not judge that regime)
+    # numerator and denominator both times exp(-c), c = max(0, the row's largest visible score - UNSHIFTED):
+    # the formula as written is inf / inf once a score passes 709 (spec_reference could not judge that
+    # regime).  Rows whose scores stay under UNSHIFTED are the formula as written, bit for bit: shifting them
+    # too pushed p_j exp(s - c) of a tiny presence (1e-33) into float32's subnormals, and the float32 probe of
+    # the reference then erred by 1 % and predicted a float64 bound 1e10 past float64's rounding
+    # (tests/fuzz/test_fuzz_seed3.py: an operator 1e-12 wrong held)
     low = xp.min(s, axis=-1, keepdims=True)
-    c = xp.relu(xp.max(xp.where(xp.gt(m, 0), s, low), axis=-1, keepdims=True))
+    c = xp.relu(xp.max(xp.where(xp.gt(m, 0), s, low), axis=-1, keepdims=True) - UNSHIFTED)
     weight = xp.exp(s - c) * p_j * m
     o = p[:, None] * xp.div(xp.matmul(weight, v), eps_den * xp.exp(-c) + xp.sum(weight, axis=-1, keepdims=True))
     return xp.matmul(_unheads(xp, o), wo)

@@ -60,6 +60,28 @@ class FuzzOptions:
         object.__setattr__(self, "bounds", tuple(sorted(bounds.items())))   # the frozen record's one field
 
 
+# The predicate axes true on both sides of a law that compares the operator only with itself at the same dtype,
+# batch, width and head count (AdversaryOptions.scale_blind)
+SHARED_AXES = frozenset({"control", "dtype", "batch", "width", "heads"})
+
+
+@dataclasses.dataclass(frozen=True)
+class AdversaryOptions:
+    """What ``tokenlaw adversary`` (``tokenlaw.fuzz.adversary``) needs about a contract.
+
+    ``sees``: names of the conditional wrongnesses (``tokenlaw.fuzz.conditional.WRONGNESSES``) that are not a
+    plain change of value and that this law is meant to see (``position``, ``leak_future``, ``leak_null``,
+    ``drop_key``); ``scale_blind``: the predicate axes on which a uniform scale of the output cancels from the
+    law (it compares the operator only with itself, the predicate alike on both sides); ``rank``: where the
+    adversary tries the law's rows (lower first: a mutant stops at its first kill; None: after the ranked
+    ones); ``last``: tried after every other row (slow, and blind to a change that is smooth in x)."""
+
+    sees: frozenset = frozenset()
+    scale_blind: frozenset = frozenset()
+    rank: int | None = None
+    last: bool = False
+
+
 @dataclasses.dataclass(frozen=True)
 class Instance:
     """Where a symbolic statement is instantiated: ``n`` tokens of width ``d``, whether the operator takes
@@ -149,6 +171,7 @@ class Contract:
     implementation: str = ""         # non-empty: claimed by every non-reference backend, for this reason
     fuzz: FuzzOptions = FuzzOptions()              # bounds of the fuzz tier's drawn domain
     symbolic: SymbolicOptions = SymbolicOptions()  # nothing declared: the symbolic tier has no law for it
+    adversary: AdversaryOptions = AdversaryOptions()   # what tokenlaw adversary reads about the law
 
     @property
     def fuzz_bounds(self) -> dict:
@@ -183,7 +206,8 @@ EVALUATED = ("output", "weights", "autograd", "trace", "reference")
 
 
 def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal=False, skip=None, regimes=(),
-             evaluated="output", unjudged="", form=None, implementation="", fuzz=None, symbolic=None):
+             evaluated="output", unjudged="", form=None, implementation="", fuzz=None, symbolic=None,
+             adversary=None):
     """Mark ``law(case) -> Verdict`` as a contract named after the function.
 
     ``universal`` contracts (e.g. the differential check) are planned for
@@ -205,12 +229,15 @@ def contract(*, exact: bool, requires=(), dtypes=ALL_DTYPES, needs=(), universal
         raise ValueError(f"fuzz: expected FuzzOptions(...), got {fuzz!r}")
     if not isinstance(symbolic, SymbolicOptions):
         raise ValueError(f"symbolic: expected SymbolicOptions(...), got {symbolic!r}")
+    adversary = AdversaryOptions() if adversary is None else adversary
+    if not isinstance(adversary, AdversaryOptions):
+        raise ValueError(f"adversary: expected AdversaryOptions(...), got {adversary!r}")
 
     def mark(fn):
         setattr(fn, MARK, dict(exact=exact, requires=frozenset(requires), dtypes=tuple(dtypes),
                                needs=frozenset(needs), universal=universal, skip=skip, regimes=tuple(regimes),
                                evaluated=evaluated, unjudged=unjudged, form=form, implementation=implementation,
-                               fuzz=fuzz, symbolic=symbolic))
+                               fuzz=fuzz, symbolic=symbolic, adversary=adversary))
         return fn
 
     return mark

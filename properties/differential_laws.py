@@ -9,7 +9,7 @@ from tokenlaw.operators.xp import TORCH
 
 from . import verdict as V
 from .case import cast, lay_out
-from .contract import FuzzOptions, Gap, contract
+from .contract import AdversaryOptions, FuzzOptions, Gap, SHARED_AXES, contract
 from .judging import unresolved
 from .tolerance import BOUND_FRACTION, FIRST_ORDER_LIMIT, PROBE, PROBES, RESAMPLE, RESAMPLES, UNIT_ROUNDOFF, usable
 from .tolerance import differential as compare_differential
@@ -251,7 +251,9 @@ def _probe_disagrees(case, reference, probes, a64, keep, counts, first):
 # (_float32), and a half cell whose float32 probe disagrees with float64 beyond what the half formats
 # predict reports that as a violation (_probe_disagrees), not as an inconclusive example.
 @contract(exact=False, dtypes=dtypes.LOW, universal=True,
-          regimes=_NUMERICAL, fuzz=FuzzOptions(near_null=False, wide_params=False))
+          regimes=_NUMERICAL, fuzz=FuzzOptions(near_null=False, wide_params=False),
+          adversary=AdversaryOptions(rank=1, sees=frozenset({"drop_key"}),
+                                    scale_blind=SHARED_AXES - {"dtype"}))
 def differential(case):
     """The implementation in dtype D matches the float64 reference within D's predicted rounding error."""
     # All runs take the same float64 inputs and round them to their own
@@ -294,7 +296,8 @@ def _no_reference(op, dtype, backend):
 # 1 / sqrt(eps) in a standardisation amplifies far past any rounding bound; those rows are judged
 # exactly by the null contracts.
 @contract(exact=False, dtypes=(dtypes.REFERENCE,), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",),
-          fuzz=FuzzOptions(near_null=False))
+          fuzz=FuzzOptions(near_null=False),
+          adversary=AdversaryOptions(rank=0, sees=frozenset({"drop_key"})))
 def spec_reference(case):
     """The operator equals its independent reference written from its formula (float64 reference)."""
     # The reference is the formula as written (no stabilisation): rows where it is not

@@ -6,7 +6,7 @@ import torch
 from . import statement as S
 from tokenlaw.operators.references import spec_taps
 
-from .contract import SymbolicOptions, contract
+from .contract import AdversaryOptions, SHARED_AXES, SymbolicOptions, contract
 from .judging import relation, worst
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
@@ -46,7 +46,8 @@ def dc_response(xp, run, x, level, taps):
           symbolic=SymbolicOptions(shape=(7, 1), statement=dc_response, inputs=(("level", "level"),),
                                    tokens=lambda at: max(at.n, len(at.params[at.roles.taps])),
                                    says=lambda at: f"constant in => constant out from token "
-                                                   f"{len(at.params[at.roles.taps]) - 1}; impulse at 0 => the taps"))
+                                                   f"{len(at.params[at.roles.taps]) - 1}; impulse at 0 => the taps"),
+          adversary=AdversaryOptions(rank=8, sees=frozenset({"drop_key"})))
 def dc_gain(case):
     """A constant input comes out unchanged after the warm-up; an impulse comes out as the taps."""
     w = taps(case)
@@ -77,7 +78,8 @@ def superposes(xp, run, x, y, a, b):
 @contract(exact=False, **_FILTER,
           symbolic=SymbolicOptions(shape=(3, 1), statement=superposes, inputs=(("y", "sequence"), ("a", "real"),
                                                                                 ("b", "real")),
-                                   says=lambda at: "F(a x + b y) = a F(x) + b F(y) for all reals a, b"))
+                                   says=lambda at: "F(a x + b y) = a F(x) + b F(y) for all reals a, b"),
+          adversary=AdversaryOptions(rank=9, sees=frozenset({"drop_key"}), scale_blind=SHARED_AXES))
 def linearity(case):
     """F(a x + b y) = a F(x) + b F(y)."""
     a, b = case.shift, -0.75

@@ -9,7 +9,7 @@ from tokenlaw.operators.xp import TORCH
 
 from . import statement as S
 from . import verdict as V
-from .contract import SymbolicOptions, contract
+from .contract import AdversaryOptions, SHARED_AXES, SymbolicOptions, contract
 from .judging import exact_zero, max_abs, relation
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
@@ -61,7 +61,8 @@ def empty_row(xp, run, x, mask, row, sources):
 
 @contract(exact=True, requires={"token_local"},
           symbolic=SymbolicOptions(shape=(1, 2), statement=nulls_stay_null, at=lambda at: [dict(nulls=(0,))],
-                                   says=lambda at: f"token 0 of {at.n} set to 0 => out_0 = 0"))
+                                   says=lambda at: f"token 0 of {at.n} set to 0 => out_0 = 0"),
+          adversary=AdversaryOptions(sees=frozenset({"leak_null"}), scale_blind=SHARED_AXES))
 def zero_absorption(case):
     """f(0) = 0 exactly: a null token stays exactly null."""
     nulls = null_positions(case)
@@ -71,7 +72,8 @@ def zero_absorption(case):
 @contract(exact=True, requires={"token_mixing"},
           symbolic=SymbolicOptions(shape=(2, 2), host_shape=(2, 1), statement=nulls_stay_null,
                                    at=lambda at: [dict(nulls=(i,)) for i in range(at.n)],
-                                   says=lambda at: f"for every i < {at.n}: h_i = 0 => out_i = 0"))
+                                   says=lambda at: f"for every i < {at.n}: h_i = 0 => out_i = 0"),
+          adversary=AdversaryOptions(sees=frozenset({"leak_null"}), scale_blind=SHARED_AXES))
 def null_receiver(case):
     """h_i = 0 implies out_i = 0 exactly."""
     nulls = null_positions(case)
@@ -83,7 +85,8 @@ def null_receiver(case):
                                    at=lambda at: [dict(k=k) for k in range(at.n + 1)], shapes=(("inserted", 1),),
                                    says=lambda at: f"for every k <= {at.n}: insert a null at k => its output 0, "
                                                    f"the {at.n} others unchanged",
-                                   host="layered_insertion", implied_by="closure"))
+                                   host="layered_insertion", implied_by="closure"),
+          adversary=AdversaryOptions(sees=frozenset({"position", "leak_null"})))
 def null_source_insertion(case):
     """Inserting a null token leaves every other output unchanged and its own output exactly 0."""
     k = case.pos % (case.n + 1)
@@ -104,7 +107,8 @@ def _empty_rows(at):
                                    case_premise="row i sees only null sources",
                                    says=lambda at: "row i whose visible sources are all null (every row, every set "
                                                    "of nulls) => out_i = 0, finite" if at.masked
-                                   else "every token null => out = 0, finite"))
+                                   else "every token null => out = 0, finite"),
+          adversary=AdversaryOptions(sees=frozenset({"leak_null"}), scale_blind=SHARED_AXES))
 def empty_support(case):
     """Every source null or masked implies out = 0 exactly, and finite."""
     if case.mask is None:
@@ -121,7 +125,8 @@ def empty_support(case):
 
 @contract(exact=True, dtypes=("float64", "float32"),
           symbolic=SymbolicOptions(none="a statement about autograd's float gradients, judged by the eager tier"),
-          evaluated="autograd")
+          evaluated="autograd",
+          adversary=AdversaryOptions(scale_blind=SHARED_AXES))
 def null_gradient(case):
     """A null token's carrier receives exactly zero gradient."""
     nulls = null_positions(case)
@@ -146,7 +151,8 @@ def _memo(f):
 @contract(exact=False, requires={"host"}, needs={"layers"},
           symbolic=SymbolicOptions(shape=(1, 1), host_shape=(1, 1), host="closure_induction"),
           evaluated="reference",
-          unjudged="judged on the per-layer states of the operator's own code (op.layers) and on its output (op.fn)")
+          unjudged="judged on the per-layer states of the operator's own code (op.layers) and on its output (op.fn)",
+          adversary=AdversaryOptions(rank=5, sees=frozenset({"drop_key"})))
 def closure(case):
     """Inserting a null token commutes with every layer and the output: it stays exactly 0, old tokens unchanged.
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .contract import Gap, SymbolicOptions, contract
+from .contract import AdversaryOptions, Gap, SHARED_AXES, SymbolicOptions, contract
 from .judging import relation
 from .score_laws import scores, visibility, weights
 
@@ -38,7 +38,8 @@ def _package_weights(case, fn, s, seen, dtype):
 @contract(exact=False, requires={"score_normaliser"}, needs={"weights", "external"}, evaluated="weights",
           skip=_installed,
           symbolic=SymbolicOptions(none="the package is eager PyTorch code (a sort), not an xp function: judged by "
-                                        "the fuzz tier"))
+                                        "the fuzz tier"),
+          adversary=AdversaryOptions(rank=4, sees=frozenset({"drop_key"})))
 def package_agreement(case):
     """The weights the operator applies equal the declared published implementation's on the same scores."""
     fn = case.op.external.load()

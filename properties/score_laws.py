@@ -19,7 +19,7 @@ from . import backends
 from . import statement as S
 from . import verdict as V
 from .applied import law_params
-from .contract import SymbolicOptions, contract
+from .contract import AdversaryOptions, SHARED_AXES, SymbolicOptions, contract
 from .judging import exact_zero, worst
 from .tolerance import UNIT_ROUNDOFF
 
@@ -227,7 +227,8 @@ def max_negative(w) -> float:
                                    real_rows=lambda xp, run, x, mask, ones: real_mass(xp, run, x, mask, slice(None),
                                                                                       "eq", ones),
                                    says=lambda at: "W >= 0 and every row sums to 1 (the probe's rows and the "
-                                                   "operator's own at any tokens of width 1)"))
+                                                   "operator's own at any tokens of width 1)"),
+          adversary=AdversaryOptions(rank=6, sees=frozenset({"drop_key"})))
 def simplex(case):
     """W >= 0 and every row sums to 1."""
     # A row with no visible key has no distribution to sum to 1 (softmax makes it 0/0):
@@ -245,7 +246,8 @@ def simplex(case):
                                    real_rows=lambda xp, run, x, mask, ones: real_mass(xp, run, x, mask, slice(None),
                                                                                       "le", ones),
                                    says=lambda at: "W >= 0 and every row sums to <= 1 (the probe's rows and the "
-                                                   "operator's own at any tokens of width 1)"))
+                                                   "operator's own at any tokens of width 1)"),
+          adversary=AdversaryOptions(rank=7))
 def sub_simplex(case):
     """W >= 0 and every row sums to at most 1."""
     s = scores(case)
@@ -278,7 +280,8 @@ def silence_through_tau(case) -> V.Verdict:
           symbolic=SymbolicOptions(shape=(3, 0), over="scores", statement=silent, inputs=(("v", "row"),),
                                    bounds=lambda v: [(v["s"], v["params"].get(v["roles"].threshold), "S - tau <= 0 everywhere")],
                                    says=lambda at: "every S_tj - tau <= 0 => W = 0 and W v = 0 (tau = 0 when the "
-                                                   "normaliser has none)"))
+                                                   "normaliser has none)"),
+          adversary=AdversaryOptions(scale_blind=SHARED_AXES))
 def silence(case):
     """All S'_tj = S_tj - tau <= 0 implies row mass 0 and output exactly 0."""
     # The reference is judged on its applied weights (scores chosen at and below tau, the

@@ -12,7 +12,7 @@ from tokenlaw.operators.xp import TORCH
 from . import statement as S
 from . import verdict as V
 from .case import cast
-from .contract import FuzzOptions, SymbolicOptions, contract
+from .contract import AdversaryOptions, FuzzOptions, SHARED_AXES, SymbolicOptions, contract
 from .judging import relation
 from .tolerance import UNIT_ROUNDOFF
 
@@ -56,7 +56,8 @@ def same_as_reference(xp, run, x, mask):
                                                      for i in range(at.n) for j in range(at.n) if i != j],
                                    case_premise="m_ij = 0 for the chosen pair",
                                    says=lambda at: f"for every i != j < {at.n}: m_ij = 0 => out_i unchanged when "
-                                                   "h_j is replaced by any y"))
+                                                   "h_j is replaced by any y"),
+          adversary=AdversaryOptions(sees=frozenset({"leak_future"}), scale_blind=SHARED_AXES))
 def mask_respect(case):
     """m_ij = 0 implies out_i does not depend on h_j."""
     if case.n < 2:
@@ -77,7 +78,8 @@ def _cyclic(n) -> list:
 
 @contract(exact=False, requires={"token_mixing"},
           symbolic=SymbolicOptions(shape=(2, 1), statement=permuted, at=lambda at: [dict(perm=_cyclic(at.n))],
-                                   says=lambda at: f"F(pi H) = pi F(H) for the cyclic permutation {_cyclic(at.n)}"))
+                                   says=lambda at: f"F(pi H) = pi F(H) for the cyclic permutation {_cyclic(at.n)}"),
+          adversary=AdversaryOptions(sees=frozenset({"position"}), scale_blind=SHARED_AXES))
 def permutation_equivariance(case):
     """Without position terms F(pi H) = pi F(H) (masks permuted alike)."""
     perm = case.permutation()
@@ -88,7 +90,8 @@ def permutation_equivariance(case):
           symbolic=SymbolicOptions(shape=(3, 1), statement=past_unchanged, inputs=(("y", "sequence"),),
                                    at=lambda at: [dict(t=t) for t in range(at.n - 1)],
                                    says=lambda at: f"for every t < {at.n - 1}: out_<=t unchanged when tokens > t "
-                                                   "are replaced"))
+                                                   "are replaced"),
+          adversary=AdversaryOptions(sees=frozenset({"leak_future"}), scale_blind=SHARED_AXES))
 def causality(case):
     """out_t depends only on inputs at positions <= t."""
     if case.n < 2:
@@ -103,7 +106,8 @@ def causality(case):
 # exact OAttention output is ~0 while SDPA's is not.
 @contract(exact=False, requires={"presence", "masked"}, dtypes=("float64", "float32"),
           symbolic=SymbolicOptions(none="a limit tau, eps_den -> 0: not a first-order statement at fixed parameters"),
-          fuzz=FuzzOptions(scales=(1.0, 4.0), bias_scales=(1.0, 4.0), offsets=False))
+          fuzz=FuzzOptions(scales=(1.0, 4.0), bias_scales=(1.0, 4.0), offsets=False),
+          adversary=AdversaryOptions(rank=3, sees=frozenset({"drop_key"})))
 def softmax_reduction(case):
     """All tokens active, tau -> 0, eps_den -> 0: the operator reduces to SDPA."""
     # "all tokens active": near-null rows (|h|^2 far below tau) are not in this law's domain
@@ -137,7 +141,8 @@ def softmax_reduction(case):
 @contract(exact=False, dtypes=("float64", "float32"), needs={"reference"},
           symbolic=SymbolicOptions(shape=(2, 1), statement=same_as_reference, exp_product=True,
                                    says=lambda at: "implementation(x, m) = reference formula(x, m) (eps_den included)"),
-          fuzz=FuzzOptions(scales=(1.0,), bias_scales=(1.0,), offsets=False))
+          fuzz=FuzzOptions(scales=(1.0,), bias_scales=(1.0,), offsets=False),
+          adversary=AdversaryOptions(rank=2, sees=frozenset({"drop_key"})))
 def formula_equivalence(case):
     """The stabilised implementation equals the declared direct formula (e.g. OAttention's with eps_den)."""
     x, mask = case.x, case.mask

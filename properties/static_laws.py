@@ -11,7 +11,7 @@ from tokenlaw.operators.xp import TORCH, Recording
 
 from . import backends
 from . import verdict as V
-from .contract import FuzzOptions, SymbolicOptions, contract
+from .contract import AdversaryOptions, FuzzOptions, SHARED_AXES, SymbolicOptions, contract
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
 ORDER = 50
@@ -20,7 +20,8 @@ ORDER = 50
 @contract(exact=True, dtypes=("float64",),
           symbolic=SymbolicOptions(none="a property of the trace itself (which primitives run), judged by the "
                                         "eager tier"),
-          evaluated="trace")
+          evaluated="trace",
+          adversary=AdversaryOptions(scale_blind=SHARED_AXES))
 def zero_transcendental(case):
     """Evaluating the operator calls no exp, log, tanh or erf."""
     if not case.runner.implementation.reference:     # what the backend's implementation evaluates on this case
@@ -81,7 +82,8 @@ class _TorchTranscendentals(TorchFunctionMode):
                    "compute; its backward is judged by gradient_agreement against the float64 eager gradients",
           fuzz=FuzzOptions(n_max=3, n_long=0, batch_max=1, widths=(3, 4), scales=(1.0,), bias_scales=(1.0,),
                      mask_kinds=("random", "causal", "padding"), near_null=False, wide_params=False, offsets=False,
-                     eps_draws=False))
+                     eps_draws=False),
+          adversary=AdversaryOptions(last=True, scale_blind=SHARED_AXES))
 def gradcheck(case):
     """Analytic float64 gradients match finite differences (torch.autograd.gradcheck)."""
     x = case.x.clone().requires_grad_(True)

@@ -13,7 +13,9 @@ def registry(base):
     return mutated_registry(base, mutated_module("tokenlaw.operators.oattention", [
         ("def oattention_params(",
          "def _finite_only_at_nulls(xp, x, mask=None, **params):\n"
-         "    e = 1e4 * xp.sum(x * x, axis=-1, keepdims=True)       # exp(e) / exp(e) = inf / inf off a null token\n"
+         # 1e300, not 1e4: at 1e4 a drawn token with |x|^2 < 0.07 (one among n = 257, banded_find's long band)
+         # kept the reference finite and the doubled output was rightly a violation, not the trivial case
+         "    e = 1e300 * xp.sum(x * x, axis=-1, keepdims=True)     # exp(e) / exp(e) = inf / inf off a null token\n"
          "    return references.oattention_reference(xp, x, mask, **params) * xp.div(xp.exp(e), xp.exp(e))\n\n\n"
          "def oattention_params("),
         ("reference=references.oattention_reference,", "reference=_finite_only_at_nulls,"),

@@ -3,9 +3,11 @@ bugs the fixes must still catch there."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 
+from tokenlaw.operators import references
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import differential_laws as D
 from tokenlaw.properties.case import Case
@@ -37,15 +39,34 @@ def _one_sample(case):
                            input_rounding=D.input_rounding(eager, r64), ref_probes={torch.float32: r32})
 
 
-def test_one_lucky_probe_sample_no_longer_decides_a_violation():
+def test_one_lucky_probe_sample_no_longer_decides_a_violation(monkeypatch):
+    # the record was made with the reference's formula as written (exp(s) unshifted: scores here reach 105,
+    # past float32's exp range); it is restored here to replay it
+    monkeypatch.setattr(references, "UNSHIFTED", math.inf)
     case = Case.from_fields(REG["oattention"], LUCKY)
     assert not _one_sample(case).ok, "the drawn tokens' float32 probe alone under-predicts (1.2 of its ulps)"
     v = CONTRACTS["spec_reference"](case)
     assert v.status == "holds" and not v.inconclusive, v.detail
     assert "sampled on 3 nearby inputs" in v.detail
     # the resampled bound is still a rounding bound: 1e-12 relative is far past float64's rounding here
-    bad = dataclasses.replace(REG["oattention"], fn=lambda xp, x, mask=None, **kw: REG["oattention"].fn(xp, x, mask, **kw) * (1 + 1e-12))
-    assert CONTRACTS["spec_reference"](Case.from_fields(bad, LUCKY)).violated
+    assert CONTRACTS["spec_reference"](Case.from_fields(_scaled(1e-12), LUCKY)).violated
+
+
+def _scaled(eps):
+    return dataclasses.replace(REG["oattention"],
+                               fn=lambda xp, x, mask=None, **kw: REG["oattention"].fn(xp, x, mask, **kw) * (1 + eps))
+
+
+def test_the_shifted_reference_keeps_its_float32_probe_within_float64s_rounding():
+    """The reference shifts only rows whose largest score passes UNSHIFTED: shifting every row pushed
+    p_j exp(s - c) of a 1e-33 presence into float32's subnormals, its probe erred by 1 %, and the float64
+    bound it predicted (6.6e-45 at a scale of 3.5e-35) passed the 1e-12 bug below."""
+    case = Case.from_fields(REG["oattention"], LUCKY)
+    one = _one_sample(case)
+    assert one.ok and one.bound < 1e-12 * one.scale, one
+    v = CONTRACTS["spec_reference"](case)
+    assert v.status == "holds" and not v.inconclusive, v.detail
+    assert CONTRACTS["spec_reference"](Case.from_fields(_scaled(1e-12), LUCKY)).violated
 
 
 def test_nearby_tokens_keep_nulls_and_move_every_other_entry():
