@@ -212,9 +212,11 @@ def instantiate(op, contract: Contract, n: int, d: int, mode: str) -> Problem:
                 continue                   # the selector picks another case: this one holds vacuously
             claims = o.statement(xp, **_arguments(contract, op, given, position, v["params"]))
             out += facts(xp, claims, guard=(v["case"], c) if select else None)
-        if ones is not None:
+        mask = v.get("mask")
+        if ones is not None and (mask is None or np.shape(mask)[-1] >= REAL_ROWS):
+            # (a sweep's trace at n = 1 has a mask too small for the real rows: they are judged at the
+            # traced shapes of n >= REAL_ROWS)
             values = {k: xp.asarray(a, v[data]) for k, a in ones.items()}
-            mask = v.get("mask")
             mask = None if mask is None else mask[:, :REAL_ROWS, :REAL_ROWS]   # keeps its visible diagonal
             out += facts(xp, o.real_rows(xp, runner(op, xp, v), v["x"], mask, values))
         return out
