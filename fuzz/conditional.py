@@ -108,8 +108,8 @@ PREDICATES: tuple[Predicate, ...] = (
     Predicate("batch_1", "batch", "batch == 1", lambda x, kw, call: x.ndim >= 3 and x.shape[0] == 1),
     Predicate("batch_3", "batch", "batch == 3", lambda x, kw, call: x.ndim >= 3 and x.shape[0] == 3),
     Predicate("batch_ge_4", "batch", "batch >= 4", lambda x, kw, call: x.ndim >= 3 and x.shape[0] >= 4),
-    Predicate("heads_1", "heads", "one head", lambda x, kw, call: kw.get("heads") == 1, needs="heads"),
-    Predicate("heads_ge_2", "heads", "two heads or more",
+    Predicate("heads_1", "head_count", "one head", lambda x, kw, call: kw.get("heads") == 1, needs="heads"),
+    Predicate("heads_ge_2", "head_count", "two heads or more",
               lambda x, kw, call: isinstance(kw.get("heads"), int) and kw["heads"] >= 2, needs="heads"),
     *(Predicate(name, "dtype", f"x is {name}", (lambda dt: lambda x, kw, call: x.dtype == dt)(dt))
       for name, dt in (("float16", torch.float16), ("bfloat16", torch.bfloat16), ("float32", torch.float32),

@@ -62,7 +62,7 @@ class FuzzOptions:
 
 # The predicate axes true on both sides of a law that compares the operator only with itself at the same dtype,
 # batch, width and head count (AdversaryOptions.scale_blind)
-SHARED_AXES = frozenset({"control", "dtype", "batch", "width", "heads"})
+SHARED_AXES = frozenset({"control", "dtype", "batch", "width", "head_count"})
 
 
 @dataclasses.dataclass(frozen=True)
