@@ -98,7 +98,9 @@ class Core:
     ``gqa``: Hkv < Hq is drawn (through ``enable_gqa=True`` where the function takes it);
     ``distinct_ev``: Ev != E is drawn; ``max_head_dim``: the largest E / Ev drawn;
     ``not_runnable``: why it cannot run on this machine (every core row says so);
-    ``peer``: another declared path of the same implementation it must agree with."""
+    ``peer``: another declared path of the same implementation it must agree with;
+    ``backward``: the function has a backward (autograd) whose gradients w.r.t. q, k, v are judged;
+    ``square``: only L = S is drawn (a self-attention path: one token sequence gives q, k and v)."""
 
     name: str
     fn: Callable
@@ -109,6 +111,8 @@ class Core:
     max_head_dim: int = 256
     not_runnable: str | None = None
     peer: "Core | None" = None
+    backward: bool = True
+    square: bool = False
 
     def keywords(self, *, attn_mask=None, is_causal=False, scale=None, enable_gqa=False) -> dict:
         """The keywords of one call, only those the function takes (a drawn absent one is a bug upstream)."""
@@ -232,13 +236,16 @@ def derived_claims(core: Core) -> dict:
             claims["core_mask_forms"] = f"every accepted mask form of the same visibility gives one output ({said})"
     if "is_causal" in t:
         claims["core_causality"] = f"is_causal hides the keys after each query under the declared alignment ({said})"
-        claims["core_decode"] = "row i of causal attention is attention of q_i alone against keys 0..i"
+        if not core.square:
+            claims["core_decode"] = "row i of causal attention is attention of q_i alone against keys 0..i"
     if "scale" in t:
         claims["core_scale"] = "only the product scale * q k^T enters the scores"
     if core.gqa:
         claims["core_gqa"] = "grouped kv heads equal the explicitly repeated ones (q-head h reads kv-head h // g)"
     if c.nan_propagates:
         claims["core_nan"] = f"declared: a NaN in q_i or in a key or value row i sees reaches out_i ({said})"
+    if core.backward:
+        claims["core_gradient"] = "the backward's gradients w.r.t. q, k, v are the formula's, within the derived bound"
     if core.peer is not None:
         claims["core_paths_agree"] = f"another path of the same implementation ({core.peer.name}): one output"
     return claims
@@ -256,13 +263,15 @@ def core_of(declared) -> Core:
 def declare_core(name: str, fn: Callable, *, claims: dict | None = None, violates: dict | None = None,
                  conventions: Conventions | dict | None = None, gqa: bool | None = None, distinct_ev: bool = True,
                  max_head_dim: int = 256, not_runnable: str | None = None, agrees_with=None,
-                 dtypes: tuple = DTYPES, module: str | None = None):
+                 dtypes: tuple = DTYPES, backward: bool = True, square: bool = False, module: str | None = None):
     """Declare a core attention ``fn(q, k, v, *, attn_mask, is_causal, scale, enable_gqa)``; returns the marked
     operator (assign it in your module, where ``collect`` finds it).
 
     ``conventions``: a :class:`Conventions` or its keywords; ``gqa``: Hkv < Hq is drawn (default: the function
     takes ``enable_gqa``); ``distinct_ev``: Ev != E is drawn; ``max_head_dim``: the largest head dim drawn;
     ``not_runnable``: why it cannot run here; ``agrees_with``: another declared path it must agree with;
+    ``backward``: the function has an autograd backward (its gradients are judged: ``core_gradient``);
+    ``square``: only L = S is drawn (a path that takes one token sequence for q, k and v);
     ``claims`` / ``violates``: further contracts or overrides, each with a one-line reason.
 
     >>> def plain(q, k, v, *, attn_mask=None, scale=None):
@@ -290,7 +299,8 @@ def declare_core(name: str, fn: Callable, *, claims: dict | None = None, violate
     took = takes(fn)
     if gqa is None:
         gqa = "enable_gqa" in took
-    for flag, value in (("gqa", gqa), ("distinct_ev", distinct_ev)):
+    for flag, value in (("gqa", gqa), ("distinct_ev", distinct_ev), ("backward", backward),
+                        ("square", square)):
         if not isinstance(value, bool):
             raise DeclarationError(f"{flag}: expected a bool, got {value!r}")
     if isinstance(max_head_dim, bool) or not isinstance(max_head_dim, int) or max_head_dim < 1:
@@ -303,7 +313,7 @@ def declare_core(name: str, fn: Callable, *, claims: dict | None = None, violate
         if given is not None and not isinstance(given, dict):
             raise DeclarationError(f"{kind}: expected {{contract: one-line reason}}, got {given!r}")
     peer = None if agrees_with is None else core_of(agrees_with)
-    core = Core(name, fn, took, conventions, gqa, distinct_ev, max_head_dim, not_runnable, peer)
+    core = Core(name, fn, took, conventions, gqa, distinct_ev, max_head_dim, not_runnable, peer, backward, square)
     violates = dict(violates or {})
     stated = {**{k: v for k, v in derived_claims(core).items() if k not in violates}, **dict(claims or {})}
     body = _token_body(core)

@@ -26,6 +26,8 @@ import torch
 from tokenlaw.operators import dtypes as _dtypes
 from tokenlaw.operators.core import formula, repeat_kv, visibility
 
+from . import core_backward as _backward
+from . import tolerance as _tolerance
 from . import verdict as V
 from .contract import FuzzOptions, Gap, SymbolicOptions, contract
 from .core_case import SHAPES
@@ -454,7 +456,8 @@ def core_paths_agree(case):
         ("is_causal", case.causal and "is_causal" not in peer.takes),
         ("scale", case.scale_value is not None and "scale" not in peer.takes),
         ("grouped heads", case.hkv != case.hq and not peer.gqa),
-        ("Ev != E", case.ev != case.d and not peer.distinct_ev)) if bad]
+        ("Ev != E", case.ev != case.d and not peer.distinct_ev),
+        ("L != S", case.n != case.s and peer.square)) if bad]
     if outside:
         return _with(V.Verdict(V.HOLDS, 0.0, 0.0, f"outside {peer.name}'s domain: {', '.join(outside)}",
                                inconclusive=True), case)
@@ -478,3 +481,69 @@ def core_paths_agree(case):
                                                    f"{ea[differ.any(-1)][0][:3].tolist()} vs "
                                                    f"{eb[differ.any(-1)][0][:3].tolist()}"), case)
     return _with(_compare(what, a, b, 2 * b1, rows), case)
+
+
+# -- gradients ------------------------------------------------------------------------------------
+def _implementation_gradients(case, q, k, v, cotangent, kw) -> dict:
+    """{leaf: float64 gradient} of sum(out * cotangent) from the function's own backward in the case's dtype."""
+    leaves = [_cast(t, case.dtype).detach().requires_grad_(True) for t in (q, k, v)]
+    kw = dict(kw, attn_mask=_cast(kw["attn_mask"], case.dtype))
+    out = case.core(*leaves, **kw)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{case.op.name} returned {type(out).__name__}, not a tensor")
+    if out.grad_fn is None:
+        raise TypeError(f"{case.op.name} returned an output with no autograd graph (declare backward=False "
+                        f"where the function has no backward)")
+    grads = torch.autograd.grad(out, leaves, _cast(cotangent, case.dtype), allow_unused=True)
+    return {name: (torch.zeros_like(t, dtype=torch.float64) if g is None else g.double())
+            for name, t, g in zip(_backward.LEAVES, (q, k, v), grads)}
+
+
+@core_law(exact=False)
+def core_gradient(case):
+    """The function's gradients w.r.t. q, k and v equal the float64 formula's within the derived backward bound."""
+    # The bound (properties/core_backward.py) is the textbook backward's first-order rounding bound in the
+    # case's dtype plus the float64 formula's own at u_64.  A leaf whose bound passes BOUND_FRACTION of its
+    # own scale would pass a wrong gradient of that size: it decides nothing in this example.
+    q, k, v = case.qkv
+    kw = case.keywords()
+    mask = kw["attn_mask"]
+    seen = case.seen()
+    bias = None
+    if mask is not None and mask.dtype != torch.bool:
+        bias = torch.where(mask > -math.inf, mask, torch.zeros_like(mask))
+    if math.isnan(case.core.conventions.masked_row) and not bool(seen.any(-1).all()):
+        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "a fully masked row is declared NaN: it has no gradient",
+                               inconclusive=True), case)
+    sc = 1.0 / math.sqrt(case.d) if case.scale_value is None else case.scale_value
+    cotangent = case.random_like((case.batch, case.hq, case.n, case.ev), salt=21)
+    got = _implementation_gradients(case, q, k, v, cotangent, kw)
+    low = _backward.gradients(q, k, v, cotangent, seen=seen, bias=bias, scale=sc, dtype=case.dtype)
+    high = _backward.gradients(q, k, v, cotangent, seen=seen, bias=bias, scale=sc, dtype=torch.float64)
+    verdicts, inconclusive = [], []
+    for name in _backward.LEAVES:
+        exact, allowed = high[name].v, low[name].e + high[name].e
+        if tuple(got[name].shape) != tuple(exact.shape):
+            return _with(V.violated(math.inf, 0.0, f"d/d{name}: shape {tuple(got[name].shape)}, expected "
+                                                   f"{tuple(exact.shape)}"), case)
+        top = float(exact.abs().max())
+        if float(allowed.max()) > _tolerance.BOUND_FRACTION * top:
+            inconclusive.append(name)
+            continue
+        gap = (got[name] - exact).abs()
+        if bool(gap.isnan().any()):
+            ix = tuple(int(i) for i in gap.isnan().nonzero()[0])
+            verdicts.append(V.violated(math.nan, float(allowed[ix]), f"d/d{name} is NaN at {ix} (formula: "
+                                                                     f"{float(exact[ix]):.3g})"))
+            continue
+        ratio = torch.where(allowed > 0, gap / allowed, torch.where(gap > 0, math.inf, 0.0))
+        ix = tuple(int(i) for i in torch.nonzero(ratio == ratio.max())[0])
+        verdicts.append(V.judge(float(gap[ix]), float(allowed[ix]),
+                                f"d/d{name}: |diff| {float(gap[ix]):.3g} vs derived bound {float(allowed[ix]):.3g} "
+                                f"at {ix} (scale {top:.3g})"))
+    note = (f"; inconclusive for {inconclusive} (bound past {_tolerance.BOUND_FRACTION:.3g} of the gradient's "
+            f"scale)" if inconclusive else "")
+    if not verdicts:
+        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, f"every gradient inconclusive{note}", inconclusive=True), case)
+    worst = next((x for x in verdicts if x.violated), max(verdicts, key=lambda x: x.ratio))
+    return _with(dataclasses.replace(worst, detail=worst.detail + note), case)

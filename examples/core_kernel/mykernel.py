@@ -25,7 +25,8 @@ def my_attention(q, k, v, *, attn_mask=None, is_causal=False, scale=None):
     if attn_mask is not None:
         s = s.masked_fill(~attn_mask, -math.inf) if attn_mask.dtype == torch.bool else s + attn_mask
     empty = (s == -math.inf).all(-1, keepdim=True)             # a row that sees no key gives 0
-    return torch.softmax(s, dim=-1).masked_fill(empty, 0.0) @ v
+    # its scores set to 0 first: softmax of an all -inf row is NaN, and so was its gradient (core_gradient)
+    return torch.softmax(s.masked_fill(empty, 0.0), dim=-1).masked_fill(empty, 0.0) @ v
 
 
 def my_chunked_attention(q, k, v, *, attn_mask=None, is_causal=False, scale=None, block=64):
