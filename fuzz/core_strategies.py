@@ -15,6 +15,7 @@ head shrinks to 1), and the rare large values are a tier drawn first
   density (1, 0.6, 0.3), up to two rows hidden from every key and a head of batch 0 hidden from every key;
 * scale (where taken): the default or 1, 0.5, 2, 0.125, 1/32; q and k magnitudes 1, 1/4 or 4.
 
+A declaration with ``square=True`` (a self-attention path) draws S = L only.
 ``form="square"`` draws S = L (the decode law compares causal rows with their own prefix);
 ``form="grouped"`` draws Hkv < Hq only (Hq 2..8; the GQA law judges nothing without grouping);
 ``form="masked"`` always draws a mask (where one is accepted: the mask laws judge nothing without one).
@@ -78,9 +79,10 @@ def core_cases(op, dtype, *, form: str = "plain", backend: str = backends.EAGER.
 
     @st.composite
     def build(draw):
-        decode = draw(st.sampled_from((False,) * 7 + (True,))) and form != "square"
+        square = form == "square" or core.square
+        decode = draw(st.sampled_from((False,) * 7 + (True,))) and not square
         n = 1 if decode else draw(lengths)
-        s = n if form == "square" else draw(decode_keys if decode else lengths)
+        s = n if square else draw(decode_keys if decode else lengths)
         grouped = form == "grouped"
         hq = draw(st.integers(2 if grouped else 1, HEADS))
         fewer = tuple(h for h in range(1, hq) if hq % h == 0)

@@ -39,6 +39,8 @@ import torch.nn.attention
 import torch.nn.functional as F
 
 from tokenlaw.operators.core import declare_core
+from tokenlaw.operators.errors import NotRunnableHere
+from tokenlaw.operators.flex import flex_api
 
 _CUDA = "needs a CUDA GPU (torch.cuda.is_available() is False on this machine)"
 
@@ -151,7 +153,9 @@ _ISSUE_160064 = ("pytorch issue 160064 (open): need_weights=True runs an explici
 _ALL_NAN = ("pytorch issue 160064 (open): the NaN of a fully masked head reaches every head's output through "
             "out_proj (the issue's 'all NaN'), so rows that see keys are NaN too")
 _WEIGHTS = {"core_masked_row": _ISSUE_160064, "core_paths_agree": _ISSUE_160064, "core_formula": _ALL_NAN,
-            "core_key_permutation": _ALL_NAN, "core_mask_forms": _ALL_NAN}
+            "core_key_permutation": _ALL_NAN, "core_mask_forms": _ALL_NAN,
+            "core_gradient": "pytorch issue 160064 (open): the NaN output of a fully masked row or head is NaN in "
+                             "the gradients too (d/dv of every key it reaches through out_proj)"}
 _NAN_141128 = {"core_nan": "pytorch issue 141128: need_weights=False runs SDPA, whose CPU flash kernel gives 0, "
                           "not NaN, for a NaN in a query row"}
 
@@ -171,3 +175,55 @@ mha_key_padding_attn = declare_core("mha_key_padding_attn", _mha_path(padding="w
                                     **_MHA_SHAPES)
 mha_functional = declare_core("mha_functional", _mha_path(functional=True), conventions=_MHA, agrees_with=mha_sdpa,
                               violates=_NAN_141128, **_MHA_SHAPES)
+
+
+# -- the eval fast path -----------------------------------------------------------------------------
+_PR_190486 = ("pytorch PR 190486 (open, 'Zero fully-masked rows in fastpath masked_softmax to match SDPA'): the "
+              "eval fast path's masked softmax gives NaN for a fully masked row where the SDPA path gives 0")
+_PR_190486_ALL = ("pytorch PR 190486 (open): the fast path's NaN row reaches every head's output through out_proj, "
+                  "so rows that see keys are NaN too")
+
+
+def _mha_fast(q, k, v, *, attn_mask=None):
+    """nn.MultiheadAttention's eval fast path: in eval mode under no_grad, the mask canonicalised and merged as
+    the module's forward does, then ``torch._native_multi_head_attention`` (the call the forward makes).  The
+    module itself takes it only when query, key and value are one tensor; the kernel takes three of one shape,
+    so the path is declared square (L = S) with Ev = E."""
+    b, h, L, e = q.shape
+    m = _module(h * e, h, q.dtype, True)
+    m.eval()
+
+    def tokens(t):
+        return t.transpose(1, 2).reshape(t.shape[0], t.shape[2], t.shape[1] * t.shape[3])
+    am = _to_module(attn_mask, b, h, L, k.shape[2])
+    if am is not None:
+        am = F._canonical_mask(mask=am, mask_name="attn_mask", other_type=None, other_name="",
+                               target_type=q.dtype, check_other=False)
+    with torch.no_grad():
+        merged, kind = m.merge_masks(am, None, tokens(q))
+        out, _ = torch._native_multi_head_attention(
+            tokens(q), tokens(k), tokens(v), m.embed_dim, m.num_heads, m.in_proj_weight, m.in_proj_bias,
+            m.out_proj.weight, m.out_proj.bias, merged, False, True, kind)
+    return out.reshape(b, L, h, e).transpose(1, 2)
+
+
+mha_fast_path = declare_core(
+    "mha_fast_path", _mha_fast, conventions=dict(_MHA, mask_kinds=("bool",)), agrees_with=mha_sdpa, square=True,
+    backward=False, violates={"core_masked_row": _PR_190486, "core_paths_agree": _PR_190486,
+                              "core_formula": _PR_190486_ALL, "core_key_permutation": _PR_190486_ALL},
+    **_MHA_SHAPES)
+
+
+# -- FlexAttention, eager, identity mods ------------------------------------------------------------
+def _flex_eager(q, k, v, *, scale=None, enable_gqa=False):
+    """``flex_attention`` called eagerly with no score_mod and no block_mask (identity mods): flex's own dense
+    body.  Inference only: flex has no CPU backward ("FlexAttention does not support backward on CPU")."""
+    flex = flex_api()                  # imported on first use (it loads torch._dynamo: seconds)
+    if torch.is_grad_enabled() and q.device.type == "cpu" and any(t.requires_grad for t in (q, k, v)):
+        raise NotRunnableHere("FlexAttention does not support backward on CPU (torch's NotImplementedError)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return flex.flex_attention(q, k, v, scale=scale, enable_gqa=enable_gqa)
+
+
+flex_eager = declare_core("flex_eager", _flex_eager, agrees_with=sdpa_math, backward=torch.cuda.is_available())

@@ -124,17 +124,20 @@ def test_the_example_kernels_hold_every_core_row():
 
 
 def test_default_check_finds_the_need_weights_nan_and_the_sdpa_path_holds():
-    """pytorch issue 160064, found unaided by the default profile and seed, shrunk; the SDPA path holds."""
+    """pytorch issue 160064 (need_weights=True) and PR 190486 (the eval fast path), each found unaided by the default
+    profile and seed, shrunk; the SDPA path holds."""
     reg = collect("tokenlaw.integrations.torch_core")
-    rows = plan(reg, operators=["mha_weights", "mha_sdpa"], contracts=["core_masked_row", "core_paths_agree"])
+    rows = plan(reg, operators=["mha_weights", "mha_sdpa", "mha_fast_path"],
+                contracts=["core_masked_row", "core_paths_agree"])
     run_rows(reg, rows, examples=PROFILES["ci"], seed=0, replay_dir=None, progress=False)
     by = {r.id: r for r in rows}
     assert by["mha_sdpa-core_masked_row"].outcome == V.OK_HOLDS
-    for law in ("core_masked_row", "core_paths_agree"):
-        row = by[f"mha_weights-{law}"]
-        assert row.outcome == V.OK_EXPECTED and "160064" in row.reason
-        ce = row.cells[0].verdict.counterexample
-        assert ce["n"] == 1 and ce["s"] == 1 and ce["batch"] == 1 and ce["heads"] == 1, ce
+    for op, cited in (("mha_weights", "160064"), ("mha_fast_path", "190486")):
+        for law in ("core_masked_row", "core_paths_agree"):
+            row = by[f"{op}-{law}"]
+            assert row.outcome == V.OK_EXPECTED and cited in row.reason
+            ce = row.cells[0].verdict.counterexample
+            assert ce["n"] == 1 and ce["s"] == 1 and ce["batch"] == 1 and ce["heads"] == 1, ce
 
 
 def test_an_expected_violation_that_does_not_reproduce_fails():
@@ -168,3 +171,45 @@ def test_the_core_strategy_reaches_every_part_of_its_domain():
     assert any(c.hidden_rows for c in seen) and any(c.hidden_head is not None for c in seen)
     assert any(c.scale_value is not None for c in seen) and any(c.causal for c in seen)
     assert not any(c.causal and c.core_mask != "none" for c in seen)      # SDPA refuses a mask with is_causal
+
+
+def test_the_backward_model_in_float64_is_the_formulas_autograd():
+    """core_backward's float64 values are the formula's gradients (autograd of operators.core.formula), grouped
+    heads, an additive mask, a fully masked row and causality included; its float32 bound is positive."""
+    from tokenlaw.operators.core import visibility
+    from tokenlaw.properties import core_backward
+    g = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((2, 4, 5, 3), (2, 2, 7, 3), (2, 2, 7, 2)))
+    mask = torch.randn(2, 4, 5, 7, generator=g, dtype=torch.float64)
+    mask[torch.rand(mask.shape, generator=g) < 0.3] = -math.inf
+    mask[0, 1, 2] = -math.inf
+    cot = torch.randn(2, 4, 5, 2, generator=g, dtype=torch.float64)
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    out = formula(*leaves, attn_mask=mask, is_causal=True, scale=0.7)
+    want = torch.autograd.grad(out, leaves, cot)
+    seen = visibility(mask, 5, 7, causal=True, alignment="top_left")
+    bias = torch.where(mask > -math.inf, mask, torch.zeros_like(mask))
+    got = core_backward.gradients(q, k, v, cot, seen=seen, bias=bias, scale=0.7, dtype=torch.float64)
+    low = core_backward.gradients(q, k, v, cot, seen=seen, bias=bias, scale=0.7, dtype=torch.float32)
+    for name, w in zip(core_backward.LEAVES, want):
+        assert torch.allclose(got[name].v, w, rtol=1e-12, atol=1e-12), name
+        assert bool((low[name].e > got[name].e).all()), name
+
+
+def test_the_fast_path_declaration_is_the_modules_own_fast_path():
+    """mha_fast_path, given q = k = v, is bit for bit what nn.MultiheadAttention's eval forward returns (its fast
+    path: query, key and value one tensor, no_grad, even heads, bool mask), NaN rows included."""
+    from tokenlaw.integrations import torch_core as tc
+    g = torch.Generator().manual_seed(0)
+    for h, e, n in ((2, 3, 4), (4, 5, 9)):
+        q = torch.randn(2, h, n, e, generator=g)
+        m = tc._module(h * e, h, torch.float32, True).eval()
+        x = q.transpose(1, 2).reshape(2, n, h * e)
+        hidden = torch.rand(n, n, generator=g) < 0.3
+        hidden[0] = True                                  # a fully masked row: NaN on this path (PR 190486)
+        for mask in (None, hidden):
+            with torch.no_grad():
+                want = m(x, x, x, attn_mask=mask, need_weights=False)[0].reshape(2, n, h, e).transpose(1, 2)
+            got = core_of(tc.mha_fast_path)(q, q, q, attn_mask=None if mask is None else ~mask)
+            assert bool(((want == got) | (want.isnan() & got.isnan())).all())
+        assert bool(got[:, :, 0].isnan().all())
