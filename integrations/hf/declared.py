@@ -42,7 +42,7 @@ import torch
 
 from tokenlaw.operators import arguments, limits, projections, references
 from tokenlaw.operators.errors import DeclarationError, InvalidArgument
-from tokenlaw.operators.registry import Domain, declare
+from tokenlaw.operators.registry import Domain, Interval, declare
 
 from . import require
 
@@ -87,24 +87,48 @@ def hf_mask(mask, like: torch.Tensor, fmt: str, causal: bool):
     return torch.zeros(seen.shape, dtype=like.dtype, device=like.device).masked_fill(~seen, torch.finfo(like.dtype).min)
 
 
-def attention_mask(mask, like: torch.Tensor, fmt: str, causal: bool):
+def attention_mask(mask, like: torch.Tensor, fmt: str, causal: bool, broadcast: bool = False):
     """The ``attention_mask`` argument HF hands the function for tokenlaw's ``mask``: with no mask, ``None`` --
     also for a causal model in the bool (sdpa) format, as HF's ``sdpa_mask`` skips a causal mask that hides
     no padding (``allow_is_causal_skip``) and the function must read ``module.is_causal``; the additive (eager)
-    format always gets the causal mask (HF builds eager's with ``allow_is_causal_skip=False``)."""
+    format always gets the causal mask (HF builds eager's with ``allow_is_causal_skip=False``).
+    ``broadcast``: a mask the same for every batch element is handed over as (1, 1, Nq, Nk), the function
+    broadcasting it (HF's masks without padding); otherwise (B|1, 1, Nq, Nk) as built."""
     if mask is None and (not causal or fmt == "bool"):
         return None
-    return hf_mask(mask, like, fmt, causal)
+    m = hf_mask(mask, like, fmt, causal)
+    if broadcast and m.shape[0] > 1 and bool((m == m[:1]).all()):
+        m = m[:1].clone()
+    return m
 
 
-def _body(fn: Callable, fmt: str, causal: bool, name: str):
-    def hf_attention(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, scaling):
-        """The HF attention function on the projected heads, with the drawn ``scaling``, then wo."""
+# The draw that picks, per example, the mask's kind (where the declaration accepts both) and whether a mask the
+# same for every batch element comes in the broadcast shape (1, 1, N, N): a float in [0, 1), drawn with the
+# parameters (``scaled_params``) so that it is replayed and shrunk with the example.
+MASK_DRAW = "mask_draw"
+
+
+def mask_form(formats: tuple, draw: float) -> tuple[str, bool]:
+    """(kind, broadcast) for the drawn ``draw`` in [0, 1): the kind from the accepted ``formats`` (low half of
+    each slot: broadcast where the mask allows it).
+
+    >>> mask_form(("bool", "additive"), 0.1), mask_form(("bool", "additive"), 0.8)
+    (('bool', True), ('additive', False))
+    """
+    slot = min(int(draw * len(formats)), len(formats) - 1)
+    return formats[slot], draw * len(formats) - slot < 0.5
+
+
+def _body(fn: Callable, formats: tuple, causal: bool, name: str):
+    def hf_attention(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, scaling, mask_draw=0.75):
+        """The HF attention function on the projected heads, with the drawn ``scaling`` and mask form, then wo."""
         arguments.tokens(x)
         mask = arguments.mask(mask, x)
         q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
         dh = q.shape[-1]
-        got = fn(Site(is_causal=causal), q, k, v, attention_mask(mask, q, fmt, causal), scaling=scaling, dropout=0.0)
+        fmt, broadcast = mask_form(formats, mask_draw)
+        got = fn(Site(is_causal=causal), q, k, v, attention_mask(mask, q, fmt, causal, broadcast), scaling=scaling,
+                 dropout=0.0)
         out = got[0] if isinstance(got, (tuple, list)) else got
         want = (q.shape[0], q.shape[2], q.shape[1], dh)
         if not torch.is_tensor(out) or tuple(out.shape) != want:
@@ -133,10 +157,12 @@ def scaled_params(gen, d_model, dtype=torch.float64, **kw):
     """The standard projections (``projections.attention_params``) and HF's ``scaling``, drawn log-uniform in
     [2^-3, 1] / sqrt(d_model): every test used to pass 1 / sqrt(dh), so a function that ignored ``scaling``
     passed them all.  The top, 1 / sqrt(d_model), is at most 1 / sqrt(dh) for every head count, so the scores
-    stay within the magnitudes the domain's score limits were written for."""
+    stay within the magnitudes the domain's score limits were written for.  ``mask_draw`` (uniform in [0, 1)) picks
+    the mask's kind and shape per example (:func:`mask_form`)."""
     params = projections.attention_params(gen, d_model, dtype, **kw)
     u = float(torch.rand((), generator=gen, dtype=torch.float64))
     params["scaling"] = 2.0 ** (-SCALING_OCTAVES * u) / math.sqrt(d_model)
+    params[MASK_DRAW] = float(torch.rand((), generator=gen, dtype=torch.float64))
     return params
 
 
@@ -164,8 +190,9 @@ def declare_hf_attention(name: str, *, fn: Callable | str, mask_format: str | No
     """Declare an HF attention function as operator ``name``; returns the marked function (assign it in your module).
 
     ``fn``: a function with HF's attention signature, or ``"eager"`` / ``"sdpa"``; ``mask_format``: how
-    it wants the mask, ``"bool"`` (default, sdpa's) or ``"additive"`` (eager's; the default for
-    ``"eager"``); ``causal``: the model is causal (HF's causal mask and ``module.is_causal``);
+    it wants the mask, ``"bool"`` (default, sdpa's), ``"additive"`` (eager's; the default for
+    ``"eager"``) or both, ``("bool", "additive")``, each drawn per example; either way a mask the same for
+    every batch element is drawn in the broadcast shape (1, 1, N, N) too, and a padding mask as (B, 1, N, N); ``causal``: the model is causal (HF's causal mask and ``module.is_causal``);
     ``claims`` / ``violates``: further contracts or overrides, each with a one-line reason; ``module``:
     the module that holds it (default: the caller's, where ``collect`` finds it).
     """
@@ -176,16 +203,17 @@ def declare_hf_attention(name: str, *, fn: Callable | str, mask_format: str | No
         fmt, fn_name = mask_format or "bool", getattr(fn, "__name__", repr(fn))
     else:
         raise DeclarationError(f"fn: expected a function or one of {sorted(BUILT_IN)}, got {fn!r}")
-    if fmt not in MASK_FORMATS:
-        raise DeclarationError(f"mask_format: expected one of {MASK_FORMATS}, got {mask_format!r}")
+    formats = (fmt,) if isinstance(fmt, str) else tuple(fmt) if isinstance(fmt, (tuple, list)) else ()
+    if not formats or len(set(formats)) != len(formats) or not all(f in MASK_FORMATS for f in formats):
+        raise DeclarationError(f"mask_format: expected one of {MASK_FORMATS} or a tuple of them, got {mask_format!r}")
     if not isinstance(causal, bool):
         raise DeclarationError(f"causal: expected a bool, got {causal!r}")
     for arg, value in (("claims", claims), ("violates", violates)):
         if value is not None and not isinstance(value, dict):
             raise DeclarationError(f"{arg}: expected a dict of contract name -> one-line reason, got {value!r}")
-    hf_attention = _body(fn, fmt, causal, name)
+    hf_attention = _body(fn, formats, causal, name)
 
-    def reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, scaling):
+    def reference(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads, scaling, mask_draw=0.75):
         """softmax(scaling q k^T) v per head over the keys the mask (and causality) leave visible, then W_o."""
         seen = None if mask is None and not causal else hf_mask(mask, x[:, :, :1], "bool", causal)[:, 0]
         c = scaling * math.sqrt(x.shape[-1] // heads)        # the formula's 1/sqrt(dh) times c is scaling
@@ -202,7 +230,8 @@ def declare_hf_attention(name: str, *, fn: Callable | str, mask_format: str | No
     stated = {**{k: v for k, v in stated.items() if k not in expected}, **dict(claims or {})}
     expected = {k: v for k, v in expected.items() if k not in (claims or {})}
     traits = {"token_mixing", "masked"} | ({"causal"} if causal else set())
-    domain = Domain(params=scaled_params, mask="random", limits=limits.SOFTMAX_SCORES, positive=("scaling",))
+    domain = Domain(params=scaled_params, mask="random", limits=limits.SOFTMAX_SCORES, positive=("scaling",),
+                    intervals={MASK_DRAW: Interval(0.0, 1.0, hi_open=True)})
     return declare(name=name, domain=domain, traits=traits, claims=stated, violates=expected,
                    reference=reference)(hf_attention)
 

@@ -59,3 +59,38 @@ def test_scaling_is_drawn_not_only_one_over_sqrt_dh():
     top = 1.0 / math.sqrt(4)
     assert all(top * 2.0 ** -SCALING_OCTAVES <= s <= top for s in drawn), drawn
     assert max(drawn) / min(drawn) > 2.0                  # spread over the octaves, not one value
+
+
+def test_both_mask_kinds_and_the_broadcast_shape_are_drawn():
+    """mask_format=("bool", "additive"): per example the kind is drawn, and a mask the same for every batch
+    element comes as (1, 1, N, N) or as (B, 1, N, N); a fully masked row arrives as such in either kind."""
+    op = _declared(mask_format=("bool", "additive"))
+    mask = torch.ones(2, 3, 3, dtype=torch.float64)
+    mask[:, 1] = 0.0                                      # row 1 sees no key, in both batch elements
+    forms = set()
+    for seed in range(40):
+        SEEN.clear()
+        p = op.domain.draw(torch.Generator().manual_seed(seed), 4)
+        op.fn(TORCH, torch.randn(2, 3, 4, dtype=torch.float64), mask, **p)
+        m = SEEN[-1]["mask"]
+        hidden = ~m if m.dtype == torch.bool else m < 0
+        assert bool(hidden[:, :, 1].all()) and not bool(hidden[:, :, 0].any())
+        forms.add(("bool" if m.dtype == torch.bool else "additive", m.shape[0]))
+    assert forms == {("bool", 1), ("bool", 2), ("additive", 1), ("additive", 2)}, forms
+
+
+def test_the_bool_as_additive_canary_holds_where_only_additive_masks_are_declared():
+    """The canary fuzz_hf_bool_as_additive's function is right for the kind it would be given alone."""
+    from canaries.fuzz_hf_bool_as_additive import adds_the_mask
+
+    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.fuzz.engine import PROFILES
+    from tokenlaw.properties import verdict as V
+    from tokenlaw.properties.plan import plan
+
+    module = types.ModuleType("hf_additive_only_ops")
+    module.adds = declare_hf_attention("adds", fn=adds_the_mask, mask_format="additive", module=module.__name__)
+    reg = collect(module)
+    rows = plan(reg, operators=["adds"], contracts=["mask_respect", "spec_reference"])
+    run_rows(reg, rows, examples=PROFILES["smoke"], seed=0, replay_dir=None, progress=False)
+    assert [r.outcome for r in rows] == [V.OK_HOLDS] * 2, [c.verdict.detail for r in rows for c in r.cells]
