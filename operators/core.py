@@ -178,9 +178,11 @@ def formula(q, k, v, *, attn_mask=None, is_causal=False, scale=None, alignment="
 
 def _token_body(core: Core):
     def core_operator(xp, x):
-        """The core as a self-attention: tokens x (B, N, D) are q = k = v of one head (contiguous: a kernel's
-        stride requirements are not what these rows judge)."""
-        h = x[:, None].contiguous()
+        """The core as a self-attention: tokens x (B, N, D) are q = k = v of one head (in fresh row-major
+        strides: a kernel's stride requirements are not what these rows judge)."""
+        # not .contiguous(): a (1, 1, 1, 1) view with stride 3 is "contiguous" to torch and returned as is, yet
+        # SDPA's fused CPU kernels refuse it ("last dimension ... stride 1"): the strided layout at n = d = 1
+        h = x[:, None].clone(memory_format=torch.contiguous_format)
         return core(h, h, h)[:, 0]
     return core_operator
 
