@@ -226,4 +226,4 @@ def _flex_eager(q, k, v, *, scale=None, enable_gqa=False):
         return flex.flex_attention(q, k, v, scale=scale, enable_gqa=enable_gqa)
 
 
-flex_eager = declare_core("flex_eager", _flex_eager, agrees_with=sdpa_math, backward=torch.cuda.is_available())
+flex_eager = declare_core("flex_eager", _flex_eager, agrees_with=sdpa_math)

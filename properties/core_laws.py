@@ -25,6 +25,7 @@ import torch
 
 from tokenlaw.operators import dtypes as _dtypes
 from tokenlaw.operators.core import formula, repeat_kv, visibility
+from tokenlaw.operators.errors import NotRunnableHere
 
 from . import core_backward as _backward
 from . import tolerance as _tolerance
@@ -517,7 +518,10 @@ def core_gradient(case):
                                inconclusive=True), case)
     sc = 1.0 / math.sqrt(case.d) if case.scale_value is None else case.scale_value
     cotangent = case.random_like((case.batch, case.hq, case.n, case.ev), salt=21)
-    got = _implementation_gradients(case, q, k, v, cotangent, kw)
+    try:
+        got = _implementation_gradients(case, q, k, v, cotangent, kw)
+    except NotRunnableHere as why:            # no backward on this machine (FlexAttention on CPU)
+        return V.Verdict(V.NOT_RUNNABLE, detail=f"no backward here: {why}")
     low = _backward.gradients(q, k, v, cotangent, seen=seen, bias=bias, scale=sc, dtype=case.dtype)
     high = _backward.gradients(q, k, v, cotangent, seen=seen, bias=bias, scale=sc, dtype=torch.float64)
     verdicts, inconclusive = [], []
