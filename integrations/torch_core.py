@@ -1,4 +1,5 @@
-"""torch's attention at the core, declared with ``declare_core``: SDPA per backend, nn.MultiheadAttention paths.
+"""torch's attention at the core, declared with ``declare_core``: SDPA per backend, nn.MultiheadAttention paths,
+FlexAttention's eager path.
 
 SDPA (``torch.nn.functional.scaled_dot_product_attention``), one implementation per backend, each
 pinned with ``torch.nn.attention.sdpa_kernel``:
@@ -26,8 +27,12 @@ is its own implementation, and every one must agree with ``mha_sdpa`` (``core_pa
   attn_mask;
 * ``mha_functional``: ``F.multi_head_attention_forward`` with the same weights.
 
-The module's eval fast path (``torch._native_multi_head_attention``) runs only when query, key and value
-are one tensor, which core draws never are: it is not declared here (docs/core.md).
+* ``mha_fast_path``: the eval fast path, the module's own ``torch._native_multi_head_attention`` call (the
+  module takes it only when query, key and value are one tensor; the kernel takes three of one shape, so the
+  path is declared square, L = S): a fully masked row gives NaN (pytorch PR 190486, open, expected violation).
+
+``flex_eager``: FlexAttention called eagerly with identity mods (no score_mod, no block_mask); it has no CPU
+backward, so its ``core_gradient`` row is not runnable here.
 """
 from __future__ import annotations
 
