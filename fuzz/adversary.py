@@ -35,6 +35,7 @@ matrix), and each other wrongness the operator's claimed laws target with the
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import sys
@@ -313,12 +314,13 @@ def unreachable(p: C.Predicate, op) -> str | None:
 
 
 def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, workers=1, mutant_ids=None,
-        by_value=(), every_row=False, stream=sys.stderr) -> dict:
+        by_value=(), every_row=False, stream=sys.stderr, log=None) -> dict:
     """Build, sample, run and classify the mutants; returns the report (JSON-able, see :func:`report`).
 
     operators: only these operators' mutants (None: all); sample_k: a seeded sample of K of them; mutant_ids:
     only these ids; by_value: a user's ``.py`` modules, shipped to Dask workers by value (as ``check`` does);
-    every_row: skip no row (see :func:`judge`).
+    every_row: skip no row (see :func:`judge`); log: a file to which each outcome is appended as one JSON line
+    as it finishes (a run stopped early still leaves what it judged).
     """
     start = time.perf_counter()
     every = mutants(registry, operators)
@@ -336,7 +338,7 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
                         by_value=by_value) if names else \
             Baseline({}, set(), {}, 0.0)
         if stream:
-            stream.write(f"adversary: baseline of {len(names)} operators in {base.seconds:.1f}s, "
+            stream.write(f"adversary: baseline of {len(names)} operators in {base.seconds:.1f}s ({base.cpu:.1f}s CPU here), "
                          f"{len(base.failing)} rows failing unmutated; {len(chosen)} of {len(every)} mutants\n")
         if pool is None:
             done = (judge(registry, m, base, examples=examples, seed=seed, folder=tmp, by_value=by_value,
@@ -346,6 +348,9 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
                             by_value=by_value, every_row=every_row)
         for k, o in enumerate(done, 1):
             outcomes.append(o)
+            if log is not None:
+                with open(log, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(o.to_json()) + "\n")
             if stream:
                 stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s ({o.cpu:5.1f}s CPU) {o.mutant.id:<44} "
                              f"{o.status:<10} {o.reason}\n")
