@@ -112,6 +112,12 @@ def test_skipping_the_rows_where_the_predicate_never_held_loses_no_kill(tmp_path
     drawn = A.judge(REG, A.Mutant("presence", C.predicate("float16"), C.wrongness("scale")), base,
                     examples=EXAMPLES, seed=0, folder=str(tmp_path / "m"), every_row=True)
     assert drawn.status == "killed"
+    # the skip is per cell: a float16 mutant runs every float16 cell (its calls there are float16) and only the
+    # other cells whose calls had some float16 input (a half probe), never all of them
+    rows = base.rows["presence"]
+    every = [c for r in rows if r.declared for c in r.cells]
+    half = [c for _, cells in A._units(rows, base, C.predicate("float16")) for c in cells]
+    assert {c.id for c in every if c.dtype == "float16"} <= {c.id for c in half} and len(half) < len(every)
 
 
 def test_rows_failing_unmutated_never_count_as_kills():
