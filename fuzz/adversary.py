@@ -240,7 +240,7 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     sub = Path(folder) / m.id.replace(":", "_")
     sub.mkdir(parents=True, exist_ok=True)
     bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
-    ran = 0
+    ran, closest = 0, {}
     for row, cells in _units(units, base, m.predicate, every_row=every_row,
                              dtype=m.predicate.name if m.predicate.axis == "dtype" else None):
         wave = _fresh(row, cells)
@@ -252,6 +252,9 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
                            f"(`tokenlaw check` would exit 70): {text}", [], ran, time.perf_counter() - start,
                            time.process_time() - cpu)
         ran += len(cells)
+        for c in wave.cells:        # how near each tolerance law came to failing (a survivor's evidence)
+            if c.verdict is not None and c.verdict.bound > 0:
+                closest[row.contract] = max(closest.get(row.contract, 0.0), c.verdict.ratio)
         fresh = {c.id: c for c in wave.cells}       # the row as the check would judge it: the rest as in the baseline
         whole = Row(row.operator, row.contract, row.declared, row.reason, [fresh.get(c.id, c) for c in row.cells])
         if whole.failing:
@@ -260,14 +263,15 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     changed = f"{m.id}\tchanged" in C.read_log(sub)
     status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
                               meant_drawn=any(r.contract in meant for r in drawn),
-                              judged_by={r.contract for r in drawn}, contracts=contracts)
+                              judged_by={r.contract for r in drawn}, contracts=contracts, closest=closest)
     return Outcome(m, status, reason, [], ran, time.perf_counter() - start, time.process_time() - cpu)
 
 
 def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool,
-             judged_by=frozenset(), contracts=None) -> tuple[str, str]:
+             judged_by=frozenset(), contracts=None, closest=None) -> tuple[str, str]:
     """(equivalent | gap, why) for a surviving mutant; ``judged_by``: the contracts of the rows where its
-    predicate held; ``contracts``: those they are declared in (none: the catalogue)."""
+    predicate held; ``contracts``: those they are declared in (none: the catalogue); ``closest``: per
+    tolerance law, the largest discrepancy / bound its cells reached on the mutant (named in a gap's reason)."""
     contracts = contracts_of(None) if contracts is None else contracts
     p, w = m.predicate, m.wrongness
     if w.name == "identity":
@@ -290,7 +294,9 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
     if not meant_drawn:
         return "gap", (f"the predicate held only in rows of laws not meant to see {w.name} "
                        f"(meant: {', '.join(sorted(meant))}); no row failed")
-    return "gap", f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
+    near = "; ".join(f"{c} at {r:.2g} of its bound" for c, r in sorted(closest.items()) if c in meant) if closest else ""
+    return "gap", (f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
+                   + (f" (largest discrepancy / bound: {near})" if near else ""))
 
 
 def _rounds_to_one(factor: float, dtype: str) -> bool:
