@@ -445,14 +445,29 @@ def markdown(doc: dict) -> str:
             lines.append(f"| {name} | {t['killed']} | {t['total'] - t['equivalent']} | {t['equivalent']} "
                          f"| {t['gap']} | {t['crashed']} |")
         lines.append("")
-    lines += ["## Survivors", ""]
     surv = [m for m in doc["mutants"] if m["status"] != "killed"]
+    lines += ["## Survivors by kind", "", "| status | kind | mutants |", "|---|---|---|"]
+    kinds = {}
+    for m in surv:
+        kinds.setdefault((m["status"], kind(m["reason"])), []).append(m["id"])
+    lines += [f"| {st} | {k} | {len(ids)} |" for (st, k), ids in sorted(kinds.items())] + [""]
+    lines += ["## Survivors", ""]
     lines += [f"- `{m['id']}` **{m['status']}**: {m['reason']}" for m in surv] or ["none"]
     lines += ["", "## Rows failing unmutated (never counted as kills)", ""]
     lines += [f"- {r}" for r in doc["baseline_failing"]] or ["none"]
     lines += ["", "## Wrongness not implemented", ""]
     lines += [f"- {k}: {v}" for k, v in doc["not_implemented"].items()]
     return "\n".join(lines) + "\n"
+
+
+_KINDS = ("control", "at n = 1", "rounds to 1", "outside the declared", "compares the operator with itself",
+          "never drawn", "never effective", "held only in rows of laws not meant", "wrong outputs reached",
+          "the check crashed")
+
+
+def kind(reason: str) -> str:
+    """The kind of a survivor's reason (the first of :data:`_KINDS` it names), for the report's tally."""
+    return next((k for k in _KINDS if k in reason), "other")
 
 
 def unit_rate(doc: dict) -> float:
