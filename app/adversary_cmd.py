@@ -36,11 +36,13 @@ def cmd_adversary(args) -> int:
         return EXIT_OK
     arguments.writable_dir(args.out, "--out")
     examples = args.examples or PROFILES[profile_name(args.profile)]
+    out = Path(args.out)
+    log = out / "adversary.jsonl"          # each outcome as it finishes (what a stopped run judged)
+    log.write_text("", encoding="utf-8")
     doc = adversary.run(reg, operators=operators, sample_k=args.sample, seed=args.seed, examples=examples,
                         workers=args.workers, mutant_ids=set(args.mutant or ()) or None,
-                        by_value=runs.shipped_modules(getattr(args, "operators_module", None)))
+                        by_value=runs.shipped_modules(getattr(args, "operators_module", None)), log=log)
     doc["meta"]["profile"] = profile_name(args.profile)
-    out = Path(args.out)
     md, js = out / "adversary.md", out / "adversary.json"
     js.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     md.write_text(adversary.markdown(doc), encoding="utf-8")

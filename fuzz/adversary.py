@@ -35,6 +35,7 @@ matrix), and each other wrongness the operator's claimed laws target with the
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import sys
@@ -49,7 +50,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row, contracts_of, plan
 
 from . import conditional as C
-from .campaign import run_rows, shipped
+from .campaign import Campaign, one_thread, run_rows, shipped
 from .cluster import Pool
 
 # The predicates each wrongness other than ``scale`` is paired with: the control and one per axis.
@@ -124,27 +125,63 @@ class Baseline:
     drawn: dict               # (operator, contract) -> {predicate names that held on some call}
     seconds: float
     cpu: float = 0.0
+    cells: dict = dataclasses.field(default_factory=dict)   # (operator, contract, cell key) -> {predicates}
+
+    def held(self, row: Row, cell: Cell, p: C.Predicate) -> bool:
+        """Whether ``p`` held on some call of ``cell`` in the baseline (a call-parity predicate: whether the
+        cell called the operator at all -- the mutant's call count need not start where the recorder's did)."""
+        seen = self.cells.get((row.operator, row.contract, _key(cell)), ())
+        return (C.CALLED if p.axis == "call_parity" else p.name) in seen
+
+
+def _key(cell) -> str:
+    return f"{cell.backend}/{cell.dtype}"
+
+
+class _CellCampaign(Campaign):
+    """A :class:`~tokenlaw.fuzz.campaign.Campaign` whose cells run inside :class:`conditional.in_cell`, so the
+    recorder notes per cell which predicates held."""
+
+    def run(self, task, replay_dir=dataclasses.MISSING):
+        with C.in_cell(f"{task[3]}\t{task[5]}/{task[4]}"):
+            return super().run(task, replay_dir)
+
+    def __reduce__(self):
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
+        return _unship_cells, (shipped(fields, self.by_value),)
+
+
+def _unship_cells(data: bytes) -> _CellCampaign:
+    return _CellCampaign(**cloudpickle.loads(data))
 
 
 def baseline(registry, operators, *, examples, seed, pool, folder, by_value=()) -> Baseline:
-    """Run the operators' default rows through the recorder (see the module doc, step 1)."""
+    """Run the operators' default rows through the recorder (see the module doc, step 1), one campaign for
+    all of them (on the pool: every cell in flight at once), each cell recording what held in it."""
     start, cpu = time.perf_counter(), time.process_time()
     rows = [r for r in plan(registry, operators=sorted(operators)) if r.cells]
-    by_contract = {}
-    for r in rows:
-        by_contract.setdefault(r.contract, []).append(r)
-    for contract, group in by_contract.items():
-        rec = C.recording_registry(registry, {r.operator for r in group}, contract, folder)
-        _run(rec, group, examples=examples, seed=seed, pool=pool, by_value=by_value)
-    drawn = {}
-    for line in C.read_log(folder):
-        op, contract, pred = line.split("\t")
-        drawn.setdefault((op, contract), set()).add(pred)
+    rec = C.recording_registry(registry, {r.operator for r in rows}, None, folder)
+    campaign = _CellCampaign(rec, examples, seed, None, None, None, tuple(by_value))
+    tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
+             for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
+    if pool is None:
+        with one_thread():
+            done = [campaign.run(t) for t in tasks]
+    else:
+        done = pool.run(campaign, tasks)
+    for ri, ci, v in done:
+        rows[ri].cells[ci].verdict = v
+    cells, drawn = {}, {}
+    for line in C.read_log(folder):     # operator, contract, cell key, predicate (see _CellCampaign)
+        op, contract, key, pred = line.split("\t")
+        cells.setdefault((op, contract, key), set()).add(pred)
+        if pred != C.CALLED:
+            drawn.setdefault((op, contract), set()).add(pred)
     by_op = {}
     for r in rows:
         by_op.setdefault(r.operator, []).append(r)
     return Baseline(by_op, {r.id for r in rows if r.failing}, drawn, time.perf_counter() - start,
-                    time.process_time() - cpu)
+                    time.process_time() - cpu, cells)
 
 
 def _run(registry, rows, *, examples, seed, pool, by_value=()):
@@ -163,24 +200,32 @@ def _priority(contract, wrong, meant, contracts) -> tuple:
     return (not named, contract not in meant, bool(opts and opts.last), rank)
 
 
-def _units(rows, dtype=None):
-    """What one mutant runs, one unit at a time: a claimed row's cells one by one (a claimed law must hold in
-    every dtype, so one cell can kill); an expected violation's row whole (it is reproduced in some dtype)."""
+def _units(rows, base: Baseline, p: C.Predicate, *, every_row=False, dtype=None):
+    """What one mutant runs, one unit at a time, as (row, its cells to run): only the cells where ``p`` held in
+    the baseline (``every_row``: all); a claimed row's cells one by one (a claimed law must hold in every
+    dtype, so one cell can kill; the predicate's own dtype first, a dtype predicate is wrong there only, then
+    the cheapest as the baseline measured them); an expected violation's cells together (it is reproduced in
+    some dtype).  A row's other cells keep their baseline verdicts."""
+    def cost(c):
+        return (c.dtype != dtype, c.verdict.seconds if c.verdict is not None else math.inf)
+
     for r in rows:
+        run = sorted((c for c in r.cells if every_row or base.held(r, c, p)), key=cost)
+        if not run:
+            continue
         if r.declared == "violates":
-            yield [r]
-        else:       # the predicate's own dtype first (a dtype predicate is wrong there only)
-            for c in sorted(r.cells, key=lambda c: c.dtype != dtype):
-                yield [Row(r.operator, r.contract, r.declared, r.reason, [c])]
+            yield r, run
+        else:
+            yield from ((r, [c]) for c in run)
 
 
-def _fresh(row: Row) -> Row:
+def _fresh(row: Row, cells) -> Row:
     return Row(row.operator, row.contract, row.declared, row.reason,
-               [Cell(c.operator, c.contract, c.backend, c.dtype) for c in row.cells])
+               [Cell(c.operator, c.contract, c.backend, c.dtype) for c in cells])
 
 
 def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_value=(), every_row=False) -> Outcome:
-    """Run one mutant (module doc, steps 2 and 3); ``every_row``: run the rows where its predicate never held
+    """Run one mutant (module doc, steps 2 and 3); ``every_row``: run the cells where its predicate never held
     too (they cannot kill: the check that the skip loses nothing)."""
     start, cpu = time.perf_counter(), time.process_time()
     op = registry[m.operator]
@@ -189,38 +234,44 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     # a row that is not applicable by design skips before drawing: it can neither kill nor judge
     rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing
             and r.outcome != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
-    drawn = [r for r in rows if m.predicate.name in base.drawn.get((r.operator, r.contract), ())]
+    drawn = [r for r in rows if any(base.held(r, c, m.predicate) for c in r.cells)]
     units = list(drawn) + ([r for r in rows if r not in drawn] if every_row else [])
     units.sort(key=lambda r: _priority(r.contract, m.wrongness, meant, contracts))
     sub = Path(folder) / m.id.replace(":", "_")
     sub.mkdir(parents=True, exist_ok=True)
     bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
-    ran = 0
-    for unit in _units(units, m.predicate.name if m.predicate.axis == "dtype" else None):
-        wave = [_fresh(r) for r in unit]
+    ran, closest = 0, {}
+    for row, cells in _units(units, base, m.predicate, every_row=every_row,
+                             dtype=m.predicate.name if m.predicate.axis == "dtype" else None):
+        wave = _fresh(row, cells)
         try:
-            _run(bad, wave, examples=examples, seed=seed, pool=None, by_value=by_value)
+            _run(bad, [wave], examples=examples, seed=seed, pool=None, by_value=by_value)
         except Exception as err:  # noqa: BLE001 -- the check itself crashed on the mutant: say so, go on
             text = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
-            return Outcome(m, "crashed", f"the check crashed on row {wave[0].id} instead of judging it "
+            return Outcome(m, "crashed", f"the check crashed on row {wave.id} instead of judging it "
                            f"(`tokenlaw check` would exit 70): {text}", [], ran, time.perf_counter() - start,
                            time.process_time() - cpu)
-        ran += sum(len(r.cells) for r in wave)
-        killers = sorted({r.id for r in wave if r.failing})
-        if killers:
-            return Outcome(m, "killed", f"row {killers[0]} no longer matches its declaration", killers, ran,
+        ran += len(cells)
+        for c in wave.cells:        # how near each tolerance law came to failing (a survivor's evidence)
+            if c.verdict is not None and c.verdict.bound > 0:
+                closest[row.contract] = max(closest.get(row.contract, 0.0), c.verdict.ratio)
+        fresh = {c.id: c for c in wave.cells}       # the row as the check would judge it: the rest as in the baseline
+        whole = Row(row.operator, row.contract, row.declared, row.reason, [fresh.get(c.id, c) for c in row.cells])
+        if whole.failing:
+            return Outcome(m, "killed", f"row {whole.id} no longer matches its declaration", [whole.id], ran,
                            time.perf_counter() - start, time.process_time() - cpu)
     changed = f"{m.id}\tchanged" in C.read_log(sub)
     status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
                               meant_drawn=any(r.contract in meant for r in drawn),
-                              judged_by={r.contract for r in drawn}, contracts=contracts)
+                              judged_by={r.contract for r in drawn}, contracts=contracts, closest=closest)
     return Outcome(m, status, reason, [], ran, time.perf_counter() - start, time.process_time() - cpu)
 
 
 def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool,
-             judged_by=frozenset(), contracts=None) -> tuple[str, str]:
+             judged_by=frozenset(), contracts=None, closest=None) -> tuple[str, str]:
     """(equivalent | gap, why) for a surviving mutant; ``judged_by``: the contracts of the rows where its
-    predicate held; ``contracts``: those they are declared in (none: the catalogue)."""
+    predicate held; ``contracts``: those they are declared in (none: the catalogue); ``closest``: per
+    tolerance law, the largest discrepancy / bound its cells reached on the mutant (named in a gap's reason)."""
     contracts = contracts_of(None) if contracts is None else contracts
     p, w = m.predicate, m.wrongness
     if w.name == "identity":
@@ -243,7 +294,9 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
     if not meant_drawn:
         return "gap", (f"the predicate held only in rows of laws not meant to see {w.name} "
                        f"(meant: {', '.join(sorted(meant))}); no row failed")
-    return "gap", f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
+    near = "; ".join(f"{c} at {r:.2g} of its bound" for c, r in sorted(closest.items()) if c in meant) if closest else ""
+    return "gap", (f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
+                   + (f" (largest discrepancy / bound: {near})" if near else ""))
 
 
 def _rounds_to_one(factor: float, dtype: str) -> bool:
@@ -267,12 +320,13 @@ def unreachable(p: C.Predicate, op) -> str | None:
 
 
 def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, workers=1, mutant_ids=None,
-        by_value=(), every_row=False, stream=sys.stderr) -> dict:
+        by_value=(), every_row=False, stream=sys.stderr, log=None) -> dict:
     """Build, sample, run and classify the mutants; returns the report (JSON-able, see :func:`report`).
 
     operators: only these operators' mutants (None: all); sample_k: a seeded sample of K of them; mutant_ids:
     only these ids; by_value: a user's ``.py`` modules, shipped to Dask workers by value (as ``check`` does);
-    every_row: skip no row (see :func:`judge`).
+    every_row: skip no row (see :func:`judge`); log: a file to which each outcome is appended as one JSON line
+    as it finishes (a run stopped early still leaves what it judged).
     """
     start = time.perf_counter()
     every = mutants(registry, operators)
@@ -290,7 +344,7 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
                         by_value=by_value) if names else \
             Baseline({}, set(), {}, 0.0)
         if stream:
-            stream.write(f"adversary: baseline of {len(names)} operators in {base.seconds:.1f}s, "
+            stream.write(f"adversary: baseline of {len(names)} operators in {base.seconds:.1f}s ({base.cpu:.1f}s CPU here), "
                          f"{len(base.failing)} rows failing unmutated; {len(chosen)} of {len(every)} mutants\n")
         if pool is None:
             done = (judge(registry, m, base, examples=examples, seed=seed, folder=tmp, by_value=by_value,
@@ -300,6 +354,9 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
                             by_value=by_value, every_row=every_row)
         for k, o in enumerate(done, 1):
             outcomes.append(o)
+            if log is not None:
+                with open(log, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(o.to_json()) + "\n")
             if stream:
                 stream.write(f"  [{k}/{len(chosen)}] {o.seconds:6.1f}s ({o.cpu:5.1f}s CPU) {o.mutant.id:<44} "
                              f"{o.status:<10} {o.reason}\n")
@@ -388,14 +445,29 @@ def markdown(doc: dict) -> str:
             lines.append(f"| {name} | {t['killed']} | {t['total'] - t['equivalent']} | {t['equivalent']} "
                          f"| {t['gap']} | {t['crashed']} |")
         lines.append("")
-    lines += ["## Survivors", ""]
     surv = [m for m in doc["mutants"] if m["status"] != "killed"]
+    lines += ["## Survivors by kind", "", "| status | kind | mutants |", "|---|---|---|"]
+    kinds = {}
+    for m in surv:
+        kinds.setdefault((m["status"], kind(m["reason"])), []).append(m["id"])
+    lines += [f"| {st} | {k} | {len(ids)} |" for (st, k), ids in sorted(kinds.items())] + [""]
+    lines += ["## Survivors", ""]
     lines += [f"- `{m['id']}` **{m['status']}**: {m['reason']}" for m in surv] or ["none"]
     lines += ["", "## Rows failing unmutated (never counted as kills)", ""]
     lines += [f"- {r}" for r in doc["baseline_failing"]] or ["none"]
     lines += ["", "## Wrongness not implemented", ""]
     lines += [f"- {k}: {v}" for k, v in doc["not_implemented"].items()]
     return "\n".join(lines) + "\n"
+
+
+_KINDS = ("control", "at n = 1", "rounds to 1", "outside the declared", "compares the operator with itself",
+          "never drawn", "never effective", "held only in rows of laws not meant", "wrong outputs reached",
+          "the check crashed")
+
+
+def kind(reason: str) -> str:
+    """The kind of a survivor's reason (the first of :data:`_KINDS` it names), for the report's tally."""
+    return next((k for k in _KINDS if k in reason), "other")
 
 
 def unit_rate(doc: dict) -> float:

@@ -295,6 +295,23 @@ def takes(op, need: str) -> bool:
 # -- the wrapper --------------------------------------------------------------------------------
 
 _WRITTEN: set = set()     # (folder, line) already appended by this process
+CALLED = "*called"        # the recorder's line for a cell in which the operator was called at all
+_CELL = [""]              # the cell running in this process (``in_cell``): the recorder's lines name it
+
+
+class in_cell:
+    """Within it, the recorder's log lines name the cell ``key`` (the adversary's baseline runs each cell so)."""
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def __enter__(self):
+        self.outer, _CELL[0] = _CELL[0], self.key
+        return self
+
+    def __exit__(self, *exc):
+        _CELL[0] = self.outer
+        return False
 
 
 def _log(folder, line: str):
@@ -318,7 +335,9 @@ class Conditional:
     """``fn`` that is wrong (``wrong``) on the calls where ``when`` holds; records to ``folder``.
 
     ``watch``: predicates whose truth is only recorded (the baseline's recorder: ``when`` None).  A log
-    line is ``tag<TAB>predicate`` when a predicate held, ``tag<TAB>changed`` when the output changed.
+    line is ``tag<TAB>predicate`` when a predicate held, ``tag<TAB>changed`` when the output changed; the
+    recorder's lines are ``tag<TAB>cell<TAB>predicate`` (the cell of :class:`in_cell`), and
+    ``tag<TAB>cell<TAB>*called`` once the cell called the operator.
     """
 
     def __init__(self, fn, *, tag: str, folder: str | None, when: Predicate | None = None,
@@ -331,9 +350,12 @@ class Conditional:
 
     def __call__(self, xp, x, **kw):
         call, self.calls = self.calls, self.calls + 1
-        for p in self.watch:
-            if holds(p, x, kw, call):
-                _log(self.folder, f"{self.tag}\t{p.name}")
+        if self.watch:
+            cell = _CELL[0]
+            _log(self.folder, f"{self.tag}\t{cell}\t{CALLED}")
+            for p in self.watch:
+                if holds(p, x, kw, call):
+                    _log(self.folder, f"{self.tag}\t{cell}\t{p.name}")
         out = self.fn(xp, x, **kw)
         if self.when is None or not holds(self.when, x, kw, call):
             return out
@@ -369,9 +391,11 @@ def mutant_registry(registry: Registry, name: str, when: Predicate, wrong: Wrong
     return with_fn(registry, name, Conditional(registry[name].fn, tag=tag, folder=folder, when=when, wrong=wrong))
 
 
-def recording_registry(registry: Registry, names, tag: str, folder: str, predicates=PREDICATES) -> Registry:
-    """The registry with each operator of ``names`` recording which ``predicates`` its calls satisfy."""
+def recording_registry(registry: Registry, names, tag: str | None, folder: str, predicates=PREDICATES) -> Registry:
+    """The registry with each operator of ``names`` recording which ``predicates`` its calls satisfy (its log
+    lines start ``operator<TAB>tag``, or ``operator`` when ``tag`` is None)."""
     names = set(names)
-    return Registry([dataclasses.replace(s, fn=Conditional(s.fn, tag=f"{s.name}\t{tag}", folder=folder,
+    return Registry([dataclasses.replace(s, fn=Conditional(s.fn, tag=s.name if tag is None else f"{s.name}\t{tag}",
+                                                             folder=folder,
                                                              watch=tuple(predicates)))
                      if s.name in names else s for s in registry], registry.contracts)
