@@ -79,6 +79,7 @@ LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 FLOAT32_SOFTMAX = frozenset({"eager"})
 LAYERS, HIDDEN, HEAD_COUNT, VOCAB = 2, 32, 4, 64
 MAX_TOKENS, MAX_PAD, MAX_BATCH, MAX_WINDOW = 20, 4, 3, 4
+EXAMPLES = 40          # the default search's examples per law
 
 
 class Status(enum.Enum):
@@ -642,7 +643,7 @@ def _check_args(law_name, traits, dtype, examples):
 
 
 def judge(law_name: str, build_config_fn: Callable, traits: Traits, *, dtype: str = "float64",
-          examples: int = 40, seed: int = 0, version: str | None = None) -> Result:
+          examples: int = EXAMPLES, seed: int = 0, version: str | None = None) -> Result:
     """Search ``examples`` seeded cases for a violation of law ``law_name`` (module docstring)."""
     _check_args(law_name, traits, dtype, examples)
     if version is not None:
@@ -705,6 +706,18 @@ def judge(law_name: str, build_config_fn: Callable, traits: Traits, *, dtype: st
                   + note, **base)
 
 
+def judge_laws(law_names, build_config_fn: Callable, traits: Traits, *, dtype: str = "float64",
+               examples: int = EXAMPLES, seed: int = 0, version: str | None = None) -> list:
+    """:func:`judge` for each of ``law_names`` (one subprocess for all of them under a pinned version)."""
+    law_names = list(law_names)
+    for name in law_names:
+        _check_args(name, traits, dtype, examples)
+    if version is not None:
+        return _pinned("judge_laws", dict(law_names=law_names, build_config_fn=build_config_fn, traits=traits,
+                                          dtype=dtype, examples=examples, seed=seed), version)
+    return [judge(name, build_config_fn, traits, dtype=dtype, examples=examples, seed=seed) for name in law_names]
+
+
 def replay(law_name: str, build_config_fn: Callable, traits: Traits, case: Case, *, dtype: str = "float64",
            seed: int = 0, version: str | None = None) -> Result:
     """Run one stored counterexample again (the same model seed, inputs and knobs)."""
@@ -736,17 +749,20 @@ def replay(law_name: str, build_config_fn: Callable, traits: Traits, case: Case,
 
 # -- a pinned version: the same call in a subprocess -------------------------------------------------
 
-def _pinned(what: str, kwargs: dict, version: str) -> Result:
+def _pinned(what: str, kwargs: dict, version: str):
     pin = pins.install(f"transformers=={version}")
     request = base64.b64encode(pickle.dumps((what, kwargs))).decode()
-    reply = pins.run_module(pin, __name__, "_child", request)
-    result = Result.from_json(json.loads(reply))
-    return dataclasses.replace(result, setup=tuple(pin.actions))
+    reply = json.loads(pins.run_module(pin, __name__, "_child", request))
+    results = [dataclasses.replace(Result.from_json(r), setup=tuple(pin.actions)) for r in reply]
+    return results if what == "judge_laws" else results[0]
+
+
+_CALLS = {"judge": judge, "replay": replay, "judge_laws": judge_laws}
 
 
 def _child(request: str) -> str:
-    """The subprocess side of a pinned run: a pickled (what, kwargs) in, the Result's JSON out."""
+    """The subprocess side of a pinned run: a pickled (what, kwargs) in, a JSON list of Results out."""
     what, kwargs = pickle.loads(base64.b64decode(request))
-    fn = judge if what == "judge" else replay
-    return json.dumps(fn(**kwargs).to_json())
+    got = _CALLS[what](**kwargs)
+    return json.dumps([r.to_json() for r in (got if isinstance(got, list) else [got])])
 
