@@ -248,7 +248,7 @@ def run_core(entry: Entry, *, examples: int | None = None, seed: int = 0) -> Bug
     t0 = time.perf_counter()
     t = entry.target
     reg = runs.registry([t["operators"]])
-    if t["operator"] not in reg.names:
+    if t["operator"] not in reg.names():
         raise InvalidArgument(f"--dir: {entry.path}: {t['operators']} declares no operator {t['operator']!r}")
     dtype = getattr(torch, t.get("dtype", "float32"))
     n = examples or int(t.get("examples", CORE_EXAMPLES))
@@ -260,7 +260,7 @@ def run_core(entry: Entry, *, examples: int | None = None, seed: int = 0) -> Bug
     control = t.get("control")
     if control:
         twin = _core_cell(reg, control, entry.law, dtype, n, seed)
-        twin_name = f"control {control} (no fixed release: {entry.fixed_note})" if not entry.fixed else \
+        twin_name = f"negative control {control} (no fixed release upstream)" if not entry.fixed else \
             f"control {control}"
     else:
         twin, twin_name = Found(entry.law, "not run", "no control declared"), "none"
@@ -305,6 +305,7 @@ def report(results, entries) -> str:
         e = by_id[r.id]
         out += [f"## {r.id}", "", e.description, "",
                 f"- issue: {e.issue}", f"- fix: {e.fix or '(none upstream)'}",
+                *([f"- no fixed release: {e.fixed_note}"] if e.fixed_note else []),
                 f"- buggy: {r.buggy}; twin: {r.twin}" + (" — the bug is RE-INJECTED by a patch" if r.injected else ""),
                 f"- shrunk counterexample: `{r.counterexample or '(none)'}`",
                 f"- replay: `tokenlaw bugs run --id {r.id}`",
