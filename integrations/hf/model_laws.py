@@ -55,6 +55,9 @@ import time
 from typing import Callable
 
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hseed
+from hypothesis import strategies as st
 
 try:
     import transformers  # optional: pip install 'tokenlaw[hf]'
@@ -608,8 +611,6 @@ def check(law: Law, builder: Builder, case: Case, dtype: str) -> tuple:
 
 def cases(traits: Traits):
     """The Hypothesis strategy of :class:`Case` for an architecture with ``traits`` (module docstring)."""
-    from hypothesis import strategies as st  # optional: tokenlaw[fuzz]; hypothesis is a fuzz-tier dependency
-
     none_or = lambda s, on: st.one_of(st.none(), s) if on else st.none()  # noqa: E731
     knobs = st.builds(
         Knobs,
@@ -655,9 +656,6 @@ def judge(law_name: str, build_config_fn: Callable, traits: Traits, *, dtype: st
     reason = law.applies(traits)
     if reason is not None:
         return Result(law_name, Status.NOT_APPLICABLE, reason, dtype, here)
-    from hypothesis import HealthCheck, given, settings  # optional: tokenlaw[fuzz]
-    from hypothesis import seed as hseed  # optional: tokenlaw[fuzz]
-
     builder = Builder(build_config_fn, traits, seed)
     state = {"n": 0, "judged": 0, "first": None, "last": None, "unbuilt": None, "built": 0}
     t0 = time.perf_counter()
