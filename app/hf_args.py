@@ -38,6 +38,9 @@ def register(subparsers):
     laws.add_argument("--law", action="append", default=[], metavar="LAW", help="a law (repeatable; default all "
                       "that apply)")
     _pinning(laws)
+    laws.add_argument("--replay", default=None, metavar="CASE_JSON",
+                      help="judge this one stored case (a violation's shrunk counterexample, as printed) instead "
+                           "of searching; needs one --law")
     laws.add_argument("--json", action="store_true", help="machine-readable output")
     laws.set_defaults(func="tokenlaw.app.hf_cmd:cmd_laws")
 

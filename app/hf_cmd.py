@@ -41,6 +41,13 @@ def pinned_version(args) -> str | None:
     return versions[0] if versions else None
 
 
+def _case(text: str) -> model_laws.Case:
+    try:
+        return model_laws.Case.from_json(json.loads(text))
+    except (ValueError, TypeError, KeyError) as err:
+        raise InvalidArgument(f"--replay: expected a case as printed after 'shrunk:' ({err})") from None
+
+
 def cmd_laws(args) -> int:
     a = arches.arch(args.arch)
     dtype, n = _dtype(args, "float32"), _examples(args, model_laws.EXAMPLES)
@@ -49,8 +56,14 @@ def cmd_laws(args) -> int:
             raise InvalidArgument(f"--law: expected one of {', '.join(model_laws.LAWS)}, got {law!r}")
     version = pinned_version(args)
     names = args.law or list(model_laws.LAWS)
-    results = model_laws.judge_laws(names, a.build, a.traits, dtype=dtype, examples=n, seed=args.seed,
-                                    version=version)
+    if args.replay is not None:
+        if len(args.law) != 1:
+            raise InvalidArgument(f"--replay: name the one law it replays with --law (got {len(args.law)})")
+        results = [model_laws.replay(names[0], a.build, a.traits, _case(args.replay), dtype=dtype, seed=args.seed,
+                                     version=version)]
+    else:
+        results = model_laws.judge_laws(names, a.build, a.traits, dtype=dtype, examples=n, seed=args.seed,
+                                        version=version)
     if args.json:
         print(json.dumps([r.to_json() for r in results], indent=1))
     else:
@@ -61,7 +74,10 @@ def cmd_laws(args) -> int:
                 f" [first violation after {r.examples_to_first} examples, {r.seconds_to_first} s]"
             print(f"{args.arch} {r.law} {dtype} transformers {r.version}: {r.status.value}: {r.detail}{first}")
             if r.counterexample is not None:
-                print(f"  shrunk: {json.dumps(r.counterexample.to_json(), sort_keys=True)}")
+                case = json.dumps(r.counterexample.to_json(), sort_keys=True, separators=(",", ":"))
+                pin = f" --transformers {version}" if version else ""
+                print(f"  shrunk: {case}\n  replay: tokenlaw hf laws --arch {args.arch} --law {r.law} --dtype {dtype}"
+                      f"{pin} --seed {args.seed} --replay '{case}'")
     statuses = {r.status for r in results}
     if model_laws.Status.VIOLATED in statuses:
         return EXIT_FAIL

@@ -311,7 +311,11 @@ def report(results, entries) -> str:
                 *([f"- no fixed release: {e.fixed_note}"] if e.fixed_note else []),
                 f"- buggy: {r.buggy}; twin: {r.twin}" + (" — the bug is RE-INJECTED by a patch" if r.injected else ""),
                 f"- shrunk counterexample: `{r.counterexample or '(none)'}`",
-                f"- replay: `tokenlaw bugs run --id {r.id}`",
+                f"- rerun: `tokenlaw bugs run --id {r.id}`" + (
+                    f"; replay the shrunk case: `tokenlaw hf laws --arch {e.target['arch']} --law {r.law} --dtype "
+                    f"{e.target.get('dtype', 'float32')}" + ("" if e.patch else f" --transformers {e.buggy}")
+                    + f" --replay '{r.counterexample}'`" if e.kind == "model" and r.counterexample and not e.patch
+                    else ""),
                 f"- twin: {r.twin_status}: {r.twin_detail}", f"- wall time: {r.seconds} s", "",
                 "| law | status | examples / s to first | detail |", "|---|---|---|---|"]
         for f in r.searched:

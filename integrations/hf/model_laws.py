@@ -742,7 +742,8 @@ def replay(law_name: str, build_config_fn: Callable, traits: Traits, case: Case,
     status = Status.VIOLATED if v.violated else Status.HOLDS
     return Result(status=status, detail=f"{v.where}: |a - b| = {v.gap:.3g}, bound {v.bound:.3g}", judged=1,
                   counterexample=case if v.violated else None, gap=v.gap, bound=v.bound,
-                  examples_to_first=1 if v.violated else None, **base)
+                  examples_to_first=1 if v.violated else None,
+                  seconds_to_first=base["seconds"] if v.violated else None, **base)
 
 
 # -- a pinned version: the same call in a subprocess -------------------------------------------------

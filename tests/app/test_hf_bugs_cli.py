@@ -33,6 +33,8 @@ PATCH = Path(__file__).resolve().parents[1] / "fixtures" / "bugs" / "mistral_win
     (["hf", "laws", "--arch", "mistral", "--with", "transformers>=4"], "--with"),
     (["hf", "laws", "--arch", "mistral", "--dtype", "float16"], "--dtype"),
     (["hf", "laws", "--arch", "mistral", "--law", "nope"], "--law"),
+    (["hf", "laws", "--arch", "mistral", "--law", "causality", "--replay", "{not json"], "--replay"),
+    (["hf", "laws", "--arch", "mistral", "--replay", "{}"], "--replay"),
     (["bugs", "run", "--id", "nope"], "--id"),
     (["bugs", "run", "--dir", "/no/such/folder"], "--dir"),
 ])
@@ -133,3 +135,11 @@ def test_the_shipped_bug_files_load():
     assert entries["mistral-sdpa-sliding-window"].fixed == "4.40.0"
     core = entries["torch-mha-need-weights-masked-head-nan"]
     assert not core.fixed and "negative control" in core.fixed_note and core.target["control"] == "mha_sdpa"
+
+
+def test_a_printed_replay_command_judges_that_one_case(capsys):
+    case = ('{"batch":1,"edit":0,"knobs":{"attention_chunk_size":null,"attn":"sdpa","heads":4,"hidden":32,'
+            '"kv_heads":4,"layer_types":null,"layers":2,"sliding_window":2,"vocab":64},"pad_left":0,"pad_right":0,'
+            '"pass_mask":false,"seed":0,"tokens":8}')
+    assert cli.main(["hf", "laws", "--arch", "mistral", "--law", "window_locality", "--replay", case]) == 0
+    assert "window_locality float32 transformers" in capsys.readouterr().out
