@@ -108,3 +108,14 @@ def test_a_config_that_cannot_build_is_said_so():
         raise ValueError("no tiny config for this one")
     r = ML.judge("causality", broken, MISTRAL.traits, dtype="float32", examples=3)
     assert r.status is ML.Status.COULD_NOT_BUILD and "no tiny config" in r.detail
+
+
+def test_float64s_bound_sees_a_leak_below_float32s_rounding():
+    """A future token hidden by -15 (not -inf) moves earlier logits by ~1e-7: float64's derived bound (~2e-15)
+    exposes it; float32's (~1e-6) cannot, and says holds only for what it can resolve."""
+    case = ML.Case(knobs=ML.Knobs(attn="sdpa"), tokens=6, edit=0, pass_mask=False)
+    with patches().faint_future():
+        f64 = ML.replay("causality", MISTRAL.build, MISTRAL.traits, case, dtype="float64")
+        f32 = ML.replay("causality", MISTRAL.build, MISTRAL.traits, case, dtype="float32")
+    assert f64.status is ML.Status.VIOLATED and f64.gap > 1e5 * f64.bound, f64.detail
+    assert f32.status is ML.Status.HOLDS and f32.bound > f64.gap, f32.detail
