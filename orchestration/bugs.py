@@ -207,6 +207,17 @@ def run_model(entry: Entry, *, examples: int | None = None, seed: int = 0) -> Bu
         buggy, twin_name = entry.buggy, f"fixed release {entry.fixed}"
     by_law = {r.law: r for r in found}
     hit = by_law.get(entry.law)
+    again = None
+    if hit is not None and hit.counterexample is not None:
+        # the twin also judges the very case that shrank at the buggy release
+        if entry.patch:
+            again = ML.replay(entry.law, a.build, a.traits, hit.counterexample, dtype=dtype, seed=seed)
+        else:
+            again = ML.replay(entry.law, a.build, a.traits, hit.counterexample, dtype=dtype, seed=seed,
+                              version=entry.fixed)
+    twin_ok = twin.status is ML.Status.HOLDS and (again is None or again.status is ML.Status.HOLDS)
+    twin_detail = twin.detail + ("" if again is None else f"; the shrunk counterexample there: "
+                                 f"{again.status.value} ({again.detail})")
     through = tuple(r.law for r in found if r.status is ML.Status.VIOLATED)
     setup = tuple(dict.fromkeys(s for r in [*found, twin] for s in r.setup))
     return BugResult(
@@ -215,7 +226,7 @@ def run_model(entry: Entry, *, examples: int | None = None, seed: int = 0) -> Bu
         examples_to_first=hit.examples_to_first if hit else None,
         seconds_to_first=hit.seconds_to_first if hit else None,
         counterexample=_found(hit).counterexample if hit else "",
-        twin_status=twin.status.value, twin_passes=twin.status is ML.Status.HOLDS, twin_detail=twin.detail,
+        twin_status=twin.status.value, twin_passes=twin_ok, twin_detail=twin_detail,
         searched=tuple(_found(r) for r in found), setup=setup, seconds=round(time.perf_counter() - t0, 1))
 
 

@@ -120,6 +120,7 @@ examples = 12
     [r] = json.loads((out / "bugs.json").read_text())
     assert r["rediscovered"] and r["injected"] and r["twin_passes"] and "window_locality" in r["through"]
     assert r["examples_to_first"] >= 1 and json.loads(r["counterexample"])["knobs"]["attn"] == "sdpa"
+    assert "the shrunk counterexample there: holds" in r["twin_detail"]
     assert "re-injected" in (out / "bugs.md").read_text()
     assert "yes" in capsys.readouterr().out
 
