@@ -6,7 +6,11 @@ Public interface (the sweep, the bisector and the bug benchmark call only this):
     Knobs(...)                        the config knobs a search draws (attention implementation, window, ...)
     LAWS: dict[str, Law]              name -> law; law.applies(traits) -> None or the reason it does not apply
     judge(law_name, build_config_fn, traits, *, dtype, examples, seed, version=None) -> Result
-    replay(law_name, build_config_fn, traits, case, *, dtype, version=None) -> Result
+    judge_laws(law_names, build_config_fn, traits, *, ...) -> [Result]   (one subprocess when pinned)
+    replay(law_name, build_config_fn, traits, case, *, dtype, seed, version=None) -> Result
+    Case                              one drawn example (knobs, length, batch, padding, edit); to_json/from_json
+    Result                            status, detail, counterexample (a Case), gap, bound, examples and seconds
+                                      to the first violation, examples run and judged, setup (pinning steps)
     Status                            HOLDS / VIOLATED / NOT_APPLICABLE / COULD_NOT_BUILD / INCONCLUSIVE
 
 ``build_config_fn(knobs) -> transformers config``: a top-level function (or a ``functools.partial`` of
