@@ -72,6 +72,19 @@ class Regime:
     description: str
     applies: Callable      # (op, param names, dtype) -> bool
     visits: Callable       # (case) -> bool
+    # pin(dtype, limit) -> {Case field: value} that puts any drawn case in the regime, or None where the declared
+    # limit keeps the regime out of the dtype's domain; None: no single field does (not pinned)
+    pin: Callable | None = None
+
+
+def _offset_pin(sign: float):
+    """Every score of a row at sign * 1.1 log(max) of the dtype (just past exp's overflow edge, the edge
+    strategies.score_offsets draws), unless the declared limit stops the offsets short of it."""
+    def pin(dtype, limit):
+        edge = 1.1 * _overflow(dtype)
+        caps = () if limit is None else tuple(c for c in (limit.scores, limit.offset) if c is not None)
+        return None if any(edge > c for c in caps) else {"score_offset": sign * edge}
+    return pin
 
 
 def _tau_far(case) -> bool:
@@ -85,9 +98,11 @@ def _tau_far(case) -> bool:
 
 REGIMES = {r.name: r for r in (
     Regime("scores_low", "every score of a row below -log(max) of the dtype (exp(-M) overflows)",
-           lambda op, keys, dtype: _scored(op, keys), lambda case: case.score_offset <= -_overflow(case.dtype)),
+           lambda op, keys, dtype: _scored(op, keys), lambda case: case.score_offset <= -_overflow(case.dtype),
+           _offset_pin(-1.0)),
     Regime("scores_high", "every score of a row above log(max) of the dtype (exp(M) overflows)",
-           lambda op, keys, dtype: _scored(op, keys), lambda case: case.score_offset >= _overflow(case.dtype)),
+           lambda op, keys, dtype: _scored(op, keys), lambda case: case.score_offset >= _overflow(case.dtype),
+           _offset_pin(1.0)),
     Regime("power_overflow", "scores past max^(1/10) of the dtype, where a power normaliser's x^10 overflows",
            lambda op, keys, dtype: _scored(op, keys) and "score_normaliser" in op.traits
            and 1.1 * _power_edge(dtype) * torch.finfo(dtype).eps <= 1.0,
