@@ -9,9 +9,11 @@ example budget means the law held on every example tried -- provided
 enough of them were judged (:func:`min_judged`): a cell whose examples were
 nearly all inconclusive (every row set aside, outside the error model) is
 ``vacuous``, never ``holds``; an example compared only where both sides are
-exactly 0 (:func:`trivially`) is not counted as judged, and a regime the
-contract depends on that was visited but whose values were withheld
-(:func:`unjudged`) makes the cell ``vacuous`` too.  Either way the verdict
+exactly 0 (:func:`trivially`) is not counted as judged, a regime the
+contract depends on that nothing judged gets examples of its own
+(:func:`_fill_regimes`), and one whose every row still had no finite oracle
+makes the cell ``vacuous`` too (:func:`unjudged` states which regimes are
+reported and which decide).  Either way the verdict
 records how many examples ran, how many were judged (per regime as well),
 the distribution of shapes drawn (:data:`LENGTH_BANDS`) and the largest
 discrepancy seen relative to its bound.
