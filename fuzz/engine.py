@@ -455,7 +455,7 @@ def _fill_regimes(strategy, is_violation, cfg, seed: int, accounts: dict, dtype,
     seed 0 the few scores_high examples of the softmax hosts' bfloat16 differential cells all had an
     ``empty_row`` mask, whose fully masked row is NaN in float64 and spreads to every token in block 2: the
     regime was visited and nothing in it judged.  Examples of its own, drawn like any other and then pinned
-    into the regime, judge it where the operator's domain allows; a regime they still leave unjudged is
+    into the regime, reach it with other masks, shapes and tokens; a regime they still leave unjudged is
     reported (and vacuous where it is blind: :func:`unjudged`).  The search's own draws are untouched.
     """
     for name, account in accounts.items():
