@@ -585,7 +585,7 @@ def _count_drawn(drawn: dict, case) -> None:
     """Count this case in its band of every shape axis (d also when odd, when prime)."""
     for axis, value in _axes(case).items():
         counts = drawn.setdefault(axis, dict.fromkeys(map(band_label, LENGTH_BANDS), 0))
-        counts[length_band(value)] += 1
+        counts[length_band(int(value))] += 1
         if axis in ("d", "E", "Ev"):
             counts["odd"] = counts.get("odd", 0) + value % 2
             counts["prime"] = counts.get("prime", 0) + _prime(value)
