@@ -9,9 +9,11 @@ example budget means the law held on every example tried -- provided
 enough of them were judged (:func:`min_judged`): a cell whose examples were
 nearly all inconclusive (every row set aside, outside the error model) is
 ``vacuous``, never ``holds``; an example compared only where both sides are
-exactly 0 (:func:`trivially`) is not counted as judged, and a regime the
-contract depends on that was visited but whose values were withheld
-(:func:`unjudged`) makes the cell ``vacuous`` too.  Either way the verdict
+exactly 0 (:func:`trivially`) is not counted as judged, a regime the
+contract depends on that nothing judged gets examples of its own
+(:func:`_fill_regimes`), and one whose every row still had no finite oracle
+makes the cell ``vacuous`` too (:func:`unjudged` states which regimes are
+reported and which decide).  Either way the verdict
 records how many examples ran, how many were judged (per regime as well),
 the distribution of shapes drawn (:data:`LENGTH_BANDS`) and the largest
 discrepancy seen relative to its bound.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import random
@@ -53,8 +56,8 @@ from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Profiles, profile_name  # noqa: F401 (re-exported)
 
 from . import replay as R
-from .regimes import LENGTH_BANDS, applicable, band_label, first_param, visited
-from .strategies import FILL, banded_find, cases, reachable_bands
+from .regimes import LENGTH_BANDS, REGIMES, applicable, band_label, first_param, visited
+from .strategies import FILL, banded_find, cases, length_band, reachable_bands
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
 # aside, or the example outside the error model).  With k judged examples and no violation, the rate
@@ -177,20 +180,13 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     limit = op.domain.limit(dtype_name(dtype))
     wanted = applicable(op, contract.regimes, dtype)
     visits = dict.fromkeys(wanted, 0)
-    accounts = {name: dict.fromkeys(ACCOUNT, 0) for name in wanted}
+    accounts = {name: Account() for name in wanted}
     # the first judgement of every distinct input (a digest of its drawn fields, which rebuild it): a second
     # judgement of the same input that disagrees on violated-or-not is a nondeterministic operator
     first = {}
 
     def nondeterministic(case, earlier, later, how):
         seen["nondeterministic"] = {"case": case, "first": earlier, "second": later, "how": how}
-    # rows a contract set aside (properties.differential_laws.set_aside), per regime: [set aside (a
-    # non-finite oracle or a threshold), rows, set aside for a non-finite oracle].  A regime whose every row
-    # had no finite oracle judged nothing (a reference written naively as exp(s) / sum exp(s) is NaN exactly
-    # at large scores): the cell is vacuous.  Rows set aside at a declared threshold are counted but do not
-    # decide it (bfloat16 puts every large-score row of pn_fir_c within its roundoff of the threshold, where
-    # no rounding bound exists for any oracle: reported in extra.set_aside_by_regime).
-    aside = {name: [0, 0, 0] for name in wanted}
 
     def is_violation(case) -> bool:
         if "nondeterministic" in seen:
@@ -216,15 +212,11 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             if again.violated != v.violated:
                 nondeterministic(case, v, again, "the determinism probe: the first example judged again")
                 return True
-        rows = v.extra.get("rows", 0)
-        dropped = v.extra.get("set_aside_threshold", 0) + v.extra.get("set_aside_not_finite", 0)
-        for name in visited(case, wanted):
+        regimes = visited(case, wanted)
+        for name in regimes:
             visits[name] += 1
             event("regime", name)          # a fuzzer's coverage (and Hypothesis' statistics) count regimes too
-            if rows:
-                aside[name][0] += dropped
-                aside[name][1] += rows
-                aside[name][2] += v.extra.get("set_aside_not_finite", 0)
+            accounts[name].add(v)
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)
         seen["not_finite"] += v.extra.get("set_aside_not_finite", 0)
         seen["set_aside"] = seen["threshold"] + seen["not_finite"]
@@ -236,7 +228,6 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         elif trivially(v):
             seen["trivial"] += 1                      # compared only where every candidate is exactly 0
             seen["why"] = seen["why"] or v.detail
-        _account(accounts, visited(case, wanted), v)
         if not contract.exact and v.ratio < float("inf"):
             # steer the search toward the worst discrepancy relative to its bound
             target(min(v.ratio, 1e6), label="discrepancy / bound")
@@ -266,7 +257,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return _coverage(detail, dict(v.extra), visits, seen, searched, limit, accounts, drawn_bands)
 
     strategy = cases(op, dtype, backend=backend, **contract.fuzz_bounds)
-    filled = []     # the bands banded_find gave FILL examples of their own (they join the budget judged against)
+    filled = []     # the bands and regimes given FILL examples of their own (they join the budget judged against)
     key = database_key(op.name, contract.name, backend, dtype_name(dtype), mutant)
     try:
         with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
@@ -283,8 +274,12 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                 # a q/k/v core case draws its own lengths L and S: no band of n to fill)
                 bands = () if contract.fuzz_bounds.get("core") else reachable_bands(backend=backend,
                                                                                      **contract.fuzz_bounds)
-                found = banded_find(lambda band: strategy if band is None else (filled.append(band) or cases(
-                    op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands)
+                try:
+                    found = banded_find(lambda band: strategy if band is None else (filled.append(band) or cases(
+                        op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands)
+                except NoSuchExample:
+                    # then FILL examples in each regime the contract depends on that nothing judged yet
+                    found = _fill_regimes(strategy, is_violation, cfg, seed, accounts, dtype, limit, filled)
             if database is not None and seen.get("choices") is not None and "nondeterministic" not in seen:
                 database.save(key, choices_to_bytes(seen["choices"]))
     except Flaky:
@@ -299,28 +294,23 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         found, replayed = None, False
     except NoSuchExample:
         best = seen["best"] or V.holds()
-        # the budget: the profile's examples and banded_find's FILL per band it filled (not Hypothesis' replays)
+        # the budget: the profile's examples and FILL per band or regime filled (not Hypothesis' replays)
         judged = seen["n"] - seen["inconclusive"] - seen["trivial"]
         needed = min_judged(min(seen["n"], examples + FILL * len(filled)))
-        # unjudged(accounts): regimes whose values were withheld (reported in the detail as "visited but NEVER
-        # judged" and in extra.unjudged_regimes; not yet a status: on the default registry at seed 0 it made 7
-        # rows vacuous where the operator's own float64 output overflows (the standard hosts' differential at
-        # large scores), which wants a declared limit per operator first -- issue 43, open).  A regime every
-        # row of which had no finite oracle is vacuous (``blind`` below).
         status, detail = V.HOLDS, best.detail
         if judged < needed:
             status, detail = V.VACUOUS, _vacuous(judged, needed, seen)
             if seen["n"] and seen["not_runnable"] == seen["n"]:
                 status, detail = V.NOT_RUNNABLE, seen["why"]      # no example could be asked at all
-        blind = [name for name, (_, rows, no_oracle) in aside.items() if rows and no_oracle == rows]
-        if blind and status == V.HOLDS:
+        regimes = unjudged(accounts)
+        if regimes.blind and status == V.HOLDS:
             status = V.VACUOUS
-            detail = (f"vacuous: every row of the regime(s) {', '.join(blind)} was set aside (" +
-                      ", ".join(f"{name} {aside[name][1]} rows" for name in blind) +
+            detail = (f"vacuous: every row of the regime(s) {', '.join(regimes.blind)} was set aside (" +
+                      ", ".join(f"{name} {accounts[name].rows} rows" for name in regimes.blind) +
                       "; the oracle was not finite there): nothing was judged there; " + detail)
         detail, extra = report(best, detail)
-        if any(counts[1] for counts in aside.values()):
-            extra["set_aside_by_regime"] = {name: counts[:2] for name, counts in aside.items() if counts[1]}
+        if any(a.rows for a in accounts.values()):
+            extra["set_aside_by_regime"] = {name: [a.set_aside_rows, a.rows] for name, a in accounts.items() if a.rows}
         extra["judged_examples"] = judged
         extra["draws"] = ran.hexdigest()[:16]
         extra["judgement_probes"] = seen["probes"]
@@ -357,15 +347,6 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     return finish(v, v, found, detail, extra)
 
 
-# The per-regime accounting of a cell (extra["regime_accounting"]): examples that visited the regime, and
-# of them those judged (a verdict on a value), inconclusive (judged nothing: every row set aside, outside
-# the error model, not runnable), trivially judged (compared only where both sides are exactly 0); of the
-# inconclusive and trivial ones, those whose values were withheld (rows set aside because the float64
-# value -- the declared reference's, for spec_reference -- is not finite, and nothing but exact zeros, or
-# nothing at all, compared); and the rows set aside there.
-ACCOUNT = ("visited", "judged", "inconclusive", "trivial", "withheld", "set_aside_rows")
-
-
 def trivially(v: V.Verdict) -> bool:
     """The example was compared only where every candidate agrees (both sides exactly 0): no value judged."""
     return bool(v.extra.get("trivial")) and not v.violated
@@ -380,34 +361,115 @@ def withheld(v: V.Verdict) -> bool:
                                 + v.extra.get("set_aside_threshold", 0) >= v.extra.get("rows", 0))
 
 
-def _account(accounts: dict, regimes, v: V.Verdict) -> None:
-    for name in regimes:
-        a = accounts[name]
-        a["visited"] += 1
-        a["set_aside_rows"] += v.extra.get("set_aside_threshold", 0) + v.extra.get("set_aside_not_finite", 0)
-        a["withheld"] += withheld(v)
-        if v.inconclusive or v.status == V.NOT_RUNNABLE:
-            a["inconclusive"] += 1
-        elif trivially(v):
-            a["trivial"] += 1
-        else:
-            a["judged"] += 1
+# The fields of extra["regime_accounting"], per regime (the report's schema: Account.json).
+ACCOUNT = ("visited", "judged", "inconclusive", "trivial", "withheld", "set_aside_rows")
 
 
-def unjudged(accounts: dict) -> list:
-    """The regimes a cell visited but never judged on a value, where values were withheld there: some
-    visiting example lost its rows to a non-finite float64 value (the declared reference's) and compared
-    nothing else but exact zeros.
+@dataclasses.dataclass
+class Account:
+    """What one regime of a cell saw: every example that visited it, added once (:meth:`add`).
 
-    Reported but not counted (extra["unjudged_regimes"] lists them all): a regime whose examples were
-    inconclusive for the error model's reason alone (the dtype's rounding leaves the first-order model: no
-    comparison in this dtype can judge there), or trivial with every row compared (the operator and its
-    reference are exactly 0 on the whole input: a rectified normaliser below its threshold, where no
-    wrong value can show).  Measured on the default registry at seed 0, counting those too made 7 of its 25
-    runnable spec_reference rows and 18 of its 39 float16 differential rows vacuous, most on one or two scores_high
-    examples float16 cannot resolve (docs/fuzz.md).
+    visited:        examples that visited the regime; of them
+    judged:         a verdict on a value;
+    inconclusive:   judged nothing (every row set aside, outside the error model, not runnable);
+    trivial:        compared only where both sides are exactly 0 (:func:`trivially`);
+    withheld:       of the inconclusive and trivial ones, those whose values were withheld (:func:`withheld`);
+    set_aside_rows: output rows set aside (properties.differential_laws.set_aside: a threshold or a
+                    non-finite float64 value, the declared reference's for spec_reference), of
+    rows:           the output rows of the visiting examples that compared rows, of which
+    no_oracle_rows: were set aside because the float64 value was not finite.
     """
-    return [n for n, a in accounts.items() if a["visited"] and not a["judged"] and a["withheld"]]
+
+    visited: int = 0
+    judged: int = 0
+    inconclusive: int = 0
+    trivial: int = 0
+    withheld: int = 0
+    set_aside_rows: int = 0
+    rows: int = 0
+    no_oracle_rows: int = 0
+
+    def add(self, v: V.Verdict) -> None:
+        """Count one visiting example's verdict."""
+        not_finite = v.extra.get("set_aside_not_finite", 0)
+        self.visited += 1
+        self.set_aside_rows += v.extra.get("set_aside_threshold", 0) + not_finite
+        self.rows += v.extra.get("rows", 0)
+        self.no_oracle_rows += not_finite
+        self.withheld += withheld(v)
+        if v.inconclusive or v.status == V.NOT_RUNNABLE:
+            self.inconclusive += 1
+        elif trivially(v):
+            self.trivial += 1
+        else:
+            self.judged += 1
+
+    def json(self) -> dict:
+        """The report's record (extra["regime_accounting"][name]): the :data:`ACCOUNT` fields."""
+        return {f: getattr(self, f) for f in ACCOUNT}
+
+
+@dataclasses.dataclass(frozen=True)
+class Unjudged:
+    """The regimes a cell visited but never judged on a value (:func:`unjudged`)."""
+
+    named: tuple        # reported: extra["unjudged_regimes"] and "visited but NEVER judged" in the detail
+    blind: tuple        # of them, the regimes that make the cell vacuous
+
+
+def unjudged(accounts: dict) -> Unjudged:
+    """The regimes of ``accounts`` ({name: :class:`Account`}) visited but never judged, and what each decides.
+
+    Two outcomes:
+
+    * **vacuous** (``blind``): every output row the regime's examples compared was set aside because the
+      float64 value was not finite (rows > 0, all without an oracle).  Nothing was or could be judged there:
+      a reference written naively as exp(s) / sum exp(s) is NaN exactly at large scores, and a bug there would
+      hide behind it.  A regime whose rows were set aside at a declared threshold does not decide this
+      (bfloat16 puts every large-score row of pn_fir_c within its roundoff of the threshold, where no rounding
+      bound exists for any oracle): those rows are counted (extra["set_aside_by_regime"]), not blind.
+    * **reported** (``named``, a superset of ``blind``): a regime every visiting example of which was
+      inconclusive or trivially judged.  The others among them do not decide the status: inconclusive for the
+      error model's reason alone (the dtype's rounding leaves the first-order model: no comparison in this
+      dtype can judge there), trivial with every row compared (the operator and its reference are exactly 0
+      on the whole input: a rectified normaliser below its threshold, where no wrong value can show), or
+      values withheld on only some rows (``Account.withheld``).  Measured on the default registry at seed 0,
+      counting those too made 7 of its 25 runnable spec_reference rows and 18 of its 39 float16 differential
+      rows vacuous, most on one or two scores_high examples float16 cannot resolve (docs/fuzz.md).
+
+    The search gives each such regime examples of its own before this is asked (:func:`_fill_regimes`).
+    """
+    named = tuple(n for n, a in accounts.items() if a.visited and not a.judged)
+    return Unjudged(named=named, blind=tuple(n for n in named if accounts[n].rows
+                                             and accounts[n].no_oracle_rows == accounts[n].rows))
+
+
+def _fill_regimes(strategy, is_violation, cfg, seed: int, accounts: dict, dtype, limit, filled: list):
+    """The first violation among :data:`FILL` examples drawn in each regime of ``accounts`` nothing judged yet
+    (never visited, or visited but never judged on a value), where the regime pins (``Regime.pin``); each
+    regime filled is appended to ``filled``.  Raises NoSuchExample when none violated, like ``find``.
+
+    The seeded search draws a regime at its share, no guarantee: Hypothesis favours the first of a
+    ``sampled_from`` and the smallest integers, so row-wide score offsets are negative about five times as
+    often as positive (measured: 900 draws of standard_host in bfloat16, 109 at -97.6, 17 at +97.6), and at
+    seed 0 the few scores_high examples of the softmax hosts' bfloat16 differential cells all had an
+    ``empty_row`` mask, whose fully masked row is NaN in float64 and spreads to every token in block 2: the
+    regime was visited and nothing in it judged.  Examples of its own, drawn like any other and then pinned
+    into the regime, reach it with other masks, shapes and tokens; a regime they still leave unjudged is
+    reported (and vacuous where it is blind: :func:`unjudged`).  The search's own draws are untouched.
+    """
+    for name, account in accounts.items():
+        pin = REGIMES[name].pin
+        fields = None if pin is None or account.judged else pin(dtype, limit)
+        if fields is None:
+            continue
+        filled.append(name)
+        try:
+            return find(strategy.map(functools.partial(dataclasses.replace, **fields)), is_violation,
+                        settings=settings(cfg, max_examples=FILL), random=random.Random(seed))
+        except NoSuchExample:
+            pass
+    raise NoSuchExample("no regime fill violated")
 
 
 def _probe(contract, case, v: V.Verdict, seen: dict) -> V.Verdict:
@@ -503,10 +565,6 @@ def _vacuous(judged: int, needed: int, seen: dict) -> str:
 SHAPE_AXES = ("n", "d", "batch", "heads")
 
 
-def _band(value: int):
-    return next(band_label(b) for b in LENGTH_BANDS if value >= b[0] and (b[1] is None or value <= b[1]))
-
-
 def _prime(k: int) -> bool:
     return k >= 2 and all(k % p for p in range(2, int(k ** 0.5) + 1))
 
@@ -527,7 +585,7 @@ def _count_drawn(drawn: dict, case) -> None:
     """Count this case in its band of every shape axis (d also when odd, when prime)."""
     for axis, value in _axes(case).items():
         counts = drawn.setdefault(axis, dict.fromkeys(map(band_label, LENGTH_BANDS), 0))
-        counts[_band(value)] += 1
+        counts[length_band(int(value))] += 1
         if axis in ("d", "E", "Ev"):
             counts["odd"] = counts.get("odd", 0) + value % 2
             counts["prime"] = counts.get("prime", 0) + _prime(value)
@@ -565,9 +623,9 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
     (examples per regime) and their accounting, the unvisited ones and the set-aside counts."""
     extra["searched"] = {a: list(r) for a, r in (searched or {}).items()}
     extra["drawn"] = {a: dict(c) for a, c in (drawn or {}).items()}
-    extra["regime_accounting"] = {n: dict(a) for n, a in (accounts or {}).items()}
+    extra["regime_accounting"] = {n: a.json() for n, a in (accounts or {}).items()}
     extra["trivial_examples"] = seen.get("trivial", 0)
-    extra["unjudged_regimes"] = [n for n, a in extra["regime_accounting"].items() if a["visited"] and not a["judged"]]
+    extra["unjudged_regimes"] = list(unjudged(accounts or {}).named)
     if limit is not None:
         extra["limit"] = {"scores": limit.scores, "norm2": limit.norm2, "offset": limit.offset, "reason": limit.reason}
     extra["regimes"] = dict(visits)
@@ -591,8 +649,7 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
         notes.append(f"{seen['inconclusive']} examples inconclusive")
     if seen.get("trivial"):
         notes.append(f"{seen['trivial']} examples trivially judged (both sides exactly 0), not counted as judged")
-    short = [f"{n} {a['judged']}/{a['visited']}" for n, a in (accounts or {}).items()
-             if a["visited"] and a["judged"] < a["visited"]]
+    short = [f"{n} {a.judged}/{a.visited}" for n, a in (accounts or {}).items() if a.visited and a.judged < a.visited]
     if short:
         notes.append("judged/visited per regime " + ", ".join(short))
     if extra["unjudged_regimes"]:

@@ -87,8 +87,21 @@ def _describe(value) -> str:
     return f"{type(value).__name__} {value!r:.40}"
 
 
+# From this many entries on, :func:`finite` asks the sum first: one pass with no temporary, against
+# isfinite's bool tensor (measured, one thread: a 1024 x 1024 float64 probe weight 1.7 vs 18.6 ms; the score
+# laws' probes check every weight of every call: 12 % of a sparsemax score-law cell).
+_SUM_FIRST = 4096
+
+
 def finite(t, name):
-    """t (a concrete tensor on a real device) holds no NaN / inf."""
+    """t (a concrete tensor on a real device) holds no NaN / inf.
+
+    A sum of finite entries is finite unless it overflows, and a NaN or inf entry makes the sum NaN or inf
+    (IEEE arithmetic has no way back to a finite value from either): a finite sum proves every entry finite,
+    and any other sum falls through to the entrywise check, which decides.
+    """
+    if t.numel() >= _SUM_FIRST and bool(torch.isfinite(t.sum())):
+        return
     if t.numel() and not bool(torch.isfinite(t).all()):
         bad = "NaN" if bool(torch.isnan(t).any()) else "inf"
         raise InvalidArgument(f"{name}: contains {bad}; inputs must be finite "

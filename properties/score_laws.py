@@ -136,12 +136,21 @@ def real_rows(case, rows, upper) -> V.Verdict | None:
     ones, twos = unit_values(case), unit_values(case, 2.0)
     if isinstance(ones, str):
         return None
-    one = case.runner.run(case.x, case.mask, **ones).double()
-    two = case.runner.run(case.x, case.mask, **twos).double()
+    x, mask = case.x, case.mask
+    one = case.runner.run(x, mask, **ones).double()
+    two = case.runner.run(x, mask, **twos).double()
     finite = torch.isfinite(one) & torch.isfinite(two)
     if not torch.equal(torch.where(finite, 2 * one, 0 * one), torch.where(finite, two, 0 * two)):
         return None
-    verdict = S.judge(case, lambda xp, run: real_mass(xp, run, case.x, case.mask, rows, upper, ones))
+
+    def make(case_, dtype):
+        # the statement's run in the case's dtype is ``one`` (the same call, made above): not made twice
+        run = S.runner(case_, dtype)
+        if dtype != case.dtype:
+            return run
+        return S.Runner(lambda x_, mask_, **o: one if x_ is x and mask_ is mask and o.keys() == ones.keys()
+                        and all(o[k] is ones[k] for k in o) else run(x_, mask_, **o), run.reference)
+    verdict = S.judge(case, lambda xp, run: real_mass(xp, run, x, mask, rows, upper, ones), make)
     return dataclasses.replace(verdict, detail=f"real rows (n = {case.n}, d = {case.d}, the case's tokens): "
                                                + verdict.detail)
 

@@ -166,3 +166,23 @@ def test_a_count_is_an_int_of_at_least_one(bad):
     with pytest.raises(InvalidArgument, match=r"^workers: expected an int >= 1"):
         arguments.count(bad, "workers")
     assert arguments.count(3, "workers") == 3
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_finite_asks_the_sum_first_and_decides_as_the_entrywise_check(dtype):
+    """A large tensor's finite sum proves it finite; a NaN or inf anywhere, or finite entries whose sum
+    overflows, still get the entrywise answer."""
+    from tokenlaw.operators import arguments
+    big = torch.ones(arguments._SUM_FIRST + 7, dtype=dtype)
+    arguments.finite(big, "w")
+    huge = torch.full_like(big, torch.finfo(dtype).max)       # finite entries, sum inf: still finite
+    arguments.finite(huge, "w")
+    for bad, word in ((float("nan"), "NaN"), (float("inf"), "inf"), (-float("inf"), "inf")):
+        t = big.clone()
+        t[-3] = bad
+        with pytest.raises(InvalidArgument, match=f"w: contains {word}"):
+            arguments.finite(t, "w")
+    both = huge.clone()
+    both[0] = float("nan")
+    with pytest.raises(InvalidArgument, match="w: contains NaN"):
+        arguments.finite(both, "w")
