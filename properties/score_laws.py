@@ -103,11 +103,14 @@ def silent(xp, weights, s, v):
 def real_mass(xp, run, x, mask, rows, upper, ones):
     """The row masses of the operator's own rows at x's shape and tokens: every value vector the all-ones
     vector (``ones``: the overrides value weight 0, value bias 1, output weight I), so out_i = sum_j W_ij
-    in each head's coordinates; equal to 1 (upper "eq") or at most 1 ("le") on ``rows``."""
+    in each head's coordinates; equal to 1 (upper "eq") or at most 1 ("le") on ``rows``.  Each mass sums
+    twice over the n keys in the dtype's own arithmetic (the weights' normaliser, then W V): 2 n terms
+    (``tolerance.accumulation``: a half probe of float32 sums in float32 and cannot show those sums)."""
     mass = run(x, mask, **ones)[rows]
     one = xp.ones_like(mass)
-    return [S.equal(mass, one, "row mass of the real rows (values = 1) vs 1") if upper == "eq"
-            else S.at_most(mass, one, "row mass of the real rows (values = 1) above 1")]
+    terms = (2 * x.shape[1], 0)          # the constant 1 sums nothing
+    return [S.equal(mass, one, "row mass of the real rows (values = 1) vs 1", terms=terms) if upper == "eq"
+            else S.at_most(mass, one, "row mass of the real rows (values = 1) above 1", terms=terms)]
 
 
 # -- contracts (the fuzz tier's choices of the statements' inputs) ------------------------

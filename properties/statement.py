@@ -48,6 +48,7 @@ class Claim:
     rhs: object
     what: str
     exact: bool = False
+    terms: tuple = (0, 0)   # entries (lhs, rhs) each sum in the dtype's own arithmetic (tolerance.accumulation)
 
 
 def zero(t, what: str) -> Claim:
@@ -60,9 +61,10 @@ def finite(t, what: str) -> Claim:
     return Claim("finite", t, None, what, exact=True)
 
 
-def equal(a, b, what: str) -> Claim:
-    """a = b (in the reals; within the tolerance model in floating point)."""
-    return Claim("equal", a, b, what)
+def equal(a, b, what: str, terms: tuple = (0, 0)) -> Claim:
+    """a = b (in the reals; within the tolerance model in floating point).  ``terms``: the entries a and b
+    each sum in the dtype's own arithmetic, where the statement knows it (``tolerance.accumulation``)."""
+    return Claim("equal", a, b, what, terms=terms)
 
 
 def same(a, b, what: str) -> Claim:
@@ -71,9 +73,9 @@ def same(a, b, what: str) -> Claim:
     return Claim("equal", a, b, what, exact=True)
 
 
-def at_most(a, b, what: str, exact: bool = False) -> Claim:
-    """a <= b (exact: with no rounding allowance in any dtype)."""
-    return Claim("at_most", a, b, what, exact=exact)
+def at_most(a, b, what: str, exact: bool = False, terms: tuple = (0, 0)) -> Claim:
+    """a <= b (exact: with no rounding allowance in any dtype; ``terms`` as in :func:`equal`)."""
+    return Claim("at_most", a, b, what, exact=exact, terms=terms)
 
 
 # -- array edits, for torch tensors and object arrays alike -----------------------------
@@ -194,7 +196,7 @@ def judge(case, statement, make_run=runner) -> V.Verdict:
             a = {dt: cs[i].lhs for dt, cs in claims.items()}
             b = {dt: cs[i].rhs if c.kind == "equal" else torch.minimum(cs[i].lhs, _like(cs[i].rhs, cs[i].lhs))
                  for dt, cs in claims.items()}
-            verdicts.append(compared(compare(a, b, case.dtype), c.what, case))
+            verdicts.append(compared(compare(a, b, case.dtype, terms=c.terms), c.what, case))
     return worst(*verdicts)
 
 

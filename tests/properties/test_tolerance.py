@@ -248,3 +248,66 @@ def test_a_compare_bound_twice_too_wide_fails_the_planted_check(monkeypatch):
     monkeypatch.setattr(T, "K", 2 * T.K)
     for dtype in (torch.float32, torch.float16):
         assert _planted_compare(dtype, PLANT).ok
+
+
+# -- a sum of n terms in float32 that the half probe cannot show (seed 1, issue 43: real-row mass) -------------
+# The bound written out from the module docstring: each side whose probe is coarser than D adds
+# gamma(terms, u_D) max|v_64|, gamma(k, u) = k u / (1 - k u); the constant 1 sums nothing.
+
+def _gamma(k, u):
+    return k * u / (1 - k * u)
+
+
+def _planted_mass(factor, terms, probe=torch.float16):
+    """A float32 row mass of 1 whose half probe is exact (it summed in float32 and rounded once), planted
+    ``factor`` times the model's bound away from 1; compared with the constant 1 (terms (n_sums, 0))."""
+    dtype = torch.float32
+    one = torch.ones(4, dtype=torch.float64)
+    mass = {torch.float64: one, probe: one.to(probe), dtype: one.clone()}
+    const = {torch.float64: one, probe: one.to(probe), dtype: one.to(dtype)}
+    tiny = torch.finfo(dtype).smallest_normal * torch.finfo(dtype).eps
+    bound = 2 * (K_MODEL * _u(dtype) + K_MODEL * 64 * tiny) + _gamma(terms, _u(dtype))
+    mass[dtype] = one.clone()
+    mass[dtype][2] += factor * bound
+    return compare(mass, const, dtype, terms=(terms, 0))
+
+
+@pytest.mark.parametrize("n", [1, 166, 257])
+def test_a_float32_sum_of_n_keys_just_above_its_accumulation_bound_is_caught(n):
+    terms = 2 * n
+    above, below = _planted_mass(PLANT, terms), _planted_mass(1 / PLANT, terms)
+    assert not above.ok and above.ratio < PLANT * 1.01, above.ratio
+    assert below.ok, below.ratio
+
+
+def test_the_seed1_sdpa_mass_error_at_166_keys_is_inside_and_the_old_bound_was_not():
+    """Measured (seed 1): sdpa's real-row mass in float32 at n = 166 erred by 18 units of roundoff, the
+    float16 probe by 0; the bound without the sum's term (16 units) called it a violation."""
+    u = _u(torch.float32)
+    one = torch.ones(1, dtype=torch.float64)
+    mass = {torch.float64: one, torch.float16: one.half(), torch.float32: one + 18 * u}
+    const = {torch.float64: one, torch.float16: one.half(), torch.float32: one.float()}
+    assert not compare(mass, const, torch.float32).ok
+    assert compare(mass, const, torch.float32, terms=(2 * 166, 0)).ok
+
+
+def test_no_accumulation_term_where_the_probe_is_as_fine_as_d():
+    """bfloat16's probe float32 made the same sums in its own precision: no term (the plant just above the
+    probe-only bound is caught whatever terms says)."""
+    assert not _planted_compare(torch.bfloat16, PLANT).ok
+    probe = PROBE[torch.bfloat16]
+    v64 = torch.ones(6, dtype=torch.float64)
+    side = {torch.float64: v64, probe: (v64 + 2.0 ** -20).to(probe), torch.bfloat16: v64.to(torch.bfloat16)}
+    other = dict(side)
+    planted = v64.clone()
+    planted[4] += PLANT * _compare_bound(torch.bfloat16, probe, 2.0 ** -20, 1.0)
+    other[torch.bfloat16] = planted
+    assert not compare(side, other, torch.bfloat16, terms=(1000, 1000)).ok
+
+
+def test_an_accumulation_term_twice_too_wide_fails_the_planted_check(monkeypatch):
+    """The check above attacked: gamma doubled lets the planted float32 mass error pass."""
+    from tokenlaw.properties import tolerance as T
+    real = T.gamma
+    monkeypatch.setattr(T, "gamma", lambda k, u: 2 * real(k, u))
+    assert _planted_mass(PLANT, 2 * 257).ok
