@@ -8,7 +8,7 @@ import torch
 from tokenlaw.operators.dtypes import name as dtype_name
 
 from . import verdict as V
-from .tolerance import FIRST_ORDER_LIMIT, UNIT_ROUNDOFF, Comparison, compare, evaluate
+from .tolerance import BOUND_FRACTION, FIRST_ORDER_LIMIT, UNIT_ROUNDOFF, Comparison, compare, evaluate
 
 
 def max_abs(t: torch.Tensor) -> float:
@@ -73,6 +73,13 @@ def compared(c: Comparison, what: str, case=None) -> V.Verdict:
                        f"{FIRST_ORDER_LIMIT} is outside the first-order error model "
                        f"(|lhs - rhs| = {c.discrepancy:.3g}, bound {c.bound:.3g} not trusted)",
                        inconclusive=True, extra={"ratio": 0.0, "probe_relative": c.probe_relative})
+    if c.input_relative > BOUND_FRACTION and c.ok:
+        # D's rounding of the law's own inputs moves a side by more than BOUND_FRACTION of its scale: a bound
+        # that large would pass a wrong value of that size, so the example decides nothing (tolerance.py)
+        return V.holds(0.0, 0.0, f"{what}: inconclusive, rounding the inputs to "
+                       f"{dtype_name(case.dtype) if case is not None else 'the dtype'} alone moves a side by {c.input_relative:.2g} of its scale (> {BOUND_FRACTION:.3g}; "
+                       f"|lhs - rhs| = {c.discrepancy:.3g}, bound {c.bound:.3g} not trusted)",
+                       inconclusive=True, extra={"ratio": 0.0, "input_relative": c.input_relative})
     return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |lhs - rhs| = {c.discrepancy:.3g} vs bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g})",

@@ -72,6 +72,24 @@ def weigher(case, dtype):
     return lambda s, **overrides: weights(case, s, dtype, **overrides).double()
 
 
+def rounded_weigher(case, dtype):
+    """``weights(s, **overrides)`` computed in float64 on the scores, the overrides and the parameters rounded
+    to ``dtype``: the inputs' own rounding, exactly (``statement.judge``'s ``make_rounded``)."""
+    def run(s, **overrides):
+        params = {k: (v.to(dtype).double() if torch.is_tensor(v) and v.is_floating_point() else v)
+                  for k, v in law_params(case.op, case.runner.arguments(dtype=torch.float64)).items()}
+        over = {k: float(torch.tensor(float(v), dtype=dtype)) if isinstance(v, (int, float)) else v
+                for k, v in case.op.domain.roles.named(overrides).items()}
+        params = {**params, **over}
+        params.pop("mask", None)
+        with torch.no_grad():
+            w = case.runner.implementation.weights(case.op, s.to(dtype).double(), case.mask, torch.float64, **params)
+        if w is None:
+            raise backends.Unanswerable(f"the {case.backend} backend cannot say which weights it applies")
+        return w.double()
+    return run
+
+
 # -- statements (both tiers: see tokenlaw.properties.statement) ---------------------------
 
 def shift_invariant(xp, weights, s, c):
@@ -199,14 +217,17 @@ def score_shift_invariance(case):
     s = scores(case)
     c = case.shift * case.random_like((case.batch, case.n, 1), salt=22).clamp(-1, 1)
     near = at_threshold(case, s, s + c)
-    make = weigher
+    make, make_rounded = weigher, rounded_weigher
     if near is not None and bool(near.any()):
         keep = (~near).to(torch.float64)[..., None]
 
-        def make(case_, dtype):                  # the set-aside rows read 0 on both sides, in every dtype
-            w = weigher(case_, dtype)
-            return lambda s_, **o: w(s_, **o) * keep
-    verdict = S.judge(case, lambda xp, w: shift_invariant(xp, w, s, c), make)
+        def kept(build):                         # the set-aside rows read 0 on both sides, in every dtype
+            def make_(case_, dtype):
+                w = build(case_, dtype)
+                return lambda s_, **o: w(s_, **o) * keep
+            return make_
+        make, make_rounded = kept(weigher), kept(rounded_weigher)
+    verdict = S.judge(case, lambda xp, w: shift_invariant(xp, w, s, c), make, make_rounded)
     verdict = dataclasses.replace(verdict, detail=f"row shifts up to {float(c.abs().max()):.3g}: " + verdict.detail)
     if near is not None and bool(near.any()):
         verdict = dataclasses.replace(
@@ -222,7 +243,7 @@ def score_shift_invariance(case):
 def tau_covariance(case):
     """W(S + c, tau + c) = W(S, tau) for every constant c."""
     s, c, tau = scores(case), case.shift, _tau(case)
-    verdict = S.judge(case, lambda xp, w: tau_covariant(xp, w, s, c, tau), weigher)
+    verdict = S.judge(case, lambda xp, w: tau_covariant(xp, w, s, c, tau), weigher, rounded_weigher)
     return dataclasses.replace(verdict, detail=f"shift c = {c:.3g} of scores and tau: " + verdict.detail)
 
 

@@ -166,17 +166,23 @@ def runner(case, dtype) -> Runner:
                                                                **roles.named(overrides)).double(), reference)
 
 
-def judge(case, statement, make_run=runner) -> V.Verdict:
+def judge(case, statement, make_run=runner, make_rounded=None) -> V.Verdict:
     """The fuzz verdict of ``statement(xp, run)`` on a case (see the module docstring).
 
     ``make_run(case, dtype)`` builds the runner the statement gets; the first
     violated claim (in the statement's order) decides, else the largest ratio.
+    ``make_rounded(case, dtype)``, where given, builds a runner that rounds the statement's inputs to
+    ``dtype`` and computes in float64: each tolerance claim's sides then carry their inputs' own rounding
+    (``tolerance.compare``'s ``input_rounding``), computed outright rather than predicted by a probe.
     """
     claims = {case.dtype: statement(TORCH, make_run(case, case.dtype))}
     if not claims[case.dtype]:
         return V.holds(0.0, 0.0, "nothing to compare")
+    rounded = None
     if any(not c.exact for c in claims[case.dtype]):
         claims = evaluate(lambda dt: statement(TORCH, make_run(case, dt)), case.dtype, claims)
+        if make_rounded is not None and case.dtype != torch.float64:
+            rounded = statement(TORCH, make_rounded(case, case.dtype))
     verdicts = []
     for i, c in enumerate(claims[case.dtype]):
         if c.kind == "finite":
@@ -196,7 +202,13 @@ def judge(case, statement, make_run=runner) -> V.Verdict:
             a = {dt: cs[i].lhs for dt, cs in claims.items()}
             b = {dt: cs[i].rhs if c.kind == "equal" else torch.minimum(cs[i].lhs, _like(cs[i].rhs, cs[i].lhs))
                  for dt, cs in claims.items()}
-            verdicts.append(compared(compare(a, b, case.dtype, terms=c.terms), c.what, case))
+            moved = (None, None)
+            if rounded is not None:
+                r, c64 = rounded[i], claims[torch.float64][i]
+                moved = ((torch.as_tensor(r.lhs).double() - torch.as_tensor(c64.lhs).double()).abs(),
+                         None if c.kind != "equal" else (torch.as_tensor(r.rhs).double()
+                                                         - torch.as_tensor(c64.rhs).double()).abs())
+            verdicts.append(compared(compare(a, b, case.dtype, terms=c.terms, input_rounding=moved), c.what, case))
     return worst(*verdicts)
 
 

@@ -32,7 +32,8 @@ neither sees float32's own accumulation error, but bfloat16's single rounding hi
 n = 130 keys, scores in the hundreds, float32 erred by 64 of its ulps where bfloat16 erred by 1.5 of
 its own (predicting 24) and float16 by 4.6 (predicting 74; docs/fuzz.md, seed 2).  The bound is
 
-    bound = err_D(a) + err_D(b) + accumulation(a) + accumulation(b) + allowance
+    bound = err_D(a) + err_D(b) + accumulation(a) + accumulation(b) + input_rounding(a) + input_rounding(b)
+            + allowance
 
 **Reductions the probe does not round in D's steps.**  A half-precision probe of float32 sums in float32
 and rounds once, so its error contains none of float32's own accumulation: where a value sums ``terms``
@@ -44,6 +45,18 @@ or FMA), ``gamma(terms, u_D) * max_anywhere |v_64|``, gamma(k, u) = k u / (1 - k
 or for float64) made the same sums in its own precision, and its scaled error already predicts them: no
 term is added there.  Seed 1 (issue 43): the real-row mass of sdpa at n = 166 erred by 18 units of
 float32's roundoff, sparsemax's at n = 129 by 24, against the 16 of a bound that did not grow with n.
+
+**The inputs' own rounding.**  A probe's error contains its rounding of the law's inputs, which can be far
+smaller than D's by luck: float32 at scores of 340 rounds each by up to 2e-5, while float16 rounded 338.79
+and 336.54 to a difference off by 0.0016 of a spacing of 0.25 (seed 1, sdpa score shift, float32: the
+prediction came out at half of float32's error).  A nonlinear law amplifies that luck: sparsemax in
+bfloat16 ties two scores 1.16 apart (spacing 2 at 340) and moves a weight by 0.5 where float32's scores
+are 1e-5 off.  Where the statement can say what its inputs are (``input_rounding`` of :func:`compare`:
+``statement.judge``'s ``make_rounded``), that part of D's error is computed outright in float64,
+|F_64(round_D(inputs)) - F_64(inputs)| per side, and added, as ``differential`` does.  A side that moves
+by more than ``BOUND_FRACTION`` of its scale under that rounding alone decides nothing: an example whose
+discrepancy is within such a bound is inconclusive (``judging.compared``), never a pass; one past it is
+violated as always.
 
 ``allowance`` is an analytic term a contract adds for a law that is a limit
 (e.g. tau -> 0), stated where used.  The bound never contains
@@ -140,6 +153,8 @@ class Comparison:
     trivial: bool = False            # every compared entry is exactly 0 on both sides (e.g. only null rows were
                                      # left): the comparison happened where every candidate agrees, so it judged
                                      # no value (a law about values reads it as not judged: fuzz.engine)
+    input_relative: float = 0.0      # compare only: the largest input-rounding term / scale (its inputs' own
+                                     # rounding to D moves a side that much: past BOUND_FRACTION nothing is decided)
     a_priori_relative: float = 0.0   # differential only: largest finite a-priori bound / scale (inf: a bound on a
                                      # tensor that is 0 everywhere)
 
@@ -147,7 +162,7 @@ class Comparison:
     def bound_relative(self) -> float:
         """The largest predicted or a-priori part of the bound against the tensor's own scale: past
         ``BOUND_FRACTION`` the example decides nothing (inconclusive, never a pass)."""
-        return max(self.predicted_relative, self.a_priori_relative)
+        return max(self.predicted_relative, self.a_priori_relative, self.input_relative)
 
     @property
     def ok(self) -> bool:
@@ -270,11 +285,14 @@ def accumulation(v: dict, dtype: torch.dtype, probe: torch.dtype, terms: int) ->
     return gamma(terms, UNIT_ROUNDOFF[dtype]) * _largest(v[torch.float64])
 
 
-def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0, terms: tuple = (0, 0)) -> Comparison:
+def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0, terms: tuple = (0, 0),
+            input_rounding: tuple = (None, None)) -> Comparison:
     """Compare two sides evaluated as {dtype: tensor} for D, float64 and D's probe precision(s) (:func:`evaluate`).
 
     ``terms``: (for a, for b) how many entries that side sums in D's own arithmetic along its longest chain of
     sums (the row mass of n keys: 2 n; a constant 1: 0), for :func:`accumulation`; 0 where not stated.
+    ``input_rounding``: (for a, for b) |F_64(round_D(inputs)) - F_64(inputs)| of that side, or None (module
+    docstring); added to the bound, its largest finite entry against the scale is ``input_relative``.
 
     A non-finite value in the dtype under test is a violation wherever both
     float64 sides are finite (NaN on both sides is agreement only where the
@@ -287,10 +305,16 @@ def compare(a: dict, b: dict, dtype: torch.dtype, allowance: float = 0.0, terms:
         pa, pb = probe_of(a, dtype), probe_of(b, dtype)
         bound = (predicted_error(a, dtype, pa) + predicted_error(b, dtype, pb) + accumulation(a, dtype, pa, terms[0])
                  + accumulation(b, dtype, pb, terms[1]) + allowance)
+        rounding = [torch.nan_to_num(torch.as_tensor(r).double(), nan=0.0, posinf=0.0)
+                    for r in input_rounding if r is not None]
+        for r in rounding:
+            bound = bound + r
         finite64 = torch.isfinite(a[torch.float64].double()) & torch.isfinite(b[torch.float64].double())
         c = _worst(aD, bD, bound, finite64)
         c.probe_relative = max(_relative(a[pa], a[torch.float64]), _relative(b[pb], b[torch.float64]))
         c.scale = max(_largest(a[torch.float64]), _largest(b[torch.float64]))
+        top = max((float(r.max()) for r in rounding if r.numel()), default=0.0)
+        c.input_relative = top / c.scale if c.scale > 0 else (0.0 if top == 0 else float("inf"))
         return c
 
 

@@ -311,3 +311,57 @@ def test_an_accumulation_term_twice_too_wide_fails_the_planted_check(monkeypatch
     real = T.gamma
     monkeypatch.setattr(T, "gamma", lambda k, u: 2 * real(k, u))
     assert _planted_mass(PLANT, 2 * 257).ok
+
+
+# -- the inputs' own rounding, computed outright (seed 1, issue 43: score shift invariance) ---------------------
+
+def _planted_rounded(factor, moved, dtype=torch.float32):
+    """Two sides equal in float64 whose probes are exact; side b's inputs, rounded to D, move it by ``moved``
+    at every entry (computed in float64); D's a is planted ``factor`` times the model's bound away."""
+    probe = PROBE[dtype]
+    v64 = torch.full((5,), 0.25, dtype=torch.float64)
+    side = {torch.float64: v64, probe: v64.to(probe), dtype: v64.to(dtype)}
+    tiny = torch.finfo(dtype).smallest_normal * torch.finfo(dtype).eps
+    bound = 2 * (K_MODEL * _u(dtype) * 0.25 + K_MODEL * 64 * tiny) + moved
+    planted = dict(side)
+    planted[dtype] = v64.clone()
+    planted[dtype][1] += factor * bound
+    return compare(planted, side, dtype, input_rounding=(None, torch.full_like(v64, moved)))
+
+
+def test_an_error_just_above_the_input_rounding_bound_is_caught():
+    moved = 2e-6
+    above, below = _planted_rounded(PLANT, moved), _planted_rounded(1 / PLANT, moved)
+    assert not above.ok and above.ratio < PLANT * 1.01, above.ratio
+    assert below.ok, below.ratio
+    assert above.input_relative == pytest.approx(moved / 0.25)
+
+
+def test_an_input_rounding_term_counted_twice_fails_the_planted_check():
+    """The check above attacked: the term counted twice (the bound about twice too wide) lets the plant pass."""
+    v = _planted_rounded(PLANT, 2e-6)
+    assert not v.ok
+    dtype, probe = torch.float32, PROBE[torch.float32]
+    v64 = torch.full((5,), 0.25, dtype=torch.float64)
+    side = {torch.float64: v64, probe: v64.to(probe), dtype: v64.to(dtype)}
+    planted = dict(side)
+    planted[dtype] = v64.clone()
+    planted[dtype][1] += v.discrepancy
+    assert compare(planted, side, dtype, input_rounding=(None, torch.full_like(v64, 2 * 2e-6))).ok
+
+
+def test_a_side_its_input_rounding_moves_past_a_sixteenth_is_inconclusive_not_a_pass():
+    """Seed 1, sparsemax in bfloat16: two scores 1.16 apart at 340 tie once rounded (spacing 2), and a weight
+    moves by 0.5.  Within a bound that large the example decides nothing; past it, it is violated."""
+    v64 = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    side = {torch.float64: v64, torch.float32: v64.float(), torch.bfloat16: torch.tensor([0.5, 0.5]).bfloat16()}
+    other = {torch.float64: v64, torch.float32: v64.float(), torch.bfloat16: v64.bfloat16()}
+    moved = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    c = compare(side, other, torch.bfloat16, input_rounding=(moved, None))
+    assert c.ok and c.input_relative > FIRST_ORDER_LIMIT
+    v = compared(c, "W(S + c) vs W(S)")
+    assert v.inconclusive and "inconclusive" in v.detail, v.detail
+    far = dict(side)
+    far[torch.bfloat16] = torch.tensor([-2.0, 3.0]).bfloat16()
+    c2 = compare(far, other, torch.bfloat16, input_rounding=(moved, None))
+    assert not c2.ok and compared(c2, "W(S + c) vs W(S)").violated
