@@ -134,7 +134,7 @@ def _judge(case, c, counts, what) -> V.Verdict:
         # while the predicted error is small against the output.  Beyond that
         # (fp16 scores of magnitude ~100 perturb softmax weights by e^0.1) the
         # example says nothing either way, and is not counted as evidence.
-        return V.holds(0.0, 0.0, f"{what}: inconclusive, predicted relative error {c.bound_relative:.2g} "
+        return V.holds(0.0, 0.0, f"{what}: inconclusive, predicted (or input-rounding) relative error {c.bound_relative:.2g} "
                        f"> {BOUND_FRACTION:.3g} is outside the first-order error model{aside}",
                        extra={"ratio": 0.0, **counts}, inconclusive=True)
     resampled = f"; probes sampled on {c.resampled} nearby inputs too" if c.resampled else ""

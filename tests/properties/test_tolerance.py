@@ -365,3 +365,21 @@ def test_a_side_its_input_rounding_moves_past_a_sixteenth_is_inconclusive_not_a_
     far[torch.bfloat16] = torch.tensor([-2.0, 3.0]).bfloat16()
     c2 = compare(far, other, torch.bfloat16, input_rounding=(moved, None))
     assert not c2.ok and compared(c2, "W(S + c) vs W(S)").violated
+
+
+def test_differential_adds_the_input_rounding_and_past_a_sixteenth_decides_nothing():
+    """Seed 1, oa_only_host in bfloat16 at bias scale 100: rounding the inputs alone moved the output by 145 of
+    its 254; such an example is outside the first-order model (bound_relative), a small move is only added."""
+    from tokenlaw.properties.tolerance import BOUND_FRACTION, differential
+    a64 = torch.full((4,), 2.0, dtype=torch.float64)
+    probes = {torch.float32: a64.float()}                       # an exact probe: nothing predicted
+    u, tiny = _u(torch.bfloat16), torch.finfo(torch.bfloat16).tiny
+    moved = 1e-3
+    base = K_MODEL * u * 2.0 + K_MODEL * tiny + moved
+    for factor, ok in ((PLANT, False), (1 / PLANT, True)):
+        aD = a64.clone()
+        aD[0] += factor * base
+        c = differential(aD, a64, probes, torch.bfloat16, input_rounding=torch.full_like(a64, moved))
+        assert c.ok is ok and c.input_relative == pytest.approx(moved / 2.0) and c.bound_relative < BOUND_FRACTION
+    c = differential(a64, a64, probes, torch.bfloat16, input_rounding=torch.full_like(a64, 0.2 * 2.0))
+    assert c.bound_relative > BOUND_FRACTION
