@@ -178,10 +178,9 @@ def render(name: str, *, traits, claims: dict, violates: dict, others: list, lik
              f"`tokenlaw check --operator {name}`.",
              '"""',
              "from __future__ import annotations", "", "import torch", "",
-             "from tokenlaw.operators import arguments",
-             "from tokenlaw.operators.registry import Domain, declare"
-             + (", Interval" if like is not None and like.domain.intervals else "")
-             + (", Limit" if like is not None and like.domain.limits else "")]
+             "from tokenlaw import Domain, "
+             + ("Interval, " if like is not None and like.domain.intervals else "")
+             + ("Limit, " if like is not None and like.domain.limits else "") + "arguments, declare"]
     if extra_import:
         lines.append(extra_import)
     lines += ["", "", params_source, ""]
@@ -229,7 +228,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.app import cells
+from tokenlaw import cells
 
 HERE = Path(__file__).resolve().parent
 REGISTRY, ROWS = cells.rows_of(HERE / "{module}")
