@@ -36,7 +36,8 @@ from tokenlaw.properties.catalogue import collect, default_registry, with_user_c
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.symbolic.prover import SOLVER
 
-from tokenlaw.reports import proofs, verification
+from tokenlaw.properties.verdict import Tier
+from tokenlaw.reports import proofs, verification, writers
 from tokenlaw.reports.document import Document
 
 from . import prove_pool
@@ -88,6 +89,23 @@ class CheckSettings:
         """The report's file stem: conformance (eager), conformance-<backend> otherwise."""
         return "conformance" if backends.get(self.backend).reference else f"conformance-{self.backend}"
 
+    @property
+    def tier(self) -> Tier:
+        return Tier.FUZZ if backends.get(self.backend).reference else Tier.KERNEL
+
+    @property
+    def label(self) -> str:
+        """How a message names the run: its backend."""
+        return self.backend
+
+    def run(self, *, progress: bool = False, stream=None) -> Document:
+        """:func:`check` of these settings."""
+        return check(self, progress=progress, stream=stream)
+
+    def write(self, doc: Document) -> dict:
+        """Write ``doc`` (a run of these settings) under ``out``: conformance.{json,md,xml,html}."""
+        return writers.write_doc(doc, Path(self.out), stem=self.stem)
+
 
 @dataclasses.dataclass(frozen=True)
 class ProveSettings:
@@ -112,6 +130,17 @@ class ProveSettings:
                   operator_modules=scope.get("operator_modules"), timeout=run.get("timeout", 5.0))
         kw.update(overrides)
         return cls(**kw)
+
+    tier = Tier.SYMBOLIC
+    label = "symbolic"
+
+    def run(self, *, progress: bool = False, stream=None) -> Document:
+        """:func:`prove` of these settings (``progress`` / ``stream``: a fuzz run's display, unused)."""
+        return prove(self)
+
+    def write(self, doc: Document) -> tuple:
+        """Write ``doc`` (a run of these settings) under ``out``: proofs.{json,md}."""
+        return proofs.write_doc(doc, self.out)
 
 
 def _contracts(loaded) -> dict:
