@@ -4,7 +4,7 @@
 # __init__.py, errors.py) and puts .dev on PYTHONPATH.
 _tl_root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$_tl_root/.dev/tokenlaw"
-for _d in operators properties symbolic fuzz kernels reports orchestration integrations app experiments docs; do
+for _d in process operators properties symbolic fuzz kernels reports orchestration integrations app experiments docs; do
   ln -sfn "../../$_d" "$_tl_root/.dev/tokenlaw/$_d"
 done
 for _f in "$_tl_root"/*.py; do

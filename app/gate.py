@@ -24,9 +24,10 @@ import json
 import sys
 from pathlib import Path
 
-from tokenlaw.operators import arguments
+
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.orchestration import environment, gate, provenance
+from tokenlaw.process import command_line
 from tokenlaw.reports import document, known_failures, writers
 
 from .progress import Progress
@@ -64,7 +65,7 @@ def _entries_match(entries, docs, path) -> None:
     ids = {r.id for d in docs for r in d.rows} | {c.id for d in docs for c in d.cells}
     for e in entries:
         if not any(e.matches(i) for i in ids):
-            raise arguments.closest(e.id, ids, f"{path}:{e.line}")
+            raise command_line.closest(e.id, ids, f"{path}:{e.line}")
 
 
 def _today(args) -> dt.date:

@@ -25,6 +25,7 @@ import tokenlaw.operators as ops
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.registry import TRAITS
+from tokenlaw.process import command_line
 from tokenlaw.properties.catalogue import CONTRACTS, collect, default_registry
 
 from .exits import EXIT_OK
@@ -263,7 +264,7 @@ def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, fo
     if name in registry:
         raise InvalidArgument(f"name: operator {name!r} already exists ({registry[name].source})")
     if like and like not in registry:
-        raise arguments.closest(like, registry.names(), "--like")
+        raise command_line.closest(like, registry.names(), "--like")
     like_spec = registry[like] if like else None
     if like_spec is not None:
         traits = sorted(like_spec.traits)

@@ -29,16 +29,16 @@ from tokenlaw.fuzz.campaign import parse_shard, run_rows, runs_here, shard
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
 from tokenlaw.fuzz.mutants import catalogue as mutant_catalogue
-from tokenlaw.operators import arguments, path_probe, user_modules
+from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.process import command_line, user_modules
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
 from tokenlaw.properties.plan import plan, validate_dtypes
-from tokenlaw.symbolic.prover import SOLVER
-
 from tokenlaw.properties.verdict import Tier
 from tokenlaw.reports import proofs, verification, writers
 from tokenlaw.reports.document import Document
+from tokenlaw.symbolic.prover import SOLVER
 
 from . import prove_pool
 from .environment import recorded_env
@@ -174,7 +174,7 @@ def mutated(reg, name: str | None):
         return reg
     by_name = {m.name: m for m in mutant_catalogue(subtle=True)}
     if name not in by_name:
-        raise arguments.closest(name, by_name, "--mutant")
+        raise command_line.closest(name, by_name, "--mutant")
     return by_name[name].apply(reg)
 
 
@@ -193,10 +193,10 @@ def check_names(reg, operators=None, contracts=None) -> None:
     """Unknown --operator / --contract names: an error suggesting the closest ones."""
     for name in operators or ():
         if name not in reg:
-            raise arguments.closest(name, reg.names(), "--operator", also=OPERATORS_HINT)
+            raise command_line.closest(name, reg.names(), "--operator", also=OPERATORS_HINT)
     for name in contracts or ():
         if name not in reg.contracts:
-            raise arguments.closest(name, reg.contracts, "--contract")
+            raise command_line.closest(name, reg.contracts, "--contract")
 
 
 def nonempty(rows, reg, operators=None, contracts=None, backend: str = "eager") -> None:
@@ -244,7 +244,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
         raise InvalidArgument(f"profile: expected one of {sorted(PROFILES)}, got {settings.profile!r}")
     if settings.examples is not None and settings.examples < 1:
         raise InvalidArgument(f"examples: expected an int >= 1, got {settings.examples}")
-    arguments.writable_dir(settings.out, "--out")
+    command_line.writable_dir(settings.out, "--out")
     replays = settings.replays or str(Path(settings.out) / "replays")
     examples = settings.examples or PROFILES[settings.profile]
     rows = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=settings.dtypes,
@@ -338,7 +338,7 @@ def validate_prove(settings: ProveSettings):
         raise InvalidArgument(f"--timeout: must be > 0 seconds, got {settings.timeout}")
     nonempty(plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"]), reg,
              settings.operators, settings.contracts)
-    arguments.writable_dir(settings.out, "--out")
+    command_line.writable_dir(settings.out, "--out")
     return reg
 
 

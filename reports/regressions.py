@@ -134,7 +134,7 @@ def _draws(run: dict) -> tuple:
     mines from local source were pinned out) is part of it: without the pin, an edit to any literal in a
     checkout changes what a seed draws, so such a run is never comparable, not even with itself.  So are
     the CPU code paths (``cpu_paths``: pinned or native, and the probe's digest), which decide the predicted
-    bounds' last bits (``tokenlaw.operators.cpu_paths``)."""
+    bounds' last bits (``tokenlaw.process.cpu_paths``)."""
     if run.get("tier") in (V.Tier.FUZZ, V.Tier.KERNEL) and "pinned out" not in str(run.get("draws")):
         return (object(),)
     run = dict(run, profile=profile_name(run["profile"])) if isinstance(run.get("profile"), str) else run

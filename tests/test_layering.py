@@ -2,8 +2,9 @@
 
 The order (README "Layout"):
 
-    0 docs (data only) | errors  <  1 operators  <  2 properties  <  3 fuzz | symbolic | kernels | integrations  <  4 reports
-        <  5 orchestration  <  6 experiments  <  7 app  <  8 the public face (tokenlaw/__init__.py)
+    0 docs (data only) | errors  <  1 process  <  2 operators  <  3 properties
+        <  4 fuzz | symbolic | kernels | integrations  <  5 reports  <  6 orchestration  <  7 experiments  <  8 app
+        <  9 the public face (tokenlaw/__init__.py)
 
 Peers in layer 3 never import each other.  ``orchestration`` (settings -> plan ->
 tier runs -> one report document) is a layer of its own, above ``reports``
@@ -31,8 +32,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = {"docs": 0, "errors": 0, "operators": 1, "properties": 2, "fuzz": 3, "symbolic": 3, "kernels": 3, "integrations": 3, "reports": 4,
-          "orchestration": 5, "experiments": 6, "app": 7, "__init__": 8}
+LAYERS = {"docs": 0, "errors": 0, "process": 1, "operators": 2, "properties": 3,
+          "fuzz": 4, "symbolic": 4, "kernels": 4, "integrations": 4, "reports": 5,
+          "orchestration": 6, "experiments": 7, "app": 8, "__init__": 9}
 FACE = "__init__"        # the root's __init__.py: the module ``tokenlaw`` itself
 MODULE_NAME = re.compile(r"(tokenlaw(?:\.[A-Za-z_]\w*)+)(:[A-Za-z_]\w*)?")      # module, or module:attribute
 
@@ -224,6 +226,8 @@ def _copy(tmp_path: Path) -> Path:
     ("errors.py", "import torch\nfrom tokenlaw.operators import xp", "climbs"),       # the errors stay at the bottom
     ("app/cli.py", "from tokenlaw import check", "climbs"),                         # the package imports no face
     ("app/cli.py", "    import tokenlaw", "climbs"),
+    ("process/files.py", "from tokenlaw.operators import xp", "climbs"),          # the plumbing stays below
+    ("process/unshadow.py", "X = 'tokenlaw.properties.verdict'", "climbs"),
 ])
 def test_an_added_upward_import_is_caught(tmp_path, where, line, expect):
     root = _copy(tmp_path)
