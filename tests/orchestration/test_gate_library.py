@@ -21,17 +21,25 @@ def test_each_recorded_run_becomes_its_tiers_settings():
         gate.recorded_settings({"tier": "combined"})                              # not a run: refused
 
 
-def test_the_gate_reruns_a_small_baseline_and_finds_it_unchanged(tmp_path):
-    settings = runs.CheckSettings(operators=["sdpa"], contracts=["simplex"], examples=2, out=str(tmp_path / "a"))
-    base = document.Document.from_json(runs.check(settings).stable_json())
-    result = tokenlaw.gate(base, out=str(tmp_path / "b"))
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """One float64 cell, two examples: the smallest run the gate can re-run."""
+    out = tmp_path_factory.mktemp("gate")
+    settings = runs.CheckSettings(operators=["sdpa"], contracts=["simplex"], dtypes=["float64"], examples=2,
+                                  out=str(out / "a"))
+    return runs.check(settings), out
+
+
+def test_the_gate_reruns_a_small_baseline_and_finds_it_unchanged(small):
+    doc, out = small
+    base = document.Document.from_json(doc.stable_json())
+    result = tokenlaw.gate(base, out=str(out / "b"))
     assert result.ok and result.live == () and result.comparison.regressions == []
-    assert [c.id for c in result.current.cells] == [c.id for c in base.cells]
+    assert [c.id for c in result.current.cells] == [c.id for c in base.cells] == ["sdpa-simplex-eager-float64"]
 
 
-def test_a_regression_against_the_baseline_is_live(tmp_path):
-    settings = runs.CheckSettings(operators=["sdpa"], contracts=["simplex"], examples=2, out=str(tmp_path / "a"))
-    cur = runs.check(settings)
+def test_a_regression_against_the_baseline_is_live(small):
+    cur, _ = small
     forged = cur.stable_json()
     for row in forged["rows"]:              # a baseline where the row was proved: holds now is a lost proof
         for cell in row["cells"]:
