@@ -245,7 +245,7 @@ class Document:
     def standing(self) -> Standing:
         """What this document established (the ``summary.result`` its JSON carries), from the typed rows."""
         cells = self.cells
-        proof = bool(cells) and all(c.backend == "symbolic" for c in cells)
+        proof = bool(cells) and all(c.backend == V.Tier.SYMBOLIC for c in cells)
         return standing(((r.id, r.declared, r.outcome,
                           r.outcome in V.FAILING or any(c.verdict is not None and c.verdict.mismatch for c in r.cells))
                          for r in self.rows), proof=proof)
