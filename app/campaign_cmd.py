@@ -5,8 +5,8 @@ import json
 import sys
 from pathlib import Path
 
-from tokenlaw.operators.files import atomic_write
 from tokenlaw.orchestration import campaigns
+from tokenlaw.process.files import atomic_write
 from tokenlaw.reports.campaign_page import page
 
 from . import selection

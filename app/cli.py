@@ -31,6 +31,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from tokenlaw.errors import InvalidArgument  # imports nothing: --help stays light
+
 from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
                     EXIT_UNDECIDED, EXIT_USAGE, of_result)
 
@@ -56,7 +58,6 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.hf_args",
     "tokenlaw.app.bugs_args",
 )
-ERRORS = "tokenlaw.operators.errors"        # InvalidArgument: a bad argument found by a command (exit 2)
 
 
 class Parser(argparse.ArgumentParser):
@@ -101,13 +102,11 @@ def main(argv=None) -> int:
         return done.code
     # run from a checkout (cwd first on sys.path), its root goes after every installed package: its kernels/
     # must not shadow HF's ``kernels`` (imported here, not above: ``--help`` loads no torch)
-    importlib.import_module("tokenlaw.operators.unshadow").unshadow()
+    importlib.import_module("tokenlaw.process.unshadow").unshadow()
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    invalid = ()        # InvalidArgument, once the layers that define it load (an empty tuple catches nothing)
     try:
-        invalid = importlib.import_module(ERRORS).InvalidArgument
         return command(args.func)(args)
-    except invalid as err:
+    except InvalidArgument as err:          # a bad argument found by a command (exit 2)
         print(f"tokenlaw: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

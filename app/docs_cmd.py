@@ -18,9 +18,10 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from tokenlaw.operators import arguments
-from tokenlaw.properties.catalogue import CONTRACTS
+
 from tokenlaw.orchestration.runs import registry as _load_registry
+from tokenlaw.process import command_line
+from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import measurements
 
 from .exits import EXIT_OK
@@ -90,6 +91,6 @@ def cmd_docs(args) -> int:
     elif args.topic in pages:
         text = pages[args.topic]
     else:
-        raise arguments.closest(args.topic, [*pages, GENERATED], "topic")
+        raise command_line.closest(args.topic, [*pages, GENERATED], "topic")
     print(json.dumps({"topic": args.topic, "text": text}, indent=1) if args.json else text)
     return EXIT_OK

@@ -14,14 +14,14 @@ from tokenlaw.app.progress import Progress
 from tokenlaw.fuzz.mutants import catalogue
 from tokenlaw.fuzz.mutation import run_mutants
 from tokenlaw.fuzz.replay import load, replay, replay_dir
-from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.orchestration.runs import registry as load_registry
+from tokenlaw.process import command_line
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import select
 from tokenlaw.reports import document, verification, writers
 from tokenlaw.reports.mutations import write
-from tokenlaw.orchestration.runs import registry as load_registry
 
 from .exits import EXIT_FAIL, EXIT_OK, of_result
 
@@ -64,7 +64,7 @@ def cmd_replay(args) -> int:
 
 def cmd_merge(args) -> int:
 
-    arguments.writable_dir(args.out, "--out")
+    command_line.writable_dir(args.out, "--out")
     merged = verification.combine_or_merge(document.load_reports(args.reports), [str(p) for p in args.reports])
     if isinstance(merged, verification.Verification):          # several tiers: the combined view
         md, js = verification.write(merged, Path(args.out))
@@ -97,7 +97,7 @@ def cmd_mutate(args) -> int:
         known = {m.name for m in mutants}
         for name in args.mutant:
             if name not in known:
-                raise arguments.closest(name, known, "--mutant")
+                raise command_line.closest(name, known, "--mutant")
         mutants = tuple(m for m in mutants if m.name in args.mutant)
     left_out = []
     if args.backend is None and not args.mutant and not args.list:
@@ -116,7 +116,7 @@ def cmd_mutate(args) -> int:
         of = [m.name for m in left_out if m.backend == name]
         print(f"tokenlaw mutate: left out {len(of)} mutant(s) of the {name} backend ({', '.join(of)}): "
               f"{unavailable[name]}; then `tokenlaw mutate --backend {name}`", file=sys.stderr)
-    arguments.writable_dir(args.out, "--out")
+    command_line.writable_dir(args.out, "--out")
     results, baseline = run_mutants(default_registry(), mutants, examples=args.examples, seed=args.seed,
                                     workers=args.workers, replay_dir=args.replays,
                                     stream=Progress(units=(len(mutants), "  ")))

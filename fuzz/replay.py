@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.files import atomic_write
+from tokenlaw.process.files import atomic_write
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import default_registry

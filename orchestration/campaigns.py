@@ -22,6 +22,7 @@ from tokenlaw.fuzz.campaign import Campaign
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.process import command_line
 from tokenlaw.properties.plan import plan, validate_dtypes
 
 from . import runs
@@ -115,7 +116,7 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_rou
     reg = runs.mutated(runs.registry(settings.operator_modules), settings.mutant)
     runs.check_names(reg, settings.operators, settings.contracts)
     validate_dtypes(settings.dtypes)
-    arguments.writable_dir(settings.out, "--out")
+    command_line.writable_dir(settings.out, "--out")
     selected = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=settings.dtypes,
                     backend=settings.backend)
     runs.nonempty(selected, reg, settings.operators, settings.contracts, settings.backend)
