@@ -7,6 +7,7 @@ import pkgutil
 import sys
 
 import pytest
+import torch
 
 import tokenlaw.operators
 from tokenlaw.app.fuzz_cmd import mutant_catalogue
@@ -189,3 +190,21 @@ def test_new_mutants_are_killed_through_the_law_they_break(name):
     assert not clean[0].failing
     v = next(c.verdict for c in rows[0].cells if c.verdict is not None and c.verdict.violated)
     assert "raised" not in v.detail and v.discrepancy == v.discrepancy   # the law, not a crash or a NaN
+
+
+def test_log_eps_after_rounding_is_killed_at_the_combined_extremes_edge():
+    """Issue 43, class 9: log(eps_den) taken after eps_den is rounded to float16 needs float16, the smallest
+    eps_den and scores at log(eps_den) together.  The explicit edge (strategies.EXTREMES) puts them in one
+    benign case in every cell with an eps_den, so the default check kills it (the fuzz tier's differential
+    row in float16); 10 examples are enough since the edge is drawn after the search, whatever it drew."""
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    m = next(m for m in EAGER_MUTANTS if m.name == "oattn_log_eps_after_rounding")
+    bad = run_cell(m.apply(REG)["oattention"], CONTRACTS["differential"], torch.float16, examples=10, seed=0,
+                   replay_dir=None)
+    assert bad.violated, bad.detail
+    ce = bad.counterexample
+    assert ce["eps_den"] == 1e-8 and ce["score_offset"] < -18 and ce["scale"] == 1.0, ce
+    ok = run_cell(REG["oattention"], CONTRACTS["differential"], torch.float16, examples=10, seed=0, replay_dir=None)
+    assert not ok.violated, ok.detail
