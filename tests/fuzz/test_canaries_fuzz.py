@@ -109,3 +109,26 @@ def test_presence_cancellation_is_caught_through_near_null_rows_alone():
     ok = run_cell(default_registry()["oattention"], narrow, torch.float64, examples=DEFAULT_EXAMPLES, seed=0,
                   replay_dir=None)
     assert not ok.violated, ok.detail
+
+
+def test_subnormal_token_canary_is_caught_through_a_near_null_row():
+    """Issue 43, class 5: differential draws near-null rows (a token's norm 2^e down to float16's
+    subnormals) and counts them as their own regime; the canary's shrunk counterexample keeps one, and
+    without those draws (differential's old bounds: no near-null row) the same search holds."""
+    import dataclasses
+
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.properties.catalogue import CONTRACTS
+    from tokenlaw.properties.contract import FuzzOptions
+
+    op = _canary("fuzz_subnormal_tokens_fp16").registry(default_registry())["sdpa"]
+    law = CONTRACTS["differential"]
+    v = run_cell(op, law, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert v.violated and v.extra["found_at"] <= DEFAULT_EXAMPLES, v.detail
+    ce = v.counterexample
+    assert ce["near_null"] and 0 < ce["tiny"] <= 2.0 ** -14 * ce["d"] ** 0.5, ce
+    blind = dataclasses.replace(law, fuzz=FuzzOptions(near_null=False, wide_params=False))
+    old = run_cell(op, blind, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert not old.violated, old.detail
+    ok = run_cell(default_registry()["sdpa"], law, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert ok.status == V.HOLDS and ok.extra["regime_accounting"]["near_null_tokens"]["judged"] > 0, ok.detail
