@@ -132,3 +132,25 @@ def test_subnormal_token_canary_is_caught_through_a_near_null_row():
     assert not old.violated, old.detail
     ok = run_cell(default_registry()["sdpa"], law, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
     assert ok.status == V.HOLDS and ok.extra["regime_accounting"]["near_null_tokens"]["judged"] > 0, ok.detail
+
+
+def test_flex_canary_is_the_defect_past_128_not_the_alibi():
+    """Control of fuzz_flex_score_mod_past_128: the same causal ALiBi without the bias past key 128 holds
+    relative_mods on the same search, and the canary's counterexample reaches a key index >= 128."""
+    import types
+
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.operators.flex import declare_flex
+    from tokenlaw.properties.catalogue import CONTRACTS, collect
+
+    c = _canary("fuzz_flex_score_mod_past_128")
+    law = CONTRACTS["relative_mods"]
+    bad = run_cell(c.registry(default_registry())[c.OPERATOR], law, torch.float64, examples=DEFAULT_EXAMPLES,
+                   seed=0, replay_dir=None)
+    ce = bad.counterexample
+    assert bad.violated and ce["n"] + ce["pos"] + 1 > 128, (bad.detail, ce)
+    module = types.ModuleType("tokenlaw_test_alibi")
+    module.alibi = declare_flex("alibi", score_mod=lambda s, b, h, q, kv: s - 0.125 * (q - kv), mask_mod=c.causal,
+                                causal=True, relative=True, module=module.__name__)
+    ok = run_cell(collect(module)["alibi"], law, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert ok.status == V.HOLDS, ok.detail
