@@ -1,7 +1,9 @@
 """The fuzz tier's canaries (tests/canaries/fuzz_*.py): no deliberately wrong operator gets a green row.
 
-Each canary builds a fresh registry (the default one is never mutated) and
-names the contracts through which the fuzz tier must see it.  The rows run
+Each canary builds a fresh registry (the default one is never mutated), or
+names a wrong ``BACKEND`` of a shipping operator (registered for the test
+only), and names the contracts through which the fuzz tier must see it (in
+its ``DTYPES`` when it names them).  The rows run
 with the CLI's default profile; every one must be an UNEXPECTED violation
 with a shrunk counterexample (or, for a canary that declares ``OUTCOME``,
 that undecided outcome: e.g. ``vacuous`` where nothing could be judged),
@@ -9,6 +11,7 @@ never "holds".
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -19,6 +22,7 @@ import torch
 
 from tokenlaw.fuzz.campaign import run_rows
 from tokenlaw.fuzz.engine import PROFILES
+from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import plan
@@ -46,10 +50,14 @@ def test_fuzz_tier_gives_no_canary_a_green_row(name):
     c = _canary(name)
     base = default_registry()
     reg = c.registry(base)
-    assert reg is not base and base[c.OPERATOR].fn is not reg[c.OPERATOR].fn if c.OPERATOR in base else True
-    rows = plan(reg, operators=[c.OPERATOR], contracts=list(c.CAUGHT_BY))
-    assert {r.contract for r in rows} == set(c.CAUGHT_BY), "every catching contract must be planned"
-    run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
+    backend = getattr(c, "BACKEND", None)       # a wrong implementation of a shipping operator (a Backend)
+    if backend is None:
+        assert reg is not base and base[c.OPERATOR].fn is not reg[c.OPERATOR].fn if c.OPERATOR in base else True
+    with contextlib.nullcontext() if backend is None else backends.register(backend):
+        rows = plan(reg, operators=[c.OPERATOR], contracts=list(c.CAUGHT_BY), dtypes=getattr(c, "DTYPES", None),
+                    backend=backends.EAGER.name if backend is None else backend.name)
+        assert {r.contract for r in rows} == set(c.CAUGHT_BY), "every catching contract must be planned"
+        run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
     expected = getattr(c, "OUTCOME", V.BAD_UNEXPECTED)
     assert expected == V.BAD_UNEXPECTED or expected in V.UNDECIDED, expected
     for row in rows:
