@@ -4,7 +4,9 @@ saturated row (largest weight above 0.99), as a kernel that skips the softmax ba
 At a saturated row the standard backward's a-priori bound on d/dwq and d/dwk was 10^2 to 10^190 times
 those leaves' own scale, so the zeroed dS passed, and ``gradient_agreement`` held in float32 and bfloat16.
 An example whose bound exceeds tolerance.BOUND_FRACTION of the leaf's scale now decides nothing for that
-leaf (inconclusive, counted), and the rows where the bound is within its leaf see the missing dS.
+leaf (inconclusive, counted), and the leaves whose bound is within their scale see the missing dS: at seed 0
+d/dx, in float32 (with the rule off that leaf sees it too: the rule's own effect is the leaf-level test in
+tests/integrations/test_torch_sdpa.py).
 The symbolic tier states no gradient law (gradient_agreement is an implementation law of a backend,
 judged on concrete autograd runs only): this canary is the fuzz tier's alone.
 """
