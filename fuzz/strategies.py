@@ -578,7 +578,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         head_draws, scale_draws, bias_draws = per_d(d)
         heads = draw(head_draws)
         near = ()
-        if near_null:
+        if near_null and not near_null_tokens:
             if draw(quarter) == 3:
                 # one draw in four: every non-null token is near-null, so the near-null rows are the
                 # whole output and a relative error in them (a cancelling presence) is not hidden
@@ -622,6 +622,13 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             layout=draw(layout_draws),
             backend=backend, score_offset=offset,
         )
+        if near_null and near_null_tokens and edge is None:
+            # differential's near-null rows, drawn last: every earlier choice is drawn as without them, so
+            # the cell draws the same shapes, scales and offsets as before they joined it
+            # (three draws in four: one near-null row, or in one draw in four every non-null row)
+            free, pick = tuple(i for i in range(n) if i not in null), draw(quarter)
+            near = free if pick == 3 else (free[draw(positions) % len(free)],) if pick and free else ()
+            case = dataclasses.replace(case, near_null=near, tiny=draw(tiny_draws) if near else 0.0)
         if edge is None:
             return case
         # the explicit edge (drawn as any case, so the draws keep their order): the combined extremes, and
