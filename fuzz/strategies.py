@@ -29,8 +29,12 @@ Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
   every non-null row) whose |h|^2 is drawn log-uniformly over the dtype's
   whole normal exponent range (2^emin..1), or subnormal, or underflowing to 0
   (:func:`tiny_magnitudes`);
+  and, with ``near_null_tokens`` (``differential``), a near-null token's norm 2^e
+  over the dtype's exponents down to its smallest subnormal (:func:`token_exponents`);
 * the combined extremes in one case (one draw in eight): the smallest listed
   eps_den with every score of a row at log(eps_den), past exp's overflow edge;
+  and as an explicit edge (:data:`EXTREMES`) with everything else benign, which
+  :func:`banded_find` draws after the search in every cell it applies to;
 * score magnitudes over the dtype's whole exponent range: token scale up to
   100 and bias scale up to 1e4 in every dtype, and row-wide score offsets at
   the overflow edges of exp and x^10 or log-uniform +-2^k up to max/2 (float64:
