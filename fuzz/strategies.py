@@ -629,9 +629,11 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         if near_null and near_null_tokens and edge is None:
             # differential's near-null rows, drawn last: every earlier choice is drawn as without them, so
             # the cell draws the same shapes, scales and offsets as before they joined it
-            # (three draws in four: one near-null row, or in one draw in four every non-null row)
+            # (three draws in four: one near-null row beside rows of ordinary norm.  Not every row: with every
+            # token near null, q and k are their biases, every score of a row the same up to rounding, and no
+            # probe in another format predicts float32's rounding of that level -- sdpa bfloat16, seed 0)
             free, pick = tuple(i for i in range(n) if i not in null), draw(quarter)
-            near = free if pick == 3 else (free[draw(positions) % len(free)],) if pick and free else ()
+            near = (free[draw(positions) % len(free)],) if pick and free else ()
             case = dataclasses.replace(case, near_null=near, tiny=draw(tiny_draws) if near else 0.0)
         if edge is None:
             return case
