@@ -129,8 +129,8 @@ class Comparison:
     trivial: bool = False            # every compared entry is exactly 0 on both sides (e.g. only null rows were
                                      # left): the comparison happened where every candidate agrees, so it judged
                                      # no value (a law about values reads it as not judged: fuzz.engine)
-    a_priori_relative: float = 0.0   # differential only: largest finite a-priori bound / scale (inf: a bound on a
-                                     # tensor that is 0 everywhere)
+    a_priori_relative: float = 0.0   # differential only: largest a-priori bound / scale (inf: an infinite bound,
+                                     # or a bound on a tensor that is 0 everywhere)
 
     @property
     def bound_relative(self) -> float:
@@ -336,7 +336,9 @@ def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch
         c = _worst(aD, a64, bound, torch.isfinite(a64))
         c.predicted_relative = top / scale if scale > 0 else (0.0 if top == 0 else float("inf"))
         if a_priori is not None:
-            prior = float(torch.nan_to_num(a_priori.double(), nan=0.0, posinf=0.0).max()) if a_priori.numel() else 0.0
+            # an infinite entry is no bound at all (softmax_backward.gamma past 1 / u terms): the example
+            # decides nothing for this tensor (bound_relative past BOUND_FRACTION), never a bound of 0
+            prior = float(torch.nan_to_num(a_priori.double(), nan=0.0).max()) if a_priori.numel() else 0.0
             c.a_priori_relative = prior / scale if scale > 0 else (0.0 if prior == 0 else float("inf"))
         c.scale = scale
         return c
