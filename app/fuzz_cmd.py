@@ -21,6 +21,7 @@ from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import select
 from tokenlaw.reports import document, verification, writers
 from tokenlaw.reports.mutations import write
+from tokenlaw.orchestration import counterexamples
 from tokenlaw.orchestration.runs import registry as load_registry
 
 from .exits import EXIT_FAIL, EXIT_OK, of_result
@@ -37,6 +38,9 @@ def cmd_replay(args) -> int:
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:   # json.JSONDecodeError is a ValueError
         raise InvalidArgument(f"id: {args.id!r} in {str(directory)!r} is not a readable replay artifact "
                               f"({type(err).__name__}: {str(err).splitlines()[0][:120]})") from None
+    if getattr(args, "python", False):
+        print(counterexamples.snippet(art, getattr(args, "operators_module", None) or ()))
+        return EXIT_OK
     registry = load_registry(getattr(args, "operators_module", None))     # --operators: artifacts of operators declared outside tokenlaw
     if art.operator not in registry:
         raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
