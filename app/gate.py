@@ -27,6 +27,7 @@ from pathlib import Path
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.orchestration import environment, provenance, runs
+from tokenlaw.properties.plan import plan
 from tokenlaw.reports import document, known_failures, proofs, regressions, writers
 
 from .progress import Progress
@@ -34,22 +35,51 @@ from .progress import Progress
 from .exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE  # noqa: F401
 
 
-def _run_checks(args, base: document.Document | None) -> document.Document:
-    """Re-run every run the baseline records, with its settings and scope, through the library entry points."""
+def _settings(args, base: document.Document | None) -> list:
+    """(run, settings) of every run the baseline records (one default run without a baseline).  With the user's
+    ``--operators`` modules, a run that recorded no operator scope is scoped to their operators, as ``check``
+    scopes it (issue 47: ``tokenlaw --operators M gate --update-baseline`` re-ran and recorded every built-in
+    cell); a recorded scope is kept."""
     recorded = base.runs if base else [{}]
-    for line in environment.prepare_env(recorded):
-        _say(args, f"tokenlaw gate: set {line} for the re-run, as the baseline's run recorded it")
-    overrides = {"operator_modules": args.operators_module} if getattr(args, "operators_module", None) else {}
+    modules = getattr(args, "operators_module", None)
+    overrides = {"operator_modules": modules} if modules else {}
     overrides["workers"] = getattr(args, "workers", 1)
-    docs = []
+    out = []
     for run in recorded:
+        scoped = dict(overrides)
+        if modules and not (run.get("scope") or {}).get("operators"):
+            scoped["operators"] = runs.user_operators(modules)
+        kind = runs.ProveSettings if run.get("tier") == "symbolic" else runs.CheckSettings
+        out.append((run, kind.from_run(run, out=args.out, **scoped)))
+    return out
+
+
+def _planned_ids(planned) -> set:
+    """The row and cell ids the re-run will report, from the plan alone (nothing runs)."""
+    ids = set()
+    for run, settings in planned:
+        reg = runs.mutated(runs.registry(settings.operator_modules), getattr(settings, "mutant", None))
+        symbolic = run.get("tier") == "symbolic"
+        rows = plan(reg, operators=settings.operators, contracts=settings.contracts,
+                    dtypes=None if symbolic else settings.dtypes,
+                    backend="eager" if symbolic else settings.backend)
+        for row in rows:
+            ids.add(row.id)
+            ids |= {f"{row.id}-symbolic-real"} if symbolic else {c.id for c in row.cells}
+    return ids
+
+
+def _run_checks(args, planned) -> document.Document:
+    """Re-run every run the baseline records, with its settings and scope, through the library entry points."""
+    for line in environment.prepare_env([run for run, _ in planned]):
+        _say(args, f"tokenlaw gate: set {line} for the re-run, as the baseline's run recorded it")
+    docs = []
+    for run, settings in planned:
         if run.get("tier") == "symbolic":
-            settings = runs.ProveSettings.from_run(run, out=args.out, **overrides)
             _say(args, f"tokenlaw gate: re-running the symbolic run ({_describe(settings)})")
             doc = runs.prove(settings)
             proofs.write_doc(doc, args.out)
         else:
-            settings = runs.CheckSettings.from_run(run, out=args.out, **overrides)
             _say(args, f"tokenlaw gate: re-running the {settings.backend} run ({_describe(settings)})")
             doc = runs.check(settings, progress=not args.json, stream=Progress())
             writers.write_doc(doc, Path(args.out), stem=settings.stem)
@@ -68,9 +98,10 @@ def _say(args, text) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def _entries_match(entries, docs, path) -> None:
-    """A known-failures entry that matches no row or cell is a typo, not a silent no-op."""
-    ids = {r.id for d in docs for r in d.rows} | {c.id for d in docs for c in d.cells}
+def _entries_match(entries, docs, path, planned=frozenset()) -> None:
+    """A known-failures entry that matches no row or cell (of the documents, or ``planned`` ids) is a typo,
+    not a silent no-op."""
+    ids = {r.id for d in docs for r in d.rows} | {c.id for d in docs for c in d.cells} | set(planned)
     for e in entries:
         if not any(e.matches(i) for i in ids):
             raise arguments.closest(e.id, ids, f"{path}:{e.line}")
@@ -95,7 +126,10 @@ def cmd_gate(args) -> int:
     if args.current:
         cur = document.merge_runs([document.load(path, "--current") for path in args.current])
     else:
-        cur = _run_checks(args, base)
+        planned = _settings(args, base)
+        # a typo in the known-failures file is said before the re-run (minutes), not after it
+        _entries_match(entries, [base] if base else [], args.known_failures, _planned_ids(planned))
+        cur = _run_checks(args, planned)
     _entries_match(entries, [d for d in (base, cur) if d], args.known_failures)
     disk = provenance.sources() if args.current else None
     empty = document.Document([], {"runs": cur.runs}, backends=[])
