@@ -19,3 +19,16 @@ def test_docs_xp_names_every_primitive_and_every_projections_function(capsys):
     assert "merges the heads itself" in text
     for added in ("cumsum", "tril", "arange"):
         assert added in PRIMITIVES
+
+
+def test_docs_prints_templates_for_a_users_project(capsys):
+    """Issue 47, point 7: `tokenlaw docs ci-workflow` exited 2; the shipped files are tokenlaw's own."""
+    import yaml
+    for topic, needle in (("ci-workflow", "jobs"), ("pre-commit", "hooks")):
+        assert cli.main(["docs", topic]) == 0
+        text = capsys.readouterr().out
+        assert "--operators my_ops.py" in text and "kernels/**" not in text, topic
+        assert needle in yaml.safe_dump(yaml.safe_load(text)), topic        # valid YAML
+    assert cli.main(["docs"]) == 0
+    listed = capsys.readouterr().out
+    assert "ci-workflow" in listed and "pre-commit" in listed and "xp" in listed
