@@ -63,6 +63,14 @@ def cmd_replay(args) -> int:
         print(f"  {v.detail}")
         print("  reproduced bit-for-bit" if res.reproduced else
               f"  NOT reproduced (same verdict: {res.same_verdict}, same inputs: {res.same_inputs})")
+    if getattr(args, "expect_fixed", False):
+        # a fix: the same inputs, and the law no longer violated on them (a changed detail alone is no fix)
+        fixed = res.same_inputs and not v.violated
+        if not args.json:
+            print("  FIXED: the stored example no longer violates the law" if fixed else
+                  "  NOT FIXED: " + ("the example still violates the law" if v.violated else
+                                     "the regenerated inputs differ from the stored ones"))
+        return EXIT_OK if fixed else EXIT_FAIL
     return EXIT_OK if res.reproduced else EXIT_FAIL
 
 

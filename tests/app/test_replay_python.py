@@ -104,3 +104,16 @@ def test_campaign_replay_lines_name_the_operators_module():
     want = "tokenlaw --operators peek_ops.py replay user_peek-causality-float64-abc --replays out/replays"
     assert want in campaigns.markdown(doc)
     assert want in page(doc)
+
+
+def test_replay_expect_fixed_says_whether_the_bug_is_gone(project, capsys):
+    rc, out, _ = run(capsys, "--operators", "peek_ops.py", "check", "--examples", "4", "--contract", "causality",
+                     "--out", "r", "--progress", "off")
+    rid = next(p.stem for p in Path("r/replays").glob("*.json"))
+    args = ["--operators", "peek_ops.py", "replay", rid, "--replays", "r/replays", "--expect-fixed"]
+    rc, out, _ = run(capsys, *args)
+    assert rc == 1 and "NOT FIXED" in out, out                  # still violated
+    (project / "peek_ops.py").write_text(OPS.replace("swapaxes(x, -1, -2))), 1)", "swapaxes(x, -1, -2))))"))
+    sys.modules.pop("peek_ops", None)
+    rc, out, _ = run(capsys, *args)
+    assert rc == 0 and "FIXED: the stored example no longer violates" in out, out
