@@ -17,3 +17,20 @@ def test_usage_errors_name_the_closest(argv, hint, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert hint in err and err.count("\n") == 1, err
+
+
+def test_a_mistyped_contract_in_claims_names_the_closest(tmp_path, monkeypatch, capsys):
+    import sys
+    (tmp_path / "typo_ops.py").write_text(
+        "from tokenlaw.operators.registry import Domain, declare\n\n\n"
+        "def _params(gen, d_model, dtype=None):\n    return {}\n\n\n"
+        "@declare(name='user_typo', domain=Domain(params=_params, dtypes=('float64',)), traits={'token_local'},\n"
+        "         claims={'zero_absorbtion': 'a typo'})\n"
+        "def user_typo(xp, x):\n    return x * 2\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        assert cli.main(["--operators", "typo_ops.py", "list"]) == 2
+    finally:
+        sys.modules.pop("typo_ops", None)
+    assert "unknown contract 'zero_absorbtion'; did you mean 'zero_absorption'" in capsys.readouterr().err
