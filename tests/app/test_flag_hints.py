@@ -34,3 +34,18 @@ def test_a_mistyped_contract_in_claims_names_the_closest(tmp_path, monkeypatch, 
     finally:
         sys.modules.pop("typo_ops", None)
     assert "unknown contract 'zero_absorbtion'; did you mean 'zero_absorption'" in capsys.readouterr().err
+
+
+def test_default_workers_run_a_small_check_in_this_process():
+    """Issue 47, point 9: the default --workers started a LocalCluster for a small module (2x slower)."""
+    from tokenlaw.app.argtypes import DefaultWorkers
+    from tokenlaw.fuzz.campaign import SMALL_RUN, runs_here
+    args = cli.build_parser().parse_args(["check"])
+    assert isinstance(args.workers, DefaultWorkers)
+    assert runs_here(DefaultWorkers(2), None, SMALL_RUN - 1)          # the default: one process below SMALL_RUN
+    assert not runs_here(DefaultWorkers(2), None, SMALL_RUN)
+    assert not runs_here(2, None, SMALL_RUN - 1)                      # a typed --workers 2 is honoured
+    typed = cli.build_parser().parse_args(["check", "--workers", "2"]).workers
+    assert not isinstance(typed, DefaultWorkers)
+    text = cli.build_parser()._subparsers._group_actions[0].choices["check"].format_help()
+    assert f"fewer than {SMALL_RUN} cells" in " ".join(text.split())
