@@ -25,6 +25,7 @@ subcommand names its work as a ``"tokenlaw.app.X_cmd:cmd_x"`` string;
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -61,10 +62,45 @@ EXTENSIONS: tuple[str, ...] = (
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (exit 2) instead of the usage block."""
+    """argparse with a one-line error (exit 2) instead of the usage block, and the closest names for a
+    mistyped flag or command (issue 47: ``campaign --operators X`` said "unrecognized arguments", no hint)."""
+
+    def parse_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._hint(message)} (see `{self.prog} --help`)\n")
+
+    def _hint(self, message) -> str:
+        """'; did you mean ...' for an unknown flag or command, or where a global flag goes; '' otherwise."""
+        subs = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return ""
+        choices = subs[0].choices
+        argv = getattr(self, "_argv", [])
+        if "invalid choice: " in message:
+            typed = message.split("invalid choice: ", 1)[1].split(" ", 1)[0].strip("'")
+            close = difflib.get_close_matches(typed, list(choices), n=3)
+            return f"; did you mean {' or '.join(close)}?" if close else ""
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        cmd = next((a for a in argv if a in choices), None)
+        own = [o for a in self._actions for o in a.option_strings]
+        theirs = [o for a in choices[cmd]._actions for o in a.option_strings] if cmd else []
+        hints = []
+        for token in message.split(": ", 1)[1].split():
+            flag = token.split("=", 1)[0]
+            if not flag.startswith("--"):
+                continue
+            if flag in own:
+                hints.append(f"{flag} is tokenlaw's own flag: put it before the command "
+                             f"(tokenlaw {flag} ... {cmd or 'COMMAND'} ...)")
+            else:
+                close = difflib.get_close_matches(flag, theirs or own, n=3)
+                if close:
+                    hints.append(f"{flag}: did you mean {' or '.join(close)}?")
+        return "; " + "; ".join(hints) if hints else ""
 
 
 def build_parser() -> argparse.ArgumentParser:

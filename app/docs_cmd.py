@@ -27,6 +27,9 @@ from tokenlaw.reports import measurements
 from .exits import EXIT_OK
 
 GENERATED = "laws"
+# templates for a user's project, printed as they are (the shipped ci-workflow.yml / pre-commit-hooks.yaml are
+# tokenlaw's own: paths kernels/**, operators/**)
+TEMPLATES = {"ci-workflow": "template-ci-workflow.yml", "pre-commit": "template-pre-commit.yaml"}
 MEASUREMENTS = "measurements"
 CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -40,10 +43,12 @@ def _folder():
 
 
 def topics() -> dict:
-    """{topic: text} of every shipped Markdown page."""
+    """{topic: text} of every shipped Markdown page and of the user-project templates (:data:`TEMPLATES`)."""
     folder = _folder()
-    return {p.name[:-3]: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir(), key=lambda p: p.name)
-            if p.name.endswith(".md")}
+    pages = {p.name[:-3]: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir(), key=lambda p: p.name)
+             if p.name.endswith(".md")}
+    pages.update({topic: (folder / name).read_text(encoding="utf-8") for topic, name in TEMPLATES.items()})
+    return pages
 
 
 def laws(registry) -> str:

@@ -22,6 +22,7 @@ from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import select
 from tokenlaw.reports import document, verification, writers
 from tokenlaw.reports.mutations import write
+from tokenlaw.orchestration import counterexamples
 
 from .exits import EXIT_FAIL, EXIT_OK, of_result
 
@@ -37,6 +38,9 @@ def cmd_replay(args) -> int:
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:   # json.JSONDecodeError is a ValueError
         raise InvalidArgument(f"id: {args.id!r} in {str(directory)!r} is not a readable replay artifact "
                               f"({type(err).__name__}: {str(err).splitlines()[0][:120]})") from None
+    if getattr(args, "python", False):
+        print(counterexamples.snippet(art, getattr(args, "operators_module", None) or ()))
+        return EXIT_OK
     registry = load_registry(getattr(args, "operators_module", None))     # --operators: artifacts of operators declared outside tokenlaw
     if art.operator not in registry:
         raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
@@ -59,6 +63,14 @@ def cmd_replay(args) -> int:
         print(f"  {v.detail}")
         print("  reproduced bit-for-bit" if res.reproduced else
               f"  NOT reproduced (same verdict: {res.same_verdict}, same inputs: {res.same_inputs})")
+    if getattr(args, "expect_fixed", False):
+        # a fix: the same inputs, and the law no longer violated on them (a changed detail alone is no fix)
+        fixed = res.same_inputs and not v.violated
+        if not args.json:
+            print("  FIXED: the stored example no longer violates the law" if fixed else
+                  "  NOT FIXED: " + ("the example still violates the law" if v.violated else
+                                     "the regenerated inputs differ from the stored ones"))
+        return EXIT_OK if fixed else EXIT_FAIL
     return EXIT_OK if res.reproduced else EXIT_FAIL
 
 

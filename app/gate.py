@@ -35,13 +35,13 @@ from .progress import Progress
 from .exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE  # noqa: F401
 
 
-def _run_checks(args, base: document.Document | None) -> document.Document:
-    """Re-run every run the baseline records, with its settings and scope, through the library entry points."""
+def _run_checks(args, base: document.Document | None, planned: list) -> document.Document:
+    """Re-run every run the baseline records (``planned``: their settings objects, scope included) through the
+    library entry points."""
     for line in environment.prepare_env(base.runs if base else [{}]):
         _say(args, f"tokenlaw gate: set {line} for the re-run, as the baseline's run recorded it")
     docs = []
-    for settings in gate.baseline_settings(base, out=args.out, workers=getattr(args, "workers", 1),
-                                           operator_modules=getattr(args, "operators_module", None)):
+    for settings in planned:
         _say(args, f"tokenlaw gate: re-running the {settings.label} run ({_describe(settings)})")
         doc = settings.run(progress=not args.json, stream=Progress())
         settings.write(doc)
@@ -60,9 +60,10 @@ def _say(args, text) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def _entries_match(entries, docs, path) -> None:
-    """A known-failures entry that matches no row or cell is a typo, not a silent no-op."""
-    ids = {r.id for d in docs for r in d.rows} | {c.id for d in docs for c in d.cells}
+def _entries_match(entries, docs, path, planned=frozenset()) -> None:
+    """A known-failures entry that matches no row or cell (of the documents, or ``planned`` ids) is a typo,
+    not a silent no-op."""
+    ids = {r.id for d in docs for r in d.rows} | {c.id for d in docs for c in d.cells} | set(planned)
     for e in entries:
         if not any(e.matches(i) for i in ids):
             raise command_line.closest(e.id, ids, f"{path}:{e.line}")
@@ -87,7 +88,11 @@ def cmd_gate(args) -> int:
     if args.current:
         cur = document.merge_runs([document.load(path, "--current") for path in args.current])
     else:
-        cur = _run_checks(args, base)
+        planned = gate.baseline_settings(base, out=args.out, workers=getattr(args, "workers", 1),
+                                         operator_modules=getattr(args, "operators_module", None))
+        # a typo in the known-failures file is said before the re-run (minutes), not after it
+        _entries_match(entries, [base] if base else [], args.known_failures, gate.planned_ids(planned))
+        cur = _run_checks(args, base, planned)
     _entries_match(entries, [d for d in (base, cur) if d], args.known_failures)
     disk = provenance.sources() if args.current else None
     result = gate.judge(base, cur, entries=entries, today=_today(args), bound_growth=args.bound_growth,

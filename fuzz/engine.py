@@ -56,6 +56,7 @@ from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Profiles, profile_name  # noqa: F401 (re-exported)
 
 from . import replay as R
+from . import shrink
 from .regimes import LENGTH_BANDS, REGIMES, applicable, band_label, first_param, visited
 from .strategies import FILL, banded_find, cases, length_band, reachable_bands, reachable_edges
 
@@ -236,6 +237,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             seen["worst"] = digest     # the example the reported bound is from
         if v.violated and "found_at" not in seen:
             seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
+            seen["found_shape"] = shrink.shape(case)
         if v.violated:
             seen["choices"] = _choices()       # the last violation is the one find() returns: stored shrunk
             seen["violation"] = {"case": case, "first": v}
@@ -323,8 +325,12 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra,
                          inconclusive=best.inconclusive)
     if "nondeterministic" not in seen:
-        # the example find() returned, judged once more: a violation found is never un-found, so a
-        # re-judgement that disagrees is the nondeterminism finding, not the cell's verdict
+        # the smallest shape and plainest values that still violate (fuzz/shrink.py: a band fill or a stored
+        # example shrinks no further than its draws), then judged once more: a violation found is never
+        # un-found, so a re-judgement that disagrees is the nondeterminism finding, not the cell's verdict
+        shrunk_from = shrink.shape(found)
+        found, spent = shrink.descend(found, contract, seen["violation"]["first"], bounds=contract.fuzz_bounds)
+        seen["probes"] += spent
         v = contract.judge(found)
         seen["probes"] += 1
         if not v.violated:
@@ -342,6 +348,8 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return finish(v, bad, record["case"], detail, extra)
     detail, extra = report(v, v.detail)
     extra["found_at"] = seen.get("found_at", seen["n"])
+    extra["shrink"] = {"first": seen.get("found_shape", shrunk_from), "hypothesis": shrunk_from,
+                       "final": shrink.shape(found), "judgements": spent}
     if replayed:
         extra["from_database"] = True        # a stored counterexample, replayed: no search ran
         detail += " [replayed from the example database]"

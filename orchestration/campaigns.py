@@ -24,6 +24,7 @@ from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.process import command_line
 from tokenlaw.properties.plan import plan, validate_dtypes
+from tokenlaw.reports.text import campaign_replay
 
 from . import runs
 
@@ -159,7 +160,8 @@ def _report(settings, cells, pool, replays, *, seconds, rounds, interrupted, fin
                 dask=runs.executed(pool.execution),
                 scope={"operators": list(settings.operators or ()) or None,
                        "contracts": list(settings.contracts or ()) or None,
-                       "dtypes": list(settings.dtypes or ()) or None})
+                       "dtypes": list(settings.dtypes or ()) or None,
+                       "operator_modules": list(settings.operator_modules or ()) or None})
     return {"meta": meta, "cells": [c.to_json() for c in cells.values()],
             "violations": sum(len(c.violations) for c in cells.values()),
             "unexpected": [c.id for c in cells.values() if c.violations and c.declared == "claims"]}
@@ -211,5 +213,5 @@ def markdown(doc: dict) -> str:
     for c in doc["cells"]:
         for v in c["violations"]:
             lines += ["", f"## {c['id']} (round {v['round']})", "", v["detail"], "",
-                      f"    tokenlaw replay {v['replay']} --replays {meta['replays']}"]
+                      f"    {campaign_replay(v['replay'], meta)}"]
     return "\n".join(lines) + "\n"

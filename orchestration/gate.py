@@ -19,6 +19,7 @@ import dataclasses
 import datetime as dt
 
 from tokenlaw.errors import InvalidArgument
+from tokenlaw.properties.plan import plan
 from tokenlaw.properties.verdict import Tier
 from tokenlaw.reports import document, regressions
 
@@ -51,9 +52,32 @@ class GateResult:
 
 def baseline_settings(base: document.Document | None, *, out: str, workers: int = 1,
                       operator_modules=None) -> list:
-    """The settings objects of every run ``base`` records (a missing baseline: one default check run)."""
+    """The settings objects of every run ``base`` records (a missing baseline: one default check run).  With
+    the user's ``operator_modules``, a run that recorded no operator scope is scoped to their operators, as
+    ``check`` scopes it (issue 47: ``tokenlaw --operators M gate --update-baseline`` re-ran and recorded every
+    built-in cell); a recorded scope is kept."""
     overrides = {"operator_modules": operator_modules} if operator_modules else {}
-    return [recorded_settings(run, out=out, workers=workers, **overrides) for run in (base.runs if base else [{}])]
+    settings = []
+    for run in (base.runs if base else [{}]):
+        scoped = dict(overrides)
+        if operator_modules and not (run.get("scope") or {}).get("operators"):
+            scoped["operators"] = runs.user_operators(operator_modules)
+        settings.append(recorded_settings(run, out=out, workers=workers, **scoped))
+    return settings
+
+
+def planned_ids(settings: list) -> set:
+    """The row and cell ids re-running ``settings`` will report, from the plan alone (nothing runs)."""
+    ids = set()
+    for s in settings:
+        reg = runs.mutated(runs.registry(s.operator_modules), getattr(s, "mutant", None))
+        symbolic = isinstance(s, runs.ProveSettings)
+        rows = plan(reg, operators=s.operators, contracts=s.contracts, dtypes=None if symbolic else s.dtypes,
+                    backend="eager" if symbolic else s.backend)
+        for row in rows:
+            ids.add(row.id)
+            ids |= {f"{row.id}-symbolic-real"} if symbolic else {c.id for c in row.cells}
+    return ids
 
 
 def judge(base: document.Document | None, cur: document.Document, *, entries=(), today: dt.date | None = None,
