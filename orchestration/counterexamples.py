@@ -18,7 +18,7 @@ import os
 
 from tokenlaw.fuzz import replay as R
 from tokenlaw.fuzz.mutants import catalogue
-from tokenlaw.operators import user_modules
+from tokenlaw.process import user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.plan import contracts_of
