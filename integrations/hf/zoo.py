@@ -1,0 +1,237 @@
+"""Every causal-LM architecture of the installed ``transformers``, built tiny from its config.
+
+:func:`architectures` lists them from transformers' own auto mapping (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``:
+200 in 5.25), so a new release's architectures join the sweep without a line here.  :func:`tiny_config`
+shrinks an architecture's default config generically, attribute by attribute (:data:`SHRINK`: widths,
+layers, heads, vocabulary, intermediate sizes, experts, low-rank and state sizes), recursing into its
+sub-configs (a multimodal model's ``text_config`` and ``vision_config``), and :data:`OVERRIDES` holds the
+few per-family facts the generic rule cannot know.  :func:`build` makes the model, random, on the CPU, in
+the given dtype; an architecture that cannot be built tiny is reported with the reason
+(:class:`NotBuilt`), never dropped.
+
+:func:`facts` reads what an architecture *is* from its config and its model (never from a law's
+result): whether its attention is causal, its kind of positions, whether it takes position ids, its
+window / chunk / per-layer types, whether it routes tokens to experts, which attention implementations
+it supports; :func:`knobs` says which config knobs the search may draw for it.
+
+Example::
+
+    >>> arch = Arch("llama")
+    >>> cfg = tiny_config(arch)
+    >>> cfg.hidden_size, cfg.num_hidden_layers
+    (32, 2)
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import io
+import logging
+import warnings
+
+import torch
+
+try:
+    import transformers  # optional: pip install 'tokenlaw[hf]'
+except ImportError:       # hidden or absent: every entry point calls require() first
+    transformers = None
+
+from tokenlaw.operators.errors import InvalidArgument
+
+from . import require
+
+WIDTH, LAYERS, HEADS, KV_HEADS, VOCAB, POSITIONS = 32, 2, 4, 2, 128, 128
+
+# attribute name -> its tiny value (a config's attribute of that name is set when the config has it)
+SHRINK = {
+    **dict.fromkeys(("hidden_size", "d_model", "n_embd", "n_embed", "embed_dim", "dim", "hidden_dim",
+                     "word_embed_proj_dim", "embedding_size", "model_dim", "d_embed"), WIDTH),
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers",
+                     "encoder_layers", "num_decoder_layers", "num_encoder_layers"), LAYERS),
+    **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads", "decoder_attention_heads",
+                     "encoder_attention_heads", "num_decoder_attention_heads"), HEADS),
+    **dict.fromkeys(("num_key_value_heads", "n_kv_heads", "num_kv_heads", "multi_query_group_num",
+                     "num_key_value_groups_ignored"), KV_HEADS),
+    "head_dim": WIDTH // HEADS, "kv_channels": WIDTH // HEADS, "attention_head_dim": WIDTH // HEADS,
+    "global_head_dim": WIDTH // HEADS,
+    **dict.fromkeys(("intermediate_size", "ffn_dim", "n_inner", "decoder_ffn_dim", "encoder_ffn_dim",
+                     "ffn_hidden_size", "d_ff", "mlp_dim", "dff", "filter_size", "d_inner"), 2 * WIDTH),
+    **dict.fromkeys(("moe_intermediate_size", "shared_expert_intermediate_size", "expert_intermediate_size",
+                     "intermediate_size_mlp", "ffn_dim_moe", "moe_ffn_hidden_size", "expert_dim",
+                     "shared_intermediate_size", "intermediate_size_moe"), WIDTH),
+    **dict.fromkeys(("vocab_size", "n_vocab", "text_vocab_size"), VOCAB),
+    **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len",
+                     "max_sequence_length", "seq_length", "max_target_positions",
+                     "max_source_positions", "original_max_position_embeddings"), POSITIONS),
+    **dict.fromkeys(("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
+                     "num_experts_ignored"), 4),
+    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "num_experts_per_token", "top_k", "moe_k",
+                     "router_top_k"), 2),
+    **dict.fromkeys(("n_group", "topk_group", "n_shared_experts", "num_shared_experts",
+                     "moe_num_shared_experts", "first_k_dense_replace", "moe_layer_start_index"), 1),
+    **dict.fromkeys(("q_lora_rank", "kv_lora_rank"), 16),
+    **dict.fromkeys(("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"), 8),
+    **dict.fromkeys(("state_size", "mamba_d_state", "ssm_state_size", "d_state"), 8),
+    **dict.fromkeys(("mamba_n_heads",), 4),
+    **dict.fromkeys(("mamba_d_head", "mamba_head_dim"), 16),
+    **dict.fromkeys(("time_step_rank", "mamba_dt_rank"), 8),
+    **dict.fromkeys(("n_groups", "mamba_n_groups"), 1),
+    "num_buckets": 8,
+}
+
+# attributes a default config leaves None for the model to derive, set so the tiny model derives nothing odd
+FILL = {"head_dim": WIDTH // HEADS}
+
+# the per-family facts a generic rule cannot know (model_type -> attribute -> value)
+OVERRIDES: dict[str, dict] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Arch:
+    """One causal-LM architecture: its ``model_type`` and the class the auto mapping names for it."""
+
+    name: str
+    class_name: str = ""
+
+    def __post_init__(self):
+        if not self.class_name:
+            mapping = causal_lm_mapping()
+            if self.name not in mapping:
+                raise InvalidArgument(f"--arch: {self.name!r} is not a causal-LM architecture of transformers "
+                                      f"{transformers.__version__} (see `tokenlaw hf sweep --list`)")
+            object.__setattr__(self, "class_name", mapping[self.name])
+
+
+class NotBuilt(Exception):
+    """An architecture that could not be built tiny; ``str(err)`` is the reason the report shows."""
+
+
+def causal_lm_mapping() -> dict[str, str]:
+    """model_type -> causal-LM class name, as the installed transformers maps them."""
+    require()
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    return dict(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def architectures(names=None) -> list[Arch]:
+    """The architectures to sweep: ``names`` (None or ``["all"]``: every one, sorted)."""
+    mapping = causal_lm_mapping()
+    if names is None or list(names) == ["all"]:
+        return [Arch(n, c) for n, c in sorted(mapping.items())]
+    return [Arch(n) for n in names]
+
+
+def _layer_count(d: dict) -> int | None:
+    """The config's number of layers (the first layer-count attribute it has)."""
+    for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers"):
+        if isinstance(d.get(key), int):
+            return d[key]
+    return None
+
+
+def _resample(seq: list, n: int) -> list:
+    """A per-layer list cut to ``n`` layers that keeps every distinct kind it had (in first-seen order)."""
+    kinds = list(dict.fromkeys(map(repr, seq)))
+    firsts = {repr(v): v for v in reversed(seq)}
+    n = max(n, len(kinds))
+    if len(kinds) == 1:
+        return [seq[0]] * n
+    return [firsts[kinds[i % len(kinds)]] for i in range(n)]
+
+
+def _shrink(d: dict, overrides: dict) -> dict:
+    """The tiny version of one config's ``to_dict()`` (sub-config dicts shrunk too)."""
+    old_layers = _layer_count(d)
+    out = {}
+    for key, value in d.items():
+        if isinstance(value, dict) and "model_type" in value:
+            value = _shrink(value, overrides)                                   # a sub-config
+        elif key in SHRINK and isinstance(value, int) and not isinstance(value, bool):
+            value = min(value, SHRINK[key]) if value > 0 else value
+        elif key in SHRINK and isinstance(value, list) and all(isinstance(v, int) for v in value):
+            value = [min(v, SHRINK[key]) for v in value]                        # a per-layer size
+        elif key in FILL and value is None:
+            value = FILL[key]                                                   # derived in the model
+        out[key] = value
+    heads, kv = d.get("num_attention_heads"), d.get("num_key_value_heads")
+    if isinstance(heads, int) and isinstance(kv, int) and "num_key_value_heads" in out:
+        # the kind of attention is kept: multi-head stays multi-head (MLA needs it), multi-query stays so
+        out["num_key_value_heads"] = out["num_attention_heads"] if kv == heads else 1 if kv == 1 else KV_HEADS
+    new_layers = _layer_count(out)
+    for key, value in d.items():
+        if old_layers and new_layers and isinstance(value, list) and len(value) == old_layers \
+                and old_layers != new_layers and key not in SHRINK:
+            out[key] = _resample(value, new_layers)                             # per-layer list
+    if "layer_types" in out and isinstance(out["layer_types"], list) and new_layers:
+        n = len(out["layer_types"])
+        for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers"):
+            if isinstance(out.get(key), int):
+                out[key] = n
+    for key, value in out.items():              # token ids must lie inside the tiny vocabulary
+        if (key.endswith("_token_id") or key.endswith("_token_index")) and isinstance(value, int) \
+                and value >= VOCAB:
+            out[key] = VOCAB - 1 - (hash(key) % 8)
+        elif (key.endswith("_token_id") or key.endswith("_token_ids")) and isinstance(value, list):
+            out[key] = [v if not isinstance(v, int) or v < VOCAB else VOCAB - 1 for v in value]
+    out.update(overrides.get(out.get("model_type"), {}))
+    return out
+
+
+def tiny_config(arch: Arch, **knobs):
+    """The architecture's default config, shrunk (:data:`SHRINK`, :data:`OVERRIDES`), with ``knobs`` set."""
+    require()
+    cls = model_class(arch).config_class          # a multimodal family's causal LM takes its text config
+    with _quiet():
+        d = _shrink(cls().to_dict(), OVERRIDES)
+        for k in ("transformers_version", "architectures", "_name_or_path"):
+            d.pop(k, None)
+        d.update(knobs)
+        return cls(**d)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence transformers' advice and Python warnings while building (a sweep builds 200 models)."""
+    level = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        transformers.logging.set_verbosity(level)
+
+
+def model_class(arch: Arch):
+    """The causal-LM class the auto mapping names for ``arch``."""
+    require()
+    return getattr(transformers, arch.class_name)
+
+
+def build(arch: Arch, *, dtype=torch.float64, seed: int = 0, config=None, attn_implementation=None,
+          experts_implementation=None):
+    """A random tiny ``arch`` on the CPU in ``dtype`` (eval mode); :class:`NotBuilt` with the reason if it cannot.
+
+    experts_implementation: a mixture of experts' kernel; None: ``"eager"`` in float64 (transformers' default
+    ``grouped_mm`` takes no float64 on the CPU), transformers' own choice otherwise.
+    """
+    try:
+        config = tiny_config(arch) if config is None else config
+        if attn_implementation is not None:
+            config._attn_implementation = attn_implementation
+        if experts_implementation is None and dtype == torch.float64:
+            experts_implementation = "eager"
+        if experts_implementation is not None:
+            config._experts_implementation = experts_implementation
+        torch.manual_seed(seed)
+        with _quiet():
+            model = model_class(arch)(config)
+        return model.to(dtype).eval()
+    except Exception as err:  # noqa: BLE001 -- any failure to build is the row's reason
+        raise NotBuilt(_reason(err)) from err
+
+
+def _reason(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return f"{type(err).__name__}: {text[:200]}"
