@@ -27,7 +27,7 @@ import contextlib
 import dataclasses
 import inspect
 import io
-import logging
+import sys
 import warnings
 
 import torch
@@ -235,3 +235,143 @@ def build(arch: Arch, *, dtype=torch.float64, seed: int = 0, config=None, attn_i
 def _reason(err: BaseException) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
     return f"{type(err).__name__}: {text[:200]}"
+
+
+# -- what an architecture is ----------------------------------------------------------------------------
+
+CPU_FLEX = False          # see facts(): flex_attention is drawn only where it runs in both dtypes
+EXPERT_COUNTS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
+POSITION_TABLES = ("wpe", "position_embeddings", "embed_positions", "pos_emb", "position_embedding",
+                   "embed_position")
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """An architecture's :class:`~.model_laws.Traits` and, per trait, where it was read from."""
+
+    traits: object
+    source: dict
+
+
+def facts(arch: Arch):
+    """The traits of ``arch`` read from its tiny config and its built model (:class:`NotBuilt` if it cannot).
+
+    causal: an attention module declares ``is_causal`` True (BERT-style heads set it from ``is_decoder``);
+    no module declaring it at all (a recurrent or state-space model) is causal by construction.
+    positions: ``position_embedding_type`` relative_* -> relative; ALiBi in the config or the modeling
+    code's attention bias -> alibi; a rotary module -> rotary; a learned position table -> absolute; else none.
+    """
+    from .model_laws import LAYER_TYPES, Traits  # the laws' module imports no zoo: no cycle
+    config = tiny_config(arch)
+    model = build(arch, dtype=torch.float32, config=config)
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.randint(1, VOCAB, (1, 6)), attention_mask=torch.ones(1, 6, dtype=torch.long))
+    except Exception as err:  # noqa: BLE001 -- the reason is the row
+        raise NotBuilt("builds but its forward fails: " + _reason(err)) from err
+    source = {}
+    flags = [m.is_causal for m in model.modules() if isinstance(getattr(m, "is_causal", None), bool)]
+    causal = any(flags) if flags else True
+    source["causal"] = (f"{sum(flags)} of {len(flags)} attention modules declare is_causal" if flags
+                        else "no attention module declares is_causal: recurrent / state-space blocks")
+    positions, source["positions"] = _positions(model, config)
+    params = inspect.signature(model.forward).parameters
+    takes = "position_ids" in params
+    source["takes_position_ids"] = f"forward({'position_ids, ' if takes else ''}...)"
+    types = tuple(getattr(config, "layer_types", None) or ())
+    window = hasattr(config, "sliding_window")
+    drawable = tuple(dict.fromkeys(types + (("sliding_attention",) if window else ())))
+    drawable = drawable if types and set(types) <= set(LAYER_TYPES) else ()
+    source["layer_types"] = f"config.layer_types {sorted(set(types))}" if types else "no config.layer_types"
+    chunk = hasattr(config, "attention_chunk_size")
+    mla = getattr(config, "kv_lora_rank", None) is not None
+    gqa = isinstance(getattr(config, "num_key_value_heads", None), int) and not mla
+    moe = any(isinstance(getattr(config, k, None), int) and getattr(config, k) > 1 for k in EXPERT_COUNTS)
+    cls = model_class(arch)
+    impls = ("eager",) + (("sdpa",) if getattr(cls, "_supports_sdpa", False) else ())
+    flex = getattr(cls, "_supports_flex_attn", False)
+    # flex_attention on the CPU compiles through Inductor (minutes per shape under load) and takes no
+    # float64, while one model serves both dtypes: a CPU sweep does not draw it, and says so
+    source["implementations"] = (f"{arch.class_name}._supports_sdpa={getattr(cls, '_supports_sdpa', False)}, "
+                                 f"_supports_flex_attn={flex}" + (" (flex_attention not drawn on the CPU)"
+                                                                  if flex and not CPU_FLEX else ""))
+    if flex and CPU_FLEX:
+        impls += ("flex_attention",)
+    cache = causal and ("past_key_values" in params or "cache" in params) and \
+        bool(getattr(config, "use_cache", False))
+    traits = Traits(causal=causal, positions=positions, takes_position_ids=takes, sliding_window=window,
+                    attention_chunk_size=chunk, layer_types=drawable, gqa=gqa, moe=moe, kv_cache=cache,
+                    implementations=impls, head="causal_lm")
+    return Facts(traits, source)
+
+
+def _positions(model, config) -> tuple:
+    kind = str(getattr(config, "position_embedding_type", "") or "")
+    if kind.startswith("relative"):
+        return "relative", f"config.position_embedding_type={kind!r}"
+    if hasattr(config, "alibi"):
+        if config.alibi:
+            return "alibi", "config.alibi=True"
+    elif _alibi_in_code(model):
+        return "alibi", "the modeling code builds an ALiBi bias"
+    names = [type(m).__name__ for m in model.modules()]
+    if any("Rotary" in n for n in names):
+        return "rotary", "a *Rotary* module"
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.Embedding) and name.split(".")[-1] in POSITION_TABLES:
+            return "absolute", f"a learned position table {name}"
+    if any(k in config.to_dict() for k in ("rope_theta", "rope_parameters", "rotary_dim")) and \
+            getattr(config, "rope_parameters", None):
+        return "rotary", "config.rope_parameters (rotary applied in the attention code)"
+    return "none", "no rotary module, position table or ALiBi"
+
+
+def _alibi_in_code(model) -> bool:
+    """Whether the model's modeling module builds an ALiBi bias (BLOOM, MPT): read from its source."""
+    try:
+        return "alibi" in inspect.getsource(sys.modules[type(model).__module__])
+    except (OSError, TypeError, KeyError):
+        return False
+
+
+# -- the config a law's search builds ------------------------------------------------------------------
+
+def config_for(name: str, knobs):
+    """``arch``'s tiny config with the drawn :class:`~.model_laws.Knobs` written in (the laws' ``build_config_fn``).
+
+    Only the knobs the architecture has are written (its traits gate what the search draws): the sliding
+    window (its per-layer types re-derived by the config from it unless the layer types are drawn too),
+    the chunk size, the per-layer types (the layer count follows them), the key/value head count.  A
+    mixture of experts runs its ``eager`` experts (float64 and float32 share one model).
+    """
+    arch = Arch(name)
+    cls = model_class(arch).config_class
+    with _quiet():
+        d = _shrink(cls().to_dict(), OVERRIDES)
+    for k in ("transformers_version", "architectures", "_name_or_path"):
+        d.pop(k, None)
+    if "sliding_window" in d:
+        d["sliding_window"] = knobs.sliding_window
+        if "use_sliding_window" in d:
+            d["use_sliding_window"] = knobs.sliding_window is not None
+            d["max_window_layers"] = 0
+        if knobs.layer_types is None and _uniform_window_types(d.get("layer_types")):
+            d.pop("layer_types", None)           # the config derives them from the window drawn
+    if "attention_chunk_size" in d:
+        d["attention_chunk_size"] = knobs.attention_chunk_size
+    if knobs.layer_types is not None and "layer_types" in d:
+        d["layer_types"] = list(knobs.layer_types)
+        for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers"):
+            if isinstance(d.get(key), int):
+                d[key] = len(knobs.layer_types)
+    if isinstance(d.get("num_key_value_heads"), int) and d.get("kv_lora_rank") is None:
+        d["num_key_value_heads"] = knobs.kv_heads
+    with _quiet():
+        config = cls(**d)
+    config._experts_implementation = "eager"
+    return config
+
+
+def _uniform_window_types(types) -> bool:
+    """Per-layer types that only say 'full' or 'sliding' (derived from the window by such configs)."""
+    return isinstance(types, list) and set(types) <= {"full_attention", "sliding_attention"}

@@ -1,0 +1,179 @@
+"""The all-architectures sweep's cells, triage and report (run on Dask by :mod:`tokenlaw.orchestration.hf_sweep`).
+
+A sweep judges every (architecture × law × dtype) cell: :func:`facts_cell` builds an architecture tiny
+and reads its traits (:func:`.zoo.facts`) or the reason it could not be built; :func:`law_cell` runs one
+law's seeded search (:func:`.model_laws.judge`) on it.  Both are plain top-level functions of plain
+arguments, so a Dask worker on any machine runs them.  Each violation is then triaged (:func:`triage`):
+
+* **upstream**: a bug of the installed ``transformers``, linked to its upstream issue or written up with a
+  standalone repro under ``docs/`` (:data:`UPSTREAM`, keyed by architecture and law);
+* **expected**: a violation the architecture's traits predict, with the one-line reason derived from them
+  (:data:`EXPECTED`, each a predicate over the traits);
+* **untriaged**: neither; the report lists it as such, never as a pass.
+
+:func:`render` writes the report: a Markdown table (architecture × law, one mark per law and dtype, or
+"could not build tiny: reason") and the same rows as JSON.
+
+Example::
+
+    >>> mark({"status": "holds"})
+    'ok'
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from typing import Callable
+
+from . import model_laws, zoo
+
+
+# -- cells -----------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _facts(name: str):
+    return zoo.facts(zoo.Arch(name))
+
+
+def facts_cell(name: str) -> dict:
+    """{arch, class, traits, source, built, reason, cpu}: one architecture built tiny and read."""
+    t0 = time.process_time()
+    row = {"arch": name, "class": zoo.Arch(name).class_name}
+    try:
+        f = _facts(name)
+        row.update(built=True, traits=dataclasses.asdict(f.traits), source=f.source, reason=None)
+    except zoo.NotBuilt as err:
+        row.update(built=False, traits=None, source=None, reason=str(err))
+    row["cpu"] = round(time.process_time() - t0, 3)
+    return row
+
+
+def law_cell(name: str, law: str, dtype: str, examples: int, seed: int) -> dict:
+    """One (architecture, law, dtype) cell: the law's Result as JSON, its CPU and wall seconds."""
+    import torch
+    torch.set_num_threads(1)
+    t0, w0 = time.process_time(), time.perf_counter()
+    traits = _facts(name).traits
+    result = model_laws.judge(law, functools.partial(zoo.config_for, name), traits, dtype=dtype,
+                              examples=examples, seed=seed)
+    row = {"arch": name, **result.to_json()}
+    row["cpu"] = round(time.process_time() - t0, 3)
+    row["wall"] = round(time.perf_counter() - w0, 3)
+    return row
+
+
+# -- triage ----------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Expected:
+    """A violation the traits predict: ``when(traits) -> bool`` for ``law``, and the one-line reason."""
+
+    law: str
+    when: Callable
+    reason: str
+
+
+# (law, predicate over the traits, reason): filled from what the traits say the model is
+EXPECTED: tuple = ()
+
+# (architecture, law) -> (link or docs path, one line): bugs of the installed transformers
+UPSTREAM: dict = {}
+
+
+def triage(row: dict, traits: dict | None) -> dict:
+    """{kind, reason} for a violated cell: upstream / expected / untriaged (module docstring)."""
+    key = (row["arch"], row["law"])
+    if key in UPSTREAM:
+        link, line = UPSTREAM[key]
+        return {"kind": "upstream", "reason": line, "link": link}
+    t = model_laws.Traits(**{**traits, "layer_types": tuple(traits["layer_types"]),
+                             "implementations": tuple(traits["implementations"])})
+    for e in EXPECTED:
+        if e.law == row["law"] and e.when(t):
+            return {"kind": "expected", "reason": e.reason}
+    return {"kind": "untriaged", "reason": "no upstream report and no trait predicts it"}
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+MARKS = {"holds": "ok", "not applicable": "n/a", "inconclusive": "?", "could not build": "nb"}
+
+
+def mark(cell: dict) -> str:
+    """A cell's mark in the table: ok, n/a, ? (inconclusive), nb (this knob/dtype could not build),
+    BUG (upstream), exp (expected violation), VIOL (untriaged violation)."""
+    if cell["status"] != "violated":
+        return MARKS[cell["status"]]
+    return {"upstream": "BUG", "expected": "exp", "untriaged": "VIOL"}[cell["triage"]["kind"]]
+
+
+def counts(archs: list, cells: list) -> dict:
+    """The sweep's totals: architectures, built, not built; cells by status; violations by triage kind."""
+    by_status, by_kind = {}, {}
+    for c in cells:
+        by_status[c["status"]] = by_status.get(c["status"], 0) + 1
+        if c["status"] == "violated":
+            by_kind[c["triage"]["kind"]] = by_kind.get(c["triage"]["kind"], 0) + 1
+    built = sum(a["built"] for a in archs)
+    return {"architectures": len(archs), "built": built, "not_built": len(archs) - built,
+            "cells": len(cells), "by_status": by_status, "violations": by_kind}
+
+
+def render(doc: dict) -> str:
+    """The Markdown report of a sweep document (:func:`tokenlaw.orchestration.hf_sweep.run`'s result)."""
+    meta, archs, cells = doc["meta"], doc["architectures"], doc["cells"]
+    laws, dtypes = meta["laws"], meta["dtypes"]
+    n = doc["counts"]
+    out = [f"# tokenlaw hf sweep: transformers {meta['transformers']}, torch {meta['torch']}", "",
+           f"`{meta['command']}`", "",
+           f"- {n['architectures']} causal-LM architectures: {n['built']} built tiny, "
+           f"{n['not_built']} could not be built (listed below with the reason)",
+           f"- {n['cells']} cells (architecture x law x dtype), {meta['examples']} examples each, seed "
+           f"{meta['seed']}: " + ", ".join(f"{v} {k}" for k, v in sorted(n["by_status"].items())),
+           "- violations: " + (", ".join(f"{v} {k}" for k, v in sorted(n["violations"].items())) or "none"),
+           f"- time: {meta['wall_s']:.0f} s wall, {meta['cpu_s']:.0f} s CPU on {meta['workers']} worker(s) "
+           f"of a {meta['cores']}-core machine; load average {meta['load_start']} at start, {meta['load_end']} "
+           "at end (other jobs share the machine)", "",
+           "Marks (per dtype, " + " / ".join(dtypes) + "): ok holds, n/a not applicable (the traits say "
+           "why), ? inconclusive (no example judged anything), nb this knob/dtype could not be built, "
+           "BUG upstream bug, exp expected violation (reason below), VIOL untriaged violation.", ""]
+    index = {(c["arch"], c["law"], c["dtype"]): c for c in cells}
+    out.append("| architecture | " + " | ".join(laws) + " |")
+    out.append("|---|" + "---|" * len(laws))
+    for a in archs:
+        if not a["built"]:
+            out.append(f"| {a['arch']} | could not build tiny: {_cell_text(a['reason'])} |" + " |" * (len(laws) - 1))
+            continue
+        marks = [" / ".join(mark(index[(a["arch"], law, d)]) if (a["arch"], law, d) in index else "-"
+                            for d in dtypes) for law in laws]
+        out.append(f"| {a['arch']} | " + " | ".join(marks) + " |")
+    violated = [c for c in cells if c["status"] == "violated"]
+    out += ["", "## Violations, triaged", ""]
+    if not violated:
+        out.append("None.")
+    for c in violated:
+        t = c["triage"]
+        link = f" ({t['link']})" if t.get("link") else ""
+        out.append(f"- **{c['arch']} / {c['law']} / {c['dtype']}**: {t['kind']}{link}: {t['reason']}. "
+                   f"{c['detail']}; examples to first {c['examples_to_first']}; shrunk case "
+                   f"`{json.dumps(c['counterexample'], sort_keys=True)}`; replay: `tokenlaw hf sweep --arch "
+                   f"{c['arch']} --laws {c['law']} --dtype {c['dtype']} --examples {meta['examples']} "
+                   f"--seed {meta['seed']}`")
+    out += ["", "## Could not build tiny", ""]
+    out += [f"- {a['arch']} ({a['class']}): {a['reason']}" for a in archs if not a["built"]] or ["None."]
+    out += ["", "## Traits (read from each config and model, never from a result)", "",
+            "| architecture | causal | positions | position_ids | window | chunk | layer types | GQA | MoE | "
+            "cache | implementations |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for a in archs:
+        if a["built"]:
+            t = a["traits"]
+            out.append(f"| {a['arch']} | {t['causal']} | {t['positions']} | {t['takes_position_ids']} | "
+                       f"{t['sliding_window']} | {t['attention_chunk_size']} | {', '.join(t['layer_types']) or '-'} "
+                       f"| {t['gqa']} | {t['moe']} | {t['kv_cache']} | {', '.join(t['implementations'])} |")
+    return "\n".join(out) + "\n"
+
+
+def _cell_text(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:160]

@@ -1,0 +1,166 @@
+"""``tokenlaw hf sweep``: every causal-LM architecture of the installed ``transformers`` under the model laws.
+
+:func:`run` builds each architecture tiny (:func:`tokenlaw.integrations.hf.sweep.facts_cell`), then
+judges each (architecture × law × dtype) cell (:func:`~tokenlaw.integrations.hf.sweep.law_cell`) on
+the Dask path campaigns use (:class:`~tokenlaw.fuzz.cluster.Pool`: ``--workers N`` local processes or
+``--scheduler tcp://HOST:8786``), triages each violation and returns the report document;
+:func:`main` writes it as ``sweep.md`` and ``sweep.json`` under ``--out``.  The wall time, the CPU time
+the cells used (summed over the workers) and the machine's load average are part of the report: a
+shared machine's contention is stated, not hidden.
+
+Example::
+
+    $ tokenlaw hf sweep --arch llama gpt2 --laws causality --examples 4 --out /tmp/sweep
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from tokenlaw.integrations.hf import model_laws, require
+from tokenlaw.integrations.hf import sweep as cells
+from tokenlaw.integrations.hf import zoo
+from tokenlaw.operators import arguments
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.operators.files import atomic_write
+
+DEFAULT_OUT = "reports/hf-sweep"
+EXAMPLES = 6
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The sweep's options (``tokenlaw hf sweep --help``)."""
+    p.add_argument("--arch", nargs="+", default=["all"], help="architectures (model_type), or all (default)")
+    p.add_argument("--laws", nargs="+", default=None, help=f"laws (default: all of {', '.join(model_laws.LAWS)})")
+    p.add_argument("--dtype", nargs="+", default=list(model_laws.DTYPES), help="float64 and/or float32")
+    p.add_argument("--examples", type=int, default=EXAMPLES, help=f"examples per cell (default {EXAMPLES})")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=2, help="local Dask worker processes (1: in this process)")
+    p.add_argument("--scheduler", default=None, help="a running Dask scheduler (tcp://HOST:8786)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"report folder (default {DEFAULT_OUT})")
+    p.add_argument("--list", action="store_true", help="list the architectures and exit")
+    return p
+
+
+def main(args) -> int:
+    """Run the sweep from parsed ``args`` (or a list of strings) and write its report; 0, or 1 if untriaged."""
+    if not isinstance(args, argparse.Namespace):
+        args = add_arguments(argparse.ArgumentParser(prog="tokenlaw hf sweep")).parse_args(args)
+    require()
+    if args.list:
+        for a in zoo.architectures():
+            print(f"{a.name:32} {a.class_name}")
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = run(archs=args.arch, laws=args.laws, dtypes=args.dtype, examples=args.examples, seed=args.seed,
+              workers=args.workers, scheduler=args.scheduler, command="tokenlaw hf sweep " + _argv(args),
+              log=out / "cells.jsonl")
+    atomic_write(out / "sweep.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    atomic_write(out / "sweep.md", cells.render(doc))
+    n = doc["counts"]
+    print(f"hf sweep: {n['architectures']} architectures, {n['built']} built, {n['not_built']} not built; "
+          f"violations {n['violations'] or 'none'}; {doc['meta']['wall_s']:.0f} s wall, "
+          f"{doc['meta']['cpu_s']:.0f} s CPU -> {out / 'sweep.md'}")
+    return 1 if n["violations"].get("untriaged") else 0
+
+
+def run(*, archs=("all",), laws=None, dtypes=model_laws.DTYPES, examples=EXAMPLES, seed=0, workers=2,
+        scheduler=None, command="", stream=sys.stderr, log=None) -> dict:
+    """The sweep's report document: meta (versions, time, load), architectures, cells, counts.
+
+    log: a file that gets each result as a JSON line as it arrives (a long sweep's partial record).
+    """
+    import torch
+    import transformers  # optional: require() above says how to install it
+    laws = list(model_laws.LAWS) if laws is None else list(laws)
+    for law in laws:
+        if law not in model_laws.LAWS:
+            raise InvalidArgument(f"--laws: expected names from {', '.join(model_laws.LAWS)}, got {law!r}")
+    for d in dtypes:
+        if d not in model_laws.DTYPES:
+            raise InvalidArgument(f"--dtype: expected float64 and/or float32, got {d!r}")
+    examples = arguments.count(examples, "examples")
+    names = [a.name for a in zoo.architectures(archs)]
+    load_start = _load()
+    w0, c0 = time.perf_counter(), time.process_time()
+    if log is not None:
+        Path(log).write_text("")
+    with _executor(workers, scheduler, log) as ex:
+        facts = ex.map(cells.facts_cell, [(n,) for n in names], stream, "built")
+        built = [f for f in facts if f["built"]]
+        tasks = [(f["arch"], law, d, examples, seed) for f in built for law in laws for d in dtypes]
+        judged = ex.map(cells.law_cell, tasks, stream, "judged")
+    traits = {f["arch"]: f["traits"] for f in built}
+    for c in judged:
+        if c["status"] == "violated":
+            c["triage"] = cells.triage(c, traits[c["arch"]])
+    order = {n: i for i, n in enumerate(names)}
+    facts.sort(key=lambda f: order[f["arch"]])
+    judged.sort(key=lambda c: (order[c["arch"]], laws.index(c["law"]), list(dtypes).index(c["dtype"])))
+    cpu = time.process_time() - c0 + sum(f["cpu"] for f in facts) + sum(c["cpu"] for c in judged)
+    meta = dict(command=command, transformers=transformers.__version__, torch=torch.__version__,
+                laws=laws, dtypes=list(dtypes), examples=examples, seed=seed, workers=workers,
+                scheduler=scheduler, cores=os.cpu_count(), wall_s=round(time.perf_counter() - w0, 1),
+                cpu_s=round(cpu, 1), load_start=load_start, load_end=_load())
+    return dict(meta=meta, architectures=facts, cells=judged, counts=cells.counts(facts, judged))
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _argv(args) -> str:
+    parts = ["--arch", *args.arch]
+    if args.laws:
+        parts += ["--laws", *args.laws]
+    return " ".join(parts + ["--dtype", *args.dtype, "--examples", str(args.examples), "--seed", str(args.seed),
+                             "--workers", str(args.workers)])
+
+
+class _executor:
+    """Cells run here (``workers`` 1, no scheduler) or as Dask tasks on :class:`~tokenlaw.fuzz.cluster.Pool`."""
+
+    def __init__(self, workers, scheduler, log=None):
+        self.workers, self.scheduler, self.log, self.pool = workers, scheduler, log, None
+
+    def __enter__(self):
+        if self.workers > 1 or self.scheduler is not None:
+            from tokenlaw.fuzz.cluster import Pool
+            self.pool = Pool(self.workers, self.scheduler).__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.pool is not None:
+            self.pool.__exit__(*exc)
+        return False
+
+    def map(self, fn, tasks, stream, verb) -> list:
+        """``fn(*task)`` for every task, as they finish, with a progress line per result."""
+        out, t0 = [], time.perf_counter()
+        if self.pool is None:
+            results = (fn(*t) for t in tasks)
+        else:
+            from distributed import as_completed  # optional: only a Dask run needs it (as fuzz.cluster)
+            client = self.pool.client
+            futures = [client.submit(fn, *t, pure=False, priority=-k) for k, t in enumerate(tasks)]
+            results = (f.result() for f in as_completed(futures, loop=client.loop))
+        for k, r in enumerate(results, 1):
+            out.append(r)
+            if self.log is not None:
+                with open(self.log, "a") as f:
+                    f.write(json.dumps(r, sort_keys=True) + "\n")
+            if stream:
+                what = r.get("status") or ("built" if r.get("built") else "not built")
+                stream.write(f"  [{verb} {k}/{len(tasks)} {time.perf_counter() - t0:6.0f}s] {r['arch']} "
+                             f"{r.get('law', '')} {r.get('dtype', '')} {what}\n")
+                stream.flush()
+        return out
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
