@@ -43,6 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--scheduler", default=None, help="a running Dask scheduler (tcp://HOST:8786)")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"report folder (default {DEFAULT_OUT})")
     p.add_argument("--list", action="store_true", help="list the architectures and exit")
+    p.add_argument("--retriage", action="store_true",
+                   help="re-triage and re-render the report already in --out (after a finding is added)")
     return p
 
 
@@ -57,9 +59,29 @@ def main(args) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.retriage:
+        if not (out / "sweep.json").is_file():
+            raise InvalidArgument(f"--retriage: no sweep.json in --out {out}")
+        doc = retriage(json.loads((out / "sweep.json").read_text()))
+        return _write(doc, out)
     doc = run(archs=args.arch, laws=args.laws, dtypes=args.dtype, examples=args.examples, seed=args.seed,
               workers=args.workers, scheduler=args.scheduler, command="tokenlaw hf sweep " + _argv(args),
               log=out / "cells.jsonl")
+    return _write(doc, out)
+
+
+def retriage(doc: dict) -> dict:
+    """The document with every violated cell triaged again (the judged verdicts unchanged)."""
+    traits = {a["arch"]: a["traits"] for a in doc["architectures"] if a["built"]}
+    for c in doc["cells"]:
+        c.pop("triage", None)
+        if c["status"] == "violated":
+            c["triage"] = cells.triage(c, traits[c["arch"]])
+    doc["counts"] = cells.counts(doc["architectures"], doc["cells"])
+    return doc
+
+
+def _write(doc: dict, out: Path) -> int:
     atomic_write(out / "sweep.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     atomic_write(out / "sweep.md", cells.render(doc))
     n = doc["counts"]

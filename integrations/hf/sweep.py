@@ -46,6 +46,8 @@ def facts_cell(name: str) -> dict:
         row.update(built=True, traits=dataclasses.asdict(f.traits), source=f.source, reason=None)
     except zoo.NotBuilt as err:
         row.update(built=False, traits=None, source=None, reason=str(err))
+    except Exception as err:  # noqa: BLE001 -- reading the traits failed: the row says how, the sweep goes on
+        row.update(built=False, traits=None, source=None, reason=f"reading its traits failed: {zoo._reason(err)}")
     row["cpu"] = round(time.process_time() - t0, 3)
     return row
 
@@ -55,10 +57,15 @@ def law_cell(name: str, law: str, dtype: str, examples: int, seed: int) -> dict:
     import torch
     torch.set_num_threads(1)
     t0, w0 = time.process_time(), time.perf_counter()
-    traits = _facts(name).traits
-    result = model_laws.judge(law, functools.partial(zoo.config_for, name), traits, dtype=dtype,
-                              examples=examples, seed=seed)
-    row = {"arch": name, **result.to_json()}
+    try:
+        traits = _facts(name).traits
+        result = model_laws.judge(law, functools.partial(zoo.config_for, name), traits, dtype=dtype,
+                                  examples=examples, seed=seed)
+        row = {"arch": name, **result.to_json()}
+    except Exception as err:  # noqa: BLE001 -- a cell that raised judged nothing: stated, never a pass
+        row = {"arch": name, "law": law, "dtype": dtype, "status": model_laws.Status.COULD_NOT_BUILD.value,
+               "detail": f"the cell raised {zoo._reason(err)}", "counterexample": None, "examples": 0,
+               "judged": 0, "examples_to_first": None}
     row["cpu"] = round(time.process_time() - t0, 3)
     row["wall"] = round(time.perf_counter() - w0, 3)
     return row
@@ -67,33 +74,53 @@ def law_cell(name: str, law: str, dtype: str, examples: int, seed: int) -> dict:
 # -- triage ----------------------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
-class Expected:
-    """A violation the traits predict: ``when(traits) -> bool`` for ``law``, and the one-line reason."""
+class Finding:
+    """A known cause of violations: ``match(cell, traits) -> bool`` over a violated cell and its traits.
 
-    law: str
-    when: Callable
+    kind: ``upstream`` (a bug of the installed library; ``link`` is its issue or the write-up under docs/)
+    or ``expected`` (the traits predict it; ``reason`` is the one line).  A match reads only the cell's
+    own record (law, dtype, the shrunk case's knobs and padding, the detail) and the architecture's traits.
+    """
+
+    id: str
+    kind: str
     reason: str
+    match: Callable
+    link: str = ""
 
 
-# (law, predicate over the traits, reason): filled from what the traits say the model is
-EXPECTED: tuple = ()
+def _padded(c: dict) -> bool:
+    ce = c.get("counterexample") or {}
+    return bool(ce.get("pad_left") or ce.get("pad_right"))
 
-# (architecture, law) -> (link or docs path, one line): bugs of the installed transformers
-UPSTREAM: dict = {}
+
+def _attn(c: dict) -> str:
+    return ((c.get("counterexample") or {}).get("knobs") or {}).get("attn", "")
+
+
+def _eager_float64_padding_nan(c: dict, t) -> bool:
+    """float64, eager drawn (or compared), padding, a non-finite output where the reference is finite."""
+    eager = _attn(c) == "eager" or (c["law"] == "implementation_agreement" and "eager" in t.implementations)
+    return c["dtype"] == "float64" and eager and _padded(c) and "non-finite" in c["detail"]
+
+
+FINDINGS: tuple = (
+    Finding("hf-eager-float64-padding-nan", "upstream",
+            "eager attention in float64 adds finfo(float64).min to masked scores, then takes the softmax in "
+            "float32, where that is -inf: a fully masked padding row turns NaN, and 0 x NaN carries it "
+            "into the real tokens at the next layer",
+            _eager_float64_padding_nan, link="docs/upstream/hf-eager-float64-padding-nan.md"),
+)
 
 
 def triage(row: dict, traits: dict | None) -> dict:
-    """{kind, reason} for a violated cell: upstream / expected / untriaged (module docstring)."""
-    key = (row["arch"], row["law"])
-    if key in UPSTREAM:
-        link, line = UPSTREAM[key]
-        return {"kind": "upstream", "reason": line, "link": link}
+    """{kind, reason, link, id} for a violated cell: the first :data:`FINDINGS` entry that matches, else untriaged."""
     t = model_laws.Traits(**{**traits, "layer_types": tuple(traits["layer_types"]),
                              "implementations": tuple(traits["implementations"])})
-    for e in EXPECTED:
-        if e.law == row["law"] and e.when(t):
-            return {"kind": "expected", "reason": e.reason}
-    return {"kind": "untriaged", "reason": "no upstream report and no trait predicts it"}
+    for f in FINDINGS:
+        if f.match(row, t):
+            return {"kind": f.kind, "reason": f.reason, "link": f.link, "id": f.id}
+    return {"kind": "untriaged", "reason": "no upstream finding and no trait predicts it", "link": "", "id": ""}
 
 
 # -- the report ------------------------------------------------------------------------------------

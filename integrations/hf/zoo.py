@@ -262,7 +262,10 @@ def facts(arch: Arch):
     code's attention bias -> alibi; a rotary module -> rotary; a learned position table -> absolute; else none.
     """
     from .model_laws import LAYER_TYPES, Traits  # the laws' module imports no zoo: no cycle
-    config = tiny_config(arch)
+    try:
+        config = tiny_config(arch)
+    except Exception as err:  # noqa: BLE001 -- the reason is the row
+        raise NotBuilt("its config cannot be shrunk: " + _reason(err)) from err
     model = build(arch, dtype=torch.float32, config=config)
     try:
         with torch.no_grad():
