@@ -21,6 +21,10 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from tokenlaw.fuzz.cluster import Pool
+
 from tokenlaw.integrations.hf import model_laws, require
 from tokenlaw.integrations.hf import sweep as cells
 from tokenlaw.integrations.hf import zoo
@@ -97,7 +101,6 @@ def run(*, archs=("all",), laws=None, dtypes=model_laws.DTYPES, examples=EXAMPLE
 
     log: a file that gets each result as a JSON line as it arrives (a long sweep's partial record).
     """
-    import torch
     import transformers  # optional: require() above says how to install it
     laws = list(model_laws.LAWS) if laws is None else list(laws)
     for law in laws:
@@ -152,7 +155,6 @@ class _executor:
 
     def __enter__(self):
         if self.workers > 1 or self.scheduler is not None:
-            from tokenlaw.fuzz.cluster import Pool
             self.pool = Pool(self.workers, self.scheduler).__enter__()
         return self
 

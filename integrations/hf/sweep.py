@@ -27,6 +27,8 @@ import json
 import time
 from typing import Callable
 
+import torch
+
 from . import model_laws, zoo
 
 
@@ -54,7 +56,6 @@ def facts_cell(name: str) -> dict:
 
 def law_cell(name: str, law: str, dtype: str, examples: int, seed: int) -> dict:
     """One (architecture, law, dtype) cell: the law's Result as JSON, its CPU and wall seconds."""
-    import torch
     torch.set_num_threads(1)
     t0, w0 = time.process_time(), time.perf_counter()
     try:

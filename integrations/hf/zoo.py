@@ -40,6 +40,7 @@ except ImportError:       # hidden or absent: every entry point calls require() 
 from tokenlaw.operators.errors import InvalidArgument
 
 from . import require
+from .model_laws import LAYER_TYPES, Traits
 
 WIDTH, LAYERS, HEADS, KV_HEADS, VOCAB, POSITIONS = 32, 2, 4, 2, 128, 128
 
@@ -110,7 +111,7 @@ class NotBuilt(Exception):
 def causal_lm_mapping() -> dict[str, str]:
     """model_type -> causal-LM class name, as the installed transformers maps them."""
     require()
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # optional: as above
     return dict(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
@@ -261,7 +262,6 @@ def facts(arch: Arch):
     positions: ``position_embedding_type`` relative_* -> relative; ALiBi in the config or the modeling
     code's attention bias -> alibi; a rotary module -> rotary; a learned position table -> absolute; else none.
     """
-    from .model_laws import LAYER_TYPES, Traits  # the laws' module imports no zoo: no cycle
     try:
         config = tiny_config(arch)
     except Exception as err:  # noqa: BLE001 -- the reason is the row
