@@ -240,6 +240,23 @@ def _reason(err: BaseException) -> str:
 
 # -- what an architecture is ----------------------------------------------------------------------------
 
+# what a family's code says and neither its config nor its modules declare (read from the modeling file)
+DECLARED = {
+    "cpmant": dict(causal=False, why="CpmAntModel.forward builds its mask with context = all ones "
+                   "(_prepare_attention_mask): every token attends every token; attention_mask is a "
+                   "'dummy parameter for text-generation pipeline' (padding is read from ids == 0)"),
+}
+
+# families whose code computes part of the model in float32 whatever the dtype (read from the modeling file)
+FLOAT32_INSIDE = {
+    "deepseek_v32": "the DSA indexer scores in float32 (q.float() @ k.float(), modeling_deepseek_v32.py)",
+}
+
+# families whose forward takes attention_mask and ignores it (read from the modeling file)
+IGNORES_ATTENTION_MASK = {
+    "cpmant": "CpmAntForCausalLM.forward: attention_mask is a 'dummy parameter for text-generation pipeline'",
+}
+
 CPU_FLEX = False          # see facts(): flex_attention is drawn only where it runs in both dtypes
 EXPERT_COUNTS = ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")
 POSITION_TABLES = ("wpe", "position_embeddings", "embed_positions", "pos_emb", "position_embedding",
@@ -274,9 +291,15 @@ def facts(arch: Arch):
         raise NotBuilt("builds but its forward fails: " + _reason(err)) from err
     source = {}
     flags = [m.is_causal for m in model.modules() if isinstance(getattr(m, "is_causal", None), bool)]
-    causal = any(flags) if flags else True
-    source["causal"] = (f"{sum(flags)} of {len(flags)} attention modules declare is_causal" if flags
-                        else "no attention module declares is_causal: recurrent / state-space blocks")
+    if arch.name in DECLARED:
+        causal, source["causal"] = DECLARED[arch.name]["causal"], DECLARED[arch.name]["why"]
+    elif flags:
+        causal, source["causal"] = any(flags), f"{sum(flags)} of {len(flags)} attention modules declare is_causal"
+    elif hasattr(config, "is_decoder"):
+        causal, source["causal"] = bool(config.is_decoder), f"config.is_decoder={config.is_decoder}"
+    else:
+        causal, source["causal"] = True, "no attention module declares is_causal and no is_decoder: recurrent " \
+                                         "/ state-space blocks, causal by construction"
     positions, source["positions"] = _positions(model, config)
     params = inspect.signature(model.forward).parameters
     takes = "position_ids" in params
