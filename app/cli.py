@@ -53,6 +53,8 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.bench_args",
     "tokenlaw.app.docs_args",
     "tokenlaw.app.adversary_args",
+    "tokenlaw.app.hf_args",
+    "tokenlaw.app.bugs_args",
 )
 ERRORS = "tokenlaw.operators.errors"        # InvalidArgument: a bad argument found by a command (exit 2)
 

@@ -44,6 +44,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import dataclasses
 import enum
@@ -54,6 +55,9 @@ import time
 from typing import Callable
 
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hseed
+from hypothesis import strategies as st
 
 try:
     import transformers  # optional: pip install 'tokenlaw[hf]'
@@ -77,7 +81,8 @@ LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 # softmax(..., dtype=torch.float32).to(query.dtype)): a float64 run through them is float32-accurate.
 FLOAT32_SOFTMAX = frozenset({"eager"})
 LAYERS, HIDDEN, HEAD_COUNT, VOCAB = 2, 32, 4, 64
-MAX_TOKENS, MAX_PAD, MAX_BATCH, MAX_WINDOW = 20, 4, 3, 6
+MAX_TOKENS, MAX_PAD, MAX_BATCH, MAX_WINDOW = 20, 4, 3, 4
+EXAMPLES = 40          # the default search's examples per law
 
 
 class Status(enum.Enum):
@@ -234,15 +239,18 @@ def edited(x: torch.Tensor, position: int, vocab: int) -> torch.Tensor:
     return y
 
 
-def padded(x: torch.Tensor, left: int, right: int) -> tuple:
+def padded(x: torch.Tensor, left: int, right: int, pass_mask: bool = True) -> tuple:
     """Row 0 padded with ``left`` / ``right`` pad tokens, the other rows right-padded to the same width:
-    (ids, attention mask (1 = real), position ids from the mask, row 0's real columns)."""
+    (ids, attention mask (1 = real; None where nothing is padded and ``pass_mask`` is False), position
+    ids from the mask, row 0's real columns)."""
     b, n = x.shape
     width = n + left + right
     out = torch.zeros(b, width, dtype=x.dtype)
     mask = torch.zeros(b, width, dtype=torch.long)
     out[0, left:left + n], mask[0, left:left + n] = x[0], 1
     out[1:, :n], mask[1:, :n] = x[1:], 1
+    if not pass_mask and left == right == 0:
+        return out, None, None, slice(0, n)
     return out, mask, positions(mask), slice(left, left + n)
 
 
@@ -252,6 +260,30 @@ def positions(mask: torch.Tensor) -> torch.Tensor:
 
 
 # -- running a model --------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def default_dtype(dtype: str):
+    """torch's default dtype set to the run's: old releases build masks with ``torch.full(...,
+    finfo(model dtype).min)`` in the default dtype (4.39's float64 mask overflowed float32)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(getattr(torch, dtype))
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+@contextlib.contextmanager
+def one_thread():
+    """torch on one thread while a search runs: a tiny model's matmuls are microseconds, and on a loaded
+    machine two threads waiting on each other made each one 30-60 ms (measured: 0.55 s a forward, 2.5 ms)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
 
 class Run:
     """The models of one case in one dtype (one per implementation, same weights) and their forward."""
@@ -270,7 +302,7 @@ class Run:
             kw["attention_mask"] = mask
             if self.traits.takes_position_ids:
                 kw["position_ids"] = positions(mask) if pos is None else pos
-        with torch.no_grad():
+        with torch.no_grad(), default_dtype(self.dtype):
             return model(**kw).logits.double()
 
     def decode(self, x, mask, prefix: int) -> torch.Tensor:
@@ -284,7 +316,7 @@ class Run:
                 kw["position_ids"] = pos[:, lo:hi]
             if past is not None:
                 kw["past_key_values"] = past
-            with torch.no_grad():
+            with torch.no_grad(), default_dtype(self.dtype):
                 out = model(**kw)
             return out.logits.double(), out.past_key_values
         _, past = step(0, prefix, None)
@@ -337,7 +369,7 @@ def causality(run: Run, case: Case) -> list:
     t = case.tokens - 1 - case.edit
     if t <= 0:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right)
+    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
     keep = slice(real.start, real.start + t)
     a = run.logits(edited(x, real.start + t, run.vocab), mask, pos, pass_mask=case.pass_mask)
     b = run.logits(x, mask, pos, pass_mask=case.pass_mask)
@@ -370,29 +402,35 @@ def batch_invariance(run: Run, case: Case) -> list:
     """A sequence's logits do not depend on its batch neighbours."""
     if case.batch == 1:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right)
+    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
     a = run.logits(x, mask, pos, pass_mask=case.pass_mask)[0]
-    b = run.logits(x[:1], mask[:1], pos[:1], pass_mask=case.pass_mask)[0]
+    b = run.logits(x[:1], None if mask is None else mask[:1], None if pos is None else pos[:1],
+                   pass_mask=case.pass_mask)[0]
     return [Pair(a[real], b[real], f"row 0 alone vs with {case.batch - 1} neighbours")]
 
 
 def window_locality(run: Run, case: Case) -> list:
-    """A token beyond the receptive field the config declares (sliding window, chunks) has no influence."""
+    """A token beyond the receptive field the config declares (sliding window, chunks) has no influence.
+
+    The edited token is ``case.edit``, moved left as far as needed for a position beyond its field to exist.
+    """
     radius, chunk = receptive_field(run.config)
     if radius is not None:
-        far = [i for i in range(case.tokens) if i > case.edit + radius]
+        t = min(case.edit, case.tokens - radius - 2)
+        far = [i for i in range(case.tokens) if i > t + radius]
     elif chunk is not None:
-        far = [i for i in range(case.tokens) if i // chunk != case.edit // chunk and i > case.edit]
+        t = min(case.edit, (case.tokens - 1) // chunk * chunk - 1)
+        far = [i for i in range(case.tokens) if i // chunk != t // chunk and i > t]
     else:
         return []
-    if not far:
+    if t < 0 or not far:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right)
+    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
     cols = [real.start + i for i in far]
-    a = run.logits(edited(x, real.start + case.edit, run.vocab), mask, pos, pass_mask=case.pass_mask)
+    a = run.logits(edited(x, real.start + t, run.vocab), mask, pos, pass_mask=case.pass_mask)
     b = run.logits(x, mask, pos, pass_mask=case.pass_mask)
     field = f"window radius {radius}" if radius is not None else f"chunks of {chunk}"
-    return [Pair(a[0, cols], b[0, cols], f"positions {far[0]}.. after editing token {case.edit} ({field})")]
+    return [Pair(a[0, cols], b[0, cols], f"positions {far[0]}.. after editing token {t} ({field})")]
 
 
 def implementation_agreement(run: Run, case: Case) -> list:
@@ -400,7 +438,7 @@ def implementation_agreement(run: Run, case: Case) -> list:
     impls = list(run.models)
     if len(impls) < 2:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right)
+    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
     b = run.logits(x, mask, pos, impl=impls[0], pass_mask=case.pass_mask)
     return [Pair(run.logits(x, mask, pos, impl=i, pass_mask=case.pass_mask)[0, real], b[0, real],
                  f"{i} vs {impls[0]}") for i in impls[1:]]
@@ -422,7 +460,7 @@ def padding_nan(run: Run, case: Case) -> list:
     """No NaN reaches a real token from padding (fully masked padding rows included)."""
     if case.pad_left == 0 and case.pad_right == 0:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right)
+    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
     a = run.logits(x, mask, pos)[0, real]
     b = run.logits(x[:1, :case.tokens], pass_mask=case.pass_mask)[0]
     return [Pair(torch.where(torch.isfinite(a), b, a), b, "real tokens' logits finite with padding")]
@@ -573,8 +611,6 @@ def check(law: Law, builder: Builder, case: Case, dtype: str) -> tuple:
 
 def cases(traits: Traits):
     """The Hypothesis strategy of :class:`Case` for an architecture with ``traits`` (module docstring)."""
-    from hypothesis import strategies as st  # optional: tokenlaw[fuzz]; hypothesis is a fuzz-tier dependency
-
     none_or = lambda s, on: st.one_of(st.none(), s) if on else st.none()  # noqa: E731
     knobs = st.builds(
         Knobs,
@@ -587,7 +623,8 @@ def cases(traits: Traits):
 
     @st.composite
     def case(draw):
-        n = draw(st.integers(2, MAX_TOKENS))
+        # half the draws long enough for a window or chunk to leave positions beyond a token's field
+        n = draw(st.one_of(st.integers(2, MAX_TOKENS // 2), st.integers(MAX_TOKENS // 2, MAX_TOKENS)))
         return Case(knobs=draw(knobs), tokens=n, batch=draw(st.integers(1, MAX_BATCH)),
                     pad_left=draw(st.integers(0, MAX_PAD)), pad_right=draw(st.integers(0, MAX_PAD)),
                     edit=draw(st.integers(0, n - 1)), pass_mask=draw(st.booleans()),
@@ -607,7 +644,7 @@ def _check_args(law_name, traits, dtype, examples):
 
 
 def judge(law_name: str, build_config_fn: Callable, traits: Traits, *, dtype: str = "float64",
-          examples: int = 40, seed: int = 0, version: str | None = None) -> Result:
+          examples: int = EXAMPLES, seed: int = 0, version: str | None = None) -> Result:
     """Search ``examples`` seeded cases for a violation of law ``law_name`` (module docstring)."""
     _check_args(law_name, traits, dtype, examples)
     if version is not None:
@@ -619,9 +656,6 @@ def judge(law_name: str, build_config_fn: Callable, traits: Traits, *, dtype: st
     reason = law.applies(traits)
     if reason is not None:
         return Result(law_name, Status.NOT_APPLICABLE, reason, dtype, here)
-    from hypothesis import HealthCheck, given, settings  # optional: tokenlaw[fuzz]
-    from hypothesis import seed as hseed  # optional: tokenlaw[fuzz]
-
     builder = Builder(build_config_fn, traits, seed)
     state = {"n": 0, "judged": 0, "first": None, "last": None, "unbuilt": None, "built": 0}
     t0 = time.perf_counter()
@@ -647,7 +681,8 @@ def judge(law_name: str, build_config_fn: Callable, traits: Traits, *, dtype: st
             raise AssertionError(verdict.where)
 
     try:
-        search()
+        with one_thread():
+            search()
     except AssertionError:
         pass
     seconds = time.perf_counter() - t0
@@ -669,6 +704,18 @@ def judge(law_name: str, build_config_fn: Callable, traits: Traits, *, dtype: st
                   + note, **base)
 
 
+def judge_laws(law_names, build_config_fn: Callable, traits: Traits, *, dtype: str = "float64",
+               examples: int = EXAMPLES, seed: int = 0, version: str | None = None) -> list:
+    """:func:`judge` for each of ``law_names`` (one subprocess for all of them under a pinned version)."""
+    law_names = list(law_names)
+    for name in law_names:
+        _check_args(name, traits, dtype, examples)
+    if version is not None:
+        return _pinned("judge_laws", dict(law_names=law_names, build_config_fn=build_config_fn, traits=traits,
+                                          dtype=dtype, examples=examples, seed=seed), version)
+    return [judge(name, build_config_fn, traits, dtype=dtype, examples=examples, seed=seed) for name in law_names]
+
+
 def replay(law_name: str, build_config_fn: Callable, traits: Traits, case: Case, *, dtype: str = "float64",
            seed: int = 0, version: str | None = None) -> Result:
     """Run one stored counterexample again (the same model seed, inputs and knobs)."""
@@ -685,7 +732,8 @@ def replay(law_name: str, build_config_fn: Callable, traits: Traits, case: Case,
     if reason is not None:
         return Result(law_name, Status.NOT_APPLICABLE, reason, dtype, here)
     t0 = time.perf_counter()
-    v, why = check(law, Builder(build_config_fn, traits, seed), case, dtype)
+    with one_thread():
+        v, why = check(law, Builder(build_config_fn, traits, seed), case, dtype)
     base = dict(law=law_name, dtype=dtype, version=here, examples=1, seconds=round(time.perf_counter() - t0, 3))
     if v is None:
         return Result(status=Status.COULD_NOT_BUILD, detail=why, **base)
@@ -699,17 +747,20 @@ def replay(law_name: str, build_config_fn: Callable, traits: Traits, case: Case,
 
 # -- a pinned version: the same call in a subprocess -------------------------------------------------
 
-def _pinned(what: str, kwargs: dict, version: str) -> Result:
+def _pinned(what: str, kwargs: dict, version: str):
     pin = pins.install(f"transformers=={version}")
     request = base64.b64encode(pickle.dumps((what, kwargs))).decode()
-    reply = pins.run_module(pin, __name__, "_child", request)
-    result = Result.from_json(json.loads(reply))
-    return dataclasses.replace(result, setup=tuple(pin.actions))
+    reply = json.loads(pins.run_module(pin, __name__, "_child", request))
+    results = [dataclasses.replace(Result.from_json(r), setup=tuple(pin.actions)) for r in reply]
+    return results if what == "judge_laws" else results[0]
+
+
+_CALLS = {"judge": judge, "replay": replay, "judge_laws": judge_laws}
 
 
 def _child(request: str) -> str:
-    """The subprocess side of a pinned run: a pickled (what, kwargs) in, the Result's JSON out."""
+    """The subprocess side of a pinned run: a pickled (what, kwargs) in, a JSON list of Results out."""
     what, kwargs = pickle.loads(base64.b64decode(request))
-    fn = judge if what == "judge" else replay
-    return json.dumps(fn(**kwargs).to_json())
+    got = _CALLS[what](**kwargs)
+    return json.dumps([r.to_json() for r in (got if isinstance(got, list) else [got])])
 

@@ -160,7 +160,8 @@ def run_module(pin: Pin, module: str, function: str, request: str, *, timeout: f
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TRANSFORMERS_NO_ADVISORY_WARNINGS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(pin.folder), *[p for p in sys.path if p]])
     done = subprocess.run([sys.executable, "-c", code, str(pin.folder), module, function], input=request,
-                          capture_output=True, text=True, env=env, timeout=timeout)
+                          capture_output=True, text=True, env=env, timeout=timeout,
+                          cwd=pin.folder)      # not the caller's folder: a checkout's kernels/ would shadow HF's
     for line in done.stdout.splitlines():
         if line.startswith(REPLY):
             return line[len(REPLY):]
