@@ -47,6 +47,11 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--scheduler", default=None, help="a running Dask scheduler (tcp://HOST:8786)")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"report folder (default {DEFAULT_OUT})")
     p.add_argument("--list", action="store_true", help="list the architectures and exit")
+    p.add_argument("--amend", action="store_true",
+                   help="run --arch and replace their rows in the report already in --out (stated in its meta)")
+    p.add_argument("--from-log", type=float, default=None, metavar="WALL_S",
+                   help="render the report from --out's cells.jsonl of a sweep still running or stopped "
+                        "(partial: the cells not yet judged are marked -); WALL_S: its wall time so far")
     p.add_argument("--retriage", action="store_true",
                    help="re-triage and re-render the report already in --out (after a finding is added)")
     return p
@@ -63,15 +68,59 @@ def main(args) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if getattr(args, "from_log", None) is not None:
+        return _write(from_log(out / "cells.jsonl", args, wall_s=args.from_log), out)
     if args.retriage:
         if not (out / "sweep.json").is_file():
             raise InvalidArgument(f"--retriage: no sweep.json in --out {out}")
         doc = retriage(json.loads((out / "sweep.json").read_text()))
         return _write(doc, out)
+    if args.amend and not (out / "sweep.json").is_file():
+        raise InvalidArgument(f"--amend: no sweep.json in --out {out}")
     doc = run(archs=args.arch, laws=args.laws, dtypes=args.dtype, examples=args.examples, seed=args.seed,
               workers=args.workers, scheduler=args.scheduler, command="tokenlaw hf sweep " + _argv(args),
-              log=out / "cells.jsonl")
+              log=out / ("amend.jsonl" if args.amend else "cells.jsonl"))
+    if args.amend:
+        doc = amend(json.loads((out / "sweep.json").read_text()), doc)
     return _write(doc, out)
+
+
+def amend(base: dict, new: dict) -> dict:
+    """``base`` with the architectures ``new`` ran replaced by ``new``'s rows; its meta lists the amendment."""
+    names = {a["arch"] for a in new["architectures"]}
+    order = [a["arch"] for a in base["architectures"]]
+    archs = {a["arch"]: a for a in base["architectures"]}
+    archs.update({a["arch"]: a for a in new["architectures"]})
+    cells_ = [c for c in base["cells"] if c["arch"] not in names] + new["cells"]
+    rank = {n: i for i, n in enumerate(order)}
+    cells_.sort(key=lambda c: (rank.get(c["arch"], len(rank)), base["meta"]["laws"].index(c["law"]),
+                               base["meta"]["dtypes"].index(c["dtype"])))
+    meta = dict(base["meta"])
+    meta["amended"] = list(meta.get("amended", [])) + [
+        {k: new["meta"][k] for k in ("command", "wall_s", "cpu_s", "load_start", "load_end")} | {"archs": sorted(names)}]
+    doc = dict(meta=meta, architectures=[archs[n] for n in order], cells=cells_)
+    return retriage(doc)
+
+
+def from_log(log: Path, args, *, wall_s: float) -> dict:
+    """A partial report from a sweep's ``cells.jsonl``: what was judged so far, the rest marked not judged."""
+    import transformers  # optional: require() was called by main
+    rows = [json.loads(line) for line in Path(log).read_text().splitlines() if line.strip()]
+    facts = [r for r in rows if "built" in r]
+    judged = [r for r in rows if "status" in r]
+    laws = list(model_laws.LAWS) if args.laws is None else list(args.laws)
+    expected = sum(f["built"] for f in facts) * len(laws) * len(args.dtype)
+    cpu = sum(r.get("cpu", 0.0) for r in rows)
+    meta = dict(command="tokenlaw hf sweep " + _argv(args), transformers=transformers.__version__,
+                torch=torch.__version__, laws=laws, dtypes=list(args.dtype), examples=args.examples, seed=args.seed,
+                workers=args.workers, scheduler=args.scheduler, cores=os.cpu_count(), wall_s=wall_s,
+                cpu_s=round(cpu, 1), load_start="see partial", load_end=_load(),
+                partial=f"{len(judged)} of {expected} cells judged when this report was rendered from the "
+                        f"running sweep's cells.jsonl; the others are marked -")
+    doc = dict(meta=meta, architectures=facts, cells=judged)
+    names = [f["arch"] for f in facts]
+    judged.sort(key=lambda c: (names.index(c["arch"]), laws.index(c["law"]), meta["dtypes"].index(c["dtype"])))
+    return retriage(doc)
 
 
 def retriage(doc: dict) -> dict:

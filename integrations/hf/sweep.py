@@ -134,6 +134,11 @@ FINDINGS: tuple = (
             (c["law"] == "left_padding" or (c["law"] in ("batch_invariance", "padding_nan")
                                             and (c.get("counterexample") or {}).get("pad_left"))),
             link="docs/upstream/hf-deepseek-v4-compressed-left-padding.md"),
+    Finding("hf-kv-cache-window-1", "upstream",
+            "with sliding_window=1 the full forward lets a token see only itself, the cached decode lets it see "
+            "the previous token too", lambda c, t: c["law"] == "kv_cache" and
+            ((c.get("counterexample") or {}).get("knobs") or {}).get("sliding_window") == 1,
+            link="docs/models.md (Findings, 1)"),
     Finding("float32-inside", "expected",
             "its code computes part of the model in float32 whatever the dtype (zoo.FLOAT32_INSIDE), so a "
             "float64 run is float32-accurate there; the gap is within the bound taken at float32's roundoff "
@@ -194,6 +199,8 @@ def render(doc: dict) -> str:
            f"- time: {meta['wall_s']:.0f} s wall, {meta['cpu_s']:.0f} s CPU on {meta['workers']} worker(s) "
            f"of a {meta['cores']}-core machine; load average {meta['load_start']} at start, {meta['load_end']} "
            "at end (other jobs share the machine)"]
+    if meta.get("partial"):
+        out.append(f"- **partial**: {meta['partial']}")
     for m in meta.get("amended", []):
         out.append(f"- amended: {', '.join(m['archs'])} re-run by `{m['command']}` ({m['wall_s']:.0f} s wall, "
                    f"{m['cpu_s']:.0f} s CPU), after a trait was corrected from the code; their rows replace the first run's")
