@@ -123,3 +123,20 @@ def test_the_full_sweep_lists_every_architecture(tmp_path):
     doc = json.loads((tmp_path / "sweep.json").read_text())
     assert len(doc["architectures"]) == len(zoo.architectures())
     assert doc["counts"]["violations"].get("untriaged", 0) == 0, sweep.render(doc)
+
+
+def test_the_command_line_runs_the_sweep(tmp_path):
+    from tokenlaw.app import cli
+    assert cli.main(["hf", "sweep", "--arch", "gpt2", "--laws", "causality", "--dtype", "float32", "--examples", "1",
+                     "--workers", "1", "--out", str(tmp_path)]) == 0
+    assert "| gpt2 | ok |" in (tmp_path / "sweep.md").read_text()
+
+
+def test_a_partial_report_renders_from_the_log_of_a_running_sweep(tmp_path):
+    hf_sweep.main(["--arch", "gpt2", "--laws", "causality", "--dtype", "float32", "--examples", "1", "--workers", "1",
+                   "--out", str(tmp_path)])
+    (tmp_path / "sweep.json").unlink()
+    assert hf_sweep.main(["--from-log", "12", "--laws", "causality", "right_padding", "--dtype", "float32",
+                          "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "sweep.md").read_text()
+    assert "**partial**: 1 of 2 cells judged" in md and "| gpt2 | ok | - |" in md
