@@ -140,3 +140,16 @@ def test_a_partial_report_renders_from_the_log_of_a_running_sweep(tmp_path):
                           "--out", str(tmp_path)]) == 0
     md = (tmp_path / "sweep.md").read_text()
     assert "**partial**: 1 of 2 cells judged" in md and "| gpt2 | ok | - |" in md
+
+
+def test_a_wrong_declaration_is_reported_not_hidden():
+    """Attack: declare BERT's bidirectional LM head causal; the sweep's cell must show an untriaged violation."""
+    import dataclasses
+    import functools
+    from tokenlaw.integrations.hf import model_laws
+    wrong = dataclasses.replace(zoo.facts(zoo.Arch("bert")).traits, causal=True)
+    r = model_laws.judge("causality", functools.partial(zoo.config_for, "bert"), wrong, dtype="float32",
+                         examples=4, seed=0)
+    assert r.status is model_laws.Status.VIOLATED, r.detail
+    row = {"arch": "bert", **r.to_json()}
+    assert sweep.triage(row, dataclasses.asdict(wrong))["kind"] == "untriaged"
