@@ -52,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--from-log", type=float, default=None, metavar="WALL_S",
                    help="render the report from --out's cells.jsonl of a sweep still running or stopped "
                         "(partial: the cells not yet judged are marked -); WALL_S: its wall time so far")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the cells already in --out's cells.jsonl whose architecture's traits are unchanged "
+                        "and that built; judge the rest")
     p.add_argument("--retriage", action="store_true",
                    help="re-triage and re-render the report already in --out (after a finding is added)")
     return p
@@ -79,7 +82,8 @@ def main(args) -> int:
         raise InvalidArgument(f"--amend: no sweep.json in --out {out}")
     doc = run(archs=args.arch, laws=args.laws, dtypes=args.dtype, examples=args.examples, seed=args.seed,
               workers=args.workers, scheduler=args.scheduler, command="tokenlaw hf sweep " + _argv(args),
-              log=out / ("amend.jsonl" if args.amend else "cells.jsonl"))
+              log=out / ("amend.jsonl" if args.amend else "cells.jsonl"),
+              resume=_logged(out / "cells.jsonl") if getattr(args, "resume", False) else None)
     if args.amend:
         doc = amend(json.loads((out / "sweep.json").read_text()), doc)
     return _write(doc, out)
@@ -145,10 +149,12 @@ def _write(doc: dict, out: Path) -> int:
 
 
 def run(*, archs=("all",), laws=None, dtypes=model_laws.DTYPES, examples=EXAMPLES, seed=0, workers=2,
-        scheduler=None, command="", stream=sys.stderr, log=None) -> dict:
+        scheduler=None, command="", stream=sys.stderr, log=None, resume=None) -> dict:
     """The sweep's report document: meta (versions, time, load), architectures, cells, counts.
 
-    log: a file that gets each result as a JSON line as it arrives (a long sweep's partial record).
+    log: a file that gets each result as a JSON line as it arrives (a long sweep's partial record);
+    resume: the rows of an earlier log: its cells are kept where the architecture's traits read now are the
+    same and the cell built (the others are judged again).
     """
     import transformers  # optional: require() above says how to install it
     laws = list(model_laws.LAWS) if laws is None else list(laws)
@@ -167,8 +173,15 @@ def run(*, archs=("all",), laws=None, dtypes=model_laws.DTYPES, examples=EXAMPLE
     with _executor(workers, scheduler, log) as ex:
         facts = ex.map(cells.facts_cell, [(n,) for n in names], stream, "built")
         built = [f for f in facts if f["built"]]
-        tasks = [(f["arch"], law, d, examples, seed) for f in built for law in laws for d in dtypes]
-        judged = ex.map(cells.law_cell, tasks, stream, "judged")
+        kept = _kept(resume, built, laws, dtypes, examples, seed) if resume else {}
+        if stream and resume:
+            stream.write(f"  resumed: {len(kept)} cells kept from the earlier log\n")
+        if log is not None:
+            with open(log, "a") as f:
+                f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in kept.values())
+        tasks = [(f["arch"], law, d, examples, seed) for f in built for law in laws for d in dtypes
+                 if (f["arch"], law, d) not in kept]
+        judged = list(kept.values()) + ex.map(cells.law_cell, tasks, stream, "judged")
     traits = {f["arch"]: f["traits"] for f in built}
     for c in judged:
         if c["status"] == "violated":
@@ -180,8 +193,24 @@ def run(*, archs=("all",), laws=None, dtypes=model_laws.DTYPES, examples=EXAMPLE
     meta = dict(command=command, transformers=transformers.__version__, torch=torch.__version__,
                 laws=laws, dtypes=list(dtypes), examples=examples, seed=seed, workers=workers,
                 scheduler=scheduler, cores=os.cpu_count(), wall_s=round(time.perf_counter() - w0, 1),
-                cpu_s=round(cpu, 1), load_start=load_start, load_end=_load())
+                cpu_s=round(cpu, 1), load_start=load_start, load_end=_load(),
+                resumed=len(kept) if resume else 0)
     return dict(meta=meta, architectures=facts, cells=judged, counts=cells.counts(facts, judged))
+
+
+def _logged(path: Path) -> list:
+    if not path.is_file():
+        raise InvalidArgument(f"--resume: no cells.jsonl in --out {path.parent}")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _kept(rows: list, built: list, laws, dtypes, examples, seed) -> dict:
+    """(arch, law, dtype) -> an earlier cell still valid: same traits now, same examples and seed, built."""
+    then = {r["arch"]: r.get("traits") for r in rows if "built" in r}
+    now = {f["arch"]: f["traits"] for f in built}
+    return {(r["arch"], r["law"], r["dtype"]): r for r in rows
+            if "status" in r and r["status"] != "could not build" and then.get(r["arch"]) == now.get(r["arch"])
+            and r["law"] in laws and r["dtype"] in dtypes and r.get("examples", 0) <= examples}
 
 
 def _load() -> str:

@@ -199,6 +199,9 @@ def render(doc: dict) -> str:
            f"- time: {meta['wall_s']:.0f} s wall, {meta['cpu_s']:.0f} s CPU on {meta['workers']} worker(s) "
            f"of a {meta['cores']}-core machine; load average {meta['load_start']} at start, {meta['load_end']} "
            "at end (other jobs share the machine)"]
+    if meta.get("resumed"):
+        out.append(f"- resumed: {meta['resumed']} cells kept from an earlier run's log (same traits, same seed, "
+                   "built); the wall time above is this run's, the CPU time counts every cell")
     if meta.get("partial"):
         out.append(f"- **partial**: {meta['partial']}")
     for m in meta.get("amended", []):

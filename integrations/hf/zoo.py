@@ -371,7 +371,7 @@ def config_for(name: str, knobs):
     mixture of experts runs its ``eager`` experts (float64 and float32 share one model).
     """
     arch = Arch(name)
-    cls = model_class(arch).config_class
+    cls = transformers.CONFIG_MAPPING[name]       # the class AutoModelForCausalLM maps to arch.class_name
     with _quiet():
         d = _shrink(cls().to_dict(), OVERRIDES)
     for k in ("transformers_version", "architectures", "_name_or_path"):
@@ -395,6 +395,8 @@ def config_for(name: str, knobs):
     with _quiet():
         config = cls(**d)
     config._experts_implementation = "eager"
+    if not hasattr(config, "vocab_size"):         # a multimodal config: the laws read its text model's vocabulary
+        config.vocab_size = config.get_text_config().vocab_size
     return config
 
 
