@@ -207,7 +207,7 @@ def _logged(path: Path) -> list:
 def _kept(rows: list, built: list, laws, dtypes, examples, seed) -> dict:
     """(arch, law, dtype) -> an earlier cell still valid: same traits now, same examples and seed, built."""
     then = {r["arch"]: r.get("traits") for r in rows if "built" in r}
-    now = {f["arch"]: f["traits"] for f in built}
+    now = {f["arch"]: json.loads(json.dumps(f["traits"])) for f in built}     # tuples as the log has them
     return {(r["arch"], r["law"], r["dtype"]): r for r in rows
             if "status" in r and r["status"] != "could not build" and then.get(r["arch"]) == now.get(r["arch"])
             and r["law"] in laws and r["dtype"] in dtypes and r.get("examples", 0) <= examples}

@@ -153,3 +153,13 @@ def test_a_wrong_declaration_is_reported_not_hidden():
     assert r.status is model_laws.Status.VIOLATED, r.detail
     row = {"arch": "bert", **r.to_json()}
     assert sweep.triage(row, dataclasses.asdict(wrong))["kind"] == "untriaged"
+
+
+def test_resume_keeps_the_built_cells_of_unchanged_traits(tmp_path):
+    args = ["--arch", "gpt2", "--laws", "causality", "--dtype", "float32", "--examples", "1", "--workers", "1",
+            "--out", str(tmp_path)]
+    hf_sweep.main(args)
+    first = json.loads((tmp_path / "sweep.json").read_text())["cells"]
+    hf_sweep.main(args + ["--resume"])
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    assert doc["meta"]["resumed"] == 1 and doc["cells"] == first
