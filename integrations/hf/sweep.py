@@ -117,6 +117,11 @@ def _ignores_attention_mask(c: dict, t) -> bool:
                                                                     "batch_invariance", "padding_nan")
 
 
+def _offset_positions(c: dict, t) -> bool:
+    return c["law"] in ("left_padding", "right_padding", "batch_invariance", "padding_nan") and \
+        not (c.get("counterexample") or {}).get("pass_mask", True) and zoo.offset_positions(c["arch"])
+
+
 FINDINGS: tuple = (
     Finding("hf-eager-float64-padding-nan", "upstream",
             "eager attention in float64 adds finfo(float64).min to masked scores, then takes the softmax in "
@@ -143,6 +148,11 @@ FINDINGS: tuple = (
             "its code computes part of the model in float32 whatever the dtype (zoo.FLOAT32_INSIDE), so a "
             "float64 run is float32-accurate there; the gap is within the bound taken at float32's roundoff "
             "(the laws' float64 bound assumes float64 throughout)", _within_float32_bound),
+    Finding("offset-default-positions", "expected",
+            "its own default position ids start at padding_idx + 1 (create_position_ids_from_input_ids in its "
+            "modeling code); the padded side passes mask-derived ids from 0, the reference (no mask passed) "
+            "none: the two sides run different positions (a harness mismatch of the law, not a model bug)",
+            _offset_positions),
     Finding("ignores-attention-mask", "expected",
             "its forward ignores attention_mask (zoo.IGNORES_ATTENTION_MASK): padding is attended",
             _ignores_attention_mask),

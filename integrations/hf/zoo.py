@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import io
 import sys
@@ -360,6 +361,16 @@ def _alibi_in_code(model) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=None)
+def offset_positions(name: str) -> bool:
+    """Whether the family's own default position ids start past 0 (RoBERTa's padding_idx + 1), read from
+    its modeling code (``create_position_ids_from_input_ids``)."""
+    try:
+        return "create_position_ids_from_input_ids" in inspect.getsource(sys.modules[model_class(Arch(name)).__module__])
+    except (OSError, TypeError, KeyError):
+        return False
+
+
 # -- the config a law's search builds ------------------------------------------------------------------
 
 def config_for(name: str, knobs):
@@ -392,8 +403,16 @@ def config_for(name: str, knobs):
                 d[key] = len(knobs.layer_types)
     if isinstance(d.get("num_key_value_heads"), int) and d.get("kv_lora_rank") is None:
         d["num_key_value_heads"] = knobs.kv_heads
-    with _quiet():
-        config = cls(**d)
+    try:
+        with _quiet():
+            config = cls(**d)
+    except Exception:  # noqa: BLE001 -- a config whose window must be an int: 'off' is every layer full
+        if knobs.sliding_window is not None or "layer_types" not in cls().to_dict():
+            raise
+        n = _layer_count(d) or LAYERS
+        d.update(sliding_window=cls().sliding_window, layer_types=["full_attention"] * n)
+        with _quiet():
+            config = cls(**d)
     config._experts_implementation = "eager"
     if not hasattr(config, "vocab_size"):         # a multimodal config: the laws read its text model's vocabulary
         config.vocab_size = config.get_text_config().vocab_size
