@@ -366,9 +366,25 @@ def offset_positions(name: str) -> bool:
     """Whether the family's own default position ids start past 0 (RoBERTa's padding_idx + 1), read from
     its modeling code (``create_position_ids_from_input_ids``)."""
     try:
-        return "create_position_ids_from_input_ids" in inspect.getsource(sys.modules[model_class(Arch(name)).__module__])
+        code = inspect.getsource(sys.modules[model_class(Arch(name)).__module__])
     except (OSError, TypeError, KeyError):
         return False
+    return "create_position_ids_from_input_ids" in code or "+ self.padding_idx" in code
+
+
+@functools.lru_cache(maxsize=None)
+def computes_in_float32(name: str) -> bool:
+    """Whether the family's modeling code casts to float32 outside the attention softmax (routers, linear
+    attention and state-space kernels, norms): :data:`FLOAT32_INSIDE` or a ``.float()`` / ``torch.float32``
+    line of its modeling file that is not a softmax."""
+    if name in FLOAT32_INSIDE:
+        return True
+    try:
+        code = inspect.getsource(sys.modules[model_class(Arch(name)).__module__])
+    except (OSError, TypeError, KeyError):
+        return False
+    return any((".float()" in line or "torch.float32" in line) and "softmax" not in line
+               for line in code.splitlines())
 
 
 # -- the config a law's search builds ------------------------------------------------------------------
