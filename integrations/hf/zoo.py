@@ -367,7 +367,7 @@ def offset_positions(name: str) -> bool:
     its modeling code (``create_position_ids_from_input_ids``)."""
     try:
         code = inspect.getsource(sys.modules[model_class(Arch(name)).__module__])
-    except (OSError, TypeError, KeyError):
+    except (OSError, TypeError, KeyError, InvalidArgument):
         return False
     return "create_position_ids_from_input_ids" in code or "+ self.padding_idx" in code
 
@@ -381,7 +381,7 @@ def computes_in_float32(name: str) -> bool:
         return True
     try:
         code = inspect.getsource(sys.modules[model_class(Arch(name)).__module__])
-    except (OSError, TypeError, KeyError):
+    except (OSError, TypeError, KeyError, InvalidArgument):
         return False
     return any((".float()" in line or "torch.float32" in line) and "softmax" not in line
                for line in code.splitlines())
