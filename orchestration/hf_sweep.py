@@ -30,7 +30,7 @@ from tokenlaw.integrations.hf import sweep as cells
 from tokenlaw.integrations.hf import zoo
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.files import atomic_write
+from tokenlaw.process.files import atomic_write
 
 DEFAULT_OUT = "reports/hf-sweep"
 EXAMPLES = 6
