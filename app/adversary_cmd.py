@@ -11,8 +11,8 @@ from pathlib import Path
 
 from tokenlaw.fuzz import adversary
 from tokenlaw.fuzz.engine import PROFILES, profile_name
-from tokenlaw.operators import arguments
 from tokenlaw.orchestration import runs
+from tokenlaw.process import command_line
 
 from . import selection
 from .exits import EXIT_FAIL, EXIT_OK
@@ -27,14 +27,14 @@ def cmd_adversary(args) -> int:
         known = {m.id for m in built}
         for name in args.mutant:
             if name not in known:
-                raise arguments.closest(name, known, "--mutant")
+                raise command_line.closest(name, known, "--mutant")
     if args.list:
         chosen = adversary.sample(built, args.sample, args.seed)
         for m in chosen:
             if not args.mutant or m.id in args.mutant:
                 print(f"{m.id:<48} {m.predicate.text}; {m.wrongness.text}")
         return EXIT_OK
-    arguments.writable_dir(args.out, "--out")
+    command_line.writable_dir(args.out, "--out")
     examples = args.examples or PROFILES[profile_name(args.profile)]
     out = Path(args.out)
     log = out / "adversary.jsonl"          # each outcome as it finishes (what a stopped run judged)

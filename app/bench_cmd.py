@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.files import atomic_write
+from tokenlaw.process.files import atomic_write
 from tokenlaw.properties import backends
 
 from .exits import EXIT_CANNOT_RUN, EXIT_OK

@@ -5,9 +5,10 @@ import json
 import sys
 from pathlib import Path
 
-from tokenlaw.operators.files import atomic_write
 from tokenlaw.orchestration import campaigns
+from tokenlaw.process.files import atomic_write
 from tokenlaw.reports.campaign_page import page
+from tokenlaw.reports.text import campaign_replay
 
 from . import selection
 from .exits import EXIT_FAIL, EXIT_OK
@@ -45,5 +46,5 @@ def cmd_campaign(args) -> int:
               f"wrote {out / 'campaign.json'}, {out / 'campaign.md'}, {watch}")
         for cell, rid in found:
             unexpected = " (a claimed law: UNEXPECTED)" if cell in doc["unexpected"] else " (expected)"
-            print(f"  {cell}{unexpected}: tokenlaw replay {rid} --replays {out / 'replays'}")
+            print(f"  {cell}{unexpected}: {campaign_replay(rid, doc['meta'])}")
     return EXIT_FAIL if doc["unexpected"] else EXIT_OK

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.operators import user_modules
-from tokenlaw.properties import verdict as V
 from tokenlaw.operators.dtypes import DTYPES
+from tokenlaw.process import user_modules
+from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import collect, with_user_contracts
 from tokenlaw.properties.plan import contracts_of, plan, validate_dtypes
 from tokenlaw.reports.text import example, replay_command

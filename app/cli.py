@@ -25,11 +25,14 @@ subcommand names its work as a ``"tokenlaw.app.X_cmd:cmd_x"`` string;
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
 import traceback
 from pathlib import Path
+
+from tokenlaw.errors import InvalidArgument  # imports nothing: --help stays light
 
 from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
                     EXIT_UNDECIDED, EXIT_USAGE, of_result)
@@ -56,14 +59,48 @@ EXTENSIONS: tuple[str, ...] = (
     "tokenlaw.app.hf_args",
     "tokenlaw.app.bugs_args",
 )
-ERRORS = "tokenlaw.operators.errors"        # InvalidArgument: a bad argument found by a command (exit 2)
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (exit 2) instead of the usage block."""
+    """argparse with a one-line error (exit 2) instead of the usage block, and the closest names for a
+    mistyped flag or command (issue 47: ``campaign --operators X`` said "unrecognized arguments", no hint)."""
+
+    def parse_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{self._hint(message)} (see `{self.prog} --help`)\n")
+
+    def _hint(self, message) -> str:
+        """'; did you mean ...' for an unknown flag or command, or where a global flag goes; '' otherwise."""
+        subs = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return ""
+        choices = subs[0].choices
+        argv = getattr(self, "_argv", [])
+        if "invalid choice: " in message:
+            typed = message.split("invalid choice: ", 1)[1].split(" ", 1)[0].strip("'")
+            close = difflib.get_close_matches(typed, list(choices), n=3)
+            return f"; did you mean {' or '.join(close)}?" if close else ""
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        cmd = next((a for a in argv if a in choices), None)
+        own = [o for a in self._actions for o in a.option_strings]
+        theirs = [o for a in choices[cmd]._actions for o in a.option_strings] if cmd else []
+        hints = []
+        for token in message.split(": ", 1)[1].split():
+            flag = token.split("=", 1)[0]
+            if not flag.startswith("--"):
+                continue
+            if flag in own:
+                hints.append(f"{flag} is tokenlaw's own flag: put it before the command "
+                             f"(tokenlaw {flag} ... {cmd or 'COMMAND'} ...)")
+            else:
+                close = difflib.get_close_matches(flag, theirs or own, n=3)
+                if close:
+                    hints.append(f"{flag}: did you mean {' or '.join(close)}?")
+        return "; " + "; ".join(hints) if hints else ""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,13 +138,11 @@ def main(argv=None) -> int:
         return done.code
     # run from a checkout (cwd first on sys.path), its root goes after every installed package: its kernels/
     # must not shadow HF's ``kernels`` (imported here, not above: ``--help`` loads no torch)
-    importlib.import_module("tokenlaw.operators.unshadow").unshadow()
+    importlib.import_module("tokenlaw.process.unshadow").unshadow()
     args.argv = list(sys.argv[1:] if argv is None else argv)
-    invalid = ()        # InvalidArgument, once the layers that define it load (an empty tuple catches nothing)
     try:
-        invalid = importlib.import_module(ERRORS).InvalidArgument
         return command(args.func)(args)
-    except invalid as err:
+    except InvalidArgument as err:          # a bad argument found by a command (exit 2)
         print(f"tokenlaw: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

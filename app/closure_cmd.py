@@ -1,6 +1,6 @@
 """``tokenlaw closure module.path:factory``: where does a model stop commuting with null insertion?
 
-A thin call into :mod:`tokenlaw.properties.closure_analyser`.  The factory
+A thin call into :mod:`tokenlaw.integrations.closure.analyser`.  The factory
 takes no arguments and returns an ``nn.Module``, ``(module, x[, kwargs])``
 or a ``ClosureExample`` (with mask conventions).  ``--hf-config FAMILY`` /
 ``--hf-model DIR`` analyse a Hugging Face model through
@@ -15,9 +15,10 @@ from pathlib import Path
 import torch
 
 from tokenlaw.integrations import hf
-from tokenlaw.operators import arguments, user_modules
+from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.properties.closure_analyser import analyse, as_example
+from tokenlaw.process import command_line, user_modules
+from tokenlaw.integrations.closure.analyser import analyse, as_example
 
 from .exits import EXIT_FAIL, EXIT_OK
 
@@ -148,7 +149,7 @@ def _emit(args, report, text) -> int:
 def cmd_closure(args) -> int:
 
     if args.out:
-        arguments.writable_dir(args.out, "--out")
+        command_line.writable_dir(args.out, "--out")
     if args.hf_config or args.hf_model:
         report = _hf_report(args)
         return _emit(args, report, None if args.json else format_hf_report(report))

@@ -18,14 +18,18 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from tokenlaw.operators import arguments
-from tokenlaw.properties.catalogue import CONTRACTS
+
 from tokenlaw.orchestration.runs import registry as _load_registry
+from tokenlaw.process import command_line
+from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import measurements
 
 from .exits import EXIT_OK
 
 GENERATED = "laws"
+# templates for a user's project, printed as they are (the shipped ci-workflow.yml / pre-commit-hooks.yaml are
+# tokenlaw's own: paths kernels/**, operators/**)
+TEMPLATES = {"ci-workflow": "template-ci-workflow.yml", "pre-commit": "template-pre-commit.yaml"}
 MEASUREMENTS = "measurements"
 CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -39,10 +43,12 @@ def _folder():
 
 
 def topics() -> dict:
-    """{topic: text} of every shipped Markdown page."""
+    """{topic: text} of every shipped Markdown page and of the user-project templates (:data:`TEMPLATES`)."""
     folder = _folder()
-    return {p.name[:-3]: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir(), key=lambda p: p.name)
-            if p.name.endswith(".md")}
+    pages = {p.name[:-3]: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir(), key=lambda p: p.name)
+             if p.name.endswith(".md")}
+    pages.update({topic: (folder / name).read_text(encoding="utf-8") for topic, name in TEMPLATES.items()})
+    return pages
 
 
 def laws(registry) -> str:
@@ -90,6 +96,6 @@ def cmd_docs(args) -> int:
     elif args.topic in pages:
         text = pages[args.topic]
     else:
-        raise arguments.closest(args.topic, [*pages, GENERATED], "topic")
+        raise command_line.closest(args.topic, [*pages, GENERATED], "topic")
     print(json.dumps({"topic": args.topic, "text": text}, indent=1) if args.json else text)
     return EXIT_OK

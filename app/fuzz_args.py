@@ -14,6 +14,12 @@ def register(sub):
     sp.add_argument("id", help="replay id (as printed in reports) or the path of its JSON artifact")
     sp.add_argument("--replays", default=None, help="artifact directory (default $TOKENLAW_REPLAYS or reports/replays)")
     sp.add_argument("--json", action="store_true")
+    sp.add_argument("--expect-fixed", action="store_true",
+                    help="the stored violation should be gone (a fix): exit 0 when the example no longer violates "
+                         "the law, 1 when it still does")
+    sp.add_argument("--python", action="store_true",
+                    help="print a Python snippet that rebuilds the example (inputs, params), runs the operator and "
+                         "judges the law again, pasted into a fresh python (nothing is replayed here)")
     sp.set_defaults(func="tokenlaw.app.fuzz_cmd:cmd_replay")
 
     sp = sub.add_parser("report", help="work with written reports")

@@ -14,14 +14,15 @@ from tokenlaw.app.progress import Progress
 from tokenlaw.fuzz.mutants import catalogue
 from tokenlaw.fuzz.mutation import run_mutants
 from tokenlaw.fuzz.replay import load, replay, replay_dir
-from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.orchestration.runs import registry as load_registry
+from tokenlaw.process import command_line
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import select
 from tokenlaw.reports import document, verification, writers
 from tokenlaw.reports.mutations import write
-from tokenlaw.orchestration.runs import registry as load_registry
+from tokenlaw.orchestration import counterexamples
 
 from .exits import EXIT_FAIL, EXIT_OK, of_result
 
@@ -37,6 +38,9 @@ def cmd_replay(args) -> int:
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:   # json.JSONDecodeError is a ValueError
         raise InvalidArgument(f"id: {args.id!r} in {str(directory)!r} is not a readable replay artifact "
                               f"({type(err).__name__}: {str(err).splitlines()[0][:120]})") from None
+    if getattr(args, "python", False):
+        print(counterexamples.snippet(art, getattr(args, "operators_module", None) or ()))
+        return EXIT_OK
     registry = load_registry(getattr(args, "operators_module", None))     # --operators: artifacts of operators declared outside tokenlaw
     if art.operator not in registry:
         raise InvalidArgument(f"id: {args.id!r} replays operator {art.operator!r}, which this run does not collect; "
@@ -59,12 +63,20 @@ def cmd_replay(args) -> int:
         print(f"  {v.detail}")
         print("  reproduced bit-for-bit" if res.reproduced else
               f"  NOT reproduced (same verdict: {res.same_verdict}, same inputs: {res.same_inputs})")
+    if getattr(args, "expect_fixed", False):
+        # a fix: the same inputs, and the law no longer violated on them (a changed detail alone is no fix)
+        fixed = res.same_inputs and not v.violated
+        if not args.json:
+            print("  FIXED: the stored example no longer violates the law" if fixed else
+                  "  NOT FIXED: " + ("the example still violates the law" if v.violated else
+                                     "the regenerated inputs differ from the stored ones"))
+        return EXIT_OK if fixed else EXIT_FAIL
     return EXIT_OK if res.reproduced else EXIT_FAIL
 
 
 def cmd_merge(args) -> int:
 
-    arguments.writable_dir(args.out, "--out")
+    command_line.writable_dir(args.out, "--out")
     merged = verification.combine_or_merge(document.load_reports(args.reports), [str(p) for p in args.reports])
     if isinstance(merged, verification.Verification):          # several tiers: the combined view
         md, js = verification.write(merged, Path(args.out))
@@ -97,7 +109,7 @@ def cmd_mutate(args) -> int:
         known = {m.name for m in mutants}
         for name in args.mutant:
             if name not in known:
-                raise arguments.closest(name, known, "--mutant")
+                raise command_line.closest(name, known, "--mutant")
         mutants = tuple(m for m in mutants if m.name in args.mutant)
     left_out = []
     if args.backend is None and not args.mutant and not args.list:
@@ -116,7 +128,7 @@ def cmd_mutate(args) -> int:
         of = [m.name for m in left_out if m.backend == name]
         print(f"tokenlaw mutate: left out {len(of)} mutant(s) of the {name} backend ({', '.join(of)}): "
               f"{unavailable[name]}; then `tokenlaw mutate --backend {name}`", file=sys.stderr)
-    arguments.writable_dir(args.out, "--out")
+    command_line.writable_dir(args.out, "--out")
     results, baseline = run_mutants(default_registry(), mutants, examples=args.examples, seed=args.seed,
                                     workers=args.workers, replay_dir=args.replays,
                                     stream=Progress(units=(len(mutants), "  ")))

@@ -4,7 +4,7 @@
   model laws on one tiny architecture, in the installed ``transformers`` or a pinned one;
 * ``tokenlaw hf bisect --arch NAME --law LAW OLD..NEW``: the last release that breaks the law and the first
   that keeps it;
-* ``tokenlaw hf sweep ...``: every architecture under the model laws (``tokenlaw.integrations.hf.sweep``).
+* ``tokenlaw hf sweep ...``: every causal-LM architecture under the model laws (``tokenlaw.orchestration.hf_sweep``).
 """
 from __future__ import annotations
 
@@ -51,10 +51,18 @@ def register(subparsers):
     bis.add_argument("--json", action="store_true", help="machine-readable output")
     bis.set_defaults(func="tokenlaw.app.hf_cmd:cmd_bisect")
 
-    sweep = sub.add_parser("sweep", help="every architecture under the model laws")
-    _common(sweep, arch_many=True)
-    sweep.add_argument("--laws", nargs="+", default=None, metavar="LAW", help="laws (default: all that apply)")
-    _pinning(sweep)
-    sweep.add_argument("--record", default=None, metavar="DIR", help="write the sweep's report there")
-    sweep.add_argument("--json", action="store_true", help="machine-readable output")
+    sweep = sub.add_parser("sweep", help="every causal-LM architecture under the model laws")
+    sweep.add_argument("--arch", nargs="+", default=["all"], metavar="NAME", help="architectures, or all")
+    sweep.add_argument("--laws", nargs="+", default=None, metavar="LAW", help="laws (default: all)")
+    sweep.add_argument("--dtype", nargs="+", default=["float64", "float32"], metavar="DTYPE",
+                       help="float64 and/or float32 (default both)")
+    sweep.add_argument("--examples", type=int, default=6, metavar="N", help="examples per cell (default 6)")
+    sweep.add_argument("--seed", type=int, default=0, help="the search's seed (the same seed: the same search)")
+    sweep.add_argument("--workers", type=int, default=2, metavar="N", help="local Dask worker processes (1: here)")
+    sweep.add_argument("--scheduler", default=None, metavar="ADDRESS", help="a running Dask scheduler")
+    sweep.add_argument("--out", "--record", dest="out", default="reports/hf-sweep", metavar="DIR",
+                       help="the report's folder: sweep.md, sweep.json, cells.jsonl (default reports/hf-sweep)")
+    sweep.add_argument("--list", action="store_true", help="list the architectures and exit")
+    sweep.add_argument("--amend", action="store_true", help="re-run --arch into the report already in --out")
+    sweep.add_argument("--retriage", action="store_true", help="re-triage and re-render the report in --out")
     sweep.set_defaults(func="tokenlaw.app.hf_cmd:cmd_sweep")

@@ -10,7 +10,7 @@ from tokenlaw.operators.errors import InvalidArgument
 
 from .exits import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_OK, EXIT_UNDECIDED
 
-SWEEP = "tokenlaw.integrations.hf.sweep"
+SWEEP = "tokenlaw.orchestration.hf_sweep"
 
 
 def _dtype(args, default: str) -> str:

@@ -64,9 +64,9 @@ class DeclaredCells(pytest.Collector):
         from tokenlaw.properties.catalogue import collect  # optional: only with --tokenlaw
         from tokenlaw.properties.plan import plan, validate_dtypes  # optional: only with --tokenlaw
 
-        from tokenlaw.operators import user_modules  # optional: only with --tokenlaw
+        from tokenlaw.process import user_modules  # optional: only with --tokenlaw
         from tokenlaw.operators.errors import InvalidArgument  # optional: only with --tokenlaw
-        from tokenlaw.operators.unshadow import unshadow  # optional: only with --tokenlaw
+        from tokenlaw.process.unshadow import unshadow  # optional: only with --tokenlaw
 
         modules = self.config.getoption("tokenlaw")
         dtypes = validate_dtypes(self.config.getoption("tokenlaw_dtype"))

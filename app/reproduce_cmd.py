@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tokenlaw.experiments import (ablation, distractors, exactness, fidelity, recall, retrofit, sink,
                                   unanswerable)
-from tokenlaw.operators.arguments import writable_dir
+from tokenlaw.process.command_line import writable_dir
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.files import atomic_write
+from tokenlaw.process.files import atomic_write
 
 from .exits import EXIT_OK, passed
 

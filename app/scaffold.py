@@ -25,6 +25,7 @@ import tokenlaw.operators as ops
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.registry import TRAITS
+from tokenlaw.process import command_line
 from tokenlaw.properties.catalogue import CONTRACTS, collect, default_registry
 
 from .exits import EXIT_OK
@@ -178,10 +179,9 @@ def render(name: str, *, traits, claims: dict, violates: dict, others: list, lik
              f"`tokenlaw check --operator {name}`.",
              '"""',
              "from __future__ import annotations", "", "import torch", "",
-             "from tokenlaw.operators import arguments",
-             "from tokenlaw.operators.registry import Domain, declare"
-             + (", Interval" if like is not None and like.domain.intervals else "")
-             + (", Limit" if like is not None and like.domain.limits else "")]
+             "from tokenlaw import Domain, "
+             + ("Interval, " if like is not None and like.domain.intervals else "")
+             + ("Limit, " if like is not None and like.domain.limits else "") + "arguments, declare"]
     if extra_import:
         lines.append(extra_import)
     lines += ["", "", params_source, ""]
@@ -229,7 +229,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.app import cells
+from tokenlaw import cells
 
 HERE = Path(__file__).resolve().parent
 REGISTRY, ROWS = cells.rows_of(HERE / "{module}")
@@ -264,7 +264,7 @@ def scaffold(name: str, *, like: str | None = None, traits=None, claims=None, fo
     if name in registry:
         raise InvalidArgument(f"name: operator {name!r} already exists ({registry[name].source})")
     if like and like not in registry:
-        raise arguments.closest(like, registry.names(), "--like")
+        raise command_line.closest(like, registry.names(), "--like")
     like_spec = registry[like] if like else None
     if like_spec is not None:
         traits = sorted(like_spec.traits)

@@ -25,7 +25,7 @@ import json
 import time
 from pathlib import Path
 
-from tokenlaw.operators.files import atomic_write
+from tokenlaw.process.files import atomic_write
 from tokenlaw.reports import fidelity as render
 
 from . import ablation, distractors, exactness, recall, retrofit, sink, unanswerable

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from tokenlaw.operators.files import atomic_write
+from tokenlaw.process.files import atomic_write
 from tokenlaw.reports import svgplot
 
 from . import tabular_tasks as T

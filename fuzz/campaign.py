@@ -202,10 +202,16 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
     return rows
 
 
+# Below this many cells a check on the default --workers runs in this process: a LocalCluster's start-up
+# (~5 s on 2 cores) is more than the cells' own time there (app.argtypes.DefaultWorkers).
+SMALL_RUN = 16
+
+
 def runs_here(workers: int, scheduler: str | None, cells: int) -> bool:
     """Whether ``cells`` run in this process: no scheduler named and one worker, or one cell, to run them
-    (a cluster would only add its start-up)."""
-    return scheduler is None and min(workers, cells) <= 1
+    (a cluster would only add its start-up), or fewer than :data:`SMALL_RUN` cells on the default workers
+    (``workers.auto``: a count nobody typed)."""
+    return scheduler is None and (min(workers, cells) <= 1 or (getattr(workers, "auto", False) and cells < SMALL_RUN))
 
 
 def picklable(err: BaseException) -> BaseException:

@@ -11,7 +11,7 @@ user's ``.py`` module) and, per cell, a small tuple.  What comes back is the ver
 artifacts the cell stored (a worker on another machine writes them into a temporary folder; the
 parent writes them where the run keeps its replays, byte for byte), the worker's address and its
 CPU-path record: a worker whose float paths differ from this process's would judge other bits, so
-the run stops and says which (``operators/cpu_paths.py``).
+the run stops and says which (``process/cpu_paths.py``).
 
 >>> with Pool(workers=2) as pool:                                   # doctest: +SKIP
 ...     for r, c, verdict in pool.run(campaign, tasks): ...
@@ -34,7 +34,7 @@ from hypothesis.errors import HypothesisDeprecationWarning
 
 from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.files import atomic_write
+from tokenlaw.process.files import atomic_write
 
 from . import engine
 

@@ -56,8 +56,9 @@ from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Profiles, profile_name  # noqa: F401 (re-exported)
 
 from . import replay as R
+from . import shrink
 from .regimes import LENGTH_BANDS, REGIMES, applicable, band_label, first_param, visited
-from .strategies import FILL, banded_find, cases, length_band, reachable_bands
+from .strategies import FILL, banded_find, cases, length_band, reachable_bands, reachable_edges
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
 # aside, or the example outside the error model).  With k judged examples and no violation, the rate
@@ -236,6 +237,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             seen["worst"] = digest     # the example the reported bound is from
         if v.violated and "found_at" not in seen:
             seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
+            seen["found_shape"] = shrink.shape(case)
         if v.violated:
             seen["choices"] = _choices()       # the last violation is the one find() returns: stored shrunk
             seen["violation"] = {"case": case, "first": v}
@@ -270,13 +272,14 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                            suppress_health_check=list(HealthCheck),
                            phases=(Phase.generate, Phase.target, Phase.shrink))
             with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
-                # the seeded search, then one example in each length band it never drew (strategies.banded_find;
-                # a q/k/v core case draws its own lengths L and S: no band of n to fill)
+                # the seeded search, then FILL examples in each length band it never drew and at each explicit
+                # edge (strategies.banded_find; a q/k/v core case draws its own lengths L and S: no band of n)
                 bands = () if contract.fuzz_bounds.get("core") else reachable_bands(backend=backend,
                                                                                      **contract.fuzz_bounds)
                 try:
                     found = banded_find(lambda band: strategy if band is None else (filled.append(band) or cases(
-                        op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands)
+                        op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands,
+                        reachable_edges(op, dtype, **contract.fuzz_bounds))
                 except NoSuchExample:
                     # then FILL examples in each regime the contract depends on that nothing judged yet
                     found = _fill_regimes(strategy, is_violation, cfg, seed, accounts, dtype, limit, filled)
@@ -322,8 +325,12 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra,
                          inconclusive=best.inconclusive)
     if "nondeterministic" not in seen:
-        # the example find() returned, judged once more: a violation found is never un-found, so a
-        # re-judgement that disagrees is the nondeterminism finding, not the cell's verdict
+        # the smallest shape and plainest values that still violate (fuzz/shrink.py: a band fill or a stored
+        # example shrinks no further than its draws), then judged once more: a violation found is never
+        # un-found, so a re-judgement that disagrees is the nondeterminism finding, not the cell's verdict
+        shrunk_from = shrink.shape(found)
+        found, spent = shrink.descend(found, contract, seen["violation"]["first"], bounds=contract.fuzz_bounds)
+        seen["probes"] += spent
         v = contract.judge(found)
         seen["probes"] += 1
         if not v.violated:
@@ -341,6 +348,8 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return finish(v, bad, record["case"], detail, extra)
     detail, extra = report(v, v.detail)
     extra["found_at"] = seen.get("found_at", seen["n"])
+    extra["shrink"] = {"first": seen.get("found_shape", shrunk_from), "hypothesis": shrunk_from,
+                       "final": shrink.shape(found), "judgements": spent}
     if replayed:
         extra["from_database"] = True        # a stored counterexample, replayed: no search ran
         detail += " [replayed from the example database]"

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.files import atomic_write
+from tokenlaw.process.files import atomic_write
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import default_registry
@@ -40,6 +40,48 @@ def _hex(t: torch.Tensor | None):
     if t is None or t.numel() > MAX_STORED_ENTRIES:
         return None
     return {"shape": list(t.shape), "hex": [float(v).hex() for v in t.double().reshape(-1).tolist()]}
+
+
+def params_hex(params):
+    """The drawn parameters as JSON: every tensor as :func:`_hex`, every float as ``float.hex`` ({"float": ...}),
+    ints, bools, strings and None as they are, dicts and lists as they are (their order kept)."""
+    if torch.is_tensor(params):
+        return {"tensor": _hex(params), "dtype": str(params.dtype).replace("torch.", "")}
+    if isinstance(params, dict):
+        return {"dict": [[k, params_hex(v)] for k, v in params.items()]}
+    if isinstance(params, (list, tuple)):
+        return {"list" if isinstance(params, list) else "tuple": [params_hex(v) for v in params]}
+    if isinstance(params, float):
+        return {"float": params.hex()}
+    return params
+
+
+def params_from_hex(value):
+    """The inverse of :func:`params_hex` (a tensor stored past MAX_STORED_ENTRIES comes back as None)."""
+    if not isinstance(value, dict):
+        return value
+    if "tensor" in value:
+        t = value["tensor"]
+        if t is None:
+            return None
+        flat = torch.tensor([float.fromhex(h) for h in t["hex"]], dtype=torch.float64)
+        return flat.reshape(t["shape"]).to(getattr(torch, value["dtype"]))
+    if "dict" in value:
+        return {k: params_from_hex(v) for k, v in value["dict"]}
+    if "list" in value:
+        return [params_from_hex(v) for v in value["list"]]
+    if "tuple" in value:
+        return tuple(params_from_hex(v) for v in value["tuple"])
+    if "float" in value:
+        return float.fromhex(value["float"])
+    return value
+
+
+def tensor_from_hex(stored):
+    """A stored :func:`_hex` tensor back as float64 (None stays None)."""
+    if stored is None:
+        return None
+    return torch.tensor([float.fromhex(h) for h in stored["hex"]], dtype=torch.float64).reshape(stored["shape"])
 
 
 def _float_hex(v: float) -> str:
@@ -65,6 +107,7 @@ class Artifact:
     x: dict | None = None
     mask: dict | None = None
     versions: dict = dataclasses.field(default_factory=dict)
+    params: object = None       # the drawn float64 parameters (tensors as _hex, numbers as float.hex): issue 47
 
 
 def _digest(payload: dict) -> str:
@@ -79,7 +122,8 @@ def store(case: Case, contract_name: str, verdict: V.Verdict, directory=DEFAULT_
                 case=case.fields(), verdict=evidence(verdict), mutant=mutant,
                 x=_hex(case.x), mask=_hex(case.mask))
     rid = f"{case.op.name}-{contract_name}-{body['dtype']}-{_digest(body)}"
-    art = Artifact(id=rid, versions={"torch": torch.__version__}, **body)
+    # the parameters join the artifact, not its id: an id stays the digest of what replays it
+    art = Artifact(id=rid, versions={"torch": torch.__version__}, params=params_hex(case.params), **body)
     path = Path(directory) / f"{rid}.json"
     atomic_write(path, json.dumps(dataclasses.asdict(art), indent=1) + "\n")
     return rid

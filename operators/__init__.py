@@ -5,7 +5,7 @@ returns the registry (``tokenlaw.properties.catalogue.collect`` and
 ``default_registry`` pass the contract catalogue); :func:`declare` marks an
 operator function.
 """
-from . import cpu_paths
+from tokenlaw.process import cpu_paths
 
 cpu_paths.pin()     # before any tensor arithmetic: bounds and verdicts must not depend on the CPU (cpu_paths.py)
 

@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import difflib
 import math
 import numbers
-import os
-import tempfile
-from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
@@ -388,29 +384,3 @@ def error_inputs(kwargs: dict, *, tokens=("x", "carrier"), scalars=("tau", "eps_
             if typed and not (torch.is_tensor(bad) and bad.device.type != "meta"):
                 continue
             yield ErrorInput(f"mask-{label}", _setter(["mask"], lambda _, bad=bad: bad), "mask")
-
-
-# -- command-line arguments ---------------------------------------------------------------
-
-def closest(name: str, known, what: str, *, also: str = "") -> InvalidArgument:
-    """The error for an unknown ``name``: the closest known names (difflib), not the whole list; ``also``: a
-    further hint appended (e.g. how to declare the name)."""
-    known = sorted(known)
-    near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else \
-        f"{len(known)} known; `tokenlaw list` shows them"
-    return InvalidArgument(f"{what}: unknown name {name!r}; {hint}" + (f" {also}" if also else ""))
-
-
-def writable_dir(path, what: str):
-    """``path`` is (or can be made) a directory this process can write into; checked before any long run."""
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".tokenlaw-probe-"):
-            pass
-    except OSError as err:
-        raise InvalidArgument(f"{what}: cannot write to {str(path)!r} ({err.strerror or err})") from None
-    if not os.access(path, os.W_OK):
-        raise InvalidArgument(f"{what}: cannot write to {str(path)!r}")
-    return path

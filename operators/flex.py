@@ -188,6 +188,9 @@ def flex_core(mods: Mods, q, k, v, variant: Variant = PLAIN, attend: Callable | 
         with warnings.catch_warnings():
             # flex warns that eager mode materialises the scores: that is what it is asked to do here
             warnings.simplefilter("ignore", UserWarning)
+            # return_lse is what this torch's compiled and eager paths both take; its deprecation notice
+            # (FutureWarning, "use return_aux") is torch's, not a finding: it leaked into every flex run's output
+            warnings.filterwarnings("ignore", message="return_lse is deprecated", category=FutureWarning)
             out = attend(q, k * p, v, score_mod=mods.score_mod, block_mask=bm, scale=r, return_lse=variant.lse)
     except NotImplementedError as err:
         if _no_backward(err):

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from . import cpu_paths, dtypes, hosts, tree
+from tokenlaw.process import cpu_paths
+
+from . import dtypes, hosts, tree
 from .xp import TORCH
 
 SEED = 20261203

@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import importlib
 import inspect
 import math
@@ -367,7 +368,9 @@ def _validate(opts: dict, source: str, contracts: Mapping[str, Any]) -> Operator
     for kind in ("claims", "violates", "implementation_claims"):
         for c, reason in opts[kind].items():
             if c not in contracts:
-                raise DeclarationError(f"{where}: {kind} unknown contract {c!r}; known: {sorted(contracts)}")
+                close = difflib.get_close_matches(c, list(contracts), n=3)
+                hint = f"did you mean {' or '.join(repr(n) for n in close)}? " if close else ""
+                raise DeclarationError(f"{where}: {kind} unknown contract {c!r}; {hint}known: {sorted(contracts)}")
             if not isinstance(reason, str) or not reason.strip():
                 raise DeclarationError(f"{where}: {kind}[{c!r}] needs a one-line reason")
     both = set(opts["claims"]) & set(opts["violates"])

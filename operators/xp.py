@@ -41,7 +41,7 @@ PRIMITIVES = (
     "sum", "max", "min", "mean", "matmul", "swapaxes", "reshape",
     "concat", "zeros_like", "ones_like", "full_like", "abs", "gt", "eq",
     "asarray", "lt", "logical_and", "tanh", "erf", "log_full", "denominator_floor", "centred",
-    "unless_overflow", "excess",
+    "unless_overflow", "excess", "cumsum", "tril", "arange",
 )
 TRANSCENDENTAL = frozenset({"exp", "log", "tanh", "erf", "log_full"})
 
@@ -228,8 +228,20 @@ class TorchNamespace:
         return torch.empty_like(e).scatter_(-1, order, e)
 
     def asarray(self, value, like):
-        """A constant with ``like``'s dtype and device."""
+        """A constant with ``like``'s dtype and device (a number, a nested list of numbers, an array)."""
         return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+
+    def cumsum(self, x, axis):
+        """Running sums along ``axis``: out[..., j] = x[..., 0] + ... + x[..., j] (causal prefix sums)."""
+        return torch.cumsum(x, dim=axis)
+
+    def tril(self, x, k=0):
+        """x with every entry above the k-th diagonal of its last two axes set to 0 (j > i + k)."""
+        return torch.tril(x, diagonal=k)
+
+    def arange(self, n, like):
+        """0, 1, ..., n - 1 with ``like``'s dtype and device (``n`` a Python int: a shape, never a traced value)."""
+        return torch.arange(n, dtype=like.dtype, device=like.device)
 
     @staticmethod
     def _like(v, ref):

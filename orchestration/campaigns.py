@@ -22,7 +22,9 @@ from tokenlaw.fuzz.campaign import Campaign
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.process import command_line
 from tokenlaw.properties.plan import plan, validate_dtypes
+from tokenlaw.reports.text import campaign_replay
 
 from . import runs
 
@@ -115,7 +117,7 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_rou
     reg = runs.mutated(runs.registry(settings.operator_modules), settings.mutant)
     runs.check_names(reg, settings.operators, settings.contracts)
     validate_dtypes(settings.dtypes)
-    arguments.writable_dir(settings.out, "--out")
+    command_line.writable_dir(settings.out, "--out")
     selected = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=settings.dtypes,
                     backend=settings.backend)
     runs.nonempty(selected, reg, settings.operators, settings.contracts, settings.backend)
@@ -158,7 +160,8 @@ def _report(settings, cells, pool, replays, *, seconds, rounds, interrupted, fin
                 dask=runs.executed(pool.execution),
                 scope={"operators": list(settings.operators or ()) or None,
                        "contracts": list(settings.contracts or ()) or None,
-                       "dtypes": list(settings.dtypes or ()) or None})
+                       "dtypes": list(settings.dtypes or ()) or None,
+                       "operator_modules": list(settings.operator_modules or ()) or None})
     return {"meta": meta, "cells": [c.to_json() for c in cells.values()],
             "violations": sum(len(c.violations) for c in cells.values()),
             "unexpected": [c.id for c in cells.values() if c.violations and c.declared == "claims"]}
@@ -210,5 +213,5 @@ def markdown(doc: dict) -> str:
     for c in doc["cells"]:
         for v in c["violations"]:
             lines += ["", f"## {c['id']} (round {v['round']})", "", v["detail"], "",
-                      f"    tokenlaw replay {v['replay']} --replays {meta['replays']}"]
+                      f"    {campaign_replay(v['replay'], meta)}"]
     return "\n".join(lines) + "\n"

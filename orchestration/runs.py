@@ -29,15 +29,16 @@ from tokenlaw.fuzz.campaign import parse_shard, run_rows, runs_here, shard
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
 from tokenlaw.fuzz.mutants import catalogue as mutant_catalogue
-from tokenlaw.operators import arguments, path_probe, user_modules
+from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.process import command_line, user_modules
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
 from tokenlaw.properties.plan import plan, validate_dtypes
-from tokenlaw.symbolic.prover import SOLVER
-
-from tokenlaw.reports import proofs, verification
+from tokenlaw.properties.verdict import Tier
+from tokenlaw.reports import proofs, verification, writers
 from tokenlaw.reports.document import Document
+from tokenlaw.symbolic.prover import SOLVER
 
 from . import prove_pool
 from .environment import recorded_env
@@ -88,6 +89,23 @@ class CheckSettings:
         """The report's file stem: conformance (eager), conformance-<backend> otherwise."""
         return "conformance" if backends.get(self.backend).reference else f"conformance-{self.backend}"
 
+    @property
+    def tier(self) -> Tier:
+        return Tier.FUZZ if backends.get(self.backend).reference else Tier.KERNEL
+
+    @property
+    def label(self) -> str:
+        """How a message names the run: its backend."""
+        return self.backend
+
+    def run(self, *, progress: bool = False, stream=None) -> Document:
+        """:func:`check` of these settings."""
+        return check(self, progress=progress, stream=stream)
+
+    def write(self, doc: Document) -> dict:
+        """Write ``doc`` (a run of these settings) under ``out``: conformance.{json,md,xml,html}."""
+        return writers.write_doc(doc, Path(self.out), stem=self.stem)
+
 
 @dataclasses.dataclass(frozen=True)
 class ProveSettings:
@@ -112,6 +130,17 @@ class ProveSettings:
                   operator_modules=scope.get("operator_modules"), timeout=run.get("timeout", 5.0))
         kw.update(overrides)
         return cls(**kw)
+
+    tier = Tier.SYMBOLIC
+    label = "symbolic"
+
+    def run(self, *, progress: bool = False, stream=None) -> Document:
+        """:func:`prove` of these settings (``progress`` / ``stream``: a fuzz run's display, unused)."""
+        return prove(self)
+
+    def write(self, doc: Document) -> tuple:
+        """Write ``doc`` (a run of these settings) under ``out``: proofs.{json,md}."""
+        return proofs.write_doc(doc, self.out)
 
 
 def _contracts(loaded) -> dict:
@@ -145,7 +174,7 @@ def mutated(reg, name: str | None):
         return reg
     by_name = {m.name: m for m in mutant_catalogue(subtle=True)}
     if name not in by_name:
-        raise arguments.closest(name, by_name, "--mutant")
+        raise command_line.closest(name, by_name, "--mutant")
     return by_name[name].apply(reg)
 
 
@@ -164,10 +193,10 @@ def check_names(reg, operators=None, contracts=None) -> None:
     """Unknown --operator / --contract names: an error suggesting the closest ones."""
     for name in operators or ():
         if name not in reg:
-            raise arguments.closest(name, reg.names(), "--operator", also=OPERATORS_HINT)
+            raise command_line.closest(name, reg.names(), "--operator", also=OPERATORS_HINT)
     for name in contracts or ():
         if name not in reg.contracts:
-            raise arguments.closest(name, reg.contracts, "--contract")
+            raise command_line.closest(name, reg.contracts, "--contract")
 
 
 def nonempty(rows, reg, operators=None, contracts=None, backend: str = "eager") -> None:
@@ -215,7 +244,7 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
         raise InvalidArgument(f"profile: expected one of {sorted(PROFILES)}, got {settings.profile!r}")
     if settings.examples is not None and settings.examples < 1:
         raise InvalidArgument(f"examples: expected an int >= 1, got {settings.examples}")
-    arguments.writable_dir(settings.out, "--out")
+    command_line.writable_dir(settings.out, "--out")
     replays = settings.replays or str(Path(settings.out) / "replays")
     examples = settings.examples or PROFILES[settings.profile]
     rows = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=settings.dtypes,
@@ -309,7 +338,7 @@ def validate_prove(settings: ProveSettings):
         raise InvalidArgument(f"--timeout: must be > 0 seconds, got {settings.timeout}")
     nonempty(plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"]), reg,
              settings.operators, settings.contracts)
-    arguments.writable_dir(settings.out, "--out")
+    command_line.writable_dir(settings.out, "--out")
     return reg
 
 

@@ -188,13 +188,39 @@ class Contract:
         """The verdict on ``case``; an implementation that crashes on a valid input is *raised* (failing), and a
         backend that cannot answer what the law asks (e.g. which weights it applies: ``backends.Unanswerable``),
         or an operator that cannot evaluate it on this machine (no backward here), makes it not runnable."""
+        runner = getattr(case, "__dict__", {}).get("runner")
+        seen = len(getattr(runner, "non_finite", ()))
         try:
-            return self.fn(case)
+            verdict = self.fn(case)
         except NotRunnableHere as err:
             return V.Verdict(V.NOT_RUNNABLE, detail=str(err))
         except Exception as err:  # noqa: BLE001 (a crash on a valid input is a finding: 'operator raised')
             op = getattr(case, "op", None)
             return V.raised(err, getattr(op, "source", None))
+        if verdict.status == V.VIOLATED and self.name != "finite":
+            verdict = non_finite_first(case, verdict, seen)
+        return verdict
+
+
+def non_finite_first(case, verdict: "V.Verdict", seen: int = 0) -> "V.Verdict":
+    """A violation on an example where the operator's output was not finite, said first: "output non-finite
+    at ... for an input of the domain", as the ``finite`` law says it, before the law's own comparison
+    (issue 47: an eps-free linear attention's 0/0 read as "causality |lhs - rhs| = inf vs bound 0", and the
+    user went looking for a mask bug).  Every evaluation the law made through the case's runner counts
+    (the example's input and the inputs the law derived from it: a causality change of the future tokens,
+    an inserted token), from the ``seen``-th noted one on.  The status stays the law's (the example does
+    violate it); ``extra`` gets ``non_finite_output``.
+    """
+    runner = getattr(case, "__dict__", {}).get("runner")         # only a runner the law used
+    noted = list(getattr(runner, "non_finite", ())[seen:])
+    if not noted:
+        return verdict
+    dtype, bad, total = noted[0]
+    more = f"; {len(noted) - 1} more of the law's evaluations too" if len(noted) > 1 else ""
+    return dataclasses.replace(
+        verdict, extra={**verdict.extra, "non_finite_output": sum(b for _, b, _ in noted)},
+        detail=f"output non-finite at {dtype} on {case.backend} for an input of the domain ({bad} of {total} "
+               f"entries{more}), what the finite law reports; this law's comparison then read: {verdict.detail}")
 
 
 class Gap(str):

@@ -63,6 +63,9 @@ class CaseRunner:
     layout: str
     params: Any = dataclasses.field(repr=False)
     _cast: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+    # (dtype name, non-finite entries, entries) of every call whose output was not finite, in call order: a law's
+    # violation on such an example is reported as a non-finite output first (``contract.non_finite_first``)
+    non_finite: list = dataclasses.field(default_factory=list, init=False, repr=False, compare=False)
 
     def params_in(self, dtype: torch.dtype) -> Any:
         """``params`` cast to ``dtype``, cast once per runner and dtype (a host has ~30 leaves, a contract
@@ -94,8 +97,16 @@ class CaseRunner:
             return self.call(lay_out(x.to(dtype), self.layout), **kwargs)
 
     def call(self, x, **kwargs):
-        """The operator on the runner's backend, on already-cast inputs."""
-        return self.implementation.run(self.op, x, **kwargs)
+        """The operator on the runner's backend, on already-cast inputs (a non-finite output is noted in
+        :attr:`non_finite`)."""
+        out = self.implementation.run(self.op, x, **kwargs)
+        bad = total = 0
+        for _, t in tree.leaves(out):
+            if torch.is_tensor(t) and t.is_floating_point():
+                bad, total = bad + int((~torch.isfinite(t.detach())).sum()), total + t.numel()
+        if bad:
+            self.non_finite.append((str(x.dtype).replace("torch.", ""), bad, total))
+        return out
 
     def layers(self, x, mask=None, dtype=None) -> list:
         """A host's layer states, on eager PyTorch (``op.layers``), in ``dtype``."""

@@ -158,10 +158,11 @@ class Comparison:
     trivial: bool = False            # every compared entry is exactly 0 on both sides (e.g. only null rows were
                                      # left): the comparison happened where every candidate agrees, so it judged
                                      # no value (a law about values reads it as not judged: fuzz.engine)
-    input_relative: float = 0.0      # compare only: the largest input-rounding term / scale (its inputs' own
-                                     # rounding to D moves a side that much: past BOUND_FRACTION nothing is decided)
-    a_priori_relative: float = 0.0   # differential only: largest finite a-priori bound / scale (inf: a bound on a
-                                     # tensor that is 0 everywhere)
+    input_relative: float = 0.0      # compare and differential: the largest input-rounding term / scale (the
+                                     # inputs' own rounding to D moves a side that much: past BOUND_FRACTION
+                                     # nothing is decided)
+    a_priori_relative: float = 0.0   # differential only: largest a-priori bound / scale (inf: an infinite bound,
+                                     # or a bound on a tensor that is 0 everywhere)
 
     @property
     def bound_relative(self) -> float:
@@ -394,7 +395,9 @@ def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch
         c = _worst(aD, a64, bound, torch.isfinite(a64))
         c.predicted_relative = top / scale if scale > 0 else (0.0 if top == 0 else float("inf"))
         if a_priori is not None:
-            prior = float(torch.nan_to_num(a_priori.double(), nan=0.0, posinf=0.0).max()) if a_priori.numel() else 0.0
+            # an infinite entry is no bound at all (softmax_backward.gamma past 1 / u terms): the example
+            # decides nothing for this tensor (bound_relative past BOUND_FRACTION), never a bound of 0
+            prior = float(torch.nan_to_num(a_priori.double(), nan=0.0).max()) if a_priori.numel() else 0.0
             c.a_priori_relative = prior / scale if scale > 0 else (0.0 if prior == 0 else float("inf"))
         if input_rounding is not None:
             # the inputs' rounding to D alone moves the output this much: past BOUND_FRACTION of its scale the

@@ -96,6 +96,50 @@ class Outcome(_Named):
     # The operator neither claims nor expects to violate the contract (or no verdict): no cell to judge.
     UNDECLARED = "not applicable"
 
+    @property
+    def severity(self) -> int:
+        """This outcome's rank in :data:`SEVERITY` (0: proved, the best)."""
+        return _SEVERITY[self]
+
+    @classmethod
+    def worst(cls, *outcomes) -> "Outcome":
+        """The most severe of ``outcomes`` (the first of equally severe ones); bare strings are read as outcomes.
+
+        >>> Outcome.worst("holds", Outcome.UNEXPECTED, Outcome.PROVED)
+        <Outcome.UNEXPECTED: 'UNEXPECTED violation'>
+        """
+        if not outcomes:
+            raise ValueError("Outcome.worst: no outcome given")
+        return max((cls(o) for o in outcomes), key=lambda o: o.severity)
+
+
+# How bad an outcome is, least first: the order the gate compares a cell's baseline and current outcomes
+# by, and :meth:`Outcome.worst` picks by.  Outcomes on one line are equally bad.
+SEVERITY = (
+    (Outcome.PROVED,),
+    (Outcome.HOLDS, Outcome.EXPECTED, Outcome.SAMPLED),
+    (Outcome.UNKNOWN, Outcome.VACUOUS, Outcome.TRACE_DIFFERS),
+    (Outcome.NOT_RUNNABLE, Outcome.NOT_APPLICABLE_BY_DESIGN, Outcome.NOT_TRACEABLE, Outcome.UNDECLARED),
+    (Outcome.NOT_REPRODUCED, Outcome.DOMAIN_MISMATCH),
+    (Outcome.UNEXPECTED, Outcome.RAISED),
+)
+_SEVERITY = {o: rank for rank, level in enumerate(SEVERITY) for o in level}
+assert set(_SEVERITY) == set(Outcome), "every outcome has a severity"
+
+
+
+class Tier(_Named):
+    """The tier a run was made by, as its report's ``meta.tier`` names it."""
+
+    FUZZ = "fuzz"               # the fuzz tier on the eager reference
+    KERNEL = "kernel"           # the fuzz tier on another backend (a kernel plug-in)
+    SYMBOLIC = "symbolic"       # the symbolic tier (z3 over the reals)
+
+    @classmethod
+    def of(cls, meta: dict) -> "Tier":
+        """The tier of a run's meta (a report written before the field existed: fuzz)."""
+        return cls(meta.get("tier") or cls.FUZZ)
+
 
 # The members under their historical short names (each is the member itself, never a second string).
 HOLDS, PROVED = Status.HOLDS, Status.PROVED

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from xml.sax.saxutils import escape
 
+from .text import campaign_replay
+
 REFRESH_S = 5
 
 _STYLE = """body{font:14px system-ui,sans-serif;margin:1.5em;color:#212529}
@@ -89,6 +91,6 @@ def page(doc: dict) -> str:
         for v in c["violations"]:
             what = "UNEXPECTED (a claimed law)" if c["declared"] == "claims" else "expected"
             findings.append(f'<li><code>{_e(c["id"])}</code> round {v["round"]}, {what}: {_e(v["detail"])}<br>'
-                            f'<code>tokenlaw replay {_e(v["replay"])} --replays {_e(meta.get("replays"))}</code></li>')
+                            f'<code>{_e(campaign_replay(v["replay"], meta))}</code></li>')
     findings.append("</ul></body></html>")
     return "\n".join(head + rows + findings) + "\n"

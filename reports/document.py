@@ -52,13 +52,13 @@ class ProofRow(Row):
 
 def tier_name(meta: dict) -> str:
     """A run's tier as the combined reports name it: ``fuzz``, ``symbolic``, or ``kernel:<backend>``."""
-    tier = meta.get("tier", "fuzz")
-    return f"kernel:{meta.get('backend')}" if tier == "kernel" else tier
+    tier = meta.get("tier", V.Tier.FUZZ)        # a combined report's meta names its own ("combined")
+    return f"kernel:{meta.get('backend')}" if tier == V.Tier.KERNEL else tier
 
 
 def row_type(meta: dict) -> type:
     """The row class a run's rows are judged with: the symbolic tier's rows are :class:`ProofRow`."""
-    return ProofRow if meta.get("tier") == "symbolic" else Row
+    return ProofRow if meta.get("tier") == V.Tier.SYMBOLIC else Row
 
 
 def _number(v):
@@ -81,10 +81,34 @@ def ratio(v: dict) -> float:
 
 # What a claimed row can have established: a pass of some tier.
 ESTABLISHED = frozenset({V.OK_HOLDS, V.OK_PROVED, V.OK_SAMPLED})
-RESULTS = ("PASS", "UNDECIDED", "FAIL")
 
 
-def standing(entries, *, proof: bool) -> dict:
+class Result(V._Named):
+    """What a run established, as a whole (``summary.result``)."""
+
+    PASS = "PASS"
+    UNDECIDED = "UNDECIDED"
+    FAIL = "FAIL"
+
+
+RESULTS = tuple(Result)
+
+
+@dataclasses.dataclass(frozen=True)
+class Standing:
+    """The result of a run and what it rests on (:func:`standing`): the failing and undecided row ids and the
+    counts of the claimed rows."""
+
+    result: Result
+    failing: list
+    undecided: list
+    claimed: dict
+
+    def to_json(self) -> dict:
+        return {"result": self.result, "failing": self.failing, "undecided": self.undecided, "claimed": self.claimed}
+
+
+def standing(entries, *, proof: bool) -> Standing:
     """The result of a run from its rows' ``(id, declared, outcome, failing)``: what was established, never more.
 
     * ``FAIL``: some row fails (``failing``: an outcome against the declaration, a replay mismatch);
@@ -93,7 +117,7 @@ def standing(entries, *, proof: bool) -> dict:
       otherwise none holds), so a run that showed nothing never reads PASS;
     * ``PASS`` otherwise (claimed rows that no tier can run are listed, not hidden).
 
-    Returns ``result``, ``failing`` and ``undecided`` (row ids) and ``claimed``: counts of the
+    Returns a :class:`Standing`: ``result``, ``failing`` and ``undecided`` (row ids) and ``claimed``: counts of the
     claimed rows (by design ones left out) that are ``proved``, ``established`` (proved, holds or
     holds for sampled weights), ``undecided``, ``not_run`` (no tier could run them) and ``failing``.
     """
@@ -108,8 +132,8 @@ def standing(entries, *, proof: bool) -> dict:
              "not_run": sum(out in V.NOT_RUN for _, _, out, bad in claimed if not bad),
              "failing": sum(bad for *_, bad in claimed)}
     shown = tally["proved"] if proof else tally["established"]
-    result = "FAIL" if failing else "UNDECIDED" if undecided or (claimed and not shown) else "PASS"
-    return {"result": result, "failing": failing, "undecided": undecided, "claimed": tally}
+    result = Result.FAIL if failing else Result.UNDECIDED if undecided or (claimed and not shown) else Result.PASS
+    return Standing(result, failing, undecided, tally)
 
 
 def mismatched(row: dict) -> bool:
@@ -138,10 +162,10 @@ def summary(rows: list[dict]) -> dict:
                   proof=is_proof(rows))
     by_design = [c for r in rows for c in r["cells"]
                  if (c.get("verdict") or {}).get("status") == V.Status.NOT_APPLICABLE_BY_DESIGN]
-    return {"result": st["result"], "rows": len(judged),
+    return {"result": st.result, "rows": len(judged),
             "cells": sum(len(r["cells"]) for r in rows) - len(by_design),
-            "outcomes": dict(sorted(counts.items())), "failing": st["failing"], "undecided": st["undecided"],
-            "claimed": st["claimed"], "by_design": {"rows": len(rows) - len(judged), "cells": len(by_design)}}
+            "outcomes": dict(sorted(counts.items())), "failing": st.failing, "undecided": st.undecided,
+            "claimed": st.claimed, "by_design": {"rows": len(rows) - len(judged), "cells": len(by_design)}}
 
 
 def stable(doc: dict) -> dict:
@@ -217,6 +241,14 @@ class Document:
     @property
     def failing(self) -> list:
         return [r for r in self.rows if r.failing]
+
+    def standing(self) -> Standing:
+        """What this document established (the ``summary.result`` its JSON carries), from the typed rows."""
+        cells = self.cells
+        proof = bool(cells) and all(c.backend == V.Tier.SYMBOLIC for c in cells)
+        return standing(((r.id, r.declared, r.outcome,
+                          r.outcome in V.FAILING or any(c.verdict is not None and c.verdict.mismatch for c in r.cells))
+                         for r in self.rows), proof=proof)
 
     def law(self, contract: str) -> tuple[str, bool]:
         if contract in self.laws:

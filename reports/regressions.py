@@ -66,10 +66,6 @@ from .document import Document, merge_runs, ratio
 BOUND_GROWTH = 2.0
 RATIO_ALERT = 0.5
 
-RANK = {V.OK_PROVED: 0, V.OK_HOLDS: 1, V.OK_EXPECTED: 1, V.OK_SAMPLED: 1, V.OUT_UNKNOWN: 2, V.OUT_VACUOUS: 2,
-        V.OUT_TRACE_DIFFERS: 2,
-        V.OUT_NOT_RUNNABLE: 3, V.Outcome.NOT_APPLICABLE_BY_DESIGN: 3, V.OUT_NOT_TRACEABLE: 3, V.Outcome.UNDECLARED: 3,
-        V.BAD_NOT_REPRODUCED: 4, V.BAD_DOMAIN_MISMATCH: 4, V.BAD_UNEXPECTED: 5, V.BAD_RAISED: 5}
 
 
 @dataclasses.dataclass
@@ -138,8 +134,8 @@ def _draws(run: dict) -> tuple:
     mines from local source were pinned out) is part of it: without the pin, an edit to any literal in a
     checkout changes what a seed draws, so such a run is never comparable, not even with itself.  So are
     the CPU code paths (``cpu_paths``: pinned or native, and the probe's digest), which decide the predicted
-    bounds' last bits (``tokenlaw.operators.cpu_paths``)."""
-    if run.get("tier") in ("fuzz", "kernel") and "pinned out" not in str(run.get("draws")):
+    bounds' last bits (``tokenlaw.process.cpu_paths``)."""
+    if run.get("tier") in (V.Tier.FUZZ, V.Tier.KERNEL) and "pinned out" not in str(run.get("draws")):
         return (object(),)
     run = dict(run, profile=profile_name(run["profile"])) if isinstance(run.get("profile"), str) else run
     # (an old report's `quick` is today's `ci`: the same budget, comparable)
@@ -243,12 +239,12 @@ def _compare_cell(out, cid, br, bc, cr, cc, same_draws, bound_growth, ratio_aler
             out.regressions.append(Change("not-reproduced", cid, was, now,
                                           f"same inputs no longer violate {cr['contract']} in {cc['dtype']}"))
             return
-    if RANK[co] > RANK[bo]:
+    if V.Outcome(co).severity > V.Outcome(bo).severity:
         if co == V.BAD_NOT_REPRODUCED and cr["outcome"] != V.BAD_NOT_REPRODUCED and not same_draws:
             return
         out.regressions.append(Change("worse", cid, was, now, cv.get("detail", "")))
         return
-    if RANK[co] < RANK[bo]:
+    if V.Outcome(co).severity < V.Outcome(bo).severity:
         out.improvements.append(Change("better", cid, was, now))
         return
     if same_draws and not cr["exact"] and cs == V.HOLDS and bs == V.HOLDS:

@@ -182,6 +182,12 @@ def replay_command(replay_id: str, meta: dict | None = None) -> str:
     return " ".join([*env, "tokenlaw", *modules, "replay", shlex.quote(replay_id), *tail])
 
 
+def campaign_replay(replay_id: str, meta: dict) -> str:
+    """The replay command of a campaign's finding (its meta: ``scope.operator_modules`` and ``replays``), as
+    pasted in the directory the campaign ran in: the user's ``--operators`` modules included (issue 47)."""
+    return replay_command(replay_id, {"scope": meta.get("scope") or {}, "replays_from_run_dir": meta.get("replays")})
+
+
 def first_counterexample(row: dict, meta: dict | None = None) -> str:
     """The first failing cell's counterexample, its detail and the command that replays it (``meta``: the run's)."""
     for c in row["cells"]:

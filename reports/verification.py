@@ -144,7 +144,7 @@ class Verification:
             if r.declared is not None:
                 colours[r.colour] = colours.get(r.colour, 0) + 1
         violates = [r for r in self.rows if r.declared == "violates"]
-        summ = {**st, "rows": len(rows), "combined": dict(sorted(colours.items())),
+        summ = {**st.to_json(), "rows": len(rows), "combined": dict(sorted(colours.items())),
                 "expected": {"rows": len(violates), "reproduced": sum(r.colour == "green" for r in violates)},
                 "tiers": {name: {k: s.get(k) for k in ("result", "claimed", "failing", "undecided")}
                           for name, s in self.tier_summaries.items()}}

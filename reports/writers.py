@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tokenlaw.operators.files import atomic_write  # noqa: F401  (re-exported: the one atomic writer)
+from tokenlaw.process.files import atomic_write  # noqa: F401  (re-exported: the one atomic writer)
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 

@@ -29,16 +29,25 @@ unwraps terms for its scalar rules and wraps results.
 from __future__ import annotations
 
 import fractions
+import functools
+import math
 import os
 import sys
+import sysconfig
+import traceback
 
 import numpy as np
 
 from tokenlaw.operators import tree
+from tokenlaw.operators import xp as _xp_module
 from tokenlaw.operators.xp import PRIMITIVES
 
 _HERE = os.path.abspath(__file__)
 _NUMPY = os.path.dirname(np.__file__)
+_SYMBOLIC = os.path.dirname(_HERE) + os.sep
+_TOKENLAW = os.path.dirname(os.path.dirname(_HERE)) + os.sep
+_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+_XP = os.path.abspath(_xp_module.__file__)      # Recording's wrapper: not the operator's line
 
 
 class NotTraceable(Exception):
@@ -60,6 +69,18 @@ def operator_line(frame=None) -> str:
     while f is not None:
         name = os.path.abspath(f.f_code.co_filename)
         if name != _HERE and not name.startswith(_NUMPY):
+            return f"{name}:{f.f_lineno}"
+        f = f.f_back
+    return "?"
+
+
+def caller_line(frame=None) -> str:
+    """file:line of the innermost caller outside ``tokenlaw/symbolic`` and numpy: the operator code
+    that called an ``xp`` primitive (the namespaces' own modules call each other below it)."""
+    f = frame or sys._getframe(1)
+    while f is not None:
+        name = os.path.abspath(f.f_code.co_filename)
+        if not name.startswith(_SYMBOLIC) and not name.startswith(_NUMPY) and name != _XP:
             return f"{name}:{f.f_lineno}"
         f = f.f_back
     return "?"
@@ -237,6 +258,80 @@ def objects(shape, make) -> np.ndarray:
     return out
 
 
+def _kind(v) -> str:
+    """A short name for the kind of a Python value, for messages (``list``, ``numpy.float32``, ``torch.Tensor``)."""
+    t = type(v)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
+
+
+def literal(value):
+    """A constant the operator code wrote (a number, a nested list or tuple of numbers, a numpy scalar or array,
+    a tensor) as Python numbers in nested lists, or a traced term unchanged; :class:`NotTraceable` at the
+    operator's line for what the reals cannot hold (inf, NaN, a complex number) or no array is (None, a
+    string).  Every value the eager ``xp`` turns into a tensor gets here before any backend sees it:
+    z3's ``RealVal`` parses ``str(value)`` and fails on a list, ``inf`` or ``nan`` ("parser error")."""
+    if isinstance(value, (Term, np.ndarray)) and not (isinstance(value, np.ndarray) and value.dtype != object):
+        return value
+    if hasattr(value, "detach") and hasattr(value, "tolist"):          # a tensor constant (torch not imported here)
+        value = value.detach().cpu().tolist()
+    elif isinstance(value, (np.ndarray, np.generic)):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [literal(v) for v in value]
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, fractions.Fraction)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotTraceable(f"the constant {value!r} (the reals have no inf or NaN; a bound the operator relies "
+                               "on is a domain limit)", caller_line())
+        return value
+    if isinstance(value, complex):
+        raise NotTraceable(f"the complex constant {value!r} (the symbolic tier models real numbers)", caller_line())
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise NotTraceable(f"a {_kind(value)} value {value!r:.60} where an array or number is expected",
+                           caller_line())
+    return value                                                      # a backend term (sympy, z3)
+
+
+def _library(filename: str) -> bool:
+    """A frame of an installed library (numpy, sympy, z3, torch) or of the standard library, not tokenlaw's."""
+    path = os.path.abspath(filename)
+    return not path.startswith(_TOKENLAW) and (path.startswith(_STDLIB) or "-packages" + os.sep in path)
+
+
+def _term_only(v):
+    """A traced entry, a number, or a backend term; :class:`NotTraceable` for a value that is not one."""
+    v = literal(v)
+    if isinstance(v, list):
+        raise NotTraceable("a nested list where one number is expected (use xp.asarray(list, like) for an array)",
+                           caller_line())
+    return v
+
+
+def _entry(name, fn):
+    """The primitive ``fn`` as an ``xp`` entry point: an exception raised inside the symbolic namespaces
+    (not in the operator code a thunk calls back into) becomes :class:`NotTraceable` at the operator's
+    line, naming the primitive and its arguments' kinds, so a trace never ends in a backend's own error
+    (issue 47: a nested list reached ``z3.RealVal``, and the whole prove run exited 70)."""
+    @functools.wraps(fn)
+    def entry(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except NotTraceable:
+            raise
+        except Exception as err:  # noqa: BLE001 -- classified below, re-raised otherwise
+            frames = [f for f in traceback.extract_tb(err.__traceback__) if not _library(f.filename)]
+            if frames and not os.path.abspath(frames[-1].filename).startswith(_SYMBOLIC):
+                raise                      # raised by operator code a thunk ran: prover.untraceable names its line
+            kinds = ", ".join([_kind(a) for a in args] + [f"{k}={_kind(v)}" for k, v in kwargs.items()])
+            raise NotTraceable(f"xp.{name}({kinds}): the {self.name} namespace cannot model these arguments "
+                               f"({type(err).__name__}: {str(err)[:120]})", caller_line()) from err
+    entry.__tokenlaw_entry__ = True
+    return entry
+
+
 class ObjectNamespace:
     """Base of the sympy and z3 namespaces; subclasses define the scalar rules.
 
@@ -247,11 +342,23 @@ class ObjectNamespace:
 
     name = "object"
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _entries(cls)
+
     # -- lifting -------------------------------------------------------------
     def _arr(self, x) -> np.ndarray:
-        if isinstance(x, np.ndarray):
+        """An object array of x: an array unchanged, a number or term as a 0-d array, a nested list (or a
+        numpy array, a tensor) of numbers as an array of constants of its shape."""
+        if isinstance(x, np.ndarray) and x.dtype == object:
             return x
-        return scalar(wrap(self.const(x) if isinstance(x, (int, float)) else x))
+        x = literal(x)
+        if isinstance(x, list):
+            shaped = np.array(x, dtype=object)          # a ragged list: numpy raises, the entry point reports it
+            if any(isinstance(v, list) for v in shaped.flat):
+                raise NotTraceable("a ragged nested list (rows of different lengths)", caller_line())
+            return objects(shaped.shape, lambda idx: wrap(self._term(shaped[idx])))
+        return scalar(wrap(self.const(x) if isinstance(x, (int, float, fractions.Fraction)) else x))
 
     def _map(self, fn, *xs):
         arrays = [self._arr(x) for x in xs]
@@ -265,8 +372,8 @@ class ObjectNamespace:
     def _term(self, v):
         """The backend term of an entry (unwrapped; numbers as constants)."""
         _used(v)
-        v = raw(v)
-        return self.const(v) if isinstance(v, (int, float, bool, np.number, np.bool_)) else v
+        v = _term_only(raw(v))
+        return self.const(v) if isinstance(v, (int, float, bool, fractions.Fraction)) else v
 
     # -- elementwise primitives ---------------------------------------------
     def exp(self, x):
@@ -292,7 +399,7 @@ class ObjectNamespace:
 
     def log_full(self, like, value):
         """log(value) broadcast like ``like`` (value: a number or a 0-d array of one term)."""
-        return self.log(self.full_like(like, 1.0) * value)
+        return self.log(self.full_like(like, 1.0) * self._arr(_numbers(literal(value))))
 
     def denominator_floor(self, t):
         """The identity: exact reals do not underflow (the eager floor only moves values
@@ -302,6 +409,7 @@ class ObjectNamespace:
     def centred(self, x, axis):
         """x - mean(x): one pass (the eager second pass removes a rounding exact reals do not make;
         ``operators.xp.TorchNamespace.centred``)."""
+        x = self._arr(x)
         return x - self.mean(x, axis=axis, keepdims=True)
 
     def excess(self, z, m, power):
@@ -391,6 +499,40 @@ class ObjectNamespace:
     def min(self, x, axis, keepdims=False):
         return self._reduce(self.s_min, x, axis, keepdims, any_order=True)
 
+    def cumsum(self, x, axis):
+        """Running sums along ``axis``, each the sum of the terms before it (``TorchNamespace.cumsum``)."""
+        moved = np.moveaxis(self._arr(x), axis, -1)
+        out = np.empty(moved.shape, dtype=object)
+        for idx in np.ndindex(*moved.shape[:-1]):
+            acc = None
+            for j in range(moved.shape[-1]):
+                t = self._term(moved[idx + (j,)])
+                acc = t if acc is None else acc + t
+                out[idx + (j,)] = wrap(acc)
+        return np.moveaxis(out, -1, axis)
+
+    def tril(self, x, k=0):
+        """x with the constant 0 above the k-th diagonal of its last two axes (``TorchNamespace.tril``)."""
+        x = self._arr(x)
+        if x.ndim < 2:
+            raise NotTraceable(f"xp.tril of a {x.ndim}-d array (it needs 2 axes, as torch.tril does)", caller_line())
+        k = literal(k)
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise NotTraceable(f"xp.tril's diagonal k = {k!r} (a Python int is modelled)", caller_line())
+        rows, cols = x.shape[-2:]
+        above = np.arange(cols)[None, :] > np.arange(rows)[:, None] + k
+        out = x.copy()
+        out[..., above] = wrap(self.const(0))
+        return out
+
+    def arange(self, n, like=None):
+        """The constants 0, 1, ..., n - 1 (``n`` a Python int: a shape; ``TorchNamespace.arange``)."""
+        n = literal(n)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise NotTraceable(f"xp.arange({n!r}) (a Python int >= 0, a shape, is modelled; a traced or "
+                               "fractional length is not)", caller_line())
+        return objects((n,), lambda idx: wrap(self.const(idx[0])))
+
     # -- structure -------------------------------------------------------------
     def matmul(self, a, b):
         return np.matmul(self._arr(a), self._arr(b))
@@ -416,9 +558,30 @@ class ObjectNamespace:
         return self.full_like(x, 1)
 
     def asarray(self, value, like=None):
-        if isinstance(value, np.ndarray):
+        """``value`` as an array of terms: a number, a nested list or tuple of numbers, a numpy array or scalar,
+        a tensor (its values; bools become 0 / 1, as the eager namespace casts them to ``like``'s dtype)."""
+        if isinstance(value, np.ndarray) and value.dtype == object:
             return value
-        return self._arr(wrap(self._term(value)))
+        value = literal(value)
+        return self._arr(_numbers(value))
+
+
+def _numbers(v):
+    """Bools as 0 / 1 through nested lists (asarray casts to ``like``'s dtype, a float)."""
+    if isinstance(v, list):
+        return [_numbers(u) for u in v]
+    return int(v) if isinstance(v, bool) else v
+
+
+def _entries(cls):
+    """Every primitive ``cls`` defines becomes an entry point (:func:`_entry`)."""
+    for name in PRIMITIVES:
+        fn = cls.__dict__.get(name)
+        if callable(fn) and not getattr(fn, "__tokenlaw_entry__", False):
+            setattr(cls, name, _entry(name, fn))
+
+
+_entries(ObjectNamespace)
 
 
 def check_complete(ns) -> list:

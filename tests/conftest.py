@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from tokenlaw.operators.unshadow import unshadow
+from tokenlaw.process.unshadow import unshadow
 
 unshadow()      # `python3 -m pytest` puts the checkout's root first on sys.path: its kernels/ would shadow HF's kernels
 

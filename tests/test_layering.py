@@ -2,8 +2,9 @@
 
 The order (README "Layout"):
 
-    0 docs (data only)  <  1 operators  <  2 properties  <  3 fuzz | symbolic | kernels | integrations  <  4 reports
-        <  5 orchestration  <  6 experiments  <  7 app
+    0 docs (data only) | errors  <  1 process  <  2 operators  <  3 properties
+        <  4 fuzz | symbolic | kernels | integrations  <  5 reports  <  6 orchestration  <  7 experiments  <  8 app
+        <  9 the public face (tokenlaw/__init__.py)
 
 Peers in layer 3 never import each other.  ``orchestration`` (settings -> plan ->
 tier runs -> one report document) is a layer of its own, above ``reports``
@@ -17,6 +18,10 @@ hidden in a string is still a dependency.  A cycle between modules
 is refused too, inside one package as well.  Plug-ins are found through entry
 points (``tokenlaw.backends``, ``tokenlaw.operators``), which is how a lower
 layer reaches code it does not import.
+
+The checkout's root holds two modules of the package: ``errors.py`` (``tokenlaw.errors``, importing
+nothing, at the bottom) and ``__init__.py`` (``tokenlaw``, the public face, at the top: it may name
+everything, and nothing inside the package imports it).
 """
 from __future__ import annotations
 
@@ -27,8 +32,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = {"docs": 0, "operators": 1, "properties": 2, "fuzz": 3, "symbolic": 3, "kernels": 3, "integrations": 3, "reports": 4,
-          "orchestration": 5, "experiments": 6, "app": 7}
+LAYERS = {"docs": 0, "errors": 0, "process": 1, "operators": 2, "properties": 3,
+          "fuzz": 4, "symbolic": 4, "kernels": 4, "integrations": 4, "reports": 5,
+          "orchestration": 6, "experiments": 7, "app": 8, "__init__": 9}
+FACE = "__init__"        # the root's __init__.py: the module ``tokenlaw`` itself
 MODULE_NAME = re.compile(r"(tokenlaw(?:\.[A-Za-z_]\w*)+)(:[A-Za-z_]\w*)?")      # module, or module:attribute
 
 
@@ -62,21 +69,24 @@ def imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
         elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.fullmatch(node.value)
               and id(node) not in groups):      # an entry-point group's name (group="tokenlaw.x") is not an import
             out.append((node.lineno, MODULE_NAME.fullmatch(node.value).group(1)))
-    return [(line, t) for line, t in out if t.startswith("tokenlaw.")]
+    return [(line, t) for line, t in out if t == "tokenlaw" or t.startswith("tokenlaw.")]
 
 
 def _is_module(name: str, root: Path) -> bool:
+    if name == "tokenlaw":
+        return (root / "__init__.py").is_file()
     rel = Path(*name.split(".")[1:])
     return (root / rel).with_suffix(".py").is_file() or (root / rel / "__init__.py").is_file()
 
 
 def layer(module: str) -> tuple[str, int] | None:
-    top = module.split(".")[1] if module.count(".") else ""
+    top = module.split(".")[1] if module.count(".") else FACE if module == "tokenlaw" else ""
     return (top, LAYERS[top]) if top in LAYERS else None
 
 
 def modules(root: Path = ROOT) -> list[Path]:
-    return sorted(p for top in LAYERS for p in (root / top).rglob("*.py"))
+    """Every module of the package: the folders' and the root's own (``__init__.py``, ``errors.py``)."""
+    return sorted([*(p for top in LAYERS for p in (root / top).rglob("*.py")), *root.glob("*.py")])
 
 
 def violations(root: Path = ROOT) -> list[str]:
@@ -169,6 +179,8 @@ def reaches_a_tier(root: Path = ROOT) -> list[str]:
 def test_every_folder_of_the_package_has_a_layer():
     mapped = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
     assert mapped <= set(LAYERS), f"folders without a layer: {sorted(mapped - set(LAYERS))}"
+    root_modules = {p.stem for p in ROOT.glob("*.py")}
+    assert root_modules <= set(LAYERS), f"root modules without a layer: {sorted(root_modules - set(LAYERS))}"
 
 
 def test_imports_only_go_down():
@@ -192,6 +204,8 @@ def test_late_imports_only_defer_optional_dependencies():
 # -- the test can fail: attack it on a copy of the tree -------------------------------------
 
 def _copy(tmp_path: Path) -> Path:
+    for p in ROOT.glob("*.py"):
+        (tmp_path / p.name).write_text(p.read_text())
     for top in LAYERS:
         for p in (ROOT / top).rglob("*.py"):
             dst = tmp_path / p.relative_to(ROOT)
@@ -209,6 +223,11 @@ def _copy(tmp_path: Path) -> Path:
     ("reports/writers.py", "from tokenlaw.orchestration import runs", "climbs"),
     ("orchestration/runs.py", "from tokenlaw.app import cli", "climbs"),
     ("reports/writers.py", "X = 'tokenlaw.app.check_cmd:cmd_check'", "climbs"),            # a module:function string
+    ("errors.py", "import torch\nfrom tokenlaw.operators import xp", "climbs"),       # the errors stay at the bottom
+    ("app/cli.py", "from tokenlaw import check", "climbs"),                         # the package imports no face
+    ("app/cli.py", "    import tokenlaw", "climbs"),
+    ("process/files.py", "from tokenlaw.operators import xp", "climbs"),          # the plumbing stays below
+    ("process/unshadow.py", "X = 'tokenlaw.properties.verdict'", "climbs"),
 ])
 def test_an_added_upward_import_is_caught(tmp_path, where, line, expect):
     root = _copy(tmp_path)

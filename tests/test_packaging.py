@@ -29,10 +29,15 @@ def test_wheel_contains_nothing_outside_tokenlaw(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     payload = [n for n in names if ".dist-info/" not in n]
     assert payload and all(n.startswith("tokenlaw/") for n in payload), [n for n in payload if not n.startswith("tokenlaw/")]
-    for sub in ("operators", "properties", "symbolic", "fuzz", "kernels", "reports", "orchestration", "integrations", "experiments", "app"):
+    for sub in ("process", "operators", "properties", "symbolic", "fuzz", "kernels", "reports", "orchestration", "integrations", "experiments", "app"):
         assert f"tokenlaw/{sub}/__init__.py" in names
+    for sub in ("operators/zoo", "integrations/hf", "integrations/closure"):     # subpackages ship too
+        assert f"tokenlaw/{sub}/__init__.py" in names, sub
     assert not any(n.startswith("tokenlaw/tests") for n in names)
-    assert "tokenlaw/__init__.py" not in names      # a namespace: never shadows another top-level package
+    # the root's modules are tokenlaw's own (the public face, the errors), never a top-level package
+    assert {"tokenlaw/__init__.py", "tokenlaw/errors.py"} <= set(names)
+    assert not [n for n in names if n.count("/") == 1 and not n.endswith(".py") and ".dist-info/" not in n], \
+        "a data file of the checkout's root shipped as tokenlaw/<file>"
 
 
 def test_wheel_ships_the_docs(wheel):

@@ -47,12 +47,16 @@ def pip_target(source: Path, target: Path):
     return target
 
 
+# the modules of the checkout's root: the public face (``tokenlaw``) and ``tokenlaw.errors``
+ROOT_MODULES = tuple(sorted(p.name for p in ROOT.glob("*.py")))
+
+
 def copy_tree(dest: Path) -> Path:
     """A copy of this checkout's packages and pyproject, as a fresh checkout would have them."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in PACKAGES:
         shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "LICENSE", "README.md", ".dev-setup.sh"):
+    for name in ("pyproject.toml", "LICENSE", "README.md", ".dev-setup.sh", *ROOT_MODULES):
         if (ROOT / name).exists():
             shutil.copy(ROOT / name, dest / name)
     return dest
@@ -62,7 +66,7 @@ def dev_path(tree: Path) -> Path:
     """Build ``tree/.dev/tokenlaw/<pkg>`` links (what .dev-setup.sh does) and return ``tree/.dev``."""
     dev = tree / ".dev" / "tokenlaw"
     dev.mkdir(parents=True, exist_ok=True)
-    for name in PACKAGES:
+    for name in (*PACKAGES, *ROOT_MODULES):
         link = dev / name
         if not link.exists():
             link.symlink_to(Path("..") / ".." / name)

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from tokenlaw.operators.core import declare_core
+from tokenlaw import declare_core
 
 
 def my_attention(q, k, v, *, attn_mask=None, is_causal=False, scale=None):

@@ -8,7 +8,7 @@ from what is stated (``tokenlaw docs flex``).
 """
 import torch
 
-from tokenlaw.operators.flex import declare_flex
+from tokenlaw import declare_flex
 
 WINDOW = 3          # sliding window: a query sees itself and the WINDOW keys before it
 DOCUMENT = 5        # document masking: tokens form documents of DOCUMENT tokens (jagged sequences packed)

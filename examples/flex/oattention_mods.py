@@ -41,11 +41,11 @@ import math
 
 import torch
 
-from tokenlaw.operators import arguments, flex, limits, projections, references
+from tokenlaw import TORCH, Domain, arguments, declare, limits
+# the built-in OAttention's own parts, on purpose: this module re-expresses that operator
+from tokenlaw.operators import flex, projections, references
 from tokenlaw.operators.oattention import oattention_params
 from tokenlaw.operators.presence import presence
-from tokenlaw.operators.registry import Domain, declare
-from tokenlaw.operators.xp import TORCH
 
 
 def presence_bias(p, eps_den: float):

@@ -21,8 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokenlaw.fuzz.given import check_example, claimed_cells, strategy
-from tokenlaw.properties.catalogue import default_registry
+from tokenlaw import check_example, claimed_cells, default_registry, strategy
 
 REGISTRY = default_registry()
 

@@ -1,6 +1,6 @@
 """Closure of a Hugging Face model, layer by layer: ``tokenlaw closure --hf-config llama``.
 
-The closure analyser (:mod:`tokenlaw.properties.closure_analyser`) runs the
+The closure analyser (:mod:`tokenlaw.integrations.closure.analyser`) runs the
 model of :mod:`.models` with and without a null hidden state inserted after
 the embeddings (padding mask and position ids grown with it) and compares
 every submodule call.  This module names each call's *role* in its decoder
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tokenlaw.properties.closure_analyser import ClosureReport, LayerResult, analyse
+from tokenlaw.integrations.closure.analyser import ClosureReport, LayerResult, analyse
 
 from .models import AfterEmbeddings
 

@@ -34,7 +34,7 @@ except ImportError:       # hidden or absent: every entry point calls require() 
     transformers = None
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.properties.closure_analyser import ClosureExample
+from tokenlaw.integrations.closure.analyser import ClosureExample
 
 from . import require
 

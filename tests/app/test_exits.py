@@ -7,7 +7,7 @@ from pathlib import Path
 from tokenlaw.app import exits
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("operators", "properties", "symbolic", "fuzz", "kernels", "reports", "experiments", "app")
+PACKAGES = ("process", "operators", "properties", "symbolic", "fuzz", "kernels", "reports", "experiments", "app")
 DEFINES_CODE = re.compile(r"^\s*EXIT_\w+(\s*,\s*EXIT_\w+)*\s*=", re.M)
 
 

@@ -68,7 +68,7 @@ def test_the_reading_sees_torch_when_a_command_imports_it():
     """Control: ``tokenlaw list`` loads the registry, so torch and the lower layers must show up."""
     rc, out, err, modules = run_cli("list", "--json")
     assert rc == 0, err
-    assert "torch" in modules and "tokenlaw.operators.cpu_paths" in heavy(modules)
+    assert "torch" in modules and "tokenlaw.process.cpu_paths" in modules and "tokenlaw.operators" in heavy(modules)
 
 
 def test_restated_tables_equal_their_owners():

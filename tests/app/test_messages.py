@@ -106,6 +106,6 @@ def test_a_missing_reference_says_how_to_declare_one():
 def test_the_closure_table_says_its_norms_are_l_inf(capsys):
     from tokenlaw.app import cli
 
-    assert cli.main(["closure", "tokenlaw.properties.closure_examples:oa_only"]) == 1
+    assert cli.main(["closure", "tokenlaw.integrations.closure.examples:oa_only"]) == 1
     out = capsys.readouterr().out
     assert "L_inf norm" in out and "|null in|inf" in out and "|null|_inf =" in out

@@ -101,8 +101,9 @@ def problems(text: str, ci_run: str) -> list[str]:
 
     # the layer drawing is the layering test's order
     from tests.test_layering import LAYERS
-    drawn = {m.group(2): int(m.group(1)) for m in re.finditer(r"^ (\d)  (\w+)/ ", text, re.M)}
-    drawn.update({name: 3 for name in re.findall(r"(\w+)/", next((l for l in lines if l.startswith(" 3  ")), ""))})
+    drawn = {m.group(2): int(m.group(1)) for m in re.finditer(r"^ (\d)  (\w+)(?:/|\.py) ", text, re.M)}
+    drawn.update({name: 4 for name in re.findall(r"(\w+)/", next((l for l in lines if l.startswith(" 4  ")), ""))})
+    drawn.update({m.group(1): 0 for m in re.finditer(r"^    (\w+)\.py +tokenlaw\.", text, re.M)})  # beside layer 0
     if drawn != LAYERS:
         bad.append(f"the layer drawing {drawn} is not tests/test_layering.py's {LAYERS}")
     return bad
@@ -139,7 +140,9 @@ def test_every_shipped_topic_is_pointed_at():
     (lambda t: t.replace("`examples/my_backend/`", "`examples/my_kernel/`", 1), "`examples/my_kernel/`: no such path"),
     (lambda t: t.replace("| `3` |", "| `5` |"), "exit-code table lists"),
     (lambda t: t.replace('"null_gradient": "', '"null_grad": "'), "the tour claims 'null_grad'"),
-    (lambda t: t.replace(" 6  experiments/", " 7  experiments/"), "the layer drawing"),
+    (lambda t: t.replace(" 7  experiments/", " 6  experiments/"), "the layer drawing"),
+    (lambda t: t.replace(" 1  process/", " 2  process/"), "the layer drawing"),
+    (lambda t: t.replace("    errors.py     tokenlaw.errors", "    errs.py       tokenlaw.errors"), "the layer drawing"),
 ])
 def test_a_false_readme_is_refused(edit, expected):
     text = README.read_text(encoding="utf-8")

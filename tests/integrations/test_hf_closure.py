@@ -21,7 +21,7 @@ transformers = pytest.importorskip("transformers", reason=hf.INSTALL)
 
 from tokenlaw.app.cli import main  # noqa: E402
 from tokenlaw.integrations.hf import models  # noqa: E402
-from tokenlaw.properties.closure_analyser import CONTEXTUAL_ERASURE, ZERO_ABSORPTION  # noqa: E402
+from tokenlaw.integrations.closure.analyser import CONTEXTUAL_ERASURE, ZERO_ABSORPTION  # noqa: E402
 from tokenlaw.operators.errors import InvalidArgument  # noqa: E402
 from tokenlaw.properties.mask_insertion import insert_into_mask, insert_slice  # noqa: E402
 

@@ -19,7 +19,7 @@ from tokenlaw.fuzz.core_strategies import core_cases
 from tokenlaw.fuzz.engine import PROFILES
 from tokenlaw.operators.core import Conventions, core_of, declare_core, formula
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.operators.user_modules import load
+from tokenlaw.process.user_modules import load
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import collect
 from tokenlaw.properties.plan import plan

@@ -21,7 +21,7 @@ from tokenlaw.operators.registry import Domain
 from tokenlaw.operators.roles import Adjustments, Roles, adjust
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("operators", "properties", "symbolic", "fuzz", "kernels", "reports", "app", "experiments")
+PACKAGES = ("process", "operators", "properties", "symbolic", "fuzz", "kernels", "reports", "app", "experiments")
 OWNER = Path("operators") / "dtypes.py"
 FOUR = {"float64", "float32", "float16", "bfloat16"}
 

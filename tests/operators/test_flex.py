@@ -13,9 +13,10 @@ import torch
 
 from tokenlaw.fuzz import replay as R
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.operators import flex, projections, user_modules
+from tokenlaw.operators import flex, projections
 from tokenlaw.operators.errors import DeclarationError
 from tokenlaw.operators.xp import TORCH
+from tokenlaw.process import user_modules
 from tokenlaw.properties import backends
 from tokenlaw.properties import plan as P
 from tokenlaw.properties import verdict as V

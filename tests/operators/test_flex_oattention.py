@@ -19,10 +19,11 @@ import pytest
 import torch
 
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.operators import flex, projections, user_modules
+from tokenlaw.operators import flex, projections
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.operators.presence import presence
 from tokenlaw.operators.xp import TORCH
+from tokenlaw.process import user_modules
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS, collect, default_registry

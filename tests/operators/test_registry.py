@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from tokenlaw.operators import user_modules
+from tokenlaw.process import user_modules
 from tokenlaw.operators.errors import DeclarationError
 from tokenlaw.operators.registry import Domain, Interval, declare
 from tokenlaw.properties.catalogue import collect

@@ -70,7 +70,7 @@ print("leak-shown")
 def test_pre_fix_source_leaks_the_nan_on_the_native_bfloat16_path():
     """The canary: the old body (W with its NaN row straight into the GEMMs) breaks row 0 where the half
     matmul the operator calls leaks a NaN row (torch's oneDNN bfloat16 GEMM on AMX did); tokenlaw pins AVX2
-    (operators/cpu_paths.py), so this runs in a fresh interpreter with TOKENLAW_CPU_PATHS=native.  Since the
+    (process/cpu_paths.py), so this runs in a fresh interpreter with TOKENLAW_CPU_PATHS=native.  Since the
     namespace's CPU half matmul is a float32 product rounded once (xp.TorchNamespace.matmul), no CPU row leaks
     through it and this skips, saying so; the leak is probed through that matmul, never through a bare a @ b
     the operator does not call."""

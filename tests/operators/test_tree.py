@@ -22,7 +22,7 @@ from tokenlaw.operators import tree
 from tokenlaw.operators.errors import InvalidArgument
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("operators", "properties", "symbolic", "fuzz", "kernels", "reports", "app", "experiments")
+PACKAGES = ("process", "operators", "properties", "symbolic", "fuzz", "kernels", "reports", "app", "experiments")
 OWNER = Path("operators") / "tree.py"
 
 

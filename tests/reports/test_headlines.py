@@ -17,7 +17,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.orchestration import runs
 from tokenlaw.reports import proofs, writers
-from tokenlaw.reports.document import Document, ProofRow, standing
+from tokenlaw.reports.document import Document, ProofRow, Result, standing
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -91,14 +91,14 @@ def test_a_refutation_that_did_not_replay_fails_even_though_its_outcome_reads_un
 def test_standing_is_one_rule_for_both_tiers():
     # The fuzz tier: an undecided claimed row is never PASS; a run whose claimed rows none holds is undecided.
     fuzz = [("r1", "claims", V.OK_HOLDS, False), ("r2", "claims", V.OUT_VACUOUS, False)]
-    assert standing(fuzz, proof=False)["result"] == "UNDECIDED"
-    assert standing(fuzz[:1], proof=False)["result"] == "PASS"
-    assert standing(fuzz[:1], proof=True)["result"] == "UNDECIDED"          # holds is not proved
-    assert standing([("r", "claims", V.OUT_NOT_RUNNABLE, False)], proof=False)["result"] == "UNDECIDED"
-    assert standing([("r", "violates", V.OK_EXPECTED, False)], proof=False)["result"] == "PASS"   # nothing claimed
-    assert standing(fuzz + [("r3", "violates", V.BAD_NOT_REPRODUCED, True)], proof=False)["result"] == "FAIL"
+    assert standing(fuzz, proof=False).result is Result.UNDECIDED
+    assert standing(fuzz[:1], proof=False).result is Result.PASS
+    assert standing(fuzz[:1], proof=True).result is Result.UNDECIDED          # holds is not proved
+    assert standing([("r", "claims", V.OUT_NOT_RUNNABLE, False)], proof=False).result is Result.UNDECIDED
+    assert standing([("r", "violates", V.OK_EXPECTED, False)], proof=False).result is Result.PASS   # nothing claimed
+    assert standing(fuzz + [("r3", "violates", V.BAD_NOT_REPRODUCED, True)], proof=False).result is Result.FAIL
     by_design = [("r1", "claims", V.OK_HOLDS, False), ("r4", "claims", V.Outcome.NOT_APPLICABLE_BY_DESIGN, False)]
-    assert standing(by_design, proof=False)["claimed"]["rows"] == 1
+    assert standing(by_design, proof=False).claimed["rows"] == 1
 
 
 def conformance_row(op, *statuses):
@@ -165,3 +165,26 @@ def test_check_exit_code_follows_the_same_rule(user_module, capsys, monkeypatch)
     assert out["undecided"] == [{"id": "b-null_receiver", "outcome": V.OUT_VACUOUS}] and out["failing"] == []
     assert cli.main(["check", "--out", "c2"]) == EXIT_UNDECIDED
     assert "UNDECIDED: 1 of 2 claimed rows established" in capsys.readouterr().out
+
+
+def test_outcome_severity_is_one_explicit_order():
+    """Outcome.worst picks by V.SEVERITY, which ranks every outcome; the gate compares by the same ranks."""
+    assert {o for level in V.SEVERITY for o in level} == set(V.Outcome)
+    assert V.Outcome.worst(V.OK_PROVED, "holds", V.BAD_UNEXPECTED, V.OUT_UNKNOWN) is V.BAD_UNEXPECTED
+    assert V.Outcome.worst(V.OK_HOLDS, V.OUT_VACUOUS) is V.OUT_VACUOUS
+    assert V.Outcome.worst(V.BAD_RAISED, V.BAD_UNEXPECTED) is V.BAD_RAISED           # equally bad: the first
+    assert V.OK_PROVED.severity < V.OK_HOLDS.severity < V.OUT_UNKNOWN.severity < V.BAD_NOT_REPRODUCED.severity
+    with pytest.raises(ValueError):
+        V.Outcome.worst()
+
+
+def test_document_standing_is_typed_and_agrees_with_the_summary():
+    rows = [conformance_row("oattention", V.HOLDS, V.HOLDS), conformance_row("sdpa", V.HOLDS, V.VIOLATED)]
+    for kept, want in ((rows[:1], Result.PASS), (rows, Result.FAIL)):
+        doc = Document(kept, {"tier": "fuzz"})
+        st = doc.standing()
+        assert st.result is want and doc.to_json()["summary"]["result"] == want.value
+        assert st.to_json() == {k: doc.to_json()["summary"][k] for k in ("result", "failing", "undecided", "claimed")}
+    proved = proofs.document([proof_row("a", "zero_absorption", V.PROVED),
+                              proof_row("m", "null_receiver", V.UNKNOWN, mismatch=True)], dict(tier="symbolic"))
+    assert proved.standing().result is Result.FAIL and proved.standing().failing == ["m-null_receiver"]

@@ -106,7 +106,7 @@ def test_sympy_trace_matches_eager_float64(name):
         kwargs["mask"] = eager_kwargs["mask"] = None
     try:
         trace = _trace(op.fn, xs, **kwargs)
-    except ValueError as err:
+    except (ValueError, NotTraceable) as err:    # sympy's simplifier, inside xp.where: NotTraceable naming it
         assert name in _POINTWISE and "not comparable" in str(err), (name, err)
         trace = None
     else:

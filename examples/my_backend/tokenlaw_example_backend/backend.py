@@ -23,8 +23,7 @@ import os
 
 import torch
 
-from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.properties.backends import Backend
+from tokenlaw import Backend, InvalidArgument
 
 from . import mutants
 from .common import CountTranscendentals

@@ -7,7 +7,7 @@ import math
 import torch
 from torch.overrides import TorchFunctionMode
 
-from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw import InvalidArgument
 
 
 TRANSCENDENTAL = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sigmoid", "erf",

@@ -17,7 +17,7 @@ import itertools
 from pathlib import Path
 from unittest import mock
 
-from tokenlaw.properties.mutants import Mutant
+from tokenlaw import Mutant
 
 from . import oattention
 

@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw import InvalidArgument
 
 from .common import accumulation, check_positive, check_tokens, merge_heads, split_heads
 

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokenlaw.operators import cpu_paths, path_probe
+from tokenlaw.operators import path_probe
 from tokenlaw.operators.xp import TorchNamespace
+from tokenlaw.process import cpu_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = "import json; from tokenlaw.operators import path_probe; print(json.dumps(path_probe.record()))"

@@ -7,12 +7,12 @@ import pytest
 import torch
 from torch import nn
 
-from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.properties import closure_examples as E
-from tokenlaw.properties.closure_analyser import (CONTEXTUAL_ERASURE, ZERO_ABSORPTION, ClosureExample, analyse,
-                                                  as_example, positions_for)
-from tokenlaw.properties.mask_insertion import insert_into_mask
 from tokenlaw.app.cli import main
+from tokenlaw.integrations.closure import examples as E
+from tokenlaw.integrations.closure.analyser import (CONTEXTUAL_ERASURE, ZERO_ABSORPTION, ClosureExample, analyse,
+                                                    as_example, positions_for)
+from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties.mask_insertion import insert_into_mask
 
 
 @pytest.mark.parametrize("factory", [E.torch_encoder, E.torch_encoder_masked, E.torch_encoder_norm_first])
@@ -94,12 +94,12 @@ def test_arguments_are_validated():
 
 
 def test_cli_prints_first_breaking_layer(capsys):
-    assert main(["closure", "tokenlaw.properties.closure_examples:torch_encoder", "--positions", "2"]) == 1
+    assert main(["closure", "tokenlaw.integrations.closure.examples:torch_encoder", "--positions", "2"]) == 1
     assert "CLOSURE BREAKS first at layers.0.self_attn" in capsys.readouterr().out
-    assert main(["closure", "tokenlaw.properties.closure_examples:oa_only", "--json"]) == 1
+    assert main(["closure", "tokenlaw.integrations.closure.examples:oa_only", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["first_break"]["label"] == "blocks.0.norm1"
     assert all(p["first_old_shift"]["label"] == "blocks.1.attn" for p in report["positions"])
-    assert main(["closure", "tokenlaw.properties.closure_examples:otransformer"]) == 0
+    assert main(["closure", "tokenlaw.integrations.closure.examples:otransformer"]) == 0
     assert "CLOSURE HOLDS" in capsys.readouterr().out
     assert main(["closure", "no_such_module:f"]) == 2

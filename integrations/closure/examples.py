@@ -1,4 +1,4 @@
-"""Example factories for the closure analyser (``tokenlaw closure tokenlaw.properties.closure_examples:NAME``).
+"""Example factories for the closure analyser (``tokenlaw closure tokenlaw.integrations.closure.examples:NAME``).
 
 Each factory returns a :class:`ClosureExample`: a model in float64 with a
 stated, seeded init and example tokens (batch 2, 5 tokens, width 16) plus
@@ -13,7 +13,7 @@ from torch import nn
 
 from tokenlaw.operators.modules import Host
 
-from .closure_analyser import ClosureExample
+from .analyser import ClosureExample
 
 WIDTH, HEADS, TOKENS, BATCH, SEED = 16, 2, 5, 2, 0
 

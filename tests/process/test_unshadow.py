@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenlaw.operators.unshadow import CHECKOUT, is_checkout, unshadow
+from tokenlaw.process.unshadow import CHECKOUT, is_checkout, unshadow
 
 FIND = "import importlib.util as u; s = u.find_spec('kernels'); print(s.origin if s and s.origin else s)"
 
@@ -45,7 +45,7 @@ def test_loading_a_user_module_puts_the_root_back_after_the_installed_packages(t
     root): loading one leaves the root after every installed package, and the user's module importable."""
     (tmp_path / "mine.py").write_text("X = 1\n")
     code = (f"import sys; sys.path.insert(0, {str(CHECKOUT)!r}); "
-            "from tokenlaw.operators import user_modules; "
+            "from tokenlaw.process import user_modules; "
             f"name = user_modules._from_path({str(tmp_path / 'mine.py')!r}, '--operators'); "
             "import importlib; print(importlib.import_module(name).X); " + FIND)
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,

@@ -22,7 +22,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-from .errors import InvalidArgument
+from tokenlaw.errors import InvalidArgument
 from .unshadow import unshadow
 
 

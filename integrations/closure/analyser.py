@@ -18,7 +18,7 @@ breaks.
 
 Example::
 
-    >>> from tokenlaw.properties.closure_examples import otransformer
+    >>> from tokenlaw.integrations.closure.examples import otransformer
     >>> analyse(otransformer(), positions=[1]).holds
     True
 """
@@ -32,9 +32,9 @@ from torch import nn
 
 from tokenlaw.operators.errors import InvalidArgument
 
-from .mask_insertion import insert_into_mask, insert_slice
-from .module_trace import trace
-from .tolerance import compare
+from tokenlaw.properties.mask_insertion import insert_into_mask, insert_slice
+from tokenlaw.properties.module_trace import trace
+from tokenlaw.properties.tolerance import compare
 
 ZERO_ABSORPTION = "zero absorption lost"
 CONTEXTUAL_ERASURE = "contextual erasure lost"

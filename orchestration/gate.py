@@ -1,0 +1,115 @@
+"""The gate as a library call, beside ``check()`` and ``prove()``: re-run what a baseline recorded and compare.
+
+:func:`recorded_settings` turns each run a baseline records (``meta.runs``) into
+its settings object once, at the JSON edge, the tier deciding the type
+(:class:`~tokenlaw.properties.verdict.Tier`); each object re-runs itself
+(``settings.run()``: ``check`` or ``prove``); :func:`gate` compares a current document (given, or
+re-run) with the baseline under the known failures and returns a
+:class:`GateResult`.  Nothing is written: ``tokenlaw gate`` writes the re-runs'
+reports and maps the result to an exit code (``app/gate.py``).
+
+>>> import json, tokenlaw                                       # doctest: +SKIP
+>>> baseline = tokenlaw.Document.from_json(json.load(open("reports/baseline.json")))
+>>> result = tokenlaw.gate(baseline, out="/tmp/gate")
+>>> result.ok, [change.id for change, _ in result.live]
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from tokenlaw.errors import InvalidArgument
+from tokenlaw.properties.plan import plan
+from tokenlaw.properties.verdict import Tier
+from tokenlaw.reports import document, regressions
+
+from . import environment, provenance, runs
+
+# The settings type of each tier's runs (each runs itself: ``settings.run()``, and writes its reports:
+# ``settings.write(doc)``).
+SETTINGS = {Tier.FUZZ: runs.CheckSettings, Tier.KERNEL: runs.CheckSettings, Tier.SYMBOLIC: runs.ProveSettings}
+
+
+def recorded_settings(run: dict, **overrides) -> runs.CheckSettings | runs.ProveSettings:
+    """The settings object of one run a report records (scope, backend, budget, seed), then ``overrides``."""
+    return SETTINGS[Tier.of(run)].from_run(run, **overrides)
+
+
+@dataclasses.dataclass(frozen=True)
+class GateResult:
+    """What the gate decided: the comparison, the regressions that count (``live``, each with the expired
+    known-failure entry that made it, or None) and those a live known-failure entry covers (``known``)."""
+
+    comparison: regressions.Comparison
+    live: tuple = ()
+    known: tuple = ()
+    current: document.Document | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.live
+
+
+def baseline_settings(base: document.Document | None, *, out: str, workers: int = 1,
+                      operator_modules=None) -> list:
+    """The settings objects of every run ``base`` records (a missing baseline: one default check run).  With
+    the user's ``operator_modules``, a run that recorded no operator scope is scoped to their operators, as
+    ``check`` scopes it (issue 47: ``tokenlaw --operators M gate --update-baseline`` re-ran and recorded every
+    built-in cell); a recorded scope is kept."""
+    overrides = {"operator_modules": operator_modules} if operator_modules else {}
+    settings = []
+    for run in (base.runs if base else [{}]):
+        scoped = dict(overrides)
+        if operator_modules and not (run.get("scope") or {}).get("operators"):
+            scoped["operators"] = runs.user_operators(operator_modules)
+        settings.append(recorded_settings(run, out=out, workers=workers, **scoped))
+    return settings
+
+
+def planned_ids(settings: list) -> set:
+    """The row and cell ids re-running ``settings`` will report, from the plan alone (nothing runs)."""
+    ids = set()
+    for s in settings:
+        reg = runs.mutated(runs.registry(s.operator_modules), getattr(s, "mutant", None))
+        symbolic = isinstance(s, runs.ProveSettings)
+        rows = plan(reg, operators=s.operators, contracts=s.contracts, dtypes=None if symbolic else s.dtypes,
+                    backend="eager" if symbolic else s.backend)
+        for row in rows:
+            ids.add(row.id)
+            ids |= {f"{row.id}-symbolic-real"} if symbolic else {c.id for c in row.cells}
+    return ids
+
+
+def judge(base: document.Document | None, cur: document.Document, *, entries=(), today: dt.date | None = None,
+          bound_growth: float = regressions.BOUND_GROWTH, known_failures_path: str = "", disk_kernels=None
+          ) -> GateResult:
+    """Compare ``cur`` with ``base`` (None: an empty baseline) under the known-failure ``entries``."""
+    if bound_growth <= 1:
+        raise InvalidArgument(f"--bound-growth: expected a factor > 1, got {bound_growth}")
+    empty = document.Document([], {"runs": cur.runs}, backends=[])
+    cmp = regressions.compare(base or empty, cur, bound_growth=bound_growth, disk_kernels=disk_kernels)
+    today = today or dt.datetime.now(dt.timezone.utc).date()
+    live, known = [], []
+    for change in cmp.regressions:
+        entry = next((e for e in entries if e.matches(change.id) and not e.expired(today)), None)
+        (known if entry else live).append((change, entry))
+    for e in entries:
+        if e.expired(today):
+            live.append((regressions.Change("known-failure-expired", e.id, f"expires {e.expires}",
+                                            f"today {today}", f"{known_failures_path}:{e.line}: {e.reason}"), e))
+    return GateResult(cmp, tuple(live), tuple(known), cur)
+
+
+def gate(baseline: document.Document | None, current: document.Document | None = None, *, entries=(),
+         today: dt.date | None = None, bound_growth: float = regressions.BOUND_GROWTH, out: str = "reports",
+         workers: int = 1, operator_modules=None) -> GateResult:
+    """``tokenlaw gate`` without the command line: re-run every run ``baseline`` records with its settings
+    (unless ``current`` is given) and judge the result against it.  Writes nothing but the re-runs' replays."""
+    if current is None:
+        environment.prepare_env(baseline.runs if baseline else [{}])
+        docs = [s.run() for s in baseline_settings(baseline, out=out, workers=workers,
+                                                     operator_modules=operator_modules)]
+        current, disk = document.merge_runs(docs), None
+    else:
+        disk = provenance.sources()
+    return judge(baseline, current, entries=entries, today=today, bound_growth=bound_growth, disk_kernels=disk)
