@@ -158,8 +158,9 @@ class Comparison:
     trivial: bool = False            # every compared entry is exactly 0 on both sides (e.g. only null rows were
                                      # left): the comparison happened where every candidate agrees, so it judged
                                      # no value (a law about values reads it as not judged: fuzz.engine)
-    input_relative: float = 0.0      # compare only: the largest input-rounding term / scale (its inputs' own
-                                     # rounding to D moves a side that much: past BOUND_FRACTION nothing is decided)
+    input_relative: float = 0.0      # compare and differential: the largest input-rounding term / scale (the
+                                     # inputs' own rounding to D moves a side that much: past BOUND_FRACTION
+                                     # nothing is decided)
     a_priori_relative: float = 0.0   # differential only: largest finite a-priori bound / scale (inf: a bound on a
                                      # tensor that is 0 everywhere)
 
