@@ -20,6 +20,7 @@ from pathlib import Path
 
 
 from tokenlaw.orchestration.runs import registry as _load_registry
+from tokenlaw.errors import InvalidArgument
 from tokenlaw.process import command_line
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import measurements
@@ -69,7 +70,7 @@ def laws(registry) -> str:
 def write_measurements(records_dir: Path, page: Path) -> Path:
     """Splice the rendering of every record in ``records_dir`` into ``page``; return the page."""
     if not (CHECKOUT / "pyproject.toml").is_file() or not page.is_file():
-        raise arguments.InvalidArgument(f"--write: {page} does not exist (run it in a tokenlaw checkout)")
+        raise InvalidArgument(f"--write: {page} does not exist (run it in a tokenlaw checkout)")
     text = measurements.splice(page.read_text(encoding="utf-8"), measurements.render(measurements.load(records_dir)))
     page.write_text(text, encoding="utf-8")
     return page
@@ -78,7 +79,7 @@ def write_measurements(records_dir: Path, page: Path) -> Path:
 def cmd_docs(args) -> int:
     if args.write:
         if args.topic != MEASUREMENTS:
-            raise arguments.InvalidArgument(f"--write: only 'tokenlaw docs {MEASUREMENTS} --write' is generated "
+            raise InvalidArgument(f"--write: only 'tokenlaw docs {MEASUREMENTS} --write' is generated "
                                             f"from records, got topic {args.topic!r}")
         page = write_measurements(CHECKOUT / "reports" / "measurements", CHECKOUT / "docs" / "measurements.md")
         print(f"wrote {page}")

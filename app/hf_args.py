@@ -65,4 +65,5 @@ def register(subparsers):
     sweep.add_argument("--list", action="store_true", help="list the architectures and exit")
     sweep.add_argument("--amend", action="store_true", help="re-run --arch into the report already in --out")
     sweep.add_argument("--retriage", action="store_true", help="re-triage and re-render the report in --out")
+    sweep.add_argument("--json", action="store_true", help="the report's counts and paths on stdout, as JSON")
     sweep.set_defaults(func="tokenlaw.app.hf_cmd:cmd_sweep")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from tokenlaw.operators import tree
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.process.files import atomic_write
 from tokenlaw.properties import verdict as V
@@ -42,39 +43,34 @@ def _hex(t: torch.Tensor | None):
     return {"shape": list(t.shape), "hex": [float(v).hex() for v in t.double().reshape(-1).tolist()]}
 
 
+def _leaf_hex(value):
+    if torch.is_tensor(value):
+        return {"tensor": _hex(value), "dtype": str(value.dtype).replace("torch.", "")}
+    return {"float": value.hex()} if isinstance(value, float) else value
+
+
 def params_hex(params):
     """The drawn parameters as JSON: every tensor as :func:`_hex`, every float as ``float.hex`` ({"float": ...}),
-    ints, bools, strings and None as they are, dicts and lists as they are (their order kept)."""
-    if torch.is_tensor(params):
-        return {"tensor": _hex(params), "dtype": str(params.dtype).replace("torch.", "")}
-    if isinstance(params, dict):
-        return {"dict": [[k, params_hex(v)] for k, v in params.items()]}
-    if isinstance(params, (list, tuple)):
-        return {"list" if isinstance(params, list) else "tuple": [params_hex(v) for v in params]}
-    if isinstance(params, float):
-        return {"float": params.hex()}
-    return params
+    ints, bools, strings and None as they are, dicts, lists and tuples tagged with their kind (their order
+    kept: :func:`tokenlaw.operators.tree.tagged`)."""
+    return tree.tagged(params, _leaf_hex)
 
 
-def params_from_hex(value):
-    """The inverse of :func:`params_hex` (a tensor stored past MAX_STORED_ENTRIES comes back as None)."""
-    if not isinstance(value, dict):
-        return value
-    if "tensor" in value:
+def _leaf_from_hex(value):
+    if isinstance(value, dict) and "tensor" in value:
         t = value["tensor"]
         if t is None:
             return None
         flat = torch.tensor([float.fromhex(h) for h in t["hex"]], dtype=torch.float64)
         return flat.reshape(t["shape"]).to(getattr(torch, value["dtype"]))
-    if "dict" in value:
-        return {k: params_from_hex(v) for k, v in value["dict"]}
-    if "list" in value:
-        return [params_from_hex(v) for v in value["list"]]
-    if "tuple" in value:
-        return tuple(params_from_hex(v) for v in value["tuple"])
-    if "float" in value:
+    if isinstance(value, dict) and "float" in value:
         return float.fromhex(value["float"])
     return value
+
+
+def params_from_hex(value):
+    """The inverse of :func:`params_hex` (a tensor stored past MAX_STORED_ENTRIES comes back as None)."""
+    return tree.untagged(value, _leaf_from_hex)
 
 
 def tensor_from_hex(stored):

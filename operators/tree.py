@@ -81,6 +81,32 @@ def map_with_path(fn: Callable[[Path, Any], Any], tree, *, sequence: type | None
     return _rebuild(tree, items)
 
 
+
+# Tags of the containers :func:`tagged` writes (a JSON document keeps no tuple and no key order of its own).
+TAGS = {dict: "dict", list: "list", tuple: "tuple"}
+
+
+def tagged(tree, leaf: Callable[[Any], Any]):
+    """``tree`` as JSON that keeps every container's kind: a dict as {"dict": [[key, value], ...]}, a list or
+    tuple as {"list": [...]} / {"tuple": [...]}, every leaf as ``leaf(value)`` (the inverse: :func:`untagged`)."""
+    if not is_container(tree):
+        return leaf(tree)
+    tag = TAGS[dict if isinstance(tree, dict) else list if isinstance(tree, list) else tuple]
+    items = [[k, tagged(v, leaf)] if tag == "dict" else tagged(v, leaf) for k, v in _children(tree)]
+    return {tag: items}
+
+
+def untagged(value, leaf: Callable[[Any], Any]):
+    """The inverse of :func:`tagged`: a {"dict" | "list" | "tuple": ...} node becomes that container, and
+    anything else is a leaf, given to ``leaf``."""
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in TAGS.values():
+        tag, items = next(iter(value.items()))
+        if tag == "dict":
+            return {k: untagged(v, leaf) for k, v in items}
+        return (list if tag == "list" else tuple)(untagged(v, leaf) for v in items)
+    return leaf(value)
+
+
 def map_nodes(fn: Callable[[Any], Any], tree, match: Callable[[Any], bool]):
     """``tree`` with every subtree for which ``match(node)`` holds replaced by ``fn(node)``.
 

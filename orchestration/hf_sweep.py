@@ -72,12 +72,12 @@ def main(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if getattr(args, "from_log", None) is not None:
-        return _write(from_log(out / "cells.jsonl", args, wall_s=args.from_log), out)
+        return _write(from_log(out / "cells.jsonl", args, wall_s=args.from_log), out, getattr(args, 'json', False))
     if args.retriage:
         if not (out / "sweep.json").is_file():
             raise InvalidArgument(f"--retriage: no sweep.json in --out {out}")
         doc = retriage(json.loads((out / "sweep.json").read_text()))
-        return _write(doc, out)
+        return _write(doc, out, getattr(args, 'json', False))
     if args.amend and not (out / "sweep.json").is_file():
         raise InvalidArgument(f"--amend: no sweep.json in --out {out}")
     doc = run(archs=args.arch, laws=args.laws, dtypes=args.dtype, examples=args.examples, seed=args.seed,
@@ -86,7 +86,7 @@ def main(args) -> int:
               resume=_logged(out / "cells.jsonl") if getattr(args, "resume", False) else None)
     if args.amend:
         doc = amend(json.loads((out / "sweep.json").read_text()), doc)
-    return _write(doc, out)
+    return _write(doc, out, getattr(args, 'json', False))
 
 
 def amend(base: dict, new: dict) -> dict:
@@ -138,13 +138,17 @@ def retriage(doc: dict) -> dict:
     return doc
 
 
-def _write(doc: dict, out: Path) -> int:
+def _write(doc: dict, out: Path, as_json: bool = False) -> int:
     atomic_write(out / "sweep.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     atomic_write(out / "sweep.md", cells.render(doc))
     n = doc["counts"]
-    print(f"hf sweep: {n['architectures']} architectures, {n['built']} built, {n['not_built']} not built; "
-          f"violations {n['violations'] or 'none'}; {doc['meta']['wall_s']:.0f} s wall, "
-          f"{doc['meta']['cpu_s']:.0f} s CPU -> {out / 'sweep.md'}")
+    if as_json:
+        print(json.dumps({"counts": n, "wall_s": doc["meta"]["wall_s"], "cpu_s": doc["meta"]["cpu_s"],
+                          "report": str(out / "sweep.md"), "json": str(out / "sweep.json")}, indent=1))
+    else:
+        print(f"hf sweep: {n['architectures']} architectures, {n['built']} built, {n['not_built']} not built; "
+              f"violations {n['violations'] or 'none'}; {doc['meta']['wall_s']:.0f} s wall, "
+              f"{doc['meta']['cpu_s']:.0f} s CPU -> {out / 'sweep.md'}")
     return 1 if n["violations"].get("untriaged") else 0
 
 

@@ -277,7 +277,7 @@ def literal(value):
     elif isinstance(value, (np.ndarray, np.generic)):
         value = value.tolist()
     if isinstance(value, (list, tuple)):
-        return [literal(v) for v in value]
+        return tree.map(_literal_leaf, value, sequence=list)
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, fractions.Fraction)):
@@ -568,9 +568,15 @@ class ObjectNamespace:
 
 def _numbers(v):
     """Bools as 0 / 1 through nested lists (asarray casts to ``like``'s dtype, a float)."""
-    if isinstance(v, list):
-        return [_numbers(u) for u in v]
-    return int(v) if isinstance(v, bool) else v
+    return tree.map(lambda u: int(u) if isinstance(u, bool) else u, v, sequence=list)
+
+
+def _literal_leaf(value):
+    """One entry of a constant's nested lists, as :func:`literal` takes it (an array there: its entries)."""
+    if hasattr(value, "detach") and hasattr(value, "tolist") or isinstance(value, (np.ndarray, np.generic)):
+        value = value.detach().cpu().tolist() if hasattr(value, "detach") else value.tolist()
+        return tree.map(literal, value, sequence=list) if isinstance(value, (list, tuple)) else literal(value)
+    return literal(value)
 
 
 def _entries(cls):

@@ -37,7 +37,7 @@ from tokenlaw.operators.errors import InvalidArgument
 REPLY = "TOKENLAW-PIN-REPLY:"
 NEVER = frozenset({"torch"})          # never installed into a pin: the environment's build is used
 DONE = ".tokenlaw-pin.json"
-SPEC = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!-]*$")
+PIN_FORMAT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9][A-Za-z0-9.+!-]*$")
 
 
 class PinError(RuntimeError):
@@ -59,7 +59,7 @@ def cache_root() -> Path:
 
 def parse_spec(spec: str, argument: str = "--with") -> str:
     """``PACKAGE==VERSION`` checked (one exact version), or InvalidArgument naming ``argument``."""
-    if not isinstance(spec, str) or not SPEC.match(spec.strip()):
+    if not isinstance(spec, str) or not PIN_FORMAT.match(spec.strip()):
         raise InvalidArgument(f"{argument}: expected PACKAGE==VERSION (one exact version), got {spec!r}")
     name, version = spec.strip().split("==")
     try:
