@@ -380,26 +380,25 @@ def causality(run: Run, case: Case) -> list:
     return [Pair(a[0, keep], b[0, keep], f"positions < {t} after editing token {t}")]
 
 
-def left_padding(run: Run, case: Case) -> list:
-    """Left padding (position ids from the mask) leaves the real tokens' logits unchanged."""
-    if case.pad_left == 0:
+def _padded_pair(run: Run, case: Case, left: int, right: int, side: str) -> list:
+    """Row 0 padded by ``left`` / ``right`` tokens (position ids from the mask) against row 0 alone."""
+    if left + right == 0:
         return []
     x = ids(case, run.vocab)
-    xp, mask, pos, real = padded(x, case.pad_left, 0)
+    xp, mask, pos, real = padded(x, left, right)
     a = run.logits(xp, mask, pos)[0, real]
     b = run.logits(x[:1], pass_mask=case.pass_mask)[0]
-    return [Pair(a, b, f"row 0 left-padded by {case.pad_left}")]
+    return [Pair(a, b, f"row 0 {side}-padded by {left + right}")]
+
+
+def left_padding(run: Run, case: Case) -> list:
+    """Left padding (position ids from the mask) leaves the real tokens' logits unchanged."""
+    return _padded_pair(run, case, case.pad_left, 0, "left")
 
 
 def right_padding(run: Run, case: Case) -> list:
     """Right padding leaves the real tokens' logits unchanged."""
-    if case.pad_right == 0:
-        return []
-    x = ids(case, run.vocab)
-    xp, mask, pos, real = padded(x, 0, case.pad_right)
-    a = run.logits(xp, mask, pos)[0, real]
-    b = run.logits(x[:1], pass_mask=case.pass_mask)[0]
-    return [Pair(a, b, f"row 0 right-padded by {case.pad_right}")]
+    return _padded_pair(run, case, 0, case.pad_right, "right")
 
 
 def batch_invariance(run: Run, case: Case) -> list:
