@@ -58,7 +58,7 @@ from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Pro
 from . import replay as R
 from . import shrink
 from .regimes import LENGTH_BANDS, REGIMES, applicable, band_label, first_param, visited
-from .strategies import FILL, banded_find, cases, length_band, reachable_bands
+from .strategies import FILL, banded_find, cases, length_band, reachable_bands, reachable_edges
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
 # aside, or the example outside the error model).  With k judged examples and no violation, the rate
@@ -272,13 +272,14 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                            suppress_health_check=list(HealthCheck),
                            phases=(Phase.generate, Phase.target, Phase.shrink))
             with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
-                # the seeded search, then one example in each length band it never drew (strategies.banded_find;
-                # a q/k/v core case draws its own lengths L and S: no band of n to fill)
+                # the seeded search, then FILL examples in each length band it never drew and at each explicit
+                # edge (strategies.banded_find; a q/k/v core case draws its own lengths L and S: no band of n)
                 bands = () if contract.fuzz_bounds.get("core") else reachable_bands(backend=backend,
                                                                                      **contract.fuzz_bounds)
                 try:
                     found = banded_find(lambda band: strategy if band is None else (filled.append(band) or cases(
-                        op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands)
+                        op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands,
+                        reachable_edges(op, dtype, **contract.fuzz_bounds))
                 except NoSuchExample:
                     # then FILL examples in each regime the contract depends on that nothing judged yet
                     found = _fill_regimes(strategy, is_violation, cfg, seed, accounts, dtype, limit, filled)

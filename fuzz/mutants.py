@@ -62,6 +62,10 @@ EAGER_MUTANTS = (
     _oattn("oattn_eps_den_not_rescaled",
            "after subtracting the running max M, eps_den is added as is instead of exp(log eps_den - M)",
            (_DEN, "    den = xp.exp(log_eps) + xp.sum(e, axis=-1, keepdims=True)")),
+    _oattn("oattn_log_eps_after_rounding",
+           "log(eps_den) is taken after eps_den is rounded to the dtype (0 or subnormal in float16): the eps_den "
+           "term leaves every row whose scores sit near log(eps_den), and a row with no active source is NaN",
+           ("    log_eps = xp.log_full(a[..., :1], eps_den)", "    log_eps = xp.log(xp.ones_like(a[..., :1]) * eps_den)")),
     _oattn("oattn_running_max_over_nulls",
            "the running max is taken over every key, null and masked ones included: a null token with a huge key "
            "underflows every real source",

@@ -122,6 +122,10 @@ REGIMES = {r.name: r for r in (
            lambda op, keys, dtype: "token_mixing" in op.traits, lambda case: case.n >= LONG_ROW),
     Regime("near_null", "a row with |h|^2 subnormal or zero in the dtype (not exactly null)",
            lambda op, keys, dtype: "presence" in op.traits, lambda case: bool(case.near_null)),
+    # differential's near-null rows (strategies.cases(near_null_tokens=True)): any operator, a token's norm
+    # 2^e from 1 down to the dtype's smallest subnormal, where a kernel may flush, drop or mis-scale it
+    Regime("near_null_tokens", "a token of norm 2^e, e over the dtype's exponents down to its subnormals "
+           "(not exactly null)", lambda op, keys, dtype: True, lambda case: bool(case.near_null)),
 )}
 
 

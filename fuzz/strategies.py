@@ -29,8 +29,12 @@ Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
   every non-null row) whose |h|^2 is drawn log-uniformly over the dtype's
   whole normal exponent range (2^emin..1), or subnormal, or underflowing to 0
   (:func:`tiny_magnitudes`);
+  and, with ``near_null_tokens`` (``differential``), a near-null token's norm 2^e
+  over the dtype's exponents down to its smallest subnormal (:func:`token_exponents`);
 * the combined extremes in one case (one draw in eight): the smallest listed
   eps_den with every score of a row at log(eps_den), past exp's overflow edge;
+  and as an explicit edge (:data:`EXTREMES`) with everything else benign, which
+  :func:`banded_find` draws after the search in every cell it applies to;
 * score magnitudes over the dtype's whole exponent range: token scale up to
   100 and bias scale up to 1e4 in every dtype, and row-wide score offsets at
   the overflow edges of exp and x^10 or log-uniform +-2^k up to max/2 (float64:
@@ -50,6 +54,7 @@ the report prints.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -151,6 +156,19 @@ def near_null_exponents(dtype: torch.dtype) -> tuple[int, int]:
     return int(math.log2(torch.finfo(dtype).tiny)), 0
 
 
+def token_exponents(dtype: torch.dtype) -> tuple[int, int]:
+    """(lo, hi) of the binary exponent e of a near-null token's norm |x_i| = 2^e where the whole dtype's
+    exponent range is drawn (``cases(near_null_tokens=True)``: ``differential``): from its smallest
+    subnormal (2^-24 in float16, 2^-133 in bfloat16, 2^-149 in float32, float32's for float64) up to 1, so
+    the token's entries are normal, subnormal or flushed to 0 when rounded to the dtype.
+
+    >>> token_exponents(torch.float16), token_exponents(torch.bfloat16), token_exponents(torch.float32)
+    ((-24, 0), (-133, 0), (-149, 0))
+    """
+    info = torch.finfo(torch.float32 if dtype == torch.float64 else dtype)
+    return int(math.log2(info.smallest_normal * info.eps)), 0
+
+
 def offset_exponents(dtype: torch.dtype, limit=None) -> tuple[int, int]:
     """(lo, hi) of k for the log-uniform score offsets +-2^k: from 1/4 up to half the dtype's largest
     finite (2^14 in float16, 2^126 in float32 / bfloat16), or to ``limit.scores`` / ``limit.offset``.  float64 stops at
@@ -206,6 +224,49 @@ def eps_dens(dtype: torch.dtype) -> tuple:
     spread = set(range(lo, hi + 1, max(1, (hi - lo) // 12))) | {lo, hi}
     return (1e-6, 1e-1, 1.0, 1e-3, 1e-5, 1.5e-5, 1e-8) + tuple(
         10.0 ** k for k in sorted(spread - {-8, -6, -5, -3, -1, 0}, key=lambda k: (abs(k), k)))
+
+
+# The explicit edges of a cell (:func:`reachable_edges`): points of the domain where several extremes meet,
+# which the seeded search reaches only by luck.  ``extremes``: the combined extremes of :func:`combined_extremes`
+# with everything else benign (no null or near-null row, the smallest token and bias scales, n <= 8), where
+# a defect there is not hidden behind an example the error model cannot judge.  banded_find gives each edge
+# FILL examples of its own (``cases(band=edge)``) whenever the search found nothing.
+EXTREMES = "extremes"
+EDGES = (EXTREMES,)
+EDGE_LENGTH = 8           # the longest n of an explicit edge's examples
+
+
+def combined_extremes(op, dtype, *, eps_draws: bool = True, offsets: bool = True) -> tuple | None:
+    """(eps_den, score offset) where the extremes of an eps_den and a score offset meet in ``dtype``: the
+    smallest listed eps_den (:func:`eps_dens`) in the operator's domain with every score of a row at
+    log(eps_den) (float16: eps_den 1e-8, below its subnormals, and scores near -18.4, past exp's overflow
+    edge), where eps_den exp(-M) is as large as the row's own mass; None where the operator has no eps_den,
+    the bounds draw no eps_den list or no offset, or its declared limit keeps scores below -log(eps_den).
+
+    >>> from tokenlaw.properties.catalogue import default_registry
+    >>> eps, offset = combined_extremes(default_registry()["oattention"], torch.float16)
+    >>> eps, round(offset, 2)
+    (1e-08, -18.42)
+    """
+    eps_domain = op.domain.scalar(op.domain.roles.eps_den)
+    if eps_domain is None or not eps_draws or not offsets:
+        return None
+    pool = tuple(v for v in eps_dens(dtype) if v in eps_domain)
+    if not pool:
+        return None
+    low = math.log(min(pool))
+    limit = op.domain.limit(dtype_name(dtype))
+    caps = () if limit is None else tuple(c for c in (limit.scores, limit.offset) if c is not None)
+    return (min(pool), low) if all(-low <= c for c in caps) else None
+
+
+def reachable_edges(op, dtype, *, eps_draws: bool = True, offsets: bool = True, core: str | None = None,
+                    **_bounds) -> tuple:
+    """The explicit edges (:data:`EDGES`) a cell with these bounds (a contract's ``fuzz_bounds``) has: the
+    combined extremes where :func:`combined_extremes` applies (a q/k/v core case has none)."""
+    if core is not None or combined_extremes(op, dtype, eps_draws=eps_draws, offsets=offsets) is None:
+        return ()
+    return (EXTREMES,)
 
 
 def _check_positive_int(value, name):
@@ -332,8 +393,9 @@ def lengths(op, *, n_max: int, n_long: int, band: str | None = None):
 FILL = 2      # examples banded_find gives a band the seeded search never drew
 
 
-def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple):
-    """``hypothesis.find`` over ``strategy_in(None)``, then one example in each reachable band it drew none in.
+def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple, edges: tuple = ()):
+    """``hypothesis.find`` over ``strategy_in(None)``, then one example in each reachable band it drew none in,
+    then each explicit edge of ``edges`` (:func:`reachable_edges`).
 
     The seeded search draws each band at its :data:`BAND_WEIGHTS` share, which is no guarantee: Hypothesis
     favours the smallest choices (measured: n = 1 at 2-3x its share), and over 100 examples a tenth-share
@@ -341,6 +403,8 @@ def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple):
     ``reachable`` (:func:`reachable_bands`) it never drew gets :data:`FILL` examples of its own (``strategy_in(label)``,
     the same seed; shrunk within the band if it violates): the default check draws every length band in
     every cell that takes a length.  The search's own draws are untouched (a seed draws what it drew).
+    Each explicit edge (``edges``) then gets :data:`FILL` examples of its own (``strategy_in(edge)``), drawn
+    whatever the search drew: the search may pass by an edge's point, but with other extremes beside it.
     Raises NoSuchExample when nothing violated, like ``find``."""
     drawn = set()
 
@@ -358,6 +422,12 @@ def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple):
                                 random=random.Random(seed))
                 except NoSuchExample:
                     pass
+        for edge in edges:
+            try:
+                return find(strategy_in(edge), judged, settings=settings(cfg, max_examples=FILL),
+                            random=random.Random(seed))
+            except NoSuchExample:
+                pass
         raise
 
 
@@ -394,7 +464,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
           scales=None, bias_scales=None, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
           only_lengths=None, backend: str = backends.EAGER.name, band: str | None = None,
-          core: str | None = None):
+          core: str | None = None, near_null_tokens: bool = False):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     n_max:  top of the frequent short lengths (default ``op.domain.n_max``);
@@ -402,7 +472,10 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             ``max_n``; 0 draws only 1..n_max);
     only_lengths: the only lengths drawn, shortest first (where it shrinks), e.g. a block law's lengths around
             a tile edge; they replace the bands above;
-    band:   only lengths in this band of :data:`LENGTH_BANDS` (its label, one of :func:`reachable_bands`).
+    band:   only lengths in this band of :data:`LENGTH_BANDS` (its label, one of :func:`reachable_bands`), or
+            an explicit edge (:data:`EDGES`, one of :func:`reachable_edges`): that edge's cases;
+    near_null_tokens: a near-null row's norm is drawn as 2^e over the dtype's whole exponent range down to
+            its smallest subnormal (:func:`token_exponents`), not |h|^2 over its normal range.
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
@@ -420,6 +493,12 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     if not isinstance(n_long, int) or isinstance(n_long, bool) or n_long < 0:
         raise InvalidArgument(f"n_long: expected an int >= 0, got {n_long!r}")
     n_max = min(n_max, n_long) if n_long else n_max
+    edge = band if band in EDGES else None
+    if edge is not None:
+        if edge not in reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets):
+            raise InvalidArgument(f"band: the edge {edge!r} does not apply to {op.name} in {dtype_name(dtype)} "
+                                  f"(edges here: {reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets)})")
+        band = None
     _check_positive_int(batch_max, "batch_max")
     limit = op.domain.limit(dtype_name(dtype))
     scales = MAGNITUDES if scales is None else tuple(scales)
@@ -440,6 +519,10 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     e_lo, e_hi = near_null_exponents(dtype)
     # |h| of a near-null row: |h|^2 = 2^e log-uniform over the normal range, else subnormal / zero
     tiny_draws = st.integers(e_lo, e_hi).map(lambda e: 2.0 ** (e / 2)) | st.sampled_from(tinies)
+    if near_null_tokens:
+        # |x_i| = 2^e, e uniform over the dtype's exponents down to its smallest subnormal: entries normal,
+        # subnormal or flushed to 0 in the dtype (differential: a kernel that flushes or drops them)
+        tiny_draws = st.integers(*token_exponents(dtype)).map(lambda e: 2.0 ** e)
     offsets_ = score_offsets(dtype, limit) if offsets else (0.0,)
     k_lo, k_hi = offset_exponents(dtype, limit)
     log_offsets = st.tuples(st.sampled_from((-1.0, 1.0)), st.integers(k_lo, k_hi)).map(lambda t: t[0] * 2.0 ** t[1])
@@ -459,6 +542,8 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             raise InvalidArgument(f"band: expected one of {reachable_bands(n_max=n_max, n_long=n_long, backend=backend)}, "
                                   f"got {band!r}")
         n_draws = lengths(op, n_max=n_max, n_long=n_long, band=band)
+    if edge is not None:
+        n_draws = st.integers(1, min(EDGE_LENGTH, n_long or n_max))
 
     # Every strategy a draw uses is built once here (per n or d where it depends on them), not inside
     # ``build``: constructing and validating a fresh strategy per draw was most of a cheap cell's time
@@ -480,12 +565,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     # score of a row at log(eps_den) (float16: eps_den 1e-8 below its subnormals, scores near -18.4, past
     # exp's overflow edge), where eps_den exp(-M) is as large as the row's own mass: an eps_den rounded to the
     # dtype, or exp(-M) formed alone, is wrong there by a factor of about two
-    eps_pool = tuple(v for v in eps_dens(dtype) if v in eps_domain) if eps_domain is not None and eps_draws else ()
-    corner = None
-    if eps_pool and offsets:
-        low = math.log(min(eps_pool))
-        caps = () if limit is None else tuple(c for c in (limit.scores, limit.offset) if c is not None)
-        corner = (min(eps_pool), low) if all(-low <= c for c in caps) else None
+    corner = combined_extremes(op, dtype, eps_draws=eps_draws, offsets=offsets)
     corners = st.integers(0, 7)
     batches, seeds, perm_seeds = st.integers(1, batch_max), st.integers(0, 2 ** 16), st.integers(0, 10_000)
     long_batches = st.integers(1, min(2, batch_max))
@@ -502,7 +582,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         head_draws, scale_draws, bias_draws = per_d(d)
         heads = draw(head_draws)
         near = ()
-        if near_null:
+        if near_null and not near_null_tokens:
             if draw(quarter) == 3:
                 # one draw in four: every non-null token is near-null, so the near-null rows are the
                 # whole output and a relative error in them (a cancelling presence) is not hidden
@@ -528,7 +608,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             offset = draw(log_offsets)
         if corner is not None and draw(corners) == 7:
             eps_den, offset = corner
-        return Case(
+        case = Case(
             op=op, dtype=dtype, n=n, null=null,
             batch=draw(batches if n <= LONG_COST else long_batches),
             d=d,
@@ -546,5 +626,22 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             layout=draw(layout_draws),
             backend=backend, score_offset=offset,
         )
+        if near_null and near_null_tokens and edge is None:
+            # differential's near-null rows, drawn last: every earlier choice is drawn as without them, so
+            # the cell draws the same shapes, scales and offsets as before they joined it
+            # (three draws in four: one near-null row beside rows of ordinary norm.  Not every row: with every
+            # token near null, q and k are their biases, every score of a row the same up to rounding, and no
+            # probe in another format predicts float32's rounding of that level -- sdpa bfloat16, seed 0)
+            free, pick = tuple(i for i in range(n) if i not in null), draw(quarter)
+            near = (free[draw(positions) % len(free)],) if pick and free else ()
+            case = dataclasses.replace(case, near_null=near, tiny=draw(tiny_draws) if near else 0.0)
+        if edge is None:
+            return case
+        # the explicit edge (drawn as any case, so the draws keep their order): the combined extremes, and
+        # everything else benign (no null or near-null row, no tau override, the smallest fitting scales)
+        eps_den, offset = corner
+        return dataclasses.replace(case, null=(), near_null=(), tiny=0.0, tau=None, eps_den=eps_den,
+                                   score_offset=offset, scale=fitting(scales, limit, d, host=host)[0],
+                                   bias_scale=fitting(bias_scales, limit, d, bias=True, host=host)[0])
 
     return build()

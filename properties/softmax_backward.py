@@ -59,8 +59,14 @@ EXP_UNITS = 8.0
 
 
 def gamma(k: int, u: float) -> float:
-    """gamma_k = k u / (1 - k u): the relative error bound of a sum or dot product of k terms."""
-    return k * u / (1.0 - k * u)
+    """gamma_k = k u / (1 - k u): the relative error bound of a sum or dot product of k terms; infinite
+    (no bound) once k u >= 1, where the sum may have lost every bit (bfloat16, u = 2^-8, past 255 terms:
+    k u = 1 divided by zero, and k u > 1 gave a negative bound).
+
+    >>> gamma(1, 0.5), gamma(256, 2.0 ** -8), gamma(257, 2.0 ** -8)
+    (1.0, inf, inf)
+    """
+    return k * u / (1.0 - k * u) if k * u < 1.0 else math.inf
 
 
 class Carried:

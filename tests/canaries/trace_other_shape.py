@@ -3,15 +3,10 @@
 null_receiver is traced at n = 2: the trace and the eager code run the same lines at every shape
 (the branch is one line), and at n = 2 they agree, so only values compared at another shape see it.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from ._build import oattention_plus_tiny_term
 
 REASON = "a 1e-12 term added only at n = 3 (one line): the trace at n = 2 is right, the operator is not"
 OPERATOR = "oattention"
 CAUGHT_BY = ("null_receiver",)
-LINE = "    return projections.output(xp, o, wo)\n"
 
-
-def registry(base):
-    return mutated_registry(base, mutated_module("tokenlaw.operators.oattention", [(
-        LINE, "    out = projections.output(xp, o, wo)\n"
-              "    return out + 1e-12 * x.sum() if x.shape[1] == 3 else out\n")]))
+registry = oattention_plus_tiny_term('x.shape[1] == 3')

@@ -3,15 +3,10 @@
 The trace's object array has dtype object, so it returns OAttention; eagerly (float64) a null
 receiver's output is 1e-12 * sum(x), not exactly 0.  One line, run by both sides.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from ._build import oattention_plus_tiny_term
 
 REASON = "a 1e-12 term added when x's dtype is float64 (getattr branch): a null receiver's output is not exactly 0"
 OPERATOR = "oattention"
 CAUGHT_BY = ("null_receiver",)
-LINE = "    return projections.output(xp, o, wo)\n"
 
-
-def registry(base):
-    return mutated_registry(base, mutated_module("tokenlaw.operators.oattention", [(
-        LINE, "    out = projections.output(xp, o, wo)\n"
-              "    return out + 1e-12 * x.sum() if getattr(x, 'dtype', None) == torch.float64 else out\n")]))
+registry = oattention_plus_tiny_term("getattr(x, 'dtype', None) == torch.float64")

@@ -4,15 +4,10 @@ Traced, x is an object array whose shape is a plain tuple, so the trace returns 
 every output moves by about 1e-12, and a null receiver's output is no longer exactly 0.  One line, run
 by both sides: only an exact value comparison sees it (a fixed 1e-9 relative tolerance did not).
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from ._build import oattention_plus_tiny_term
 
 REASON = "a 1e-12 term added when x.shape is a torch.Size (eager only): a null receiver's output is not exactly 0"
 OPERATOR = "oattention"
 CAUGHT_BY = ("null_receiver",)
-LINE = "    return projections.output(xp, o, wo)\n"
 
-
-def registry(base):
-    return mutated_registry(base, mutated_module("tokenlaw.operators.oattention", [(
-        LINE, "    out = projections.output(xp, o, wo)\n"
-              "    return out + 1e-12 * x.sum() if isinstance(x.shape, torch.Size) else out\n")]))
+registry = oattention_plus_tiny_term('isinstance(x.shape, torch.Size)')

@@ -1,7 +1,9 @@
 """The fuzz tier's canaries (tests/canaries/fuzz_*.py): no deliberately wrong operator gets a green row.
 
-Each canary builds a fresh registry (the default one is never mutated) and
-names the contracts through which the fuzz tier must see it.  The rows run
+Each canary builds a fresh registry (the default one is never mutated), or
+names a wrong ``BACKEND`` of a shipping operator (registered for the test
+only), and names the contracts through which the fuzz tier must see it (in
+its ``DTYPES`` when it names them).  The rows run
 with the CLI's default profile; every one must be an UNEXPECTED violation
 with a shrunk counterexample (or, for a canary that declares ``OUTCOME``,
 that undecided outcome: e.g. ``vacuous`` where nothing could be judged),
@@ -9,6 +11,7 @@ never "holds".
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -19,6 +22,7 @@ import torch
 
 from tokenlaw.fuzz.campaign import run_rows
 from tokenlaw.fuzz.engine import PROFILES
+from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import plan
@@ -46,10 +50,14 @@ def test_fuzz_tier_gives_no_canary_a_green_row(name):
     c = _canary(name)
     base = default_registry()
     reg = c.registry(base)
-    assert reg is not base and base[c.OPERATOR].fn is not reg[c.OPERATOR].fn if c.OPERATOR in base else True
-    rows = plan(reg, operators=[c.OPERATOR], contracts=list(c.CAUGHT_BY))
-    assert {r.contract for r in rows} == set(c.CAUGHT_BY), "every catching contract must be planned"
-    run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
+    backend = getattr(c, "BACKEND", None)       # a wrong implementation of a shipping operator (a Backend)
+    if backend is None:
+        assert reg is not base and base[c.OPERATOR].fn is not reg[c.OPERATOR].fn if c.OPERATOR in base else True
+    with contextlib.nullcontext() if backend is None else backends.register(backend):
+        rows = plan(reg, operators=[c.OPERATOR], contracts=list(c.CAUGHT_BY), dtypes=getattr(c, "DTYPES", None),
+                    backend=backends.EAGER.name if backend is None else backend.name)
+        assert {r.contract for r in rows} == set(c.CAUGHT_BY), "every catching contract must be planned"
+        run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
     expected = getattr(c, "OUTCOME", V.BAD_UNEXPECTED)
     assert expected == V.BAD_UNEXPECTED or expected in V.UNDECIDED, expected
     for row in rows:
@@ -64,7 +72,8 @@ def test_fuzz_tier_gives_no_canary_a_green_row(name):
 
 
 def test_fp16_collapse_is_found_by_the_default_profile_and_shrunk():
-    """The pre-fix OAttention formula: the search reaches the regime on its own and shrinks to it."""
+    """The pre-fix OAttention formula: the default profile reaches the regime (the search, or the combined-extremes
+    edge after it) and shrinks to it."""
     c = _canary("fuzz_fp16_collapse")
     reg = c.registry(default_registry())
     rows = plan(reg, operators=["oattention"], contracts=["differential"], dtypes=["float16"])
@@ -75,7 +84,10 @@ def test_fp16_collapse_is_found_by_the_default_profile_and_shrunk():
     ce = v.counterexample
     assert ce["n"] <= 2 and ce["eps_den"] is not None and ce["eps_den"] <= 1.5e-5, ce
     assert ce["score_offset"] < -11 or ce["scale"] > 1 or ce["bias_scale"] > 1, ce   # scores below -11
-    assert v.extra["found_at"] <= DEFAULT_EXAMPLES      # found within the budget (v.examples adds the shrinking)
+    # found within the run's budget: the search, then banded_find's FILL examples per missed band and per
+    # explicit edge (at seed 0 the combined-extremes edge finds it, example 107; v.examples adds the shrinking)
+    from tokenlaw.fuzz.strategies import EDGES, FILL, LENGTH_BANDS
+    assert v.extra["found_at"] <= DEFAULT_EXAMPLES + FILL * (len(LENGTH_BANDS) + len(EDGES)), v.extra["found_at"]
 
 
 def test_the_fixed_operator_holds_where_the_canary_fails():
@@ -109,3 +121,48 @@ def test_presence_cancellation_is_caught_through_near_null_rows_alone():
     ok = run_cell(default_registry()["oattention"], narrow, torch.float64, examples=DEFAULT_EXAMPLES, seed=0,
                   replay_dir=None)
     assert not ok.violated, ok.detail
+
+
+def test_subnormal_token_canary_is_caught_through_a_near_null_row():
+    """Issue 43, class 5: differential draws near-null rows (a token's norm 2^e down to float16's
+    subnormals) and counts them as their own regime; the canary's shrunk counterexample keeps one, and
+    without those draws (differential's old bounds: no near-null row) the same search holds."""
+    import dataclasses
+
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.properties.catalogue import CONTRACTS
+    from tokenlaw.properties.contract import FuzzOptions
+
+    op = _canary("fuzz_subnormal_tokens_fp16").registry(default_registry())["sdpa"]
+    law = CONTRACTS["differential"]
+    v = run_cell(op, law, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert v.violated and v.extra["found_at"] <= DEFAULT_EXAMPLES, v.detail
+    ce = v.counterexample
+    assert ce["near_null"] and 0 < ce["tiny"] <= 2.0 ** -14 * ce["d"] ** 0.5, ce
+    blind = dataclasses.replace(law, fuzz=FuzzOptions(near_null=False, wide_params=False))
+    old = run_cell(op, blind, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert not old.violated, old.detail
+    ok = run_cell(default_registry()["sdpa"], law, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert ok.status == V.HOLDS and ok.extra["regime_accounting"]["near_null_tokens"]["judged"] > 0, ok.detail
+
+
+def test_flex_canary_is_the_defect_past_128_not_the_alibi():
+    """Control of fuzz_flex_score_mod_past_128: the same causal ALiBi without the bias past key 128 holds
+    relative_mods on the same search, and the canary's counterexample reaches a key index >= 128."""
+    import types
+
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.operators.flex import declare_flex
+    from tokenlaw.properties.catalogue import CONTRACTS, collect
+
+    c = _canary("fuzz_flex_score_mod_past_128")
+    law = CONTRACTS["relative_mods"]
+    bad = run_cell(c.registry(default_registry())[c.OPERATOR], law, torch.float64, examples=DEFAULT_EXAMPLES,
+                   seed=0, replay_dir=None)
+    ce = bad.counterexample
+    assert bad.violated and ce["n"] + ce["pos"] + 1 > 128, (bad.detail, ce)
+    module = types.ModuleType("tokenlaw_test_alibi")
+    module.alibi = declare_flex("alibi", score_mod=lambda s, b, h, q, kv: s - 0.125 * (q - kv), mask_mod=c.causal,
+                                causal=True, relative=True, module=module.__name__)
+    ok = run_cell(collect(module)["alibi"], law, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert ok.status == V.HOLDS, ok.detail

@@ -7,6 +7,7 @@ import pkgutil
 import sys
 
 import pytest
+import torch
 
 import tokenlaw.operators
 from tokenlaw.app.fuzz_cmd import mutant_catalogue
@@ -189,3 +190,28 @@ def test_new_mutants_are_killed_through_the_law_they_break(name):
     assert not clean[0].failing
     v = next(c.verdict for c in rows[0].cells if c.verdict is not None and c.verdict.violated)
     assert "raised" not in v.detail and v.discrepancy == v.discrepancy   # the law, not a crash or a NaN
+
+
+def test_log_eps_after_rounding_is_killed_at_the_combined_extremes_edge():
+    """Issue 43, class 9: log(eps_den) taken after eps_den is rounded to float16 needs float16, the smallest
+    eps_den and scores at log(eps_den) together.  The explicit edge (strategies.EXTREMES) puts them in one
+    benign case in every cell with an eps_den, so the default check kills it (the fuzz tier's differential
+    row in float16); 10 examples are enough since the edge is drawn after the search, whatever it drew."""
+    import random
+
+    from hypothesis import find, settings
+
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.fuzz.strategies import EXTREMES, FILL, cases
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    m = next(m for m in EAGER_MUTANTS if m.name == "oattn_log_eps_after_rounding")
+    op, law = m.apply(REG)["oattention"], CONTRACTS["differential"]
+    bad = run_cell(op, law, torch.float16, examples=10, seed=0, replay_dir=None)
+    assert bad.violated and bad.counterexample["eps_den"] == 1e-8, bad.detail      # 0 in float16
+    # the edge's own FILL examples kill it alone: benign but for the combined extremes
+    edge = find(cases(op, torch.float16, band=EXTREMES, **law.fuzz_bounds), lambda c: law.judge(c).violated,
+                settings=settings(max_examples=FILL, database=None, deadline=None), random=random.Random(0))
+    assert edge.eps_den == 1e-8 and edge.score_offset < -18 and edge.scale == 1.0 and not edge.near_null, edge
+    ok = run_cell(REG["oattention"], law, torch.float16, examples=10, seed=0, replay_dir=None)
+    assert not ok.violated, ok.detail

@@ -1,6 +1,7 @@
 """Strategies: validated bounds, and every edge the issue names is reachable (and shrinks away)."""
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -9,9 +10,11 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
 from tokenlaw.fuzz.engine import pinned_constants
-from tokenlaw.fuzz.strategies import (BAND_WEIGHTS, D_MAX, FILL, LENGTH_BANDS, LONGEST, MEDIUM, banded_find, band_label, cases,
-                                      decades, divisors, far_magnitudes, length_band, magnitudes, near_null_exponents,
-                                      nominal_norm2, nominal_score, reachable_bands, tiny_magnitudes)
+from tokenlaw.fuzz.strategies import (BAND_WEIGHTS, D_MAX, EDGE_LENGTH, EXTREMES, FILL, LENGTH_BANDS, LONGEST, MEDIUM,
+                                      banded_find, band_label, cases, combined_extremes, decades, divisors,
+                                      far_magnitudes, length_band, magnitudes, near_null_exponents, nominal_norm2,
+                                      nominal_score, reachable_bands, reachable_edges, tiny_magnitudes,
+                                      token_exponents)
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 
@@ -188,6 +191,46 @@ def test_a_search_that_missed_a_band_draws_one_example_in_it():
     # shrunk to the band's first length
     found = banded_find(strategy_in, lambda c: c.n >= 257, cfg, 0, reachable_bands())
     assert found.n == 257
+
+
+def test_the_combined_extremes_edge_is_its_own_benign_example():
+    """The explicit edge (issue 43, class 9): eps_den and the score offset at their combined extremes, every
+    other choice benign; it applies where the operator has an eps_den, and banded_find draws it after the
+    search (FILL examples) whatever the search drew."""
+    op = REG["oattention"]
+    eps, offset = combined_extremes(op, torch.float16)
+    assert eps == 1e-8 and offset == pytest.approx(math.log(1e-8))
+    assert reachable_edges(op, torch.float16) == (EXTREMES,) and reachable_edges(REG["sdpa"], torch.float16) == ()
+    assert reachable_edges(op, torch.float16, eps_draws=False) == ()
+    with pytest.raises(InvalidArgument, match="band"):
+        cases(REG["sdpa"], torch.float16, band=EXTREMES)
+    for i in range(20):
+        c = find(cases(op, torch.float16, band=EXTREMES), lambda c: True, settings=settings(CFG, max_examples=1),
+                 random=random.Random(i))
+        assert (c.eps_den, c.score_offset, c.null, c.near_null, c.tau) == (eps, offset, (), (), None), c
+        assert c.n <= EDGE_LENGTH and c.scale == 1.0 and c.bias_scale == 1.0, c
+    seen = []
+    cfg = settings(max_examples=3, database=None, suppress_health_check=list(HealthCheck), phases=(Phase.generate,))
+
+    def judge(case):
+        seen.append(case)
+        return False
+
+    with pinned_constants(), pytest.raises(NoSuchExample):
+        banded_find(lambda band: cases(op, torch.float16, band=band), judge, cfg, 0, (), (EXTREMES,))
+    assert len(seen) == 3 + FILL and all(c.eps_den == eps and c.scale == 1.0 for c in seen[3:])
+
+
+def test_near_null_tokens_reach_the_dtypes_subnormals():
+    """differential's near-null rows (near_null_tokens): |x_i| = 2^e over the whole exponent range, so a
+    float16 token's entries are normal, subnormal or flushed to 0."""
+    assert token_exponents(torch.float16) == (-24, 0) and token_exponents(torch.float64) == (-149, 0)
+    drawn = []
+    with pytest.raises(NoSuchExample):
+        find(cases(REG["sdpa"], torch.float16, near_null_tokens=True, n_long=8), lambda c: drawn.append(c),
+             settings=settings(CFG, max_examples=200), random=random.Random(0))
+    exponents = {round(math.log2(c.tiny)) for c in drawn if c.near_null}
+    assert min(exponents) <= -14 - 4 and max(exponents) >= -6, sorted(exponents)   # subnormal and normal
 
 
 def test_every_head_count_dividing_the_width_is_drawn():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.fuzz.strategies import FILL, reachable_bands
+from tokenlaw.fuzz.strategies import EDGES, FILL, reachable_bands
 from tokenlaw.operators import hosts
 from tokenlaw.operators.composition import Composition, compose_layers, host_params
 from tokenlaw.operators.errors import InvalidArgument
@@ -95,10 +95,10 @@ def test_closure_fuzzed_per_depth_and_dtype(name, dtype):
     if op.declared("closure") == "claims":
         assert not v.violated, v.detail
         # the whole seeded search ran, plus at most FILL examples in each reachable length band it missed
-        # (strategies.banded_find), and every reachable band was drawn
+        # and at each explicit edge (strategies.banded_find), and every reachable band was drawn
         contract = CONTRACTS["closure"]
         bands = () if contract.fuzz_bounds.get("core") else reachable_bands(**contract.fuzz_bounds)
-        assert 8 <= v.examples <= 8 + FILL * len(bands), (v.examples, bands)
+        assert 8 <= v.examples <= 8 + FILL * (len(bands) + len(EDGES)), (v.examples, bands)
         drawn = v.extra.get("drawn", {}).get("n", {})
         assert [b for b in bands if not drawn.get(b)] == [], drawn
     else:

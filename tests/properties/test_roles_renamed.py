@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from tokenlaw.fuzz.engine import run_cell
-from tokenlaw.fuzz.strategies import FILL, reachable_bands
+from tokenlaw.fuzz.strategies import EDGES, FILL, reachable_bands
 from tokenlaw.operators import tree
 from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.operators.roles import Roles
@@ -51,9 +51,9 @@ def _same(new, old):
 
 def _ran_the_budget(v, contract, examples):
     """``v`` ran the whole seeded search (``examples``), plus at most FILL examples in each reachable length
-    band the search missed (strategies.banded_find), and drew every reachable band."""
+    band the search missed and at each explicit edge (strategies.banded_find), and drew every reachable band."""
     bands = () if contract.fuzz_bounds.get("core") else reachable_bands(**contract.fuzz_bounds)
-    assert examples <= v.examples <= examples + FILL * len(bands), (v.examples, bands)
+    assert examples <= v.examples <= examples + FILL * (len(bands) + len(EDGES)), (v.examples, bands)
     drawn = v.extra.get("drawn", {}).get("n", {})
     assert [b for b in bands if not drawn.get(b)] == [], drawn
 
