@@ -163,6 +163,9 @@ class Comparison:
                                      # nothing is decided)
     a_priori_relative: float = 0.0   # differential only: largest a-priori bound / scale (inf: an infinite bound,
                                      # or a bound on a tensor that is 0 everywhere)
+    range_flushed: bool = False      # differential only: a failing comparison whose D value is, within the bound,
+                                     # the float64 value with the near-null tokens flushed to 0: below D's range,
+                                     # inconclusive (properties.differential_laws.flushed)
 
     @property
     def bound_relative(self) -> float:
