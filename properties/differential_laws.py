@@ -1,9 +1,11 @@
 """Universal contracts that compare computations: dtype D against float64, the code against docs/mathematics.md#universal-contracts, finiteness."""
 from __future__ import annotations
 
+import math
+
 import torch
 
-from tokenlaw.operators import dtypes
+from tokenlaw.operators import dtypes, projections
 from tokenlaw.operators.errors import InvalidArgument, NotRunnableHere
 from tokenlaw.operators.xp import TORCH
 
@@ -117,6 +119,45 @@ def set_aside(case, out64: torch.Tensor) -> tuple[torch.Tensor, dict]:
                   "set_aside_not_finite": int((~finite).sum())}
 
 
+# A score that D rounds by a whole unit or more moves its weight exp(s - M) by a factor e: the weights carry no
+# correct digit (operators/limits.py states the same for the limits an operator declares), and an output
+# error first order in u -- what every probe's scaled error predicts -- is no model of D's.  Found at seed 0:
+# sm_fir in bfloat16 at bias scale 100 forms scores up to 1.0e4, rounded by up to 109 units (float16: 14,
+# float32: 0.002); a row whose second score sits about 100 below its first got weight in bfloat16 only, an
+# output error of 14.9 of 140 where float32 (1.1e-5) and float16 (0.086) agreed on a prediction of 0.7.  The
+# error is no rounding noise: inputs moved by bfloat16's own roundoff move it by at most 0.23.
+SCORE_UNITS = 1.0
+
+
+def score_magnitude(case) -> float:
+    """The largest |score| q.k / sqrt(dh) of the case's own tokens (float64) where the operator's parameters
+    hold one scored block at their top level (queries, keys and heads by their roles); 0 elsewhere (a host
+    scores its hidden states, not x: its declared limits bound those)."""
+    roles, params = case.op.domain.roles, case.params
+    if not isinstance(params, dict) or not {*roles.query, *roles.key, roles.heads} <= set(params):
+        return 0.0
+    with torch.no_grad():
+        q, k, _ = projections.project_qkv(TORCH, case.x.double(), **roles.standard(params, output=False))
+        s = projections.scores(TORCH, q, k)
+    s = s[torch.isfinite(s)]
+    return float(s.abs().max()) if s.numel() else 0.0
+
+
+def _scores_unresolved(case, c) -> str | None:
+    """Why the scores' own rounding in D leaves no first-order model (:data:`SCORE_UNITS`), or None.  As in
+    judging.unresolved: a finite discrepancy within twice the output's range decides nothing there; a
+    non-finite value where float64 is finite, or a discrepancy past that range, is still judged."""
+    if case.dtype == torch.float64 or not math.isfinite(c.discrepancy) or c.discrepancy > 2 * c.scale:
+        return None
+    top = score_magnitude(case)
+    spacing = top * UNIT_ROUNDOFF[case.dtype]
+    if spacing <= SCORE_UNITS:
+        return None
+    return (f"inconclusive, {str(case.dtype).replace('torch.', '')} rounds scores as large as {top:.3g} by up "
+            f"to {spacing:.2g} > {SCORE_UNITS:g} unit: their weights exp(s - M) carry no correct digit, no "
+            f"first-order error model (|difference| = {c.discrepancy:.3g} is within the output's range {c.scale:.3g})")
+
+
 def _judge(case, c, counts, what) -> V.Verdict:
     kept = f"{counts['rows'] - counts['set_aside_threshold'] - counts['set_aside_not_finite']}/{counts['rows']} rows"
     aside = ""
@@ -132,7 +173,7 @@ def _judge(case, c, counts, what) -> V.Verdict:
                        f"{list(case.near_null)} flushed to 0, within the bound predicted there: below "
                        f"{str(case.dtype).replace('torch.', '')}'s range, no rounding model decides (differential_laws.flushed){aside}",
                        extra={"ratio": 0.0, "range_flushed": True, **counts}, inconclusive=True)
-    why = unresolved(case, c.discrepancy, c.scale)
+    why = unresolved(case, c.discrepancy, c.scale) or _scores_unresolved(case, c)
     if why:
         return V.holds(0.0, 0.0, f"{what}: {why}{aside}", extra={"ratio": 0.0, **counts}, inconclusive=True)
     if c.bound_relative > BOUND_FRACTION:
@@ -165,6 +206,7 @@ def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=
     def rows(d):
         return {p: t[keep] for p, t in (d or {}).items()} or None
 
+    whole = (a, b, probes)
     a, b, probes, ref_probes = a[keep], b[keep], rows(probes), rows(ref_probes)
     input_rounding = None if input_rounding is None else input_rounding[keep]
 
@@ -180,10 +222,13 @@ def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=
     c = judged(tuple(resample(x) for x in tokens))
     c.resampled = len(tokens)
     if not c.ok and case.near_null:
-        # D may be the float64 output of the same tokens with the near-null ones flushed to 0 (flushed)
-        b64, b_probes, _ = resample(flushed(case))
-        f = compare_differential(a, b64[keep], rows(b_probes), dtype)
-        c.range_flushed = f.ok
+        # D may be the float64 output of the same tokens with the near-null ones flushed to 0 (flushed), in
+        # each batch element on its own (the token is one per element, and so is where its products underflow)
+        f64, f_probes, _ = resample(flushed(case))
+        c.range_flushed = all(
+            any(compare_differential(whole[0][i][keep[i]], out[i][keep[i]], {p: t[i][keep[i]] for p, t in by.items()},
+                                     dtype).ok for out, by in ((whole[1], whole[2]), (f64, f_probes)))
+            for i in range(keep.shape[0]) if bool(keep[i].any()))
     return c
 
 

@@ -227,7 +227,8 @@ def test_a_regime_nothing_judged_gets_examples_of_its_own():
     high = v.extra["regime_accounting"]["scores_high"]
     aside, rows = v.extra["set_aside_by_regime"]["scores_high"]
     assert v.status == V.HOLDS and aside < rows and high["visited"] > 4, v.detail
-    assert "scores_high" in v.extra["unjudged_regimes"] and "NEVER judged: scores_high" in v.detail
+    named = v.detail.rsplit("NEVER judged: ", 1)[-1].rstrip("]").split(", ")
+    assert "scores_high" in v.extra["unjudged_regimes"] and "scores_high" in named
     assert set(v.extra["regime_accounting"]["scores_high"]) == set(engine.ACCOUNT)
     assert all(len(pair) == 2 and pair[0] <= pair[1] for pair in v.extra["set_aside_by_regime"].values())
 
@@ -239,4 +240,9 @@ def test_a_regime_pins_only_inside_the_declared_limit():
     assert pin(torch.float32, None) == {"score_offset": pytest.approx(1.1 * 88.7228, rel=1e-4)}
     assert pin(torch.float32, Limit(offset=50.0, reason="test")) is None
     assert pin(torch.float16, Limit(scores=65504.0, reason="test")) is not None
-    assert REGIMES["scores_low"].pin is None      # reached by the search itself (see regimes._offset_pin)
+    assert REGIMES["scores_low"].pin(torch.bfloat16, None) == {"score_offset": pytest.approx(-1.1 * 88.7228, rel=1e-4)}
+    # the low side pins only where the float64 oracle stays in its normal range (regimes._offset_pin): in
+    # float64 every scores_low score has exp(s) below the smallest normal, where no naive reference is right
+    assert REGIMES["scores_low"].pin(torch.float16, None) == {"score_offset": pytest.approx(-1.1 * 11.0903, rel=1e-4)}
+    assert REGIMES["scores_low"].pin(torch.float64, None) is None
+    assert REGIMES["scores_high"].pin(torch.float64, None) == {"score_offset": pytest.approx(1.1 * 709.7827, rel=1e-4)}
