@@ -67,6 +67,14 @@ def test_fuzz_tier_gives_no_canary_a_green_row(name):
             assert bad and bad[0].counterexample, row.id
             if getattr(c, "NONDETERMINISTIC", False):      # the finding says what it is
                 assert "nondeterministic" in bad[0].extra, bad[0].detail
+        for cell in row.cells:
+            if getattr(c, "BLIND", ()):      # vacuous for the stated reason: these regimes had no finite oracle
+                v = cell.verdict
+                blind = v.detail.split("every row of the regime(s) ", 1)[-1].split(" was set aside", 1)[0].split(", ")
+                assert v.detail.startswith("vacuous: every row of the regime(s) "), v.detail
+                assert set(c.BLIND) <= set(blind), (blind, v.detail)
+                assert all(v.extra["set_aside_by_regime"][r][0] == v.extra["set_aside_by_regime"][r][1] > 0
+                           for r in c.BLIND), v.extra["set_aside_by_regime"]
     # the default registry is untouched
     assert default_registry() is base
 
@@ -166,3 +174,21 @@ def test_flex_canary_is_the_defect_past_128_not_the_alibi():
                                 causal=True, relative=True, module=module.__name__)
     ok = run_cell(collect(module)["alibi"], law, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
     assert ok.status == V.HOLDS, ok.detail
+
+
+@pytest.mark.slow
+def test_naive_reference_canary_reads_what_a_correct_operator_reads():
+    """Control of fuzz_naive_reference: a correct SDPA declared against the same naive reference reads the
+    same vacuous verdict with the same blind regimes, never violated: the canary's verdict is about the
+    oracle (no finite reference where its bug lives), the most any search can say with that reference."""
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+    from tokenlaw.properties.catalogue import CONTRACTS
+
+    c = _canary("fuzz_naive_reference")
+    law = CONTRACTS["spec_reference"]
+    ok = mutated_registry(default_registry(), mutated_module("tokenlaw.operators.sdpa", [
+        ("\n@declare(", c.NAIVE), ("reference=references.sdpa_reference,", "reference=_naive_reference,")]))["sdpa"]
+    v = run_cell(ok, law, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
+    assert v.status == V.VACUOUS and not v.violated, v.detail
+    assert set(c.BLIND) <= set(v.extra["unjudged_regimes"]), v.detail
