@@ -93,6 +93,12 @@ BAND_WEIGHTS = (2, 18, 12, 4, 2, 1, 1)
 # the long bands check what the length does; wide and batched cases are drawn at the shorter lengths.
 LONG_COST = 32
 LENGTH_EDGES = (7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 192, 255, 256, 257)
+# The block edges: n on either side of a 64-token tile's and a 128-token block's end, where a kernel starts
+# its second and third block (the adversary's length edges, fuzz.conditional.BLOCK_EDGES).  Every cell that
+# reaches one draws it (:func:`reachable_lengths`): banded_find gives each one the search and the band fill
+# never drew one example of its own, exactly at that length (``cases(band="n=256")``).  Drawn at random, an
+# exact length in the 129..256 band has a share of about 1 in 5000 per example.
+BLOCK_EDGES = (64, 65, 128, 129, 256, 257)
 D_MAX = 128                      # the widest head dim a kernel declares (kernels.capabilities.HEAD_DIM_MAX)
 # small odd and prime widths, drawn often (6: head dim 3 at 2 heads), and primes past 64 (a width that no
 # power-of-two tile divides)
@@ -351,6 +357,32 @@ def reachable_bands(*, n_max: int = 6, n_long: int | None = None, only_lengths=N
     return tuple(band_label(b) for b in LENGTH_BANDS if b[0] <= top)
 
 
+def length_label(n: int) -> str:
+    """How :func:`cases` (``band=``) and a report name a block edge of :data:`BLOCK_EDGES`: ``n=256``."""
+    return f"n={n}"
+
+
+def _length_edge(label) -> int | None:
+    """The length a :func:`length_label` names, or None for any other label."""
+    if isinstance(label, str) and label.startswith("n=") and label[2:].isdigit():
+        return int(label[2:])
+    return None
+
+
+def reachable_lengths(*, n_max: int = 6, n_long: int | None = None, only_lengths=None,
+                      backend: str = backends.EAGER.name, **_bounds) -> tuple:
+    """The block edges (:data:`BLOCK_EDGES`) a cell with these bounds reaches: those up to its longest n; none
+    where a contract lists its own lengths (``only_lengths``) or draws only short ones (``n_long=0``).
+
+    >>> reachable_lengths(), reachable_lengths(n_long=130), reachable_lengths(n_long=0)
+    ((64, 65, 128, 129, 256, 257), (64, 65, 128, 129), ())
+    """
+    if only_lengths is not None:
+        return ()
+    top = _top(n_long, backend)
+    return tuple(n for n in BLOCK_EDGES if top and n <= top)
+
+
 def missed_bands(counts: dict, reachable: tuple) -> tuple:
     """The reachable bands a cell drew no example in (``counts``: {band label: examples})."""
     return tuple(b for b in reachable if not counts.get(b))
@@ -393,9 +425,16 @@ def lengths(op, *, n_max: int, n_long: int, band: str | None = None):
 FILL = 2      # examples banded_find gives a band the seeded search never drew
 
 
-def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple, edges: tuple = ()):
+def fill_size(label: str) -> int:
+    """The examples banded_find (or the engine's regime fill) gives what ``label`` names: one at a block edge
+    (:func:`length_label`), :data:`FILL` for a band, an explicit edge or a regime."""
+    return 1 if _length_edge(label) is not None else FILL
+
+
+def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple, edges: tuple = (), lengths: tuple = ()):
     """``hypothesis.find`` over ``strategy_in(None)``, then one example in each reachable band it drew none in,
-    then each explicit edge of ``edges`` (:func:`reachable_edges`).
+    then one at each block edge of ``lengths`` (:func:`reachable_lengths`) not drawn yet, then each explicit edge
+    of ``edges`` (:func:`reachable_edges`).
 
     The seeded search draws each band at its :data:`BAND_WEIGHTS` share, which is no guarantee: Hypothesis
     favours the smallest choices (measured: n = 1 at 2-3x its share), and over 100 examples a tenth-share
@@ -403,19 +442,33 @@ def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple, edg
     ``reachable`` (:func:`reachable_bands`) it never drew gets :data:`FILL` examples of its own (``strategy_in(label)``,
     the same seed; shrunk within the band if it violates): the default check draws every length band in
     every cell that takes a length.  The search's own draws are untouched (a seed draws what it drew).
-    Each explicit edge (``edges``) then gets :data:`FILL` examples of its own (``strategy_in(edge)``), drawn
+    Before that, each block edge (``lengths``: n = 64, 65, 128, 129, 256, 257 where the cell reaches them) the
+    search never drew gets one example of its own, at exactly that length (``strategy_in("n=256")``:
+    Hypothesis' first, simplest example there, batch 1 at the declared width), and a band that holds one is
+    then drawn: its block edges are its fill (the long bands' fill costs what it did, two examples a band, at
+    the lengths where a kernel's blocks end).  The default check draws every block edge in every cell that
+    takes a length.  Each explicit edge (``edges``) then gets :data:`FILL` examples of its own (``strategy_in(edge)``), drawn
     whatever the search drew: the search may pass by an edge's point, but with other extremes beside it.
     Raises NoSuchExample when nothing violated, like ``find``."""
-    drawn = set()
+    drawn, lengths_drawn = set(), set()
 
     def judged(case):
         drawn.add(length_band(case.n))
+        lengths_drawn.add(case.n)
         return is_violation(case)
 
     try:
         return find(strategy_in(None), judged, settings=cfg, random=random.Random(seed))
     except NoSuchExample:
         for band in reachable:
+            # the band's block edges first, one example each; a band with none (1, 2..8, 9..32) the search
+            # missed gets FILL examples anywhere in it
+            for n in (n for n in lengths if length_band(n) == band and n not in lengths_drawn):
+                try:
+                    return find(strategy_in(length_label(n)), judged, settings=settings(cfg, max_examples=1),
+                                random=random.Random(seed))
+                except NoSuchExample:
+                    pass
             if band not in drawn:
                 try:
                     return find(strategy_in(band), judged, settings=settings(cfg, max_examples=FILL),
@@ -473,7 +526,8 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     only_lengths: the only lengths drawn, shortest first (where it shrinks), e.g. a block law's lengths around
             a tile edge; they replace the bands above;
     band:   only lengths in this band of :data:`LENGTH_BANDS` (its label, one of :func:`reachable_bands`), or
-            an explicit edge (:data:`EDGES`, one of :func:`reachable_edges`): that edge's cases;
+            an explicit edge (:data:`EDGES`, one of :func:`reachable_edges`): that edge's cases, or a block
+            edge's :func:`length_label` (``"n=256"``, one of :func:`reachable_lengths`): n exactly that;
     near_null_tokens: a near-null row's norm is drawn as 2^e over the dtype's whole exponent range down to
             its smallest subnormal (:func:`token_exponents`), not |h|^2 over its normal range.
 
@@ -493,6 +547,12 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     if not isinstance(n_long, int) or isinstance(n_long, bool) or n_long < 0:
         raise InvalidArgument(f"n_long: expected an int >= 0, got {n_long!r}")
     n_max = min(n_max, n_long) if n_long else n_max
+    exact_n = _length_edge(band)
+    if exact_n is not None:
+        if exact_n not in reachable_lengths(n_max=n_max, n_long=n_long, only_lengths=only_lengths, backend=backend):
+            raise InvalidArgument(f"band: the block edge {band!r} is not reached here (block edges here: "
+                                  f"{tuple(map(length_label, reachable_lengths(n_long=n_long, only_lengths=only_lengths, backend=backend)))})")
+        band = None
     edge = band if band in EDGES else None
     if edge is not None:
         if edge not in reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets):
@@ -544,6 +604,8 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         n_draws = lengths(op, n_max=n_max, n_long=n_long, band=band)
     if edge is not None:
         n_draws = st.integers(1, min(EDGE_LENGTH, n_long or n_max))
+    if exact_n is not None:
+        n_draws = st.just(exact_n)
 
     # Every strategy a draw uses is built once here (per n or d where it depends on them), not inside
     # ``build``: constructing and validating a fresh strategy per draw was most of a cheap cell's time

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
 from tokenlaw.fuzz.engine import pinned_constants
-from tokenlaw.fuzz.strategies import (BAND_WEIGHTS, D_MAX, EDGE_LENGTH, EXTREMES, FILL, LENGTH_BANDS, LONGEST, MEDIUM,
-                                      banded_find, band_label, cases, combined_extremes, decades, divisors,
-                                      far_magnitudes, length_band, magnitudes, near_null_exponents, nominal_norm2,
-                                      nominal_score, reachable_bands, reachable_edges, tiny_magnitudes,
-                                      token_exponents)
+from tokenlaw.fuzz.strategies import (BAND_WEIGHTS, BLOCK_EDGES, D_MAX, EDGE_LENGTH, EXTREMES, FILL, LENGTH_BANDS,
+                                      LONGEST, MEDIUM, banded_find, band_label, cases, combined_extremes, decades,
+                                      divisors, far_magnitudes, length_band, length_label, magnitudes,
+                                      near_null_exponents, nominal_norm2, nominal_score, reachable_bands,
+                                      reachable_edges, reachable_lengths, tiny_magnitudes, token_exponents)
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 
@@ -184,13 +184,36 @@ def test_a_search_that_missed_a_band_draws_one_example_in_it():
         return cases(REG["sdpa"], torch.float32, band=band)
 
     with pinned_constants(), pytest.raises(NoSuchExample):
-        banded_find(strategy_in, judge, cfg, 0, reachable_bands())
+        banded_find(strategy_in, judge, cfg, 0, reachable_bands(), lengths=reachable_lengths())
     assert {length_band(n) for n in seen} == set(reachable_bands())
-    assert len(seen) <= 5 + FILL * len(LENGTH_BANDS)
+    # every block edge exactly, one example each; a band that holds one is filled by its edges alone
+    assert set(BLOCK_EDGES) <= set(seen) and reachable_lengths() == BLOCK_EDGES
+    plain = [b for b in reachable_bands() if not any(length_band(e) == b for e in BLOCK_EDGES)]
+    assert len(seen) <= 5 + FILL * len(plain) + len(BLOCK_EDGES), seen
     # a violation only at n >= 257 is found (by the band's own example when the search missed it) and
     # shrunk to the band's first length
-    found = banded_find(strategy_in, lambda c: c.n >= 257, cfg, 0, reachable_bands())
+    found = banded_find(strategy_in, lambda c: c.n >= 257, cfg, 0, reachable_bands(), lengths=reachable_lengths())
     assert found.n == 257
+    # and one only at n == 256 exactly (a third block entered one token late), which no band fill reaches
+    # by chance, by its block edge
+    found = banded_find(strategy_in, lambda c: c.n == 256, cfg, 0, reachable_bands(), lengths=reachable_lengths())
+    assert found.n == 256
+    # without the block edges (a contract that lists its lengths) the same search misses it
+    with pinned_constants(), pytest.raises(NoSuchExample):
+        banded_find(strategy_in, lambda c: c.n == 256, cfg, 0, reachable_bands())
+
+
+def test_block_edges_are_reached_where_the_cell_reaches_them():
+    assert reachable_lengths(n_long=200) == (64, 65, 128, 129)
+    assert reachable_lengths(only_lengths=(7, 8, 9)) == () and reachable_lengths(n_long=0) == ()
+    assert reachable_lengths(n_long=64) == (64,) and reachable_lengths(n_long=12) == ()
+    c = find(cases(REG["sdpa"], torch.float32, band=length_label(256)), lambda c: True,
+             settings=settings(CFG, max_examples=1), random=random.Random(0))
+    assert c.n == 256 and c.batch <= 2
+    with pytest.raises(InvalidArgument, match="band"):
+        cases(REG["sdpa"], torch.float32, band=length_label(256), n_long=200)
+    with pytest.raises(InvalidArgument, match="band"):
+        cases(REG["sdpa"], torch.float32, band=length_label(100))
 
 
 def test_the_combined_extremes_edge_is_its_own_benign_example():
