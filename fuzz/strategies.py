@@ -238,7 +238,22 @@ def eps_dens(dtype: torch.dtype) -> tuple:
 # a defect there is not hidden behind an example the error model cannot judge.  banded_find gives each edge
 # FILL examples of its own (``cases(band=edge)``) whenever the search found nothing.
 EXTREMES = "extremes"
-EDGES = (EXTREMES,)
+# ``batch``: the largest batch (``batch_max``, 4) at short lengths, everything else benign: Hypothesis draws a
+# batch in 1..4 towards 1 (measured: 89 of 106 examples at batch 1, one at batch 4, presence spec_reference
+# float64 seed 0), so a kernel wrong only on a batch of 4 went unseen by every reference comparison.
+BATCH = "batch"
+# ``near_null``: one near-null row of norm 2^e, e in NEAR_NULL_EDGE, everything else benign, for a contract that
+# draws no near-null rows otherwise (``near_null_edge=True``: spec_reference).  |h|^2 = 2^2e stays a normal
+# number in float32 (>= 2^-60), so its float32 probe rounds the row as it rounds any other; the search's
+# near-null draws, whose |h|^2 goes down to the dtype's subnormals, stay out of such a contract.
+NEAR_NULL = "near_null"
+NEAR_NULL_EDGE = (-30, -14)       # every entry of such a row is below 1e-4 (2^-14 = 6.1e-5)
+# ``magnitude``: the token scale LARGE (a decade past the drawn MAGNITUDES: max |x| > 1e3), everything else
+# benign, where it fits the operator's declared limit in the dtype (:func:`large_widths`); elsewhere a draw
+# there is outside the domain, not a finding.
+MAGNITUDE = "magnitude"
+LARGE = 1e3
+EDGES = (EXTREMES, BATCH, NEAR_NULL, MAGNITUDE)
 EDGE_LENGTH = 8           # the longest n of an explicit edge's examples
 
 
@@ -266,13 +281,49 @@ def combined_extremes(op, dtype, *, eps_draws: bool = True, offsets: bool = True
     return (min(pool), low) if all(-low <= c for c in caps) else None
 
 
-def reachable_edges(op, dtype, *, eps_draws: bool = True, offsets: bool = True, core: str | None = None,
-                    **_bounds) -> tuple:
-    """The explicit edges (:data:`EDGES`) a cell with these bounds (a contract's ``fuzz_bounds``) has: the
-    combined extremes where :func:`combined_extremes` applies (a q/k/v core case has none)."""
-    if core is not None or combined_extremes(op, dtype, eps_draws=eps_draws, offsets=offsets) is None:
+def large_widths(op, dtype, *, scales=None, widths=None) -> tuple:
+    """The widths at which the token scale :data:`LARGE` fits the operator's declared limit in ``dtype``
+    (:func:`fitting`, strictly: no fallback to the smallest scale), among the widths the cell draws (``widths``,
+    the declared ones when ``fixed_width``, else 1..D_MAX or the domain's ``d_max``); () where none does, or where
+    the contract bounds the token scales (``scales``: it declares the magnitudes it can judge).
+
+    >>> from tokenlaw.properties.catalogue import default_registry
+    >>> reg = default_registry()
+    >>> large_widths(reg["presence"], torch.float16), len(large_widths(reg["presence"], torch.float32))
+    ((), 128)
+    """
+    if scales is not None:
         return ()
-    return (EXTREMES,)
+    limit = op.domain.limit(dtype_name(dtype))
+    host = "host" in op.traits
+    if widths is not None:
+        pool = tuple(widths)
+    elif op.domain.fixed_width:
+        pool = tuple(op.domain.d_model)
+    else:
+        pool = tuple(range(1, (D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max)) + 1))
+    return tuple(d for d in pool if LARGE in fitting((1.0, LARGE), limit, d, host=host))
+
+
+def reachable_edges(op, dtype, *, eps_draws: bool = True, offsets: bool = True, core: str | None = None,
+                    batch_max: int = BATCH_MAX, near_null: bool = True, near_null_edge: bool = False,
+                    scales=None, widths=None, **_bounds) -> tuple:
+    """The explicit edges (:data:`EDGES`) a cell with these bounds (a contract's ``fuzz_bounds``) has (a q/k/v
+    core case has none): the combined extremes where :func:`combined_extremes` applies; the largest batch where
+    it is 3 or more; a near-null row where the contract asks for one (``near_null_edge``) and draws none itself;
+    the token scale :data:`LARGE` where it fits (:func:`large_widths`)."""
+    if core is not None:
+        return ()
+    out = ()
+    if combined_extremes(op, dtype, eps_draws=eps_draws, offsets=offsets) is not None:
+        out += (EXTREMES,)
+    if batch_max >= 3:
+        out += (BATCH,)
+    if near_null_edge and not near_null:
+        out += (NEAR_NULL,)
+    if large_widths(op, dtype, scales=scales, widths=widths):
+        out += (MAGNITUDE,)
+    return out
 
 
 def _check_positive_int(value, name):
@@ -517,7 +568,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
           scales=None, bias_scales=None, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
           only_lengths=None, backend: str = backends.EAGER.name, band: str | None = None,
-          core: str | None = None, near_null_tokens: bool = False):
+          core: str | None = None, near_null_tokens: bool = False, near_null_edge: bool = False):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     n_max:  top of the frequent short lengths (default ``op.domain.n_max``);
@@ -529,7 +580,9 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             an explicit edge (:data:`EDGES`, one of :func:`reachable_edges`): that edge's cases, or a block
             edge's :func:`length_label` (``"n=256"``, one of :func:`reachable_lengths`): n exactly that;
     near_null_tokens: a near-null row's norm is drawn as 2^e over the dtype's whole exponent range down to
-            its smallest subnormal (:func:`token_exponents`), not |h|^2 over its normal range.
+            its smallest subnormal (:func:`token_exponents`), not |h|^2 over its normal range;
+    near_null_edge: with ``near_null=False``, the explicit edge :data:`NEAR_NULL` (one near-null row whose
+            |h|^2 is normal in float32) is drawn all the same.
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
@@ -555,9 +608,11 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         band = None
     edge = band if band in EDGES else None
     if edge is not None:
-        if edge not in reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets):
+        here = reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets, batch_max=batch_max,
+                               near_null=near_null, near_null_edge=near_null_edge, scales=scales, widths=widths)
+        if edge not in here:
             raise InvalidArgument(f"band: the edge {edge!r} does not apply to {op.name} in {dtype_name(dtype)} "
-                                  f"(edges here: {reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets)})")
+                                  f"(edges here: {here})")
         band = None
     _check_positive_int(batch_max, "batch_max")
     limit = op.domain.limit(dtype_name(dtype))
@@ -629,6 +684,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     # dtype, or exp(-M) formed alone, is wrong there by a factor of about two
     corner = combined_extremes(op, dtype, eps_draws=eps_draws, offsets=offsets)
     corners = st.integers(0, 7)
+    near_null_edge_exponents = st.integers(*NEAR_NULL_EDGE)
     batches, seeds, perm_seeds = st.integers(1, batch_max), st.integers(0, 2 ** 16), st.integers(0, 10_000)
     long_batches = st.integers(1, min(2, batch_max))
     shifts = st.floats(-5.0, 5.0, allow_nan=False, allow_infinity=False)
@@ -699,11 +755,26 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             case = dataclasses.replace(case, near_null=near, tiny=draw(tiny_draws) if near else 0.0)
         if edge is None:
             return case
-        # the explicit edge (drawn as any case, so the draws keep their order): the combined extremes, and
-        # everything else benign (no null or near-null row, no tau override, the smallest fitting scales)
-        eps_den, offset = corner
-        return dataclasses.replace(case, null=(), near_null=(), tiny=0.0, tau=None, eps_den=eps_den,
-                                   score_offset=offset, scale=fitting(scales, limit, d, host=host)[0],
-                                   bias_scale=fitting(bias_scales, limit, d, bias=True, host=host)[0])
+        # an explicit edge (drawn as any case, so the draws keep their order): the edge's own fields, and
+        # everything else benign (no null or near-null row, no tau, eps_den or score offset override)
+        benign = dict(null=(), near_null=(), tiny=0.0, tau=None, eps_den=None, score_offset=0.0)
+        if edge == EXTREMES:
+            # the combined extremes, at the smallest fitting scales
+            eps_den, offset = corner
+            return dataclasses.replace(case, **dict(benign, eps_den=eps_den, score_offset=offset),
+                                       scale=fitting(scales, limit, d, host=host)[0],
+                                       bias_scale=fitting(bias_scales, limit, d, bias=True, host=host)[0])
+        if edge == BATCH:
+            return dataclasses.replace(case, **benign, batch=batch_max)
+        if edge == NEAR_NULL:
+            # one near-null row, at a drawn position (its exponent drawn last)
+            return dataclasses.replace(case, **dict(benign, near_null=(case.pos % n,),
+                                                    tiny=2.0 ** draw(near_null_edge_exponents)))
+        # MAGNITUDE: the token scale LARGE at a width where it fits (the widest fitting one below the drawn
+        # width, with the head count that width's parameters declare), the smallest bias scale
+        fit = large_widths(op, dtype, scales=None, widths=widths)
+        wide = max((w for w in fit if w <= d), default=fit[0])
+        return dataclasses.replace(case, **benign, scale=LARGE, d=wide, heads=case.heads if wide == d else None,
+                                   bias_scale=fitting(bias_scales, limit, wide, bias=True, host=host)[0])
 
     return build()
