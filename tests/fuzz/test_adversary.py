@@ -138,11 +138,28 @@ def test_rows_failing_unmutated_never_count_as_kills():
     assert not set(got["presence:always:scale"]["killers"]) & set(doc["baseline_failing"])
 
 
+def test_the_draws_reach_what_the_recorded_gaps_never_drew():
+    """The record's survivors whose root was the draws (reports/adversary: n == 128, n == 256 and max |x| > 1e3
+    never drawn; n >= 257, batch >= 4 and near-null rows drawn only in laws blind to a uniform scale; batch 3 set
+    aside for a score offset presence does not have) are killed, here at a tenth of the default examples: every
+    cell that takes a length draws the block edges, spec_reference draws the largest batch, a near-null row and
+    a token scale of 1e3 as explicit edges, and an offset that moves no score sets nothing aside."""
+    ids = {"presence:n_eq_128:scale", "presence:n_eq_256:scale", "presence:n_ge_257:scale",
+           "presence:magnitude_gt_1e3:scale", "presence:near_null_row:scale", "presence:batch_ge_4:scale"}
+    doc = A.run(REG, operators={"presence"}, examples=EXAMPLES, mutant_ids=ids, stream=None)
+    got = _outcomes(doc)
+    assert {i: got[i]["status"] for i in ids} == dict.fromkeys(ids, "killed"), {i: got[i]["reason"] for i in ids}
+    # by the comparison with the independent reference (differential compares the mutant with itself in float64)
+    assert {i: got[i]["killers"] for i in ids} == dict.fromkeys(ids, ["presence-spec_reference"])
+
+
 def test_survivors_are_classified_mechanically():
     op = REG["presence"]
     m = A.Mutant("presence", C.predicate("n_1"), C.wrongness("position"))
     assert A.classify(m, op, drawn=True, changed=False, meant=set(), meant_drawn=False)[0] == "equivalent"
-    m = A.Mutant("presence", C.predicate("n_ge_257"), C.wrongness("scale"))
+    # a predicate no draw reaches (n >= 257 was one until every cell drew its block edges: the test below)
+    never = C.Predicate("batch_ge_1000", "batch", "batch >= 1000", lambda x, kw, call: x.shape[0] >= 1000)
+    m = A.Mutant("presence", never, C.wrongness("scale"))
     assert A.classify(m, op, drawn=False, changed=False, meant={"x"}, meant_drawn=False)[0] == "gap"
     m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))
     assert A.classify(m, op, drawn=True, changed=True, meant={"x"}, meant_drawn=True)[0] == "gap"
