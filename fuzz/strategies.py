@@ -20,7 +20,8 @@ Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
   :data:`BAND_WEIGHTS` share (Hypothesis adds its own preference for the
   smallest index, measured in docs/fuzz.md), half of a band's draws on a tile
   or block edge (:data:`LENGTH_EDGES`); every band a cell can reach
-  (:func:`reachable_bands`) is drawn in it at least once
+  (:func:`reachable_bands`) is drawn in it at least once, and every block edge
+  (:data:`BLOCK_EDGES`: 64, 65, 128, 129, 256, 257) exactly
   (:func:`banded_find`); widths d by class (:data:`WIDTH_WEIGHTS`: the
   declared ones, 5 or 7, the other small odd and prime :data:`ODD_WIDTHS`, a
   prime past 64, any width 1..:data:`D_MAX`) unless ``Domain.fixed_width``;
@@ -34,7 +35,10 @@ Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
 * the combined extremes in one case (one draw in eight): the smallest listed
   eps_den with every score of a row at log(eps_den), past exp's overflow edge;
   and as an explicit edge (:data:`EXTREMES`) with everything else benign, which
-  :func:`banded_find` draws after the search in every cell it applies to;
+  :func:`banded_find` draws after the search in every cell it applies to; likewise
+  the explicit edges batch 4 (:data:`BATCH`), a token scale of 1e3 where it fits the
+  declared limit (:data:`MAGNITUDE`) and, for a contract that asks, one near-null row
+  (:data:`NEAR_NULL`);
 * score magnitudes over the dtype's whole exponent range: token scale up to
   100 and bias scale up to 1e4 in every dtype, and row-wide score offsets at
   the overflow edges of exp and x^10 or log-uniform +-2^k up to max/2 (float64:
