@@ -170,6 +170,12 @@ def test_survivors_are_classified_mechanically():
     assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "finite"})[0] == "gap"
     m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale"))       # true on one side of differential
     assert A.classify(m, op, **self_only, judged_by={"differential"})[0] == "gap"
+    # a change inside the bound says how near each law came, and how large it is in the dtype's own units
+    m = A.Mutant("presence", C.predicate("bfloat16"), C.wrongness("scale"))
+    status, why = A.classify(m, op, drawn=True, changed=True, meant={"differential"}, meant_drawn=True,
+                             judged_by={"differential"}, closest={"differential": 0.17})
+    assert status == "gap" and "differential at 0.17 of its bound" in why, why
+    assert "the change 0.01 is 2.6 units of bfloat16's roundoff 0.0039" in why, why
     m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))         # n differs across causality's sides
     assert A.classify(m, op, **self_only, judged_by={"causality"})[0] == "gap"
     m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale_tiny"))       # 1 + 1e-6 is 1 in float16
