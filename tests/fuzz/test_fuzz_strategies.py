@@ -245,7 +245,7 @@ def test_the_combined_extremes_edge_is_its_own_benign_example():
     assert len(seen) == 3 + FILL and all(c.eps_den == eps and c.scale == 1.0 for c in seen[3:])
 
 
-def _edge_cases(op, dtype, edge, k=20, **bounds):
+def _edge_cases(op, dtype, edge, k=8, **bounds):
     return [find(cases(op, dtype, band=edge, **bounds), lambda c: True, settings=settings(CFG, max_examples=1),
                  random=random.Random(i)) for i in range(k)]
 
