@@ -295,6 +295,12 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
         return "gap", (f"the predicate held only in rows of laws not meant to see {w.name} "
                        f"(meant: {', '.join(sorted(meant))}); no row failed")
     near = "; ".join(f"{c} at {r:.2g} of its bound" for c, r in sorted(closest.items()) if c in meant) if closest else ""
+    factor = {"scale": C.SCALE, "scale_tiny": C.TINY_SCALE}.get(w.name)
+    if near and factor is not None and p.axis == "dtype":
+        # a uniform change in one dtype, measured in that dtype's unit roundoff: inside the bound of a computation
+        # of a few roundings when it is a few units (bfloat16: 1e-2 is 2.6 units of 2^-8)
+        u = torch.finfo(getattr(torch, p.name)).eps / 2
+        near += f"; the change {factor:g} is {factor / u:.2g} units of {p.name}'s roundoff {u:.2g}"
     return "gap", (f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
                    + (f" (largest discrepancy / bound: {near})" if near else ""))
 

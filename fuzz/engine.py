@@ -58,7 +58,8 @@ from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Pro
 from . import replay as R
 from . import shrink
 from .regimes import LENGTH_BANDS, REGIMES, applicable, band_label, first_param, visited
-from .strategies import FILL, banded_find, cases, length_band, reachable_bands, reachable_edges
+from .strategies import (BLOCK_EDGES, FILL, banded_find, cases, fill_size, length_band, length_label, missed_bands,
+                         reachable_bands, reachable_edges, reachable_lengths)
 
 # A cell is evidence only if enough of its examples were *judged* (not inconclusive: every row set
 # aside, or the example outside the error model).  With k judged examples and no violation, the rate
@@ -256,9 +257,12 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         return v
 
     def report(v, detail):
-        return _coverage(detail, dict(v.extra), visits, seen, searched, limit, accounts, drawn_bands)
+        return _coverage(detail, dict(v.extra), visits, seen, searched, limit, accounts, drawn_bands, bands, lengths)
 
     strategy = cases(op, dtype, backend=backend, **contract.fuzz_bounds)
+    # the length bands the cell can reach (a q/k/v core case draws its own lengths L and S: no band of n)
+    bands = () if contract.fuzz_bounds.get("core") else reachable_bands(backend=backend, **contract.fuzz_bounds)
+    lengths = () if contract.fuzz_bounds.get("core") else reachable_lengths(backend=backend, **contract.fuzz_bounds)
     filled = []     # the bands and regimes given FILL examples of their own (they join the budget judged against)
     key = database_key(op.name, contract.name, backend, dtype_name(dtype), mutant)
     try:
@@ -274,12 +278,10 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
                 # the seeded search, then FILL examples in each length band it never drew and at each explicit
                 # edge (strategies.banded_find; a q/k/v core case draws its own lengths L and S: no band of n)
-                bands = () if contract.fuzz_bounds.get("core") else reachable_bands(backend=backend,
-                                                                                     **contract.fuzz_bounds)
                 try:
                     found = banded_find(lambda band: strategy if band is None else (filled.append(band) or cases(
                         op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands,
-                        reachable_edges(op, dtype, **contract.fuzz_bounds))
+                        reachable_edges(op, dtype, **contract.fuzz_bounds), lengths)
                 except NoSuchExample:
                     # then FILL examples in each regime the contract depends on that nothing judged yet
                     found = _fill_regimes(strategy, is_violation, cfg, seed, accounts, dtype, limit, filled)
@@ -299,7 +301,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         best = seen["best"] or V.holds()
         # the budget: the profile's examples and FILL per band or regime filled (not Hypothesis' replays)
         judged = seen["n"] - seen["inconclusive"] - seen["trivial"]
-        needed = min_judged(min(seen["n"], examples + FILL * len(filled)))
+        needed = min_judged(min(seen["n"], examples + sum(map(fill_size, filled))))
         status, detail = V.HOLDS, best.detail
         if judged < needed:
             status, detail = V.VACUOUS, _vacuous(judged, needed, seen)
@@ -591,22 +593,28 @@ def _axes(case) -> dict:
 
 
 def _count_drawn(drawn: dict, case) -> None:
-    """Count this case in its band of every shape axis (d also when odd, when prime)."""
+    """Count this case in its band of every shape axis (d also when odd, when prime; n also at a block edge:
+    ``n=256``, :data:`~tokenlaw.fuzz.strategies.BLOCK_EDGES`)."""
     for axis, value in _axes(case).items():
         counts = drawn.setdefault(axis, dict.fromkeys(map(band_label, LENGTH_BANDS), 0))
         counts[length_band(int(value))] += 1
+        if axis == "n" and int(value) in BLOCK_EDGES:
+            counts[length_label(int(value))] = counts.get(length_label(int(value)), 0) + 1
         if axis in ("d", "E", "Ev"):
             counts["odd"] = counts.get("odd", 0) + value % 2
             counts["prime"] = counts.get("prime", 0) + _prime(value)
 
 
 def drawn_text(drawn: dict) -> str:
-    """``drawn n 1:3 2..8:40 ... 257+:0; d ... odd 12 prime 9``: the examples per band of n and d."""
+    """``drawn n 1:3 2..8:40 ... 257+:0 edges 64:1 ... 257:1; d ... odd 12 prime 9``: the examples per band of n
+    (and at each block edge) and of d."""
     parts = []
     for axis in ("n", "d", "L", "S", "E"):
         if axis in drawn:
             bands = " ".join(f"{b}:{drawn[axis][b]}" for b in map(band_label, LENGTH_BANDS))
             extra = f" odd {drawn[axis].get('odd', 0)} prime {drawn[axis].get('prime', 0)}" if axis == "d" else ""
+            if axis == "n":
+                extra = " edges " + " ".join(f"{e}:{drawn[axis].get(length_label(e), 0)}" for e in BLOCK_EDGES)
             parts.append(f"{axis} {bands}{extra}")
     return "drawn " + "; ".join(parts) if parts else ""
 
@@ -627,11 +635,16 @@ def searched_text(searched: dict) -> str:
 
 
 def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict | None = None,
-              limit=None, accounts: dict | None = None, drawn: dict | None = None) -> tuple[str, dict]:
-    """Add the shapes searched and drawn (examples per band), the declared limit, the regimes visited
-    (examples per regime) and their accounting, the unvisited ones and the set-aside counts."""
+              limit=None, accounts: dict | None = None, drawn: dict | None = None, bands: tuple = (),
+              lengths: tuple = ()) -> tuple[str, dict]:
+    """Add the shapes searched and drawn (examples per band), the length bands and block edges the cell could
+    reach (``bands``, ``lengths``) and never drew, the declared limit, the regimes visited (examples per regime)
+    and their accounting, the unvisited ones and the set-aside counts."""
     extra["searched"] = {a: list(r) for a, r in (searched or {}).items()}
     extra["drawn"] = {a: dict(c) for a, c in (drawn or {}).items()}
+    n_drawn = (drawn or {}).get("n", {})
+    extra["missed_bands"] = list(missed_bands(n_drawn, bands))
+    extra["missed_lengths"] = [n for n in lengths if not n_drawn.get(length_label(n))]
     extra["regime_accounting"] = {n: a.json() for n, a in (accounts or {}).items()}
     extra["trivial_examples"] = seen.get("trivial", 0)
     extra["unjudged_regimes"] = list(unjudged(accounts or {}).named)
@@ -646,6 +659,9 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
         notes.append("searched " + searched_text(searched))
     if drawn:
         notes.append(drawn_text(drawn))
+    if extra["missed_bands"] or extra["missed_lengths"]:
+        notes.append("NEVER drawn: n " + ", ".join(extra["missed_bands"] + [length_label(n) for n in
+                                                                            extra["missed_lengths"]]))
     if limit is not None:
         notes.append(f"declared limit {limit.bounds()}: {limit.reason}")
     if visits:

@@ -20,7 +20,8 @@ Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
   :data:`BAND_WEIGHTS` share (Hypothesis adds its own preference for the
   smallest index, measured in docs/fuzz.md), half of a band's draws on a tile
   or block edge (:data:`LENGTH_EDGES`); every band a cell can reach
-  (:func:`reachable_bands`) is drawn in it at least once
+  (:func:`reachable_bands`) is drawn in it at least once, and every block edge
+  (:data:`BLOCK_EDGES`: 64, 65, 128, 129, 256, 257) exactly
   (:func:`banded_find`); widths d by class (:data:`WIDTH_WEIGHTS`: the
   declared ones, 5 or 7, the other small odd and prime :data:`ODD_WIDTHS`, a
   prime past 64, any width 1..:data:`D_MAX`) unless ``Domain.fixed_width``;
@@ -34,7 +35,10 @@ Edges reachable from :func:`cases` (``docs/fuzz.md`` has the table per dtype):
 * the combined extremes in one case (one draw in eight): the smallest listed
   eps_den with every score of a row at log(eps_den), past exp's overflow edge;
   and as an explicit edge (:data:`EXTREMES`) with everything else benign, which
-  :func:`banded_find` draws after the search in every cell it applies to;
+  :func:`banded_find` draws after the search in every cell it applies to; likewise
+  the explicit edges batch 4 (:data:`BATCH`), a token scale of 1e3 where it fits the
+  declared limit (:data:`MAGNITUDE`) and, for a contract that asks, one near-null row
+  (:data:`NEAR_NULL`);
 * score magnitudes over the dtype's whole exponent range: token scale up to
   100 and bias scale up to 1e4 in every dtype, and row-wide score offsets at
   the overflow edges of exp and x^10 or log-uniform +-2^k up to max/2 (float64:
@@ -93,6 +97,12 @@ BAND_WEIGHTS = (2, 18, 12, 4, 2, 1, 1)
 # the long bands check what the length does; wide and batched cases are drawn at the shorter lengths.
 LONG_COST = 32
 LENGTH_EDGES = (7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 192, 255, 256, 257)
+# The block edges: n on either side of a 64-token tile's and a 128-token block's end, where a kernel starts
+# its second and third block (the adversary's length edges, fuzz.conditional.BLOCK_EDGES).  Every cell that
+# reaches one draws it (:func:`reachable_lengths`): banded_find gives each one the search and the band fill
+# never drew one example of its own, exactly at that length (``cases(band="n=256")``).  Drawn at random, an
+# exact length in the 129..256 band has a share of about 1 in 5000 per example.
+BLOCK_EDGES = (64, 65, 128, 129, 256, 257)
 D_MAX = 128                      # the widest head dim a kernel declares (kernels.capabilities.HEAD_DIM_MAX)
 # small odd and prime widths, drawn often (6: head dim 3 at 2 heads), and primes past 64 (a width that no
 # power-of-two tile divides)
@@ -232,7 +242,22 @@ def eps_dens(dtype: torch.dtype) -> tuple:
 # a defect there is not hidden behind an example the error model cannot judge.  banded_find gives each edge
 # FILL examples of its own (``cases(band=edge)``) whenever the search found nothing.
 EXTREMES = "extremes"
-EDGES = (EXTREMES,)
+# ``batch``: the largest batch (``batch_max``, 4) at short lengths, everything else benign: Hypothesis draws a
+# batch in 1..4 towards 1 (measured: 89 of 106 examples at batch 1, one at batch 4, presence spec_reference
+# float64 seed 0), so a kernel wrong only on a batch of 4 went unseen by every reference comparison.
+BATCH = "batch"
+# ``near_null``: one near-null row of norm 2^e, e in NEAR_NULL_EDGE, everything else benign, for a contract that
+# draws no near-null rows otherwise (``near_null_edge=True``: spec_reference).  |h|^2 = 2^2e stays a normal
+# number in float32 (>= 2^-60), so its float32 probe rounds the row as it rounds any other; the search's
+# near-null draws, whose |h|^2 goes down to the dtype's subnormals, stay out of such a contract.
+NEAR_NULL = "near_null"
+NEAR_NULL_EDGE = (-30, -14)       # every entry of such a row is below 1e-4 (2^-14 = 6.1e-5)
+# ``magnitude``: the token scale LARGE (a decade past the drawn MAGNITUDES: max |x| > 1e3), everything else
+# benign, where it fits the operator's declared limit in the dtype (:func:`large_widths`); elsewhere a draw
+# there is outside the domain, not a finding.
+MAGNITUDE = "magnitude"
+LARGE = 1e3
+EDGES = (EXTREMES, BATCH, NEAR_NULL, MAGNITUDE)
 EDGE_LENGTH = 8           # the longest n of an explicit edge's examples
 
 
@@ -260,13 +285,49 @@ def combined_extremes(op, dtype, *, eps_draws: bool = True, offsets: bool = True
     return (min(pool), low) if all(-low <= c for c in caps) else None
 
 
-def reachable_edges(op, dtype, *, eps_draws: bool = True, offsets: bool = True, core: str | None = None,
-                    **_bounds) -> tuple:
-    """The explicit edges (:data:`EDGES`) a cell with these bounds (a contract's ``fuzz_bounds``) has: the
-    combined extremes where :func:`combined_extremes` applies (a q/k/v core case has none)."""
-    if core is not None or combined_extremes(op, dtype, eps_draws=eps_draws, offsets=offsets) is None:
+def large_widths(op, dtype, *, scales=None, widths=None) -> tuple:
+    """The widths at which the token scale :data:`LARGE` fits the operator's declared limit in ``dtype``
+    (:func:`fitting`, strictly: no fallback to the smallest scale), among the widths the cell draws (``widths``,
+    the declared ones when ``fixed_width``, else 1..D_MAX or the domain's ``d_max``); () where none does, or where
+    the contract bounds the token scales (``scales``: it declares the magnitudes it can judge).
+
+    >>> from tokenlaw.properties.catalogue import default_registry
+    >>> reg = default_registry()
+    >>> large_widths(reg["presence"], torch.float16), len(large_widths(reg["presence"], torch.float32))
+    ((), 128)
+    """
+    if scales is not None:
         return ()
-    return (EXTREMES,)
+    limit = op.domain.limit(dtype_name(dtype))
+    host = "host" in op.traits
+    if widths is not None:
+        pool = tuple(widths)
+    elif op.domain.fixed_width:
+        pool = tuple(op.domain.d_model)
+    else:
+        pool = tuple(range(1, (D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max)) + 1))
+    return tuple(d for d in pool if LARGE in fitting((1.0, LARGE), limit, d, host=host))
+
+
+def reachable_edges(op, dtype, *, eps_draws: bool = True, offsets: bool = True, core: str | None = None,
+                    batch_max: int = BATCH_MAX, near_null: bool = True, near_null_edge: bool = False,
+                    scales=None, widths=None, **_bounds) -> tuple:
+    """The explicit edges (:data:`EDGES`) a cell with these bounds (a contract's ``fuzz_bounds``) has (a q/k/v
+    core case has none): the combined extremes where :func:`combined_extremes` applies; the largest batch where
+    it is 3 or more; a near-null row where the contract asks for one (``near_null_edge``) and draws none itself;
+    the token scale :data:`LARGE` where it fits (:func:`large_widths`)."""
+    if core is not None:
+        return ()
+    out = ()
+    if combined_extremes(op, dtype, eps_draws=eps_draws, offsets=offsets) is not None:
+        out += (EXTREMES,)
+    if batch_max >= 3:
+        out += (BATCH,)
+    if near_null_edge and not near_null:
+        out += (NEAR_NULL,)
+    if large_widths(op, dtype, scales=scales, widths=widths):
+        out += (MAGNITUDE,)
+    return out
 
 
 def _check_positive_int(value, name):
@@ -351,6 +412,32 @@ def reachable_bands(*, n_max: int = 6, n_long: int | None = None, only_lengths=N
     return tuple(band_label(b) for b in LENGTH_BANDS if b[0] <= top)
 
 
+def length_label(n: int) -> str:
+    """How :func:`cases` (``band=``) and a report name a block edge of :data:`BLOCK_EDGES`: ``n=256``."""
+    return f"n={n}"
+
+
+def _length_edge(label) -> int | None:
+    """The length a :func:`length_label` names, or None for any other label."""
+    if isinstance(label, str) and label.startswith("n=") and label[2:].isdigit():
+        return int(label[2:])
+    return None
+
+
+def reachable_lengths(*, n_max: int = 6, n_long: int | None = None, only_lengths=None,
+                      backend: str = backends.EAGER.name, **_bounds) -> tuple:
+    """The block edges (:data:`BLOCK_EDGES`) a cell with these bounds reaches: those up to its longest n; none
+    where a contract lists its own lengths (``only_lengths``) or draws only short ones (``n_long=0``).
+
+    >>> reachable_lengths(), reachable_lengths(n_long=130), reachable_lengths(n_long=0)
+    ((64, 65, 128, 129, 256, 257), (64, 65, 128, 129), ())
+    """
+    if only_lengths is not None:
+        return ()
+    top = _top(n_long, backend)
+    return tuple(n for n in BLOCK_EDGES if top and n <= top)
+
+
 def missed_bands(counts: dict, reachable: tuple) -> tuple:
     """The reachable bands a cell drew no example in (``counts``: {band label: examples})."""
     return tuple(b for b in reachable if not counts.get(b))
@@ -393,9 +480,16 @@ def lengths(op, *, n_max: int, n_long: int, band: str | None = None):
 FILL = 2      # examples banded_find gives a band the seeded search never drew
 
 
-def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple, edges: tuple = ()):
+def fill_size(label: str) -> int:
+    """The examples banded_find (or the engine's regime fill) gives what ``label`` names: one at a block edge
+    (:func:`length_label`), :data:`FILL` for a band, an explicit edge or a regime."""
+    return 1 if _length_edge(label) is not None else FILL
+
+
+def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple, edges: tuple = (), lengths: tuple = ()):
     """``hypothesis.find`` over ``strategy_in(None)``, then one example in each reachable band it drew none in,
-    then each explicit edge of ``edges`` (:func:`reachable_edges`).
+    then one at each block edge of ``lengths`` (:func:`reachable_lengths`) not drawn yet, then each explicit edge
+    of ``edges`` (:func:`reachable_edges`).
 
     The seeded search draws each band at its :data:`BAND_WEIGHTS` share, which is no guarantee: Hypothesis
     favours the smallest choices (measured: n = 1 at 2-3x its share), and over 100 examples a tenth-share
@@ -403,19 +497,33 @@ def banded_find(strategy_in, is_violation, cfg, seed: int, reachable: tuple, edg
     ``reachable`` (:func:`reachable_bands`) it never drew gets :data:`FILL` examples of its own (``strategy_in(label)``,
     the same seed; shrunk within the band if it violates): the default check draws every length band in
     every cell that takes a length.  The search's own draws are untouched (a seed draws what it drew).
-    Each explicit edge (``edges``) then gets :data:`FILL` examples of its own (``strategy_in(edge)``), drawn
+    Before that, each block edge (``lengths``: n = 64, 65, 128, 129, 256, 257 where the cell reaches them) the
+    search never drew gets one example of its own, at exactly that length (``strategy_in("n=256")``:
+    Hypothesis' first, simplest example there, batch 1 at the declared width), and a band that holds one is
+    then drawn: its block edges are its fill (the long bands' fill costs what it did, two examples a band, at
+    the lengths where a kernel's blocks end).  The default check draws every block edge in every cell that
+    takes a length.  Each explicit edge (``edges``) then gets :data:`FILL` examples of its own (``strategy_in(edge)``), drawn
     whatever the search drew: the search may pass by an edge's point, but with other extremes beside it.
     Raises NoSuchExample when nothing violated, like ``find``."""
-    drawn = set()
+    drawn, lengths_drawn = set(), set()
 
     def judged(case):
         drawn.add(length_band(case.n))
+        lengths_drawn.add(case.n)
         return is_violation(case)
 
     try:
         return find(strategy_in(None), judged, settings=cfg, random=random.Random(seed))
     except NoSuchExample:
         for band in reachable:
+            # the band's block edges first, one example each; a band with none (1, 2..8, 9..32) the search
+            # missed gets FILL examples anywhere in it
+            for n in (n for n in lengths if length_band(n) == band and n not in lengths_drawn):
+                try:
+                    return find(strategy_in(length_label(n)), judged, settings=settings(cfg, max_examples=1),
+                                random=random.Random(seed))
+                except NoSuchExample:
+                    pass
             if band not in drawn:
                 try:
                     return find(strategy_in(band), judged, settings=settings(cfg, max_examples=FILL),
@@ -464,7 +572,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
           scales=None, bias_scales=None, widths=None, mask_kinds=MASK_KINDS, layouts=LAYOUTS,
           near_null: bool = True, wide_params: bool = True, offsets: bool = True, eps_draws: bool = True,
           only_lengths=None, backend: str = backends.EAGER.name, band: str | None = None,
-          core: str | None = None, near_null_tokens: bool = False):
+          core: str | None = None, near_null_tokens: bool = False, near_null_edge: bool = False):
     """Strategy of Cases for ``op`` in ``dtype`` on ``backend`` (keyword-only bounds, validated).
 
     n_max:  top of the frequent short lengths (default ``op.domain.n_max``);
@@ -473,9 +581,12 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     only_lengths: the only lengths drawn, shortest first (where it shrinks), e.g. a block law's lengths around
             a tile edge; they replace the bands above;
     band:   only lengths in this band of :data:`LENGTH_BANDS` (its label, one of :func:`reachable_bands`), or
-            an explicit edge (:data:`EDGES`, one of :func:`reachable_edges`): that edge's cases;
+            an explicit edge (:data:`EDGES`, one of :func:`reachable_edges`): that edge's cases, or a block
+            edge's :func:`length_label` (``"n=256"``, one of :func:`reachable_lengths`): n exactly that;
     near_null_tokens: a near-null row's norm is drawn as 2^e over the dtype's whole exponent range down to
-            its smallest subnormal (:func:`token_exponents`), not |h|^2 over its normal range.
+            its smallest subnormal (:func:`token_exponents`), not |h|^2 over its normal range;
+    near_null_edge: with ``near_null=False``, the explicit edge :data:`NEAR_NULL` (one near-null row whose
+            |h|^2 is normal in float32) is drawn all the same.
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> strategy = cases(default_registry()["oattention"], torch.float16, n_max=4)
@@ -493,11 +604,19 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     if not isinstance(n_long, int) or isinstance(n_long, bool) or n_long < 0:
         raise InvalidArgument(f"n_long: expected an int >= 0, got {n_long!r}")
     n_max = min(n_max, n_long) if n_long else n_max
+    exact_n = _length_edge(band)
+    if exact_n is not None:
+        if exact_n not in reachable_lengths(n_max=n_max, n_long=n_long, only_lengths=only_lengths, backend=backend):
+            raise InvalidArgument(f"band: the block edge {band!r} is not reached here (block edges here: "
+                                  f"{tuple(map(length_label, reachable_lengths(n_long=n_long, only_lengths=only_lengths, backend=backend)))})")
+        band = None
     edge = band if band in EDGES else None
     if edge is not None:
-        if edge not in reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets):
+        here = reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets, batch_max=batch_max,
+                               near_null=near_null, near_null_edge=near_null_edge, scales=scales, widths=widths)
+        if edge not in here:
             raise InvalidArgument(f"band: the edge {edge!r} does not apply to {op.name} in {dtype_name(dtype)} "
-                                  f"(edges here: {reachable_edges(op, dtype, eps_draws=eps_draws, offsets=offsets)})")
+                                  f"(edges here: {here})")
         band = None
     _check_positive_int(batch_max, "batch_max")
     limit = op.domain.limit(dtype_name(dtype))
@@ -544,6 +663,8 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         n_draws = lengths(op, n_max=n_max, n_long=n_long, band=band)
     if edge is not None:
         n_draws = st.integers(1, min(EDGE_LENGTH, n_long or n_max))
+    if exact_n is not None:
+        n_draws = st.just(exact_n)
 
     # Every strategy a draw uses is built once here (per n or d where it depends on them), not inside
     # ``build``: constructing and validating a fresh strategy per draw was most of a cheap cell's time
@@ -567,6 +688,7 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     # dtype, or exp(-M) formed alone, is wrong there by a factor of about two
     corner = combined_extremes(op, dtype, eps_draws=eps_draws, offsets=offsets)
     corners = st.integers(0, 7)
+    near_null_edge_exponents = st.integers(*NEAR_NULL_EDGE)
     batches, seeds, perm_seeds = st.integers(1, batch_max), st.integers(0, 2 ** 16), st.integers(0, 10_000)
     long_batches = st.integers(1, min(2, batch_max))
     shifts = st.floats(-5.0, 5.0, allow_nan=False, allow_infinity=False)
@@ -637,11 +759,26 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             case = dataclasses.replace(case, near_null=near, tiny=draw(tiny_draws) if near else 0.0)
         if edge is None:
             return case
-        # the explicit edge (drawn as any case, so the draws keep their order): the combined extremes, and
-        # everything else benign (no null or near-null row, no tau override, the smallest fitting scales)
-        eps_den, offset = corner
-        return dataclasses.replace(case, null=(), near_null=(), tiny=0.0, tau=None, eps_den=eps_den,
-                                   score_offset=offset, scale=fitting(scales, limit, d, host=host)[0],
-                                   bias_scale=fitting(bias_scales, limit, d, bias=True, host=host)[0])
+        # an explicit edge (drawn as any case, so the draws keep their order): the edge's own fields, and
+        # everything else benign (no null or near-null row, no tau, eps_den or score offset override)
+        benign = dict(null=(), near_null=(), tiny=0.0, tau=None, eps_den=None, score_offset=0.0)
+        if edge == EXTREMES:
+            # the combined extremes, at the smallest fitting scales
+            eps_den, offset = corner
+            return dataclasses.replace(case, **dict(benign, eps_den=eps_den, score_offset=offset),
+                                       scale=fitting(scales, limit, d, host=host)[0],
+                                       bias_scale=fitting(bias_scales, limit, d, bias=True, host=host)[0])
+        if edge == BATCH:
+            return dataclasses.replace(case, **benign, batch=batch_max)
+        if edge == NEAR_NULL:
+            # one near-null row, at a drawn position (its exponent drawn last)
+            return dataclasses.replace(case, **dict(benign, near_null=(case.pos % n,),
+                                                    tiny=2.0 ** draw(near_null_edge_exponents)))
+        # MAGNITUDE: the token scale LARGE at a width where it fits (the widest fitting one below the drawn
+        # width, with the head count that width's parameters declare), the smallest bias scale
+        fit = large_widths(op, dtype, scales=None, widths=widths)
+        wide = max((w for w in fit if w <= d), default=fit[0])
+        return dataclasses.replace(case, **benign, scale=LARGE, d=wide, heads=case.heads if wide == d else None,
+                                   bias_scale=fitting(bias_scales, limit, wide, bias=True, host=host)[0])
 
     return build()

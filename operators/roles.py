@@ -112,6 +112,20 @@ def _scored(block: dict, roles: Roles) -> bool:
     return {*roles.query, *roles.key, roles.heads} <= set(block)
 
 
+def has_scores(params, roles: Roles) -> bool:
+    """Whether some block of ``params`` has attention scores (query, key and a head count): the blocks a
+    drawn ``score_offset`` moves (:func:`adjust`).  An operator without one (presence, a norm, a FIR) is not
+    changed by an offset at all.
+
+    >>> has_scores({"tau": 1.0}, STANDARD), has_scores({"wq": 0, "bq": 0, "wk": 0, "bk": 0, "heads": 1}, STANDARD)
+    (False, True)
+    """
+    found = []
+    tree.map_nodes(lambda node: found.append(node) or node, params,
+                   lambda node: isinstance(node, dict) and _scored(node, roles))
+    return bool(found)
+
+
 def _offset_scores(block: dict, roles: Roles, offset: float) -> dict:
     """Pin every attention score of ``block`` near ``offset``: s_ij = offset + O(spread).
 

@@ -24,7 +24,7 @@ import torch
 
 from tokenlaw.operators import dtypes
 from tokenlaw.operators.registry import OperatorSpec
-from tokenlaw.operators.roles import Adjustments
+from tokenlaw.operators.roles import Adjustments, has_scores
 
 from . import backends
 from .runner import LAYOUTS, CaseRunner, cast, lay_out
@@ -80,6 +80,15 @@ class Case:
         p = self.op.domain.draw(self.generator(1), self.d, torch.float64)
         return self.op.domain.adjust(p, Adjustments(bias_scale=self.bias_scale, heads=self.heads, threshold=self.tau,
                                                     eps_den=self.eps_den, score_offset=self.score_offset))
+
+    @functools.cached_property
+    def applied_offset(self) -> float:
+        """The row-wide score offset this case really applies: ``score_offset`` where the operator has attention
+        scores for it to move (``roles.has_scores``), else 0 (the offset is drawn for every operator, and
+        changes nothing in one without scores: its rounding at the offset is no part of the computation)."""
+        if not self.score_offset:
+            return 0.0
+        return self.score_offset if has_scores(self.params, self.op.domain.roles) else 0.0
 
     @functools.cached_property
     def x_dense(self) -> torch.Tensor:

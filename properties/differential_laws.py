@@ -453,7 +453,7 @@ def _no_reference(op, dtype, backend):
 # 1 / sqrt(eps) in a standardisation amplifies far past any rounding bound; those rows are judged
 # exactly by the null contracts.
 @contract(exact=False, dtypes=(dtypes.REFERENCE,), universal=True, skip=_no_reference, regimes=_NUMERICAL + ("tau_far",),
-          fuzz=FuzzOptions(near_null=False),
+          fuzz=FuzzOptions(near_null=False, near_null_edge=True),
           adversary=AdversaryOptions(rank=0, sees=frozenset({"drop_key"})))
 def spec_reference(case):
     """The operator equals its independent reference written from its formula (float64 reference)."""

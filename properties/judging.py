@@ -42,8 +42,11 @@ def unresolved(case, discrepancy: float, scale: float) -> str | None:
     summation order (a permuted row summed in another order by the BLAS, seed 3, docs/fuzz.md item 9).
     Any two outputs within the output's own range can then differ by rounding alone, so a finite
     discrepancy up to twice the largest |float64 value| decides nothing; a non-finite value where float64
-    is finite, or a discrepancy past that range, is still judged."""
-    offset = abs(case.score_offset)
+    is finite, or a discrepancy past that range, is still judged.  The offset is the one the case applies
+    (``Case.applied_offset``): an operator without attention scores is not moved by a drawn offset, and an
+    example of it is judged as any other (presence at batch 3, seed 0: its one such example was set aside for an
+    offset of 7.4e30 that changed nothing, and a 1 % scale there went unseen, issue 43)."""
+    offset = abs(getattr(case, "applied_offset", case.score_offset))
     spacing = offset * UNIT_ROUNDOFF[case.dtype]
     if spacing <= FIRST_ORDER_LIMIT or not math.isfinite(discrepancy) or discrepancy > 2 * scale:
         return None

@@ -138,11 +138,28 @@ def test_rows_failing_unmutated_never_count_as_kills():
     assert not set(got["presence:always:scale"]["killers"]) & set(doc["baseline_failing"])
 
 
+def test_the_draws_reach_what_the_recorded_gaps_never_drew():
+    """The record's survivors whose root was the draws (reports/adversary: n == 128, n == 256 and max |x| > 1e3
+    never drawn; n >= 257, batch >= 4 and near-null rows drawn only in laws blind to a uniform scale; batch 3 set
+    aside for a score offset presence does not have) are killed, here at a tenth of the default examples: every
+    cell that takes a length draws the block edges, spec_reference draws the largest batch, a near-null row and
+    a token scale of 1e3 as explicit edges, and an offset that moves no score sets nothing aside."""
+    ids = {"presence:n_eq_128:scale", "presence:n_eq_256:scale", "presence:n_ge_257:scale",
+           "presence:magnitude_gt_1e3:scale", "presence:near_null_row:scale", "presence:batch_ge_4:scale"}
+    doc = A.run(REG, operators={"presence"}, examples=EXAMPLES, mutant_ids=ids, stream=None)
+    got = _outcomes(doc)
+    assert {i: got[i]["status"] for i in ids} == dict.fromkeys(ids, "killed"), {i: got[i]["reason"] for i in ids}
+    # by the comparison with the independent reference (differential compares the mutant with itself in float64)
+    assert {i: got[i]["killers"] for i in ids} == dict.fromkeys(ids, ["presence-spec_reference"])
+
+
 def test_survivors_are_classified_mechanically():
     op = REG["presence"]
     m = A.Mutant("presence", C.predicate("n_1"), C.wrongness("position"))
     assert A.classify(m, op, drawn=True, changed=False, meant=set(), meant_drawn=False)[0] == "equivalent"
-    m = A.Mutant("presence", C.predicate("n_ge_257"), C.wrongness("scale"))
+    # a predicate no draw reaches (n >= 257 was one until every cell drew its block edges: the test below)
+    never = C.Predicate("batch_ge_1000", "batch", "batch >= 1000", lambda x, kw, call: x.shape[0] >= 1000)
+    m = A.Mutant("presence", never, C.wrongness("scale"))
     assert A.classify(m, op, drawn=False, changed=False, meant={"x"}, meant_drawn=False)[0] == "gap"
     m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))
     assert A.classify(m, op, drawn=True, changed=True, meant={"x"}, meant_drawn=True)[0] == "gap"
@@ -153,6 +170,12 @@ def test_survivors_are_classified_mechanically():
     assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "finite"})[0] == "gap"
     m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale"))       # true on one side of differential
     assert A.classify(m, op, **self_only, judged_by={"differential"})[0] == "gap"
+    # a change inside the bound says how near each law came, and how large it is in the dtype's own units
+    m = A.Mutant("presence", C.predicate("bfloat16"), C.wrongness("scale"))
+    status, why = A.classify(m, op, drawn=True, changed=True, meant={"differential"}, meant_drawn=True,
+                             judged_by={"differential"}, closest={"differential": 0.17})
+    assert status == "gap" and "differential at 0.17 of its bound" in why, why
+    assert "the change 0.01 is 2.6 units of bfloat16's roundoff 0.0039" in why, why
     m = A.Mutant("presence", C.predicate("n_2_8"), C.wrongness("scale"))         # n differs across causality's sides
     assert A.classify(m, op, **self_only, judged_by={"causality"})[0] == "gap"
     m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale_tiny"))       # 1 + 1e-6 is 1 in float16

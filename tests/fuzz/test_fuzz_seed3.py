@@ -92,3 +92,15 @@ def test_scores_the_dtype_cannot_resolve_are_inconclusive_for_a_tolerance_law():
     # and below the dtype's resolution nothing changes: float64 at the exp edge (781) is judged as before
     near = Case.from_fields(REG["oa_only_host"], dict(ROUNDED_AWAY, score_offset=781.0))
     assert unresolved(near, 3.02, 5.65) is None and compared(stored, "p", near).violated
+
+
+def test_an_offset_that_moves_no_score_sets_nothing_aside():
+    # presence has no attention scores: a drawn offset changes nothing, so its examples are judged as any other
+    # (seed 0: presence's one batch-3 spec_reference example, offset 7.4e30, was set aside and a 1 % scale there
+    # went unseen; tokenlaw adversary --mutant presence:batch_3:scale)
+    fields = dict(ROUNDED_AWAY, n=31, batch=3, d=4, tau=None)
+    case = Case.from_fields(REG["presence"], fields)
+    assert case.applied_offset == 0.0 and unresolved(case, 1e-3, 1.0) is None
+    # the same offset on an operator with scores is applied, and still unresolved there
+    scored = Case.from_fields(REG["sdpa"], fields)
+    assert scored.applied_offset == fields["score_offset"] and unresolved(scored, 1e-3, 1.0)

@@ -109,6 +109,10 @@ def test_a_cell_reports_per_regime_accounting_and_the_drawn_bands():
     assert list(drawn["n"])[:len(bands)] == bands and sum(drawn["n"][b] for b in bands) == v.examples
     assert sum(drawn["d"][b] for b in bands) == v.examples and 0 <= drawn["d"]["prime"] <= v.examples
     assert "drawn n 1:" in v.detail
+    # every block edge drawn, exactly, and reported; no band or edge missed
+    from tokenlaw.fuzz.strategies import BLOCK_EDGES, length_label
+    assert all(drawn["n"][length_label(e)] >= 1 for e in BLOCK_EDGES), drawn["n"]
+    assert v.extra["missed_bands"] == [] and v.extra["missed_lengths"] == [] and "edges 64:" in v.detail
     for name, a in v.extra["regime_accounting"].items():
         assert a["visited"] == v.extra["regimes"][name]
         assert a["judged"] + a["inconclusive"] + a["trivial"] == a["visited"], (name, a)
@@ -246,3 +250,13 @@ def test_a_regime_pins_only_inside_the_declared_limit():
     assert REGIMES["scores_low"].pin(torch.float16, None) == {"score_offset": pytest.approx(-1.1 * 11.0903, rel=1e-4)}
     assert REGIMES["scores_low"].pin(torch.float64, None) is None
     assert REGIMES["scores_high"].pin(torch.float64, None) == {"score_offset": pytest.approx(1.1 * 709.7827, rel=1e-4)}
+
+
+def test_a_cell_that_stopped_early_says_which_bands_and_block_edges_it_never_drew():
+    from tokenlaw.fuzz import conditional
+    reg = conditional.mutant_registry(default_registry(), "fir", conditional.predicate("always"),
+                                      conditional.wrongness("scale"))
+    v = run_cell(reg["fir"], CONTRACTS["spec_reference"], torch.float64, examples=40, seed=0, replay_dir=None)
+    assert v.violated
+    assert "257+" in v.extra["missed_bands"] and 256 in v.extra["missed_lengths"], v.extra
+    assert "NEVER drawn: n " in v.detail and "n=256" in v.detail, v.detail

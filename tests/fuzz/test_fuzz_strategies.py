@@ -10,11 +10,12 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
 from tokenlaw.fuzz.engine import pinned_constants
-from tokenlaw.fuzz.strategies import (BAND_WEIGHTS, D_MAX, EDGE_LENGTH, EXTREMES, FILL, LENGTH_BANDS, LONGEST, MEDIUM,
-                                      banded_find, band_label, cases, combined_extremes, decades, divisors,
-                                      far_magnitudes, length_band, magnitudes, near_null_exponents, nominal_norm2,
-                                      nominal_score, reachable_bands, reachable_edges, tiny_magnitudes,
-                                      token_exponents)
+from tokenlaw.fuzz.strategies import (BAND_WEIGHTS, BATCH, BLOCK_EDGES, D_MAX, EDGE_LENGTH, EXTREMES, FILL, LARGE,
+                                      LENGTH_BANDS, LONGEST, MAGNITUDE, MEDIUM, NEAR_NULL, NEAR_NULL_EDGE,
+                                      banded_find, band_label, cases, combined_extremes, decades,
+                                      divisors, far_magnitudes, large_widths, length_band, length_label, magnitudes,
+                                      near_null_exponents, nominal_norm2, nominal_score, reachable_bands,
+                                      reachable_edges, reachable_lengths, tiny_magnitudes, token_exponents)
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 
@@ -184,13 +185,36 @@ def test_a_search_that_missed_a_band_draws_one_example_in_it():
         return cases(REG["sdpa"], torch.float32, band=band)
 
     with pinned_constants(), pytest.raises(NoSuchExample):
-        banded_find(strategy_in, judge, cfg, 0, reachable_bands())
+        banded_find(strategy_in, judge, cfg, 0, reachable_bands(), lengths=reachable_lengths())
     assert {length_band(n) for n in seen} == set(reachable_bands())
-    assert len(seen) <= 5 + FILL * len(LENGTH_BANDS)
+    # every block edge exactly, one example each; a band that holds one is filled by its edges alone
+    assert set(BLOCK_EDGES) <= set(seen) and reachable_lengths() == BLOCK_EDGES
+    plain = [b for b in reachable_bands() if not any(length_band(e) == b for e in BLOCK_EDGES)]
+    assert len(seen) <= 5 + FILL * len(plain) + len(BLOCK_EDGES), seen
     # a violation only at n >= 257 is found (by the band's own example when the search missed it) and
     # shrunk to the band's first length
-    found = banded_find(strategy_in, lambda c: c.n >= 257, cfg, 0, reachable_bands())
+    found = banded_find(strategy_in, lambda c: c.n >= 257, cfg, 0, reachable_bands(), lengths=reachable_lengths())
     assert found.n == 257
+    # and one only at n == 256 exactly (a third block entered one token late), which no band fill reaches
+    # by chance, by its block edge
+    found = banded_find(strategy_in, lambda c: c.n == 256, cfg, 0, reachable_bands(), lengths=reachable_lengths())
+    assert found.n == 256
+    # without the block edges (a contract that lists its lengths) the same search misses it
+    with pinned_constants(), pytest.raises(NoSuchExample):
+        banded_find(strategy_in, lambda c: c.n == 256, cfg, 0, reachable_bands())
+
+
+def test_block_edges_are_reached_where_the_cell_reaches_them():
+    assert reachable_lengths(n_long=200) == (64, 65, 128, 129)
+    assert reachable_lengths(only_lengths=(7, 8, 9)) == () and reachable_lengths(n_long=0) == ()
+    assert reachable_lengths(n_long=64) == (64,) and reachable_lengths(n_long=12) == ()
+    c = find(cases(REG["sdpa"], torch.float32, band=length_label(256)), lambda c: True,
+             settings=settings(CFG, max_examples=1), random=random.Random(0))
+    assert c.n == 256 and c.batch <= 2
+    with pytest.raises(InvalidArgument, match="band"):
+        cases(REG["sdpa"], torch.float32, band=length_label(256), n_long=200)
+    with pytest.raises(InvalidArgument, match="band"):
+        cases(REG["sdpa"], torch.float32, band=length_label(100))
 
 
 def test_the_combined_extremes_edge_is_its_own_benign_example():
@@ -200,8 +224,8 @@ def test_the_combined_extremes_edge_is_its_own_benign_example():
     op = REG["oattention"]
     eps, offset = combined_extremes(op, torch.float16)
     assert eps == 1e-8 and offset == pytest.approx(math.log(1e-8))
-    assert reachable_edges(op, torch.float16) == (EXTREMES,) and reachable_edges(REG["sdpa"], torch.float16) == ()
-    assert reachable_edges(op, torch.float16, eps_draws=False) == ()
+    assert EXTREMES in reachable_edges(op, torch.float16) and EXTREMES not in reachable_edges(REG["sdpa"], torch.float16)
+    assert EXTREMES not in reachable_edges(op, torch.float16, eps_draws=False)
     with pytest.raises(InvalidArgument, match="band"):
         cases(REG["sdpa"], torch.float16, band=EXTREMES)
     for i in range(20):
@@ -219,6 +243,43 @@ def test_the_combined_extremes_edge_is_its_own_benign_example():
     with pinned_constants(), pytest.raises(NoSuchExample):
         banded_find(lambda band: cases(op, torch.float16, band=band), judge, cfg, 0, (), (EXTREMES,))
     assert len(seen) == 3 + FILL and all(c.eps_den == eps and c.scale == 1.0 for c in seen[3:])
+
+
+def _edge_cases(op, dtype, edge, k=8, **bounds):
+    return [find(cases(op, dtype, band=edge, **bounds), lambda c: True, settings=settings(CFG, max_examples=1),
+                 random=random.Random(i)) for i in range(k)]
+
+
+def test_the_batch_magnitude_and_near_null_edges_are_benign_examples_of_their_own():
+    """The explicit edges the standing adversary asked for (issue 43): batch 4; the token scale 1e3 only where
+    it fits the declared limit (a draw outside the domain is no finding); one near-null row whose |h|^2 is a
+    normal float32 number, for a contract that asks for it and draws none itself."""
+    benign = dict(null=(), tau=None, eps_den=None, score_offset=0.0)
+    for c in _edge_cases(REG["layernorm"], torch.float32, BATCH):
+        assert c.batch == 4 and c.n <= EDGE_LENGTH and c.near_null == () and c.tiny == 0.0, c
+        assert {k: getattr(c, k) for k in benign} == benign, c
+    assert BATCH not in reachable_edges(REG["layernorm"], torch.float32, batch_max=2)
+    # the magnitude decade: sdpa's and presence's float16 limits (|S|, |h|^2 <= 65504) leave it out there
+    assert large_widths(REG["sdpa"], torch.float16) == () and large_widths(REG["presence"], torch.float16) == ()
+    assert MAGNITUDE not in reachable_edges(REG["sdpa"], torch.float16)
+    with pytest.raises(InvalidArgument, match="band"):
+        cases(REG["presence"], torch.float16, band=MAGNITUDE)
+    assert MAGNITUDE not in reachable_edges(REG["sdpa"], torch.float32, scales=(1.0,))   # a contract's own scales
+    host = REG["standard_host"]
+    fit = large_widths(host, torch.float64)
+    assert fit and max(fit) < D_MAX and large_widths(host, torch.float32) == ()   # 16x tighter in a host
+    for op, dtype in ((REG["sdpa"], torch.float32), (host, torch.float64)):
+        for c in _edge_cases(op, dtype, MAGNITUDE):
+            assert c.scale == LARGE and c.d in large_widths(op, dtype) and c.near_null == () and c.null == (), c
+            assert float(c.x.abs().max()) > 1e3 or c.n * c.d * c.batch < 4, c
+    # the near-null row: only where asked for and not drawn otherwise
+    assert NEAR_NULL not in reachable_edges(REG["presence"], torch.float64)
+    assert NEAR_NULL not in reachable_edges(REG["presence"], torch.float64, near_null_edge=True)
+    assert NEAR_NULL in reachable_edges(REG["presence"], torch.float64, near_null=False, near_null_edge=True)
+    for c in _edge_cases(REG["presence"], torch.float64, NEAR_NULL, near_null=False, near_null_edge=True):
+        assert len(c.near_null) == 1 and 2.0 ** NEAR_NULL_EDGE[0] <= c.tiny <= 2.0 ** NEAR_NULL_EDGE[1], c
+        row = c.x[:, c.near_null[0]]
+        assert float(row.abs().max()) < 1e-4 and float((row.float() ** 2).sum(-1).min()) >= torch.finfo(torch.float32).tiny
 
 
 def test_near_null_tokens_reach_the_dtypes_subnormals():
