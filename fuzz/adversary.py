@@ -199,15 +199,18 @@ def _run(registry, row: Row, *, examples, seed, contracts):
                                  database=None, replay_dir=None, first_violation=row.declared == "claims")
 
 
-# Which rows to try first (a mutant stops at its first kill, so the order is what a killed mutant costs): the
-# contracts named by the wrongness, then the laws by their declared rank (AdversaryOptions.rank: the
-# comparisons with a reference first, they see any change of value), then the rest; a law declared ``last``
-# (gradcheck: slow, and blind to a change that is smooth in x) after all.
+# Which rows to try first (a mutant stops at its first kill, so the order is what a killed mutant costs; the
+# verdict does not depend on it): the laws that declare they see the wrongness (AdversaryOptions.sees), then
+# the laws by their declared rank (AdversaryOptions.rank: the comparisons with a reference first, they see
+# any change of value, a 1 + 1e-6 scale in float64 included), then the other laws meant to see it, then the
+# rest; a law declared ``last`` (gradcheck: slow, and blind to a change that is smooth in x) after all.
+# (Measured: ``scale_tiny`` tried the exact laws first, ``finite`` among them, which no scale can fail:
+# layernorm's killed ``scale_tiny`` mutants ran four ``finite`` cells, 1.3 s, before their 0.03 s kill.)
 def _priority(contract, wrong, meant, contracts) -> tuple:
-    named = wrong.targets is not None and contract in meant
     opts = contracts[contract].adversary if contract in contracts else None
+    named = contract in meant and opts is not None and wrong.name in opts.sees
     rank = opts.rank if opts is not None and opts.rank is not None else float("inf")
-    return (not named, contract not in meant, bool(opts and opts.last), rank)
+    return (not named, bool(opts and opts.last), rank, contract not in meant)
 
 
 def _units(rows, base: Baseline, p: C.Predicate, *, every_row=False, dtype=None, one_per_row=False):
