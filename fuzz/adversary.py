@@ -15,8 +15,14 @@ profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
    verdict is the baseline's (the search is deterministic for a seed and no
    database is used) -- running it could not kill.  The rows whose contracts
    are meant to see the wrongness run first, one cell at a time, and the
-   mutant stops at its first kill.  With ``workers`` > 1 the baseline's cells
-   run on the Dask pool, and then the mutants, one task per mutant.
+   mutant stops at its first kill; a claimed row's cell stops at its search's
+   first violation (the row fails either way).  With ``workers`` > 1 the
+   baseline's cells run on the Dask pool, and then the mutants, one task per
+   mutant, the dearest first (:func:`expected_cost`).  A mutant whose output
+   is the operator's own by construction (:func:`unchanged`) runs nothing.
+   The identity control re-runs the cheapest cell of each row and compares
+   status and draws with the baseline: the evidence of the determinism the
+   skips rest on.
 3. *Verdict.*  ``killed`` (some row no longer matches its declaration),
    ``equivalent`` (no claimed law can see it, for a reason decided
    mechanically: the identity control; a predicate outside the operator's
