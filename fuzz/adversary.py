@@ -15,8 +15,14 @@ profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
    verdict is the baseline's (the search is deterministic for a seed and no
    database is used) -- running it could not kill.  The rows whose contracts
    are meant to see the wrongness run first, one cell at a time, and the
-   mutant stops at its first kill.  With ``workers`` > 1 the baseline's cells
-   run on the Dask pool, and then the mutants, one task per mutant.
+   mutant stops at its first kill; a claimed row's cell stops at its search's
+   first violation (the row fails either way).  With ``workers`` > 1 the
+   baseline's cells run on the Dask pool, and then the mutants, one task per
+   mutant, the dearest first (:func:`expected_cost`).  A mutant whose output
+   is the operator's own by construction (:func:`unchanged`) runs nothing.
+   The identity control re-runs the cheapest cell of each row and compares
+   status and draws with the baseline: the evidence of the determinism the
+   skips rest on.
 3. *Verdict.*  ``killed`` (some row no longer matches its declaration),
    ``equivalent`` (no claimed law can see it, for a reason decided
    mechanically: the identity control; a predicate outside the operator's
@@ -50,8 +56,11 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row, contracts_of, plan
 
 from . import conditional as C
-from .campaign import Campaign, one_thread, run_rows, shipped
+from tokenlaw.operators.dtypes import DTYPES
+
+from .campaign import Campaign, one_thread, shipped
 from .cluster import Pool
+from .engine import run_cell
 
 # The predicates each wrongness other than ``scale`` is paired with: the control and one per axis.
 FOCUS = ("always", "n_9_32", "n_65_128", "d_odd", "batch_3", "heads_ge_2", "float16", "float32", "mask_none",
@@ -184,33 +193,46 @@ def baseline(registry, operators, *, examples, seed, pool, folder, by_value=()) 
                     time.process_time() - cpu, cells)
 
 
-def _run(registry, rows, *, examples, seed, pool, by_value=()):
-    run_rows(registry, rows, examples=examples, seed=seed, workers=1, pool=pool, replay_dir=None, progress=False,
-             by_value=by_value)
+def _run(registry, row: Row, *, examples, seed, contracts):
+    """Judge ``row``'s cells here, in order, as ``tokenlaw check`` would (its seed, no database, no replay
+    artifact), except that a *claimed* row's cell stops at its search's first violation
+    (``run_cell(first_violation=True)``): the full search would end in a violation too, unshrunk or not,
+    and the row fails either way.  An expected violation's cells run the full search (module doc)."""
+    op, contract = registry[row.operator], contracts[row.contract]
+    with one_thread():
+        for c in row.cells:
+            c.verdict = run_cell(op, contract, DTYPES[c.dtype], examples=examples, seed=seed, backend=c.backend,
+                                 database=None, replay_dir=None, first_violation=row.declared == "claims")
 
 
-# Which rows to try first (a mutant stops at its first kill, so the order is what a killed mutant costs): the
-# contracts named by the wrongness, then the laws by their declared rank (AdversaryOptions.rank: the
-# comparisons with a reference first, they see any change of value), then the rest; a law declared ``last``
-# (gradcheck: slow, and blind to a change that is smooth in x) after all.
+# Which rows to try first (a mutant stops at its first kill, so the order is what a killed mutant costs; the
+# verdict does not depend on it): the laws that declare they see the wrongness (AdversaryOptions.sees), then
+# the laws by their declared rank (AdversaryOptions.rank: the comparisons with a reference first, they see
+# any change of value, a 1 + 1e-6 scale in float64 included), then the other laws meant to see it, then the
+# rest; a law declared ``last`` (gradcheck: slow, and blind to a change that is smooth in x) after all.
+# (Measured: ``scale_tiny`` tried the exact laws first, ``finite`` among them, which no scale can fail:
+# layernorm's killed ``scale_tiny`` mutants ran four ``finite`` cells, 1.3 s, before their 0.03 s kill.)
 def _priority(contract, wrong, meant, contracts) -> tuple:
-    named = wrong.targets is not None and contract in meant
     opts = contracts[contract].adversary if contract in contracts else None
+    named = contract in meant and opts is not None and wrong.name in opts.sees
     rank = opts.rank if opts is not None and opts.rank is not None else float("inf")
-    return (not named, contract not in meant, bool(opts and opts.last), rank)
+    return (not named, bool(opts and opts.last), rank, contract not in meant)
 
 
-def _units(rows, base: Baseline, p: C.Predicate, *, every_row=False, dtype=None):
+def _units(rows, base: Baseline, p: C.Predicate, *, every_row=False, dtype=None, one_per_row=False):
     """What one mutant runs, one unit at a time, as (row, its cells to run): only the cells where ``p`` held in
     the baseline (``every_row``: all); a claimed row's cells one by one (a claimed law must hold in every
     dtype, so one cell can kill; the predicate's own dtype first, a dtype predicate is wrong there only, then
     the cheapest as the baseline measured them); an expected violation's cells together (it is reproduced in
-    some dtype).  A row's other cells keep their baseline verdicts."""
+    some dtype); ``one_per_row``: only the cheapest cell of each row (the identity control's sample).  A row's
+    other cells keep their baseline verdicts."""
     def cost(c):
         return (c.dtype != dtype, c.verdict.seconds if c.verdict is not None else math.inf)
 
     for r in rows:
         run = sorted((c for c in r.cells if every_row or base.held(r, c, p)), key=cost)
+        if one_per_row:
+            run = run[:1]
         if not run:
             continue
         if r.declared == "violates":
@@ -228,6 +250,10 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     """Run one mutant (module doc, steps 2 and 3); ``every_row``: run the cells where its predicate never held
     too (they cannot kill: the check that the skip loses nothing)."""
     start, cpu = time.perf_counter(), time.process_time()
+    same = unchanged(m)
+    if same:        # its output is the operator's own on every call: every cell would give the baseline's verdict
+        return Outcome(m, "equivalent", same + " (not run: every cell would repeat the identity control's)", [],
+                       0, time.perf_counter() - start, time.process_time() - cpu)
     op = registry[m.operator]
     contracts = contracts_of(registry)
     meant = C.targets(m.wrongness, op, contracts)
@@ -241,17 +267,25 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     sub.mkdir(parents=True, exist_ok=True)
     bad = C.mutant_registry(registry, m.operator, m.predicate, m.wrongness, folder=str(sub), tag=m.id)
     ran, closest = 0, {}
+    control = m.wrongness.name == "identity"
     for row, cells in _units(units, base, m.predicate, every_row=every_row,
-                             dtype=m.predicate.name if m.predicate.axis == "dtype" else None):
+                             dtype=m.predicate.name if m.predicate.axis == "dtype" else None,
+                             one_per_row=control and not every_row):
         wave = _fresh(row, cells)
         try:
-            _run(bad, [wave], examples=examples, seed=seed, pool=None, by_value=by_value)
+            _run(bad, wave, examples=examples, seed=seed, contracts=contracts)
         except Exception as err:  # noqa: BLE001 -- the check itself crashed on the mutant: say so, go on
             text = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
             return Outcome(m, "crashed", f"the check crashed on row {wave.id} instead of judging it "
                            f"(`tokenlaw check` would exit 70): {text}", [], ran, time.perf_counter() - start,
                            time.process_time() - cpu)
         ran += len(cells)
+        if control:
+            other = _differs(row, wave)
+            if other:
+                return Outcome(m, "gap", f"not deterministic: the identity control re-ran {other}; every cell "
+                               "a mutant of this operator skipped rests on the seeded check repeating itself",
+                               [], ran, time.perf_counter() - start, time.process_time() - cpu)
         for c in wave.cells:        # how near each tolerance law came to failing (a survivor's evidence)
             if c.verdict is not None and c.verdict.bound > 0:
                 closest[row.contract] = max(closest.get(row.contract, 0.0), c.verdict.ratio)
@@ -264,7 +298,41 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
                               meant_drawn=any(r.contract in meant for r in drawn),
                               judged_by={r.contract for r in drawn}, contracts=contracts, closest=closest)
+    if control and status == "equivalent":
+        reason += (f"; its re-run of {ran} cell(s), {'every cell' if every_row else 'the cheapest of each row'} "
+                   "where the operator was called, repeated the baseline's status and draws in each")
     return Outcome(m, status, reason, [], ran, time.perf_counter() - start, time.process_time() - cpu)
+
+
+def _differs(row: Row, wave: Row) -> str | None:
+    """How the identity control's re-run of ``row``'s cells (``wave``) differs from the baseline's, or None:
+    another status, or other inputs drawn (the engine's digest of every example a search drew,
+    ``extra["draws"]``).  The control's outputs are the operator's own on every call, so a deterministic
+    seeded check gives each cell the baseline's verdict on the same draws: the evidence every skip rests on."""
+    before = {c.id: c.verdict for c in row.cells}
+    for c in wave.cells:
+        a, b = before.get(c.id), c.verdict
+        if a is None or b is None:
+            continue
+        if a.status != b.status:
+            return f"cell {c.id} to {b.status} (the baseline: {a.status})"
+        da, db = a.extra.get("draws"), b.extra.get("draws")
+        if da and db and da != db:
+            return f"cell {c.id} on other draws (digest {db}, the baseline's {da})"
+    return None
+
+
+def expected_cost(m: Mutant, base: Baseline) -> float:
+    """What ``m`` can cost at most: the baseline's seconds of the cells it would run (0 when it runs none).
+    A killed mutant stops sooner; a survivor and the identity control pay it all."""
+    if unchanged(m):
+        return 0.0
+    rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing]
+    costs = [[c.verdict.seconds for c in r.cells if c.verdict is not None and base.held(r, c, m.predicate)]
+             for r in rows]
+    if m.wrongness.name == "identity":      # the cheapest cell of each row (judge)
+        return sum(min(c) for c in costs if c)
+    return sum(sum(c) for c in costs)
 
 
 def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool,
@@ -276,10 +344,9 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
     p, w = m.predicate, m.wrongness
     if w.name == "identity":
         return "equivalent", "control: the output is the operator's own, unchanged by construction"
-    if p.name == "n_1" and w.name in _ONE_TOKEN:
-        return "equivalent", f"{w.name} at n = 1 changes nothing by construction (no other token)"
-    if w.name == "scale_tiny" and p.axis == "dtype" and _rounds_to_one(C.TINY_SCALE, p.name):
-        return "equivalent", f"1 + {C.TINY_SCALE:g} rounds to 1 in {p.name}: the output is unchanged by construction"
+    same = unchanged(m)
+    if same:
+        return "equivalent", same
     if not drawn:
         why = unreachable(p, op)
         if why:
@@ -303,6 +370,19 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
         near += f"; the change {factor:g} is {factor / u:.2g} units of {p.name}'s roundoff {u:.2g}"
     return "gap", (f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
                    + (f" (largest discrepancy / bound: {near})" if near else ""))
+
+
+def unchanged(m: Mutant) -> str | None:
+    """Why ``m`` returns, on every call, exactly the operator's own output (bit for bit), or None: a
+    position, leak or drop at n = 1 (no other token; the wrongness returns ``out`` itself or ``out`` x 1.0),
+    ``scale_tiny`` in a dtype where 1 + 1e-6 rounds to 1 (a float16 x times a float16 1 is x).  Such a mutant
+    is the identity control again: :func:`judge` classifies it without running it."""
+    p, w = m.predicate, m.wrongness
+    if p.name == "n_1" and w.name in _ONE_TOKEN:
+        return f"{w.name} at n = 1 changes nothing by construction (no other token)"
+    if w.name == "scale_tiny" and p.axis == "dtype" and _rounds_to_one(C.TINY_SCALE, p.name):
+        return f"1 + {C.TINY_SCALE:g} rounds to 1 in {p.name}: the output is unchanged by construction"
+    return None
 
 
 def _rounds_to_one(factor: float, dtype: str) -> bool:
@@ -381,8 +461,11 @@ def _on_pool(pool, registry, chosen, base, *, examples, seed, folder, by_value, 
     key = f"tokenlaw-adversary-{id(registry):x}-{time.time_ns():x}"
     data = pool.client.scatter(shipped(registry, by_value), broadcast=True)
     basef = pool.client.scatter(base, broadcast=True)
+    # the dearest first (identity controls, survivors-to-be): a long task started last would leave the other
+    # workers idle at the end
+    order = sorted(chosen, key=lambda m: -expected_cost(m, base))
     futures = [pool.client.submit(_judge_task, key, data, basef, m, examples, seed, folder, every_row,
-                                  key=f"{key}-{k}", pure=False, priority=-k) for k, m in enumerate(chosen)]
+                                  key=f"{key}-{k}", pure=False, priority=-k) for k, m in enumerate(order)]
     for future in as_completed(futures, loop=pool.client.loop):
         yield future.result()
 
@@ -466,7 +549,7 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-_KINDS = ("control", "at n = 1", "rounds to 1", "outside the declared", "compares the operator with itself",
+_KINDS = ("not deterministic", "control", "at n = 1", "rounds to 1", "outside the declared", "compares the operator with itself",
           "never drawn", "never effective", "held only in rows of laws not meant", "wrong outputs reached",
           "the check crashed")
 

@@ -354,8 +354,11 @@ class Conditional:
             cell = _CELL[0]
             _log(self.folder, f"{self.tag}\t{cell}\t{CALLED}")
             for p in self.watch:
-                if holds(p, x, kw, call):
-                    _log(self.folder, f"{self.tag}\t{cell}\t{p.name}")
+                line = f"{self.tag}\t{cell}\t{p.name}"
+                # a predicate this process already recorded for the cell is not tested again (its line is
+                # written once anyway): the recorder's cost falls as the cell's draws repeat themselves
+                if (self.folder, line) not in _WRITTEN and holds(p, x, kw, call):
+                    _log(self.folder, line)
         out = self.fn(xp, x, **kw)
         if self.when is None or not holds(self.when, x, kw, call):
             return out

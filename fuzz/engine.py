@@ -151,8 +151,14 @@ def _to_stderr(text) -> None:
     print(text, file=sys.stderr)
 
 
+class _FirstViolation(BaseException):
+    """Raised out of Hypothesis at a search's first violation under ``run_cell(first_violation=True)``: a
+    BaseException, so Hypothesis neither shrinks it nor replays it (measured: it propagates at once)."""
+
+
 def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int = 0, backend: str = backends.EAGER.name,
-             database=None, replay_dir=R.DEFAULT_DIR, mutant: str | None = None) -> V.Verdict:
+             database=None, replay_dir=R.DEFAULT_DIR, mutant: str | None = None,
+             first_violation: bool = False) -> V.Verdict:
     """Judge ``contract`` for ``op`` in ``dtype`` on up to ``examples`` drawn cases.
 
     seed:       orders the search (the same seed and database contents: the same verdict);
@@ -160,7 +166,14 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                 counterexamples of this cell are replayed first, as stored (:func:`_replay_stored`); if
                 none still fails, the seeded search runs and a violation it finds is stored there, shrunk;
     replay_dir: where a violation's artifact is written (None: not stored);
-    mutant:     the name of the active mutant, recorded in the artifact.
+    mutant:     the name of the active mutant, recorded in the artifact;
+    first_violation: stop at the search's first violation (the first example judged violated, or the first
+                disagreement of two judgements of one input), unshrunk and stored nowhere: the verdict has
+                that judgement's status (``violated``, ``refuted`` or ``raised``).  The full search's verdict
+                on the same cell is a violation too (a violation found is never un-found), so a *claimed*
+                row fails either way; the adversary (:mod:`.adversary`) uses it there, where only whether
+                the row fails matters.  Not for an expected violation: there ``raised`` and ``violated``
+                decide the row differently, and the shrunk example may raise where the first did not.
     """
     impl = backends.get(backend)
     reason = contract.skip(op, dtype_name(dtype), impl) if contract.skip else None
@@ -244,6 +257,11 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             seen["violation"] = {"case": case, "first": v}
         return v.violated
 
+    def stopping(case) -> bool:
+        if is_violation(case):
+            raise _FirstViolation
+        return False
+
     def finish(v, judged, case, detail, extra):
         """``v`` with the search's notes; ``judged``: the contract's own verdict on ``case`` (what a replay
         re-judges, stored as the artifact's evidence)."""
@@ -265,9 +283,13 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     lengths = () if contract.fuzz_bounds.get("core") else reachable_lengths(backend=backend, **contract.fuzz_bounds)
     filled = []     # the bands and regimes given FILL examples of their own (they join the budget judged against)
     key = database_key(op.name, contract.name, backend, dtype_name(dtype), mutant)
+    if first_violation:
+        database, replay_dir, judge_case = None, None, stopping
+    else:
+        judge_case = is_violation
     try:
         with pinned_constants(), hypothesis.reporting.with_reporter(_to_stderr):
-            found = None if database is None else _replay_stored(strategy, is_violation, database, key)
+            found = None if database is None else _replay_stored(strategy, judge_case, database, key)
         replayed = found is not None
         if found is None:
             # the seeded search: Hypothesis neither reads nor writes a database under an explicit seed, so
@@ -280,13 +302,21 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                 # edge (strategies.banded_find; a q/k/v core case draws its own lengths L and S: no band of n)
                 try:
                     found = banded_find(lambda band: strategy if band is None else (filled.append(band) or cases(
-                        op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), is_violation, cfg, seed, bands,
+                        op, dtype, backend=backend, band=band, **contract.fuzz_bounds)), judge_case, cfg, seed, bands,
                         reachable_edges(op, dtype, **contract.fuzz_bounds), lengths)
                 except NoSuchExample:
                     # then FILL examples in each regime the contract depends on that nothing judged yet
-                    found = _fill_regimes(strategy, is_violation, cfg, seed, accounts, dtype, limit, filled)
+                    found = _fill_regimes(strategy, judge_case, cfg, seed, accounts, dtype, limit, filled)
             if database is not None and seen.get("choices") is not None and "nondeterministic" not in seen:
                 database.save(key, choices_to_bytes(seen["choices"]))
+    except _FirstViolation:
+        record = seen.get("nondeterministic")
+        v = _nondeterminism(record) if record is not None else seen["violation"]["first"]
+        extra = dict(v.extra, found_at=seen.get("found_at", seen["n"]), first_violation=True)
+        return dataclasses.replace(v, detail=f"{v.detail} [the search stopped at its first violation, unshrunk]",
+                                   extra=extra, examples=seen["n"], seconds=time.perf_counter() - start,
+                                   dtype=dtype_name(dtype),
+                                   counterexample=(record or seen["violation"])["case"].describe())
     except Flaky:
         # Hypothesis saw one input fail and then pass (or the reverse) where the engine's own comparison did
         # not: the same finding; without a recorded disagreement it is no operator's (re-raised)

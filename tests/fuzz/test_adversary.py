@@ -19,6 +19,7 @@ from tokenlaw.fuzz import adversary as A
 from tokenlaw.fuzz import conditional as C
 from tokenlaw.operators.registry import Registry
 from tokenlaw.operators.xp import TORCH
+from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import default_registry
 
 REG = default_registry()
@@ -259,3 +260,54 @@ def test_the_full_matrix_on_the_built_in_registry(tmp_path):
     assert all(m["status"] == "killed" or m["reason"] for m in doc["mutants"])
     assert all(m["status"] != "killed" for m in doc["mutants"] if m["wrongness"] == "identity")
     _pinned(doc, record, set(record["meta"]["operators"]))
+
+
+def test_a_claimed_cell_stopped_at_its_first_violation_fails_as_the_full_search_does():
+    """run_cell(first_violation=True), what a mutant's claimed rows run: a violation wherever the full search
+    finds one (fewer examples, nothing shrunk), and the very same verdict where it finds none."""
+    from tokenlaw.fuzz.engine import run_cell
+    from tokenlaw.properties.plan import contracts_of
+    law = contracts_of(REG)["zero_absorption"]
+    leaky = C.mutant_registry(REG, "presence", C.predicate("always"), C.wrongness("leak_null"))["presence"]
+    full = run_cell(leaky, law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None)
+    first = run_cell(leaky, law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None, first_violation=True)
+    assert full.violated and first.violated and first.extra["first_violation"]
+    assert first.examples <= full.examples and "shrink" in full.extra and "shrink" not in first.extra
+    good = [run_cell(REG["presence"], law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None,
+                     first_violation=stop) for stop in (False, True)]
+    assert good[0].status == good[1].status == "holds"
+    assert good[0].extra["draws"] == good[1].extra["draws"] and good[0].examples == good[1].examples
+
+
+def test_the_identity_control_catches_a_check_that_does_not_repeat_itself(tmp_path):
+    """Attack on the determinism every skip rests on: an operator that changes between the baseline and the
+    identity control's re-run (a 1 % scale switched on after the baseline) must not read equivalent."""
+    real, drift = REG["presence"].fn, [False]
+
+    def drifting(xp, x, *, tau):
+        out = real(xp, x, tau=tau)
+        return out * 1.01 if drift[0] else out
+
+    reg = Registry([dataclasses.replace(s, fn=drifting) if s.name == "presence" else s for s in REG], REG.contracts)
+    base = A.baseline(reg, {"presence"}, examples=EXAMPLES, seed=0, pool=None, folder=str(tmp_path))
+    control = A.Mutant("presence", C.predicate("always"), C.wrongness("identity"))
+    same = A.judge(reg, control, base, examples=EXAMPLES, seed=0, folder=str(tmp_path / "a"))
+    assert same.status == "equivalent" and "repeated the baseline's status and draws" in same.reason
+    assert same.cells == len([r for r in base.rows["presence"] if r.declared and r.outcome != V.Outcome.NOT_APPLICABLE_BY_DESIGN
+                              and any(base.held(r, c, control.predicate) for c in r.cells)])   # one cell per row
+    drift[0] = True
+    moved = A.judge(reg, control, base, examples=EXAMPLES, seed=0, folder=str(tmp_path / "b"))
+    assert moved.status == "gap" and "not deterministic" in moved.reason and A.kind(moved.reason) == "not deterministic"
+
+
+def test_mutants_unchanged_by_construction_are_classified_without_running(tmp_path):
+    x = torch.randn(2, 5, 4, dtype=torch.float16)
+    tiny = C.mutant_registry(REG, "presence", C.predicate("float16"), C.wrongness("scale_tiny"))
+    tau = torch.tensor(1.0, dtype=torch.float16)
+    assert torch.equal(_call(tiny, "presence", x, tau=tau), _call(REG, "presence", x, tau=tau))   # bit for bit
+    base = A.Baseline({}, set(), {}, 0.0)
+    for m in (A.Mutant("presence", C.predicate("float16"), C.wrongness("scale_tiny")),
+              A.Mutant("sdpa", C.predicate("n_1"), C.wrongness("drop_key"))):
+        out = A.judge(REG, m, base, examples=EXAMPLES, seed=0, folder=str(tmp_path))
+        assert out.status == "equivalent" and out.cells == 0 and A.expected_cost(m, base) == 0.0
+    assert A.unchanged(A.Mutant("presence", C.predicate("float32"), C.wrongness("scale_tiny"))) is None
