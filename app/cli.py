@@ -14,6 +14,8 @@ Exit codes (the same for every command):
   (``prove``: none proved); never a pass;
 * 70 an internal error of tokenlaw (or of a module it imported): a bug to
   report, never a finding (``TOKENLAW_DEBUG=1`` shows the traceback);
+* 130 interrupted (Ctrl-C); ``campaign`` and ``check`` write the report of what was judged first, marked
+  interrupted;
 * 141 stdout was closed early (``| head``): a quiet stop, as for SIGPIPE.
 
 The parser is light: it is built from ``argtypes`` and the ``*_args`` modules,
@@ -34,12 +36,12 @@ from pathlib import Path
 
 from tokenlaw.errors import InvalidArgument  # imports nothing: --help stays light
 
-from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
-                    EXIT_UNDECIDED, EXIT_USAGE, of_result)
+from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,  # noqa: F401
+                    EXIT_PIPE, EXIT_UNDECIDED, EXIT_USAGE, of_result)                    # (re-exported)
 
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 4 undecided (a claimed row unknown / vacuous / trace "
-          "differs, or nothing established), 70 internal error (a tokenlaw bug), 141 stdout closed early (| head)")
+          "differs, or nothing established), 70 internal error (a tokenlaw bug), 130 interrupted (Ctrl-C), 141 stdout closed early (| head)")
 
 # The light modules that add subcommands: each has ``register(subparsers)``, which adds its parser (argparse
 # only) and sets ``func`` to the "module:function" that does the work.
@@ -147,7 +149,7 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("tokenlaw: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more to say and nowhere to say it; point stdout at
         # /dev/null so the interpreter's final flush does not raise again.

@@ -159,6 +159,19 @@ def limit_legend(rows: list[dict]) -> list[str]:
     return [f"- {text}: " + ", ".join(f"`{o}`" for o in ops) for text, ops in by.items()]
 
 
+def interrupted_line(meta: dict) -> str | None:
+    """What an interrupted check's report holds (``meta.interrupted``), or None for a run that finished."""
+    cut = meta.get("interrupted")
+    if not cut:
+        return None
+    left, judged = cut.get("rows") or [], cut.get("judged") or {}
+    return (f"Interrupted (Ctrl-C) after {cut.get('judged_cells')} of {cut.get('planned_cells')} cells were judged: "
+            f"the rows below are those judged in every dtype, never a PASS. "
+            + (f"Left out, not judged in every dtype: {', '.join(f'`{r}`' for r in left)}"
+               + (f" (their cells judged: {', '.join(f'`{c}` {o}' for c, o in judged.items())})" if judged else "")
+               + "." if left else ""))
+
+
 def run_line(meta: dict) -> str:
     """One sentence naming how the run was made (no timings: see VOLATILE)."""
     return (f"Tier: {meta.get('tier', 'fuzz')} (backend {meta.get('backend')}), profile `{meta.get('profile')}` "
