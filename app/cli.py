@@ -22,7 +22,8 @@ The parser is light: it is built from ``argtypes`` and the ``*_args`` modules,
 which import argparse and no torch (nor anything of tokenlaw's lower layers), so
 ``tokenlaw --help`` and an argument error answer in a fraction of a second.  Each
 subcommand names its work as a ``"tokenlaw.app.X_cmd:cmd_x"`` string;
-:func:`command` imports it once the arguments parsed (the one lazy loader).
+:func:`command` imports it once the arguments parsed (the one lazy loader).  A subcommand may also name a
+light ``precheck`` (in its ``*_args`` module), run first: a bad docs topic or replay id is refused there.
 """
 from __future__ import annotations
 
@@ -143,6 +144,10 @@ def main(argv=None) -> int:
     importlib.import_module("tokenlaw.process.unshadow").unshadow()
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        # a light check of what parsing could not see (a docs topic, a replay id) before the work is imported:
+        # a bad one answers in a fraction of a second, without torch (issue 47)
+        if getattr(args, "precheck", None):
+            command(args.precheck)(args)
         return command(args.func)(args)
     except InvalidArgument as err:          # a bad argument found by a command (exit 2)
         print(f"tokenlaw: error: {err}", file=sys.stderr)

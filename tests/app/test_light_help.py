@@ -47,6 +47,13 @@ CASES = [
     (["check", "--workers", "0"], 2, "tokenlaw check: error: argument --workers: expected an int >= 1, got 0", ""),
     (["nope"], 2, "tokenlaw: error: argument command: invalid choice: 'nope'", ""),
     (["check", "--profile", "nope"], 2, "tokenlaw check: error: argument --profile: invalid choice: 'nope'", ""),
+    # issue 47: these error paths imported torch (3.5 s) to refuse a typo
+    (["check", "--dtype", "float8"], 2, "tokenlaw check: error: argument --dtype: expected one of ['bfloat16', "
+                                        "'float16', 'float32', 'float64'], got 'float8'", ""),
+    (["campaign", "--minutes", "1", "--dtype", "float8"], 2, "tokenlaw campaign: error: argument --dtype:", ""),
+    (["docs", "nosuch"], 2, "tokenlaw: error: topic: unknown name 'nosuch'; ", ""),
+    (["docs", "fuz"], 2, "tokenlaw: error: topic: unknown name 'fuz'; did you mean 'fuzz'?", ""),
+    (["replay", "nosuchid"], 2, "tokenlaw: error: id: no replay artifact 'reports/replays/nosuchid.json'", ""),
 ]
 
 
@@ -80,6 +87,18 @@ def test_restated_tables_equal_their_owners():
     assert argtypes.BACKENDS_MODULE == backends.__name__
     assert argtypes.backend_names() == backends.names()
     assert gate_args.BOUND_GROWTH == regressions.BOUND_GROWTH
+
+
+def test_restated_dtypes_and_docs_topics_equal_their_owners():
+    """``--dtype`` names, the docs topics and the replay folder the light prechecks use are the heavy modules'."""
+    from tokenlaw.app import docs_cmd, docs_topics
+    from tokenlaw.fuzz import replay
+    from tokenlaw.operators.dtypes import DTYPES
+    from tokenlaw.process import artifacts
+
+    assert argtypes.DTYPE_NAMES == tuple(sorted(DTYPES))
+    assert sorted(docs_topics.topic_names()) == sorted([*docs_cmd.topics(), docs_cmd.GENERATED])
+    assert replay.replay_dir is artifacts.replay_dir and replay.DEFAULT_DIR == artifacts.DEFAULT_DIR
 
 
 def test_backend_names_come_from_entry_points_without_loading_them(monkeypatch):
