@@ -369,7 +369,7 @@ def html(doc: dict, stem: str = "conformance", also=()) -> str:
                      f'counted above; {counted(len(designed), "reason")})</summary><ul>{items}</ul></details>')
     parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
               f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>',
-              lawtable.html(lawtable.build([doc, *also]), inline_markdown)]
+              lawtable.html(lawtable.in_report(lawtable.build([doc, *also])), inline_markdown)]
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
         if figs:

@@ -86,7 +86,7 @@ def markdown(doc: dict, also=()) -> str:
     for op in ops:
         cells = [SHORT[by[(op, n)]["outcome"]] if (op, n) in by else "-" for n in names]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
-    lines += [""] + lawtable.markdown(lawtable.build([doc, *also]))
+    lines += [""] + lawtable.markdown(lawtable.in_report(lawtable.build([doc, *also])))
     lines += ["## Rows", "",
               "| row | declared | outcome | dtypes: examples, max disc/bound | searched (n, d, batch, heads; limits) "
               "| minimal counterexample |",
