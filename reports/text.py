@@ -135,6 +135,7 @@ def _bounds(limit: dict) -> str:
     parts = [f"|scores| <= {limit['scores']:g}"] if limit.get("scores") is not None else []
     parts += [f"|h|^2 <= {limit['norm2']:g}"] if limit.get("norm2") is not None else []
     parts += [f"|score offset| <= {limit['offset']:g}"] if limit.get("offset") is not None else []
+    parts += [f"{limit['predicate']}(x, params)"] if limit.get("predicate") else []
     return ", ".join(parts)
 
 
