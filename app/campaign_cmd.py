@@ -52,8 +52,10 @@ def cmd_campaign(args) -> int:
             print(f"  {cell}{unexpected}: {campaign_replay(rid, doc['meta'])}")
     if doc["meta"]["interrupted"] or again.value:
         # one outcome for Ctrl-C, wherever it landed: 130, and the report of what was judged (issue 47)
-        print(f"tokenlaw: interrupted: the report holds the {len(doc['cells'])} cells' searches finished in "
+        bad = len(doc["unexpected"])
+        print(f"tokenlaw: interrupted: the report holds what the {len(doc['cells'])} cells' searches finished in "
               f"{doc['meta']['rounds']} rounds (marked interrupted); "
-              f"{len(doc['unexpected'])} of a claimed law violated so far", file=sys.stderr)
+              + (f"a claimed law violated in {bad} cells so far" if bad else "no claimed law violated so far"),
+              file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_FAIL if doc["unexpected"] else EXIT_OK
