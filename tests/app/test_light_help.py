@@ -111,10 +111,12 @@ def test_backend_names_come_from_entry_points_without_loading_them(monkeypatch):
 
 
 def _specs(parser, prefix="tokenlaw"):
-    """(command, "module:function") of every runnable subcommand of ``parser``."""
+    """(command, "module:function") of every runnable subcommand of ``parser`` (and of its precheck, if any)."""
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subs:
         yield prefix, parser.get_default("func")
+        if parser.get_default("precheck"):
+            yield f"{prefix} (precheck)", parser.get_default("precheck")
         return
     for name, sp in subs[0].choices.items():
         yield from _specs(sp, f"{prefix} {name}")
@@ -124,7 +126,7 @@ def test_every_command_names_a_function_that_exists():
     """The work is named by a string, so a typo would only show when the command runs: resolve them all."""
     specs = dict(_specs(cli.build_parser()))
     assert {"tokenlaw list", "tokenlaw check", "tokenlaw report merge", "tokenlaw reproduce retrofit",
-            "tokenlaw docs"} <= set(specs)
+            "tokenlaw docs", "tokenlaw docs (precheck)", "tokenlaw replay (precheck)"} <= set(specs)
     for name, spec in specs.items():
         assert isinstance(spec, str) and spec.startswith("tokenlaw.app.") and ":" in spec, (name, spec)
         assert callable(cli.command(spec)), (name, spec)
