@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .argtypes import EAGER_BACKEND, add_scheduler, add_with_builtins, add_workers, backend_names
+from .argtypes import EAGER_BACKEND, add_scheduler, add_with_builtins, add_workers, backend_names, dtype_name
 
 
 def minutes(text: str) -> float:
@@ -24,7 +24,7 @@ def register(sub):
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
     add_with_builtins(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
-    sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
+    sp.add_argument("--dtype", action="append", type=dtype_name, help="only this dtype (repeatable)")
     sp.add_argument("--backend", default=EAGER_BACKEND, metavar="NAME", help=f"one of {backend_names()}")
     add_workers(sp, "worker processes of the local Dask cluster")
     add_scheduler(sp)

@@ -1,7 +1,8 @@
 """The arguments of ``tokenlaw list`` and ``tokenlaw check`` (light: argparse only; the work is ``check_cmd``)."""
 from __future__ import annotations
 
-from .argtypes import EAGER_BACKEND, add_profile, add_scheduler, add_with_builtins, add_workers, backend_names, positive_int
+from .argtypes import (EAGER_BACKEND, add_profile, add_scheduler, add_with_builtins, add_workers, backend_names,
+                       dtype_name, positive_int)
 
 
 def register(sub):
@@ -13,7 +14,7 @@ def register(sub):
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
     add_with_builtins(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
-    sp.add_argument("--dtype", action="append", help="only this dtype (repeatable)")
+    sp.add_argument("--dtype", action="append", type=dtype_name, help="only this dtype (repeatable)")
     add_profile(sp)
     add_workers(sp, "worker processes: 1 runs the cells in this process, N on a Dask LocalCluster of N")
     add_scheduler(sp)

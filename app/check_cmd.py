@@ -13,10 +13,11 @@ from pathlib import Path
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.orchestration import provenance, runs
+from tokenlaw.process import interrupts
 from tokenlaw.reports import writers
 
 from . import selection
-from .exits import EXIT_OK, of_result
+from .exits import EXIT_INTERRUPTED, EXIT_OK, of_result
 from .progress import Progress
 
 
@@ -62,8 +63,18 @@ def cmd_check(args) -> int:
     try:
         doc = runs.check(settings, progress=args.progress == "on" or (args.progress == "auto" and not args.json),
                          stream=Progress())
+    except runs.Interrupted as stop:
+        # Ctrl-C (issue 47): the report of the rows judged, marked interrupted, written whole, then 130
+        with interrupts.held():
+            doc = dataclasses.replace(stop.doc, meta={**stop.doc.meta, "command": command_line(args)})
+            paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)
+        cut = doc.meta["interrupted"]
+        print(f"\ntokenlaw: interrupted: {cut['judged_cells']} of {cut['planned_cells']} cells judged; the report "
+              f"of the {writers.rows_word(len(doc.rows))} judged in every dtype (marked interrupted, never a PASS): "
+              f"{paths['md']}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        # the reports already in --out are an earlier run's: say so beside them, then stop as interrupted
+        # stopped before any cell ran: the reports already in --out are an earlier run's; say so beside them
         marker = writers.mark_interrupted(Path(args.out), settings.stem, command_line(args))
         if marker is not None:
             print(f"tokenlaw: the reports in {args.out} are from an earlier run (marked: {marker})", file=sys.stderr)

@@ -14,13 +14,16 @@ Exit codes (the same for every command):
   (``prove``: none proved); never a pass;
 * 70 an internal error of tokenlaw (or of a module it imported): a bug to
   report, never a finding (``TOKENLAW_DEBUG=1`` shows the traceback);
+* 130 interrupted (Ctrl-C); ``campaign`` and ``check`` write the report of what was judged first, marked
+  interrupted;
 * 141 stdout was closed early (``| head``): a quiet stop, as for SIGPIPE.
 
 The parser is light: it is built from ``argtypes`` and the ``*_args`` modules,
 which import argparse and no torch (nor anything of tokenlaw's lower layers), so
 ``tokenlaw --help`` and an argument error answer in a fraction of a second.  Each
 subcommand names its work as a ``"tokenlaw.app.X_cmd:cmd_x"`` string;
-:func:`command` imports it once the arguments parsed (the one lazy loader).
+:func:`command` imports it once the arguments parsed (the one lazy loader).  A subcommand may also name a
+light ``precheck`` (in its ``*_args`` module), run first: a bad docs topic or replay id is refused there.
 """
 from __future__ import annotations
 
@@ -34,12 +37,12 @@ from pathlib import Path
 
 from tokenlaw.errors import InvalidArgument  # imports nothing: --help stays light
 
-from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_PIPE,  # noqa: F401 (re-exported)
-                    EXIT_UNDECIDED, EXIT_USAGE, of_result)
+from .exits import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK,  # noqa: F401
+                    EXIT_PIPE, EXIT_UNDECIDED, EXIT_USAGE, of_result)                    # (re-exported)
 
 EPILOG = ("exit codes: 0 every row matches its declaration, 1 a row fails / a regression, 2 bad arguments or "
           "input files, 3 cannot run on this machine, 4 undecided (a claimed row unknown / vacuous / trace "
-          "differs, or nothing established), 70 internal error (a tokenlaw bug), 141 stdout closed early (| head)")
+          "differs, or nothing established), 70 internal error (a tokenlaw bug), 130 interrupted (Ctrl-C), 141 stdout closed early (| head)")
 
 # The light modules that add subcommands: each has ``register(subparsers)``, which adds its parser (argparse
 # only) and sets ``func`` to the "module:function" that does the work.
@@ -141,13 +144,17 @@ def main(argv=None) -> int:
     importlib.import_module("tokenlaw.process.unshadow").unshadow()
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        # a light check of what parsing could not see (a docs topic, a replay id) before the work is imported:
+        # a bad one answers in a fraction of a second, without torch (issue 47)
+        if getattr(args, "precheck", None):
+            command(args.precheck)(args)
         return command(args.func)(args)
     except InvalidArgument as err:          # a bad argument found by a command (exit 2)
         print(f"tokenlaw: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("tokenlaw: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more to say and nowhere to say it; point stdout at
         # /dev/null so the interpreter's final flush does not raise again.

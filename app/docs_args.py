@@ -1,7 +1,7 @@
 """The arguments of ``tokenlaw docs`` (light: argparse only; the work is ``docs_cmd.cmd_docs``).
 
-The topic is checked when the command runs (``docs_cmd``: an unknown topic gets
-"did you mean"), so listing the shipped pages costs the parser nothing.
+The topic is checked after parsing, before the command's work is imported (``docs_topics.check_topic``: an unknown
+topic gets "did you mean" at once, without torch), so listing the shipped pages costs the parser nothing.
 """
 from __future__ import annotations
 
@@ -17,4 +17,5 @@ def register(subparsers):
     sp.add_argument("--write", action="store_true",
                     help="with 'measurements', in a checkout: render reports/measurements/*.json into "
                          "docs/measurements.md")
-    sp.set_defaults(func="tokenlaw.app.docs_cmd:cmd_docs")
+    sp.set_defaults(func="tokenlaw.app.docs_cmd:cmd_docs", precheck="tokenlaw.app.docs_topics:check_topic")
+

@@ -15,7 +15,6 @@ the page's numbers come from runs, never from typing.
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 
@@ -25,27 +24,17 @@ from tokenlaw.process import command_line
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import measurements
 
+from . import docs_topics
+from .docs_topics import GENERATED, TEMPLATES
 from .exits import EXIT_OK
 
-GENERATED = "laws"
-# templates for a user's project, printed as they are (the shipped ci-workflow.yml / pre-commit-hooks.yaml are
-# tokenlaw's own: paths kernels/**, operators/**)
-TEMPLATES = {"ci-workflow": "template-ci-workflow.yml", "pre-commit": "template-pre-commit.yaml"}
 MEASUREMENTS = "measurements"
 CHECKOUT = Path(__file__).resolve().parent.parent
 
 
-def _folder():
-    """The shipped docs (``tokenlaw.docs``), or the checkout's docs/ folder when running from a source tree."""
-    try:
-        return resources.files("tokenlaw.docs")
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / "docs"
-
-
 def topics() -> dict:
     """{topic: text} of every shipped Markdown page and of the user-project templates (:data:`TEMPLATES`)."""
-    folder = _folder()
+    folder = docs_topics.folder()
     pages = {p.name[:-3]: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir(), key=lambda p: p.name)
              if p.name.endswith(".md")}
     pages.update({topic: (folder / name).read_text(encoding="utf-8") for topic, name in TEMPLATES.items()})
@@ -97,6 +86,6 @@ def cmd_docs(args) -> int:
     elif args.topic in pages:
         text = pages[args.topic]
     else:
-        raise command_line.closest(args.topic, [*pages, GENERATED], "topic")
+        raise command_line.closest(args.topic, [*pages, GENERATED], "topic", shown_by="tokenlaw docs")
     print(json.dumps({"topic": args.topic, "text": text}, indent=1) if args.json else text)
     return EXIT_OK

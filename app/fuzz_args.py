@@ -6,6 +6,8 @@ never load torch.
 """
 from __future__ import annotations
 
+from tokenlaw.process import artifacts
+
 from .argtypes import add_workers, backend_names
 
 
@@ -20,7 +22,7 @@ def register(sub):
     sp.add_argument("--python", action="store_true",
                     help="print a Python snippet that rebuilds the example (inputs, params), runs the operator and "
                          "judges the law again, pasted into a fresh python (nothing is replayed here)")
-    sp.set_defaults(func="tokenlaw.app.fuzz_cmd:cmd_replay")
+    sp.set_defaults(func="tokenlaw.app.fuzz_cmd:cmd_replay", precheck="tokenlaw.app.fuzz_args:check_replay_id")
 
     sp = sub.add_parser("report", help="work with written reports")
     rsub = sp.add_subparsers(dest="report_command", required=True)
@@ -66,3 +68,8 @@ def register(sub):
     sp.add_argument("--list", action="store_true", help="list the catalogue and exit")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func="tokenlaw.app.fuzz_cmd:cmd_mutate")
+
+
+def check_replay_id(args) -> None:
+    """No artifact for the id: InvalidArgument naming ``id``, before torch loads (issue 47: it took 3.5 s)."""
+    artifacts.artifact_path(args.id, artifacts.replay_dir(args.replays))

@@ -52,9 +52,34 @@ def pytest_collection_modifyitems(session, config, items):
     collector = DeclaredCells.from_parent(session, name="tokenlaw", nodeid="tokenlaw")
     session.ihook.pytest_collectstart(collector=collector)
     report = session.ihook.pytest_make_collect_report(collector=collector)
+    if report.passed:
+        # a row a collected test file already judges (the file `tokenlaw new` writes, run by the same pytest)
+        # is not added twice (issue 47: every row ran twice when that file was present)
+        judged = _rows_in(items)
+        config.stash[_SKIPPED] = [i for i in report.result if i.row.id in judged]
+        report.result = [i for i in report.result if i.row.id not in judged]
     session.ihook.pytest_collectreport(report=report)
     if report.passed:
         items.extend(report.result)
+
+
+_SKIPPED = pytest.StashKey[list]()
+
+
+def _rows_in(items) -> set:
+    """Ids of the tokenlaw rows that collected test items judge through ``cells.judge`` (a parametrised
+    ``row``, as in the file ``tokenlaw new`` writes)."""
+    from tokenlaw.properties.plan import Row  # optional: only with --tokenlaw
+
+    return {p.id for item in items for p in getattr(getattr(item, "callspec", None), "params", {}).values()
+            if isinstance(p, Row)}
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    skipped = config.stash.get(_SKIPPED, [])
+    if skipped:
+        return (f"tokenlaw: {len(skipped)} row{'s' if len(skipped) != 1 else ''} of --tokenlaw already collected "
+                "from a test file (not run twice): " + ", ".join(i.row.id for i in skipped))
 
 
 class DeclaredCells(pytest.Collector):

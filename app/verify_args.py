@@ -1,7 +1,7 @@
 """The arguments of ``tokenlaw verify`` (light: argparse only; the work is ``verify_cmd.cmd_verify``)."""
 from __future__ import annotations
 
-from .argtypes import add_profile, add_with_builtins, add_workers, positive_int
+from .argtypes import add_profile, add_with_builtins, add_workers, dtype_name, positive_int
 
 
 def register(subparsers):
@@ -10,7 +10,7 @@ def register(subparsers):
     sp.add_argument("--operator", action="append", help="only this operator (repeatable)")
     add_with_builtins(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
-    sp.add_argument("--dtype", action="append", help="fuzz tier: only this dtype (repeatable)")
+    sp.add_argument("--dtype", action="append", type=dtype_name, help="fuzz tier: only this dtype (repeatable)")
     add_profile(sp)
     sp.add_argument("--examples", type=positive_int, help="fuzz tier: examples per cell per dtype (overrides the profile)")
     sp.add_argument("--seed", type=int, default=0)

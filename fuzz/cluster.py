@@ -34,6 +34,7 @@ from hypothesis.errors import HypothesisDeprecationWarning
 
 from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.process import interrupts
 from tokenlaw.process.files import atomic_write
 
 from . import engine
@@ -132,10 +133,13 @@ class Pool:
                          "distributed.admin.system-monitor.interval": "5s"})
         if self.address is None:
             # processes (one thread each): the cells hold the GIL; the workers inherit this process's
-            # environment, the pinned CPU paths (MKL_CBWR, ATEN_CPU_CAPABILITY) among them
-            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=":0", silence_logs=logging.ERROR)
-            self.client = Client(self.cluster, set_as_default=False)
+            # environment, the pinned CPU paths (MKL_CBWR, ATEN_CPU_CAPABILITY) among them, and (started
+            # with SIGINT blocked) never see a terminal's Ctrl-C: this process alone stops, and closes them
+            # (issue 47: each worker printed its own KeyboardInterrupt traceback)
+            with interrupts.children_ignore():
+                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                            dashboard_address=":0", silence_logs=logging.ERROR)
+                self.client = Client(self.cluster, set_as_default=False)
         else:
             try:
                 self.client = Client(self.address, timeout=self.timeout, set_as_default=False)
@@ -147,11 +151,15 @@ class Pool:
         return self
 
     def __exit__(self, *exc):
-        if self.client is not None:
-            self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-        self.client = self.cluster = None
+        # a Ctrl-C while the cluster closes would leave it half closed: it is held, then raised once closed
+        with interrupts.held() as caught:
+            if self.client is not None:
+                self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+            self.client = self.cluster = None
+        if caught.value and not (exc and exc[0] is not None and issubclass(exc[0], KeyboardInterrupt)):
+            raise KeyboardInterrupt
 
     def size(self) -> int:
         """How many workers the cluster has now."""

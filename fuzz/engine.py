@@ -186,7 +186,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
                          tier="fuzz" if impl.reference else "kernel")
     start = time.perf_counter()
     seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0, "trivial": 0, "threshold": 0, "not_finite": 0,
-            "not_runnable": 0, "why": None, "worst": None, "probes": 0}
+            "not_runnable": 0, "why": None, "worst": None, "probes": 0, "outside": 0}
     # every example the search ran, in order: two runs drew the same inputs iff these digests agree (the
     # search is steered by discrepancy / bound, so another CPU's rounding can send it elsewhere)
     ran = hashlib.sha256()
@@ -213,6 +213,13 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         drawn = json.dumps(case.fields(), sort_keys=True, default=repr).encode()
         digest = hashlib.sha256(drawn).hexdigest()[:16]
         ran.update(drawn + b"\n")
+        if limit is not None and not limit.inside(case.x, case.params):
+            # outside the operator's declared limit (Limit.predicate): set aside unjudged, and counted; never a
+            # violation, so the search and its shrinking stay inside
+            seen["n"] += 1
+            seen["outside"] += 1
+            _count_example()
+            return False
         v = contract.judge(case)
         seen["n"] += 1
         _count_example()
@@ -330,7 +337,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     except NoSuchExample:
         best = seen["best"] or V.holds()
         # the budget: the profile's examples and FILL per band or regime filled (not Hypothesis' replays)
-        judged = seen["n"] - seen["inconclusive"] - seen["trivial"]
+        judged = seen["n"] - seen["inconclusive"] - seen["trivial"] - seen["outside"]
         needed = min_judged(min(seen["n"], examples + sum(map(fill_size, filled))))
         status, detail = V.HOLDS, best.detail
         if judged < needed:
@@ -599,8 +606,11 @@ def _vacuous(judged: int, needed: int, seen: dict) -> str:
     why = f", the first: {seen['why']}" if seen["why"] else ""
     trivial = (f", {seen['trivial']} only trivially (every compared value exactly 0 on both sides)"
                if seen.get("trivial") else "")
+    outside = (f", {seen['outside']} outside the declared limit (Limit.predicate), set aside unjudged"
+               if seen.get("outside") else "")
     return (f"vacuous: {judged} of {seen['n']} examples judged, fewer than the {needed} needed (a tenth of the "
-            f"examples run, at least 1: engine.min_judged); {seen['inconclusive']} judged nothing{trivial}{why}{rows}")
+            f"examples run, at least 1: engine.min_judged); {seen['inconclusive']} judged nothing{trivial}{outside}"
+            f"{why}{rows}")
 
 
 SHAPE_AXES = ("n", "d", "batch", "heads")
@@ -680,6 +690,10 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
     extra["unjudged_regimes"] = list(unjudged(accounts or {}).named)
     if limit is not None:
         extra["limit"] = {"scores": limit.scores, "norm2": limit.norm2, "offset": limit.offset, "reason": limit.reason}
+        if limit.predicate is not None:
+            extra["limit"]["predicate"] = limit.predicate_name
+    if seen.get("outside"):
+        extra["outside_limit"] = seen["outside"]     # examples set aside by Limit.predicate, unjudged
     extra["regimes"] = dict(visits)
     extra["unvisited_regimes"] = [n for n, k in visits.items() if k == 0]
     extra["set_aside_rows"] = seen["set_aside"]
@@ -704,6 +718,9 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
         notes.append(f"{seen['inconclusive']} examples inconclusive")
     if seen.get("trivial"):
         notes.append(f"{seen['trivial']} examples trivially judged (both sides exactly 0), not counted as judged")
+    if seen.get("outside"):
+        notes.append(f"{seen['outside']} examples outside the declared limit (Limit.predicate), set aside, "
+                     "not counted as judged")
     short = [f"{n} {a.judged}/{a.visited}" for n, a in (accounts or {}).items() if a.visited and a.judged < a.visited]
     if short:
         notes.append("judged/visited per regime " + ", ".join(short))

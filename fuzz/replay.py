@@ -18,13 +18,13 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import torch
 
 from tokenlaw.operators import tree
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.process import artifacts
 from tokenlaw.process.files import atomic_write
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
@@ -33,7 +33,7 @@ from tokenlaw.properties.plan import contracts_of
 
 from .mutants import catalogue
 
-DEFAULT_DIR = Path("reports") / "replays"
+DEFAULT_DIR = artifacts.DEFAULT_DIR
 MAX_STORED_ENTRIES = 1 << 14     # above this the inputs are regenerated from the seed only
 
 
@@ -127,10 +127,7 @@ def store(case: Case, contract_name: str, verdict: V.Verdict, directory=DEFAULT_
 
 def load(rid: str, directory=DEFAULT_DIR) -> Artifact:
     """Read an artifact by id (or by a path to its JSON file)."""
-    path = Path(rid) if str(rid).endswith(".json") else Path(directory) / f"{rid}.json"
-    if not path.is_file():
-        raise InvalidArgument(f"id: no replay artifact {str(path)!r}")
-    return Artifact(**json.loads(path.read_text()))
+    return Artifact(**json.loads(artifacts.artifact_path(rid, directory).read_text()))
 
 
 @dataclasses.dataclass
@@ -178,6 +175,4 @@ def _mutant(name, mutants):
     return by_name[name]
 
 
-def replay_dir(value=None) -> Path:
-    """The replay directory: ``value``, else $TOKENLAW_REPLAYS, else ./reports/replays."""
-    return Path(value or os.environ.get("TOKENLAW_REPLAYS") or DEFAULT_DIR)
+replay_dir = artifacts.replay_dir

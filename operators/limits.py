@@ -67,6 +67,14 @@ SOFTMAX_SCORES = {**SOFTMAX_OFFSETS,
                                           "row's score differences are lost to float16's spacing past |c| = 1024")}
 
 
+def both(first, second):
+    """A predicate true where ``first`` and ``second`` are (two limits' predicates, combined)."""
+    def inside_both(x, params):
+        return bool(first(x, params)) and bool(second(x, params))
+    inside_both.__qualname__ = f"{getattr(first, '__qualname__', 'first')} and {getattr(second, '__qualname__', 'second')}"
+    return inside_both
+
+
 def combined(*tables: dict) -> dict:
     """One {dtype: Limit} from several: per dtype the tightest value of each bound, the reasons joined."""
     out: dict = {}
@@ -78,7 +86,9 @@ def combined(*tables: dict) -> dict:
                 continue
             tight = {f: min((v for v in (getattr(old, f), getattr(new, f)) if v is not None), default=None)
                      for f in ("scores", "norm2", "offset")}
-            out[dt] = Limit(**tight, reason=f"{old.reason}; {new.reason}")
+            preds = [p for p in (old.predicate, new.predicate) if p is not None]
+            out[dt] = Limit(**tight, predicate=preds[0] if len(preds) == 1 else both(*preds) if preds else None,
+                            reason=f"{old.reason}; {new.reason}")
     return out
 
 

@@ -106,16 +106,26 @@ class Limit:
     pass it are not drawn);
     ``offset``: the largest row-wide score offset |c| drawn (every score of a row near c): past it the
     dtype's spacing at c exceeds the scores' spread, so the scores themselves are rounding noise.
+    ``predicate``: ``predicate(x, params) -> bool``, True where a drawn example is inside the domain, for an
+    operator whose limit is not a magnitude of softmax's scores (a linear attention's sums of feature
+    products, say): ``x`` is the drawn float64 tokens (batch, n, d), ``params`` the drawn float64 parameters.
+    An example it refuses is set aside before it is judged, and counted (the verdict's
+    ``extra.outside_limit``; the cell is vacuous when too few examples were left to judge).
     At least one is given.
     ``reason``: one line saying why the computation the formula is written in is not representable
     in the dtype past it.  Declare one only for that; a representable result that comes out wrong is
     a defect to fix.
+
+    >>> Limit(predicate=lambda x, params: float(x.abs().max()) <= 100.0, reason="phi(q) . sum phi(k) v "
+    ...       "overflows float16 past |x| = 100").inside(torch.zeros(1, 2, 4), {})
+    True
     """
 
     reason: str
     scores: float | None = None
     norm2: float | None = None
     offset: float | None = None
+    predicate: Callable[..., bool] | None = None
 
     def __post_init__(self):
         for name in ("scores", "norm2", "offset"):
@@ -123,16 +133,42 @@ class Limit:
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                                   or v <= 0):
                 raise DeclarationError(f"Limit.{name}: expected a positive finite magnitude or None, got {v!r}")
-        if self.scores is None and self.norm2 is None and self.offset is None:
-            raise DeclarationError("Limit: expected scores=, norm2= or offset= (a limit that bounds nothing is no limit)")
+        if self.predicate is not None and not callable(self.predicate):
+            raise DeclarationError(f"Limit.predicate: expected a function (x, params) -> bool, got {self.predicate!r}")
+        if self.scores is None and self.norm2 is None and self.offset is None and self.predicate is None:
+            raise DeclarationError("Limit: expected scores=, norm2=, offset= or predicate= (a limit that bounds "
+                                   "nothing is no limit)")
         if not isinstance(self.reason, str) or not self.reason.strip() or "\n" in self.reason:
             raise DeclarationError(f"Limit.reason: expected a one-line reason, got {self.reason!r}")
 
+    def inside(self, x, params) -> bool:
+        """Whether a drawn example (float64 tokens ``x``, parameters ``params``) is inside the predicate (True
+        without one); the magnitudes are honoured where the strategies draw, not here."""
+        if self.predicate is None:
+            return True
+        try:
+            ok = self.predicate(x, params)
+        except Exception as err:  # noqa: BLE001 -- the user's predicate: its error names it
+            raise DeclarationError(f"Limit.predicate: {self.predicate_name}(x, params) raised "
+                                   f"{type(err).__name__}: {err}") from err
+        if not isinstance(ok, (bool, torch.Tensor)) or (isinstance(ok, torch.Tensor) and ok.numel() != 1):
+            raise DeclarationError(f"Limit.predicate: expected a bool from {self.predicate_name}(x, params), "
+                                   f"got {ok!r}")
+        return bool(ok)
+
+    @property
+    def predicate_name(self) -> str | None:
+        """The predicate's name, as the report shows it (None without one)."""
+        if self.predicate is None:
+            return None
+        return getattr(self.predicate, "__qualname__", None) or repr(self.predicate)
+
     def bounds(self) -> str:
-        """``|scores| <= 65504, |h|^2 <= 65504, |score offset| <= 1024``."""
+        """``|scores| <= 65504, |h|^2 <= 65504, |score offset| <= 1024`` (and ``inside(x, params)``)."""
         parts = [f"|scores| <= {self.scores:g}"] if self.scores is not None else []
         parts += [f"|h|^2 <= {self.norm2:g}"] if self.norm2 is not None else []
         parts += [f"|score offset| <= {self.offset:g}"] if self.offset is not None else []
+        parts += [f"{self.predicate_name}(x, params)"] if self.predicate is not None else []
         return ", ".join(parts)
 
     def text(self, dtype: str) -> str:

@@ -132,12 +132,14 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_rou
         return _report(settings, cells, pool, replays, seconds=clock() - start, rounds=rounds,
                        interrupted=interrupted, finished=finished)
 
-    with pool:
-        if stream is not None:
-            stream.write(pool.describe() + "\n")
-        if on_round is not None:
-            on_round(report(False))
-        try:
+    # Ctrl-C wherever it lands (the cluster starting, a round, the page being written, the cluster closing)
+    # ends the campaign the same way: the cells finished so far are the report, marked interrupted (issue 47)
+    try:
+        with pool:
+            if stream is not None:
+                stream.write(pool.describe() + "\n")
+            if on_round is not None:
+                on_round(report(False))
             while clock() < deadline:
                 rounds += 1
                 done = _round(reg, settings, pool, cells, rounds, replays, deadline, clock)
@@ -147,8 +149,8 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_rou
                                  f"examples so far, {found} violations, {max(0.0, deadline - clock()):.0f}s left\n")
                 if on_round is not None and clock() < deadline:
                     on_round(report(False))
-        except KeyboardInterrupt:
-            interrupted = True
+    except KeyboardInterrupt:
+        interrupted = True
     return report(True)
 
 

@@ -31,8 +31,9 @@ from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
 from tokenlaw.fuzz.mutants import catalogue as mutant_catalogue
 from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.process import command_line, user_modules
+from tokenlaw.process import command_line, interrupts, user_modules
 from tokenlaw.properties import backends
+from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.properties.verdict import Tier
@@ -253,14 +254,38 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     shard_i, shard_n = parse_shard(settings.shard)
     rows = shard(rows, shard_i, shard_n)
     start = time.perf_counter()
-    with _pool(settings, sum(len(r.cells) for r in rows)) as pool:
-        if pool is not None and stream is not None:      # where the cells go, and the dashboard
-            stream.write(pool.describe() + "\n")
-        run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
-                 pool=pool, database=settings.database, replay_dir=replays, stream=stream, mutant=settings.mutant,
-                 by_value=shipped_modules(settings.operator_modules))
+    stopped = False
+    try:
+        with _pool(settings, sum(len(r.cells) for r in rows)) as pool:
+            if pool is not None and stream is not None:      # where the cells go, and the dashboard
+                stream.write(pool.describe() + "\n")
+            run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
+                     pool=pool, database=settings.database, replay_dir=replays, stream=stream,
+                     mutant=settings.mutant, by_value=shipped_modules(settings.operator_modules))
+    except KeyboardInterrupt:
+        # Ctrl-C, wherever it landed (the cluster starting, a cell, the cluster closing): the report of the
+        # rows judged whole, marked interrupted, goes up with the interruption (issue 47)
+        stopped, pool = True, None
     if stream is not None:
         stream.close_line()
+    # the report is built with a further Ctrl-C held (recording the CPU paths takes seconds): it then stops
+    # the run as interrupted, its cells all judged, instead of losing them
+    with interrupts.held() as late:
+        doc = _document(settings, reg, rows, pool, examples, replays, shard_i, shard_n, start, stopped)
+    if late.value and not stopped:            # every cell judged, then Ctrl-C: nothing left out
+        n = sum(len(r.cells) for r in rows)
+        doc.meta["interrupted"] = dict(planned_cells=n, judged_cells=n, rows=[], judged={})
+    if stopped or late.value:
+        raise Interrupted(doc)
+    return doc
+
+
+def _document(settings, reg, rows, pool, examples, replays, shard_i, shard_n, start, stopped) -> Document:
+    """The report of a check's ``rows``; those of a ``stopped`` run are cut to :func:`whole_rows`, and
+    ``meta.interrupted`` says what was left out."""
+    planned = sum(len(r.cells) for r in rows)
+    if stopped:
+        rows, left_out = whole_rows(rows)
     reference = backends.get(settings.backend).reference
     meta = dict(tier="fuzz" if reference else "kernel", backend=settings.backend,
                 profile=settings.profile, examples=examples, seed=settings.seed, torch=torch.__version__,
@@ -285,7 +310,34 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     said = declared(backends.get(settings.backend), rows)
     if not reference and said:
         meta["declares"] = said
+    if stopped:
+        meta["interrupted"] = dict(planned_cells=planned, judged_cells=sum(len(r.cells) for r in rows)
+                                   + len(left_out["judged"]), **left_out)
     return Document(rows, meta, laws=laws(reg, rows))
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`check`: ``doc`` is the report of the rows judged before it, ``meta.interrupted``
+    saying what was left out (a KeyboardInterrupt still: a caller that knows nothing of it stops as before)."""
+
+    def __init__(self, doc: Document):
+        super().__init__("interrupted")
+        self.doc = doc
+
+
+def whole_rows(rows) -> tuple[list, dict]:
+    """The rows of an interrupted run whose every cell was judged, and what the others leave: ``rows`` (their
+    ids, in plan order) and ``judged`` ({cell id: outcome} of the cells they had judged already).
+
+    A row judged in some dtypes only is left out of the report's rows: its outcome would claim what the
+    other dtypes were never asked (a claim "holds", an expected violation "NOT reproduced"); its judged
+    cells' outcomes are kept beside it, and their replays are stored as always.
+    """
+    whole = [r for r in rows if all(c.verdict is not None for c in r.cells)]
+    partial = [r for r in rows if not all(c.verdict is not None for c in r.cells)]
+    return whole, {"rows": [r.id for r in partial],
+                   "judged": {c.id: V.outcome(r.declared, c.verdict) for r in partial for c in r.cells
+                              if c.verdict is not None}}
 
 
 def declared(backend, rows) -> dict:

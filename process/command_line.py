@@ -9,13 +9,13 @@ from pathlib import Path
 from tokenlaw.errors import InvalidArgument
 
 
-def closest(name: str, known, what: str, *, also: str = "") -> InvalidArgument:
+def closest(name: str, known, what: str, *, also: str = "", shown_by: str = "tokenlaw list") -> InvalidArgument:
     """The error for an unknown ``name``: the closest known names (difflib), not the whole list; ``also``: a
-    further hint appended (e.g. how to declare the name)."""
+    further hint appended (e.g. how to declare the name); ``shown_by``: the command that lists them."""
     known = sorted(known)
     near = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(repr(n) for n in near)}?" if near else \
-        f"{len(known)} known; `tokenlaw list` shows them"
+        f"{len(known)} known; `{shown_by}` shows them"
     return InvalidArgument(f"{what}: unknown name {name!r}; {hint}" + (f" {also}" if also else ""))
 
 

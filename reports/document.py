@@ -108,14 +108,15 @@ class Standing:
         return {"result": self.result, "failing": self.failing, "undecided": self.undecided, "claimed": self.claimed}
 
 
-def standing(entries, *, proof: bool) -> Standing:
+def standing(entries, *, proof: bool, interrupted: bool = False) -> Standing:
     """The result of a run from its rows' ``(id, declared, outcome, failing)``: what was established, never more.
 
     * ``FAIL``: some row fails (``failing``: an outcome against the declaration, a replay mismatch);
     * ``UNDECIDED``: none fails, but a claimed row is undecided (unknown, vacuous, trace differs from
       eager), or there are claimed rows and none was established (``proof``: none *proved*;
       otherwise none holds), so a run that showed nothing never reads PASS;
-    * ``PASS`` otherwise (claimed rows that no tier can run are listed, not hidden).
+    * ``PASS`` otherwise (claimed rows that no tier can run are listed, not hidden), unless the run was
+      ``interrupted`` (Ctrl-C: ``meta.interrupted``): then ``UNDECIDED``, what it did not judge being unknown.
 
     Returns a :class:`Standing`: ``result``, ``failing`` and ``undecided`` (row ids) and ``claimed``: counts of the
     claimed rows (by design ones left out) that are ``proved``, ``established`` (proved, holds or
@@ -132,7 +133,8 @@ def standing(entries, *, proof: bool) -> Standing:
              "not_run": sum(out in V.NOT_RUN for _, _, out, bad in claimed if not bad),
              "failing": sum(bad for *_, bad in claimed)}
     shown = tally["proved"] if proof else tally["established"]
-    result = Result.FAIL if failing else Result.UNDECIDED if undecided or (claimed and not shown) else Result.PASS
+    result = (Result.FAIL if failing else Result.UNDECIDED if undecided or (claimed and not shown) or interrupted
+              else Result.PASS)
     return Standing(result, failing, undecided, tally)
 
 
@@ -147,19 +149,19 @@ def is_proof(rows: list[dict]) -> bool:
     return bool(cells) and all(c["backend"] == "symbolic" for c in cells)
 
 
-def summary(rows: list[dict]) -> dict:
+def summary(rows: list[dict], interrupted: bool = False) -> dict:
     """Counts of row outcomes, the failing and undecided row ids and the result (:func:`standing`) of JSON rows.
 
     Rows and cells *not applicable by design* are counted apart (``by_design``) and kept out
     of ``outcomes``, ``rows`` and ``cells``: they are not results.  A symbolic-tier document
-    (:func:`is_proof`) passes only when something was proved.
+    (:func:`is_proof`) passes only when something was proved; an ``interrupted`` run never passes.
     """
     counts: dict[str, int] = {}
     judged = [r for r in rows if r["outcome"] != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
     for r in judged:
         counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
     st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or mismatched(r)) for r in rows),
-                  proof=is_proof(rows))
+                  proof=is_proof(rows), interrupted=interrupted)
     by_design = [c for r in rows for c in r["cells"]
                  if (c.get("verdict") or {}).get("status") == V.Status.NOT_APPLICABLE_BY_DESIGN]
     return {"result": st.result, "rows": len(judged),
@@ -248,7 +250,7 @@ class Document:
         proof = bool(cells) and all(c.backend == V.Tier.SYMBOLIC for c in cells)
         return standing(((r.id, r.declared, r.outcome,
                           r.outcome in V.FAILING or any(c.verdict is not None and c.verdict.mismatch for c in r.cells))
-                         for r in self.rows), proof=proof)
+                         for r in self.rows), proof=proof, interrupted=bool(self.meta.get("interrupted")))
 
     def law(self, contract: str) -> tuple[str, bool]:
         if contract in self.laws:
@@ -275,7 +277,7 @@ class Document:
             if backends is not None:
                 row["backend"] = backends[i]
             out_rows.append(row)
-        return {"schema": self.schema, "meta": json.loads(json.dumps(self.meta)), "summary": summary(out_rows),
+        return {"schema": self.schema, "meta": json.loads(json.dumps(self.meta)), "summary": summary(out_rows, bool(self.meta.get("interrupted"))),
                 "rows": out_rows, **json.loads(json.dumps(self.extra))}
 
     @classmethod

@@ -25,7 +25,8 @@ from tokenlaw.properties import verdict as V
 from . import lawtable
 from .svgplot import PALETTE, Series, chart
 from .document import ratio, summary
-from .text import HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, run_line
+from .text import (HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, interrupted_line,
+                   run_line)
 
 CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
          V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk",
@@ -340,7 +341,7 @@ def html(doc: dict, stem: str = "conformance", also=()) -> str:
     """The whole page as one string: the verdict and failing rows on the first screen, then the rest (``also``:
     other tiers' JSON documents of the same selection, whose verdicts the law table shows beside this one's)."""
     rows, meta = doc["rows"], doc["meta"]
-    summ = doc.get("summary") or summary(rows)
+    summ = doc.get("summary") or summary(rows, bool(meta.get("interrupted")))
     byid = {r["id"]: r for r in rows}
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width">',
@@ -350,6 +351,8 @@ def html(doc: dict, stem: str = "conformance", also=()) -> str:
              f'<p id="headline"><span class="verdict {summ["result"]}">{summ["result"]}</span> '
              f'{escape(headline(summ))}</p>',
              f"<p>{inline_markdown(run_line(meta))}</p>", _run_facts(meta, stem)]
+    if interrupted_line(meta):
+        parts.append(f'<p id="interrupted"><strong>{inline_markdown(interrupted_line(meta))}</strong></p>')
     if summ["failing"]:
         parts.append(_failing(byid, summ["failing"], meta))
     blocked = by_reason(rows, V.NOT_RUNNABLE)
@@ -366,7 +369,7 @@ def html(doc: dict, stem: str = "conformance", also=()) -> str:
                      f'counted above; {counted(len(designed), "reason")})</summary><ul>{items}</ul></details>')
     parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
               f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>',
-              lawtable.html(lawtable.build([doc, *also]), inline_markdown)]
+              lawtable.html(lawtable.in_report(lawtable.build([doc, *also])), inline_markdown)]
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
         if figs:

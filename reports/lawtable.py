@@ -137,6 +137,8 @@ class LawTable:
     cells: dict             # {(operator, column key): LawCell}
     tiers: tuple            # the tiers the documents hold, in display order
     laws: dict              # {contract: law} as the documents state them
+    normalisers: tuple = ()         # the operators of the rows that are score normalisers
+    columns: tuple = COLUMNS        # the columns shown (a run's report: :func:`in_report`)
 
     def cell(self, operator: str, column: Column) -> LawCell:
         return self.cells[(operator, column.key)]
@@ -144,13 +146,40 @@ class LawTable:
     @property
     def evidence(self) -> list:
         """The marks with a counterexample, in table order (each listed once under the table)."""
-        return [m for op in self.operators for col in COLUMNS for m in self.cell(op, col).marks if m.evidence]
+        return [m for op in self.operators for col in self.columns for m in self.cell(op, col).marks if m.evidence]
+
+
+def in_report(table: LawTable) -> LawTable:
+    """The table as a run's report shows it: only the columns some row declares; no row at all where it would
+    say nothing the report's matrix does not (issue 47: a 13-column table, nearly every cell "not declared",
+    was appended for one user's operator that is no score normaliser).
+
+    Nothing is left when no column is declared, or when the one row is no score normaliser (a table of one
+    operator repeats its matrix rows; the table compares normalisers).  ``tokenlaw report lawtable`` and the
+    README show the whole table.
+    """
+    columns = tuple(c for c in table.columns
+                    if any(table.cell(op, c).state == "declared" for op in table.operators))
+    lone = len(table.operators) == 1 and not table.normalisers
+    return dataclasses.replace(table, operators=() if lone or not columns else table.operators, columns=columns)
 
 
 def is_member(traits) -> bool:
     """An operator with these traits is a row: a score normaliser, or a masked token-mixer that is no host."""
     traits = frozenset(traits)
     return NORMALISER in traits or (MASKED_MIXING <= traits and NOT_A_ROW not in traits)
+
+
+def _normalisers(docs) -> set:
+    """The score normalisers among the operators of ``docs`` (by the recorded traits, else by the contracts
+    that require the trait, as :func:`members` reads them)."""
+    traits: dict = {}
+    for d in docs:
+        traits.update((d.get("meta") or {}).get("traits") or {})
+    if traits:
+        return {op for op, t in traits.items() if NORMALISER in t}
+    return {r["operator"] for d in docs for r in d["rows"]
+            if r["contract"] in CONTRACTS and NORMALISER in CONTRACTS[r["contract"]].requires}
 
 
 def members(docs) -> list[str]:
@@ -197,7 +226,8 @@ def build(docs) -> LawTable:
     for op in ops:
         for col in COLUMNS:
             cells[(op, col.key)] = _cell(op, col, docs, tiers, rows)
-    return LawTable(tuple(ops), cells, tuple(sorted(set(tiers), key=_tier_rank)), laws)
+    return LawTable(tuple(ops), cells, tuple(sorted(set(tiers), key=_tier_rank)), laws,
+                    normalisers=tuple(op for op in ops if op in _normalisers(docs)))
 
 
 def _cell(op, col, docs, tiers, rows) -> LawCell:
@@ -258,7 +288,7 @@ def _rows_line(table: LawTable) -> str:
 def legend(table: LawTable) -> list[str]:
     """One line per column: the contract that judges it and its law (or why it has none)."""
     out = []
-    for col in COLUMNS:
+    for col in table.columns:
         if col.contract is None:
             out.append(f"- **{col.title}**: {col.note}.")
             continue
@@ -281,10 +311,11 @@ def markdown(table: LawTable) -> list[str]:
     """The report's section (Markdown lines): the table, its legend and the counterexamples it links to."""
     if not table.operators:
         return []
+    cols = table.columns
     lines = ["## Normaliser law table", "", _rows_line(table), "",
-             "| operator | " + " | ".join(c.title for c in COLUMNS) + " |", "|---|" + "---|" * len(COLUMNS)]
+             "| operator | " + " | ".join(c.title for c in cols) + " |", "|---|" + "---|" * len(cols)]
     for op in table.operators:
-        lines.append(f"| `{op}` | " + " | ".join(_md_cell(table.cell(op, c)).replace("|", "/") for c in COLUMNS)
+        lines.append(f"| `{op}` | " + " | ".join(_md_cell(table.cell(op, c)).replace("|", "/") for c in cols)
                      + " |")
     lines += ["", "Columns:", ""] + legend(table) + [""]
     if table.evidence:
@@ -322,9 +353,10 @@ def html(table: LawTable, inline=escape) -> str:
     """The HTML report's section (``inline`` renders the legend's inline Markdown marks)."""
     if not table.operators:
         return ""
-    head = "".join(f"<th>{escape(c.title)}</th>" for c in COLUMNS)
+    head = "".join(f"<th>{escape(c.title)}</th>" for c in table.columns)
     body = "".join(f'<tr><th class="op">{escape(op)}</th>'
-                   + "".join(_html_cell(table.cell(op, c), inline) for c in COLUMNS) + "</tr>" for op in table.operators)
+                   + "".join(_html_cell(table.cell(op, c), inline) for c in table.columns) + "</tr>"
+                   for op in table.operators)
     items = "".join(f"<li>{inline(line[2:])}</li>" for line in legend(table))
     ces = "".join(f'<li id="{m.anchor}"><code>{escape(m.row)}</code> ({escape(m.tier)}, {inline(words(m))}): '
                   f'<span class="ce">{inline(m.evidence)}</span></li>' for m in table.evidence)

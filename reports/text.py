@@ -135,6 +135,7 @@ def _bounds(limit: dict) -> str:
     parts = [f"|scores| <= {limit['scores']:g}"] if limit.get("scores") is not None else []
     parts += [f"|h|^2 <= {limit['norm2']:g}"] if limit.get("norm2") is not None else []
     parts += [f"|score offset| <= {limit['offset']:g}"] if limit.get("offset") is not None else []
+    parts += [f"{limit['predicate']}(x, params)"] if limit.get("predicate") else []
     return ", ".join(parts)
 
 
@@ -157,6 +158,19 @@ def limit_legend(rows: list[dict]) -> list[str]:
             if r["operator"] not in ops:
                 ops.append(r["operator"])
     return [f"- {text}: " + ", ".join(f"`{o}`" for o in ops) for text, ops in by.items()]
+
+
+def interrupted_line(meta: dict) -> str | None:
+    """What an interrupted check's report holds (``meta.interrupted``), or None for a run that finished."""
+    cut = meta.get("interrupted")
+    if not cut:
+        return None
+    left, judged = cut.get("rows") or [], cut.get("judged") or {}
+    return (f"Interrupted (Ctrl-C) after {cut.get('judged_cells')} of {cut.get('planned_cells')} cells were judged: "
+            f"the rows below are those judged in every dtype, never a PASS. "
+            + (f"Left out, not judged in every dtype: {', '.join(f'`{r}`' for r in left)}"
+               + (f" (their cells judged: {', '.join(f'`{c}` {o}' for c, o in judged.items())})" if judged else "")
+               + "." if left else ""))
 
 
 def run_line(meta: dict) -> str:

@@ -22,8 +22,8 @@ from . import lawtable
 from .html import html
 from .junit import junit
 from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, counted, example,  # noqa: F401
-                   first_counterexample, headline, limit_legend, limits, replay_command, rows_word, run_line,
-                   searched)
+                   first_counterexample, headline, interrupted_line, limit_legend, limits, replay_command, rows_word,
+                   run_line, searched)
 
 FORMATS = ("json", "md", "xml", "html")
 
@@ -42,12 +42,14 @@ def markdown(doc: dict, also=()) -> str:
 
     ``also``: the JSON documents of other tiers run on the same selection (``verify``'s proofs), whose
     verdicts the law table shows beside this document's."""
-    rows, meta, summ = doc["rows"], doc["meta"], doc.get("summary") or summary(doc["rows"])
+    rows, meta, summ = doc["rows"], doc["meta"], doc.get("summary") or summary(doc["rows"], bool(doc["meta"].get("interrupted")))
     ops = list(dict.fromkeys(r["operator"] for r in rows))
     names = list(dict.fromkeys(r["contract"] for r in rows))
     lines = ["# tokenlaw conformance report", ""]
     lines.append(f"**{summ['result']}** - {headline(summ)}.")
     lines += ["", run_line(meta), ""]
+    if interrupted_line(meta):
+        lines += [f"**{interrupted_line(meta)}**", ""]
     byid = {r["id"]: r for r in rows}
     if summ["failing"]:
         lines += ["## Failing rows", ""]
@@ -84,7 +86,7 @@ def markdown(doc: dict, also=()) -> str:
     for op in ops:
         cells = [SHORT[by[(op, n)]["outcome"]] if (op, n) in by else "-" for n in names]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
-    lines += [""] + lawtable.markdown(lawtable.build([doc, *also]))
+    lines += [""] + lawtable.markdown(lawtable.in_report(lawtable.build([doc, *also])))
     lines += ["## Rows", "",
               "| row | declared | outcome | dtypes: examples, max disc/bound | searched (n, d, batch, heads; limits) "
               "| minimal counterexample |",

@@ -47,6 +47,13 @@ CASES = [
     (["check", "--workers", "0"], 2, "tokenlaw check: error: argument --workers: expected an int >= 1, got 0", ""),
     (["nope"], 2, "tokenlaw: error: argument command: invalid choice: 'nope'", ""),
     (["check", "--profile", "nope"], 2, "tokenlaw check: error: argument --profile: invalid choice: 'nope'", ""),
+    # issue 47: these error paths imported torch (3.5 s) to refuse a typo
+    (["check", "--dtype", "float8"], 2, "tokenlaw check: error: argument --dtype: expected one of ['bfloat16', "
+                                        "'float16', 'float32', 'float64'], got 'float8'", ""),
+    (["campaign", "--minutes", "1", "--dtype", "float8"], 2, "tokenlaw campaign: error: argument --dtype:", ""),
+    (["docs", "nosuch"], 2, "tokenlaw: error: topic: unknown name 'nosuch'; ", ""),
+    (["docs", "fuz"], 2, "tokenlaw: error: topic: unknown name 'fuz'; did you mean 'fuzz'?", ""),
+    (["replay", "nosuchid"], 2, "tokenlaw: error: id: no replay artifact 'reports/replays/nosuchid.json'", ""),
 ]
 
 
@@ -82,6 +89,18 @@ def test_restated_tables_equal_their_owners():
     assert gate_args.BOUND_GROWTH == regressions.BOUND_GROWTH
 
 
+def test_restated_dtypes_and_docs_topics_equal_their_owners():
+    """``--dtype`` names, the docs topics and the replay folder the light prechecks use are the heavy modules'."""
+    from tokenlaw.app import docs_cmd, docs_topics
+    from tokenlaw.fuzz import replay
+    from tokenlaw.operators.dtypes import DTYPES
+    from tokenlaw.process import artifacts
+
+    assert argtypes.DTYPE_NAMES == tuple(sorted(DTYPES))
+    assert sorted(docs_topics.topic_names()) == sorted([*docs_cmd.topics(), docs_cmd.GENERATED])
+    assert replay.replay_dir is artifacts.replay_dir and replay.DEFAULT_DIR == artifacts.DEFAULT_DIR
+
+
 def test_backend_names_come_from_entry_points_without_loading_them(monkeypatch):
     """Without the backends module loaded, the names are the entry points' (none is imported)."""
     from importlib.metadata import entry_points
@@ -92,10 +111,12 @@ def test_backend_names_come_from_entry_points_without_loading_them(monkeypatch):
 
 
 def _specs(parser, prefix="tokenlaw"):
-    """(command, "module:function") of every runnable subcommand of ``parser``."""
+    """(command, "module:function") of every runnable subcommand of ``parser`` (and of its precheck, if any)."""
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if not subs:
         yield prefix, parser.get_default("func")
+        if parser.get_default("precheck"):
+            yield f"{prefix} (precheck)", parser.get_default("precheck")
         return
     for name, sp in subs[0].choices.items():
         yield from _specs(sp, f"{prefix} {name}")
@@ -105,7 +126,7 @@ def test_every_command_names_a_function_that_exists():
     """The work is named by a string, so a typo would only show when the command runs: resolve them all."""
     specs = dict(_specs(cli.build_parser()))
     assert {"tokenlaw list", "tokenlaw check", "tokenlaw report merge", "tokenlaw reproduce retrofit",
-            "tokenlaw docs"} <= set(specs)
+            "tokenlaw docs", "tokenlaw docs (precheck)", "tokenlaw replay (precheck)"} <= set(specs)
     for name, spec in specs.items():
         assert isinstance(spec, str) and spec.startswith("tokenlaw.app.") and ":" in spec, (name, spec)
         assert callable(cli.command(spec)), (name, spec)

@@ -97,3 +97,28 @@ def test_installed_tokenlaw_loads_the_plugin_by_entry_point(ext, tmp_path):
     out = W.run([str(site / "bin" / "tokenlaw"), "list", "--json"], cwd=tmp_path / "proj", env=e)
     assert out.returncode == 0, out.stderr
     assert "demo_affine" in out.stdout
+
+
+def test_pytest_tokenlaw_runs_a_row_once_when_the_generated_test_file_collects_it(pytester):
+    """Issue 47: `pytest --tokenlaw mymod` beside the test file `tokenlaw new` writes ran every row twice."""
+    from tokenlaw.app import scaffold
+
+    pytester.makepyfile(twice_ops="""
+        from tokenlaw.operators.registry import Domain, declare
+
+        @declare(name="twice_scale", domain=Domain(dtypes=("float64",), params=lambda g, d, dt: {}),
+                 traits={"token_local"}, claims={"zero_absorption": "2 * 0 = 0"})
+        def twice_scale(xp, x):
+            return 2.0 * x
+    """)
+    pytester.makepyfile(test_twice=scaffold.render_test("twice", "twice_ops.py"))
+    pytester.syspathinsert()
+    args = [*W.plugin_args(), "--tokenlaw", "twice_ops", "--tokenlaw-examples", "3", "-p", "no:cacheprovider",
+            "-k", "zero_absorption", "-v"]
+    result = pytester.runpytest_inprocess(*args)
+    # once, by the test file (it was 2: the file's and the plugin's); without the file the plugin's own item
+    # runs it (test_pytest_tokenlaw_fails_a_row_that_breaks_its_declaration)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*collected 4 items / 3 deselected / 1 selected*",
+                                 "*tokenlaw: 4 rows of --tokenlaw already collected from a test file*",
+                                 "*test_twice.py::test_twice_row*twice_scale-zero_absorption* PASSED*"])

@@ -189,3 +189,30 @@ def lt_softmax(xp, x, mask=None, *, wq, bq, wk, bk, wv, bv, wo, heads):
     q, k, v = projections.project_qkv(xp, x, wq=wq, bq=bq, wk=wk, bk=bk, wv=wv, bv=bv, heads=heads)
     return projections.output(xp, xp.matmul(_weights(xp, projections.scores(xp, q, k)), v), wo)
 '''
+
+
+def test_a_run_report_shows_the_law_table_only_where_it_says_something(tmp_path, capsys):
+    """Issue 47: a 13-column law table, nearly every cell "not declared", was appended for one operator that
+    is no score normaliser.  A run's report keeps only the columns some row declares, and no table for a
+    lone non-normaliser (it would repeat that operator's matrix rows); ``report lawtable`` keeps them all."""
+    from tokenlaw.app import cli
+
+    common = ["--contract", "permutation_equivariance", "--dtype", "float64", "--examples", "3", "--workers", "1",
+              "--database", "none"]
+    lone = tmp_path / "lone"
+    assert cli.main(["check", "--operator", "oattention", *common, "--out", str(lone)]) == 0
+    assert "law table" not in (lone / "conformance.md").read_text().lower()
+    assert 'id="lawtable"' not in (lone / "conformance.html").read_text()
+    # the whole table is still there on request
+    capsys.readouterr()
+    assert cli.main(["report", "lawtable", str(lone / "conformance.json")]) == 0
+    assert "| `oattention` |" in capsys.readouterr().out
+
+    two = tmp_path / "two"
+    assert cli.main(["check", "--operator", "sdpa", "--operator", "sparsemax", *common, "--out", str(two)]) == 0
+    md = (two / "conformance.md").read_text()
+    section = md.split("## Normaliser law table", 1)[1]
+    header = next(line for line in section.splitlines() if line.startswith("| operator | "))
+    assert header == "| operator | permutation equivariance |", header     # the one column this run declares
+    assert "| `sdpa` |" in section and "| `sparsemax` |" in section
+    assert "- **permutation equivariance**" in section and "- **simplex**" not in section     # the legend follows

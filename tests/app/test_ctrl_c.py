@@ -1,0 +1,148 @@
+"""Ctrl-C gives one outcome (issue 47, point 5): exit 130, the report of what was judged written and marked
+interrupted, the campaign page final, and no Dask worker traceback.
+
+The subprocess tests do what a terminal does: the command runs in its own process group, and once it has
+judged something (a progress line on stderr, polled) the whole group gets SIGINT, the command and any Dask
+worker it started.  Their operators (tests/fixtures/sigint_ops.py) sleep in float32 rather than compute,
+so a run is still judging when the signal comes and the tests cost little CPU.  The in-process tests put
+the Ctrl-C at each place a campaign can be (the cluster starting, a cell, the page being written, the
+cluster closing) with a stand-in pool that runs the cells here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tokenlaw.app import campaign_cmd, cli
+from tokenlaw.orchestration import campaigns
+
+OPS = str(Path(__file__).resolve().parents[1] / "fixtures" / "sigint_ops.py")
+REFRESH = 'http-equiv="refresh"'
+
+
+def interrupt_after(argv, started: str, tmp_path, *, timeout=240):
+    """Run ``tokenlaw ARGV`` in a process group of its own; once stderr matches ``started`` send the group
+    SIGINT (a terminal's Ctrl-C). Returns (exit code, stdout, stderr)."""
+    err = tmp_path / "stderr.txt"
+    with open(err, "w") as sink:
+        p = subprocess.Popen([sys.executable, "-m", "tokenlaw.app.cli", *argv], stdout=subprocess.PIPE,
+                             stderr=sink, text=True, start_new_session=True, cwd=tmp_path)
+        deadline = time.monotonic() + timeout
+        while not re.search(started, err.read_text()):
+            assert p.poll() is None, f"the command ended before it judged anything:\n{err.read_text()}"
+            assert time.monotonic() < deadline, f"no {started!r} on stderr in {timeout} s:\n{err.read_text()}"
+            time.sleep(0.05)
+        os.killpg(p.pid, signal.SIGINT)
+        out, _ = p.communicate(timeout=timeout)
+    return p.returncode, out, err.read_text()
+
+
+def assert_check_interrupted(out_dir: Path, code: int, err: str):
+    assert code == 130, err
+    assert "Traceback" not in err, err                      # neither ours nor a Dask worker's
+    doc = json.loads((out_dir / "conformance.json").read_text())
+    cut = doc["meta"]["interrupted"]
+    assert cut["planned_cells"] == 4 and 2 <= cut["judged_cells"] < 4, cut
+    # the quick row was reported before the signal: it is in the report, judged in both dtypes; the slow one
+    # (still sleeping in float32) is left out of the rows and named
+    assert [r["id"] for r in doc["rows"]] == ["sigint_quick-zero_absorption"]
+    assert doc["rows"][0]["outcome"] == "holds" and len(doc["rows"][0]["cells"]) == 2
+    assert cut["rows"] == ["sigint_slow-zero_absorption"]
+    assert set(cut["judged"]) <= {"sigint_slow-zero_absorption-eager-float64"}
+    assert doc["summary"]["result"] == "UNDECIDED"          # a run cut short never reads PASS
+    md = (out_dir / "conformance.md").read_text()
+    assert "Interrupted (Ctrl-C) after" in md and "`sigint_slow-zero_absorption`" in md
+    assert 'id="interrupted"' in (out_dir / "conformance.html").read_text()
+    assert not (out_dir / "conformance.INTERRUPTED.txt").exists()     # these reports are this run's
+    assert "tokenlaw: interrupted: " in err and f"{out_dir.name}/conformance.md" in err
+
+
+CHECK = ["--operators", OPS, "check", "--contract", "zero_absorption", "--examples", "100", "--database", "none"]
+ROW_DONE = r"\[\s*2/4\]"            # the progress line of the first row (both its cells judged)
+
+
+def test_ctrl_c_during_a_one_process_check_writes_its_report_marked_interrupted(tmp_path):
+    code, _, err = interrupt_after([*CHECK, "--workers", "1", "--out", "out"], ROW_DONE, tmp_path)
+    assert_check_interrupted(tmp_path / "out", code, err)
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_check_on_dask_workers_writes_its_report_and_no_worker_traceback(tmp_path):
+    code, _, err = interrupt_after([*CHECK, "--workers", "2", "--out", "out"], ROW_DONE, tmp_path)
+    assert "dask: 2 workers" in err
+    assert_check_interrupted(tmp_path / "out", code, err)
+
+
+def assert_campaign_interrupted(out_dir: Path, code: int, err: str, *, judged: bool):
+    assert code == 130, err
+    assert "Traceback" not in err, err
+    doc = json.loads((out_dir / "campaign.json").read_text())
+    assert doc["meta"]["interrupted"] is True and doc["meta"]["finished"] is True
+    assert (sum(c["examples"] for c in doc["cells"]) > 0) == judged, doc["cells"]
+    assert "interrupted" in (out_dir / "campaign.md").read_text().splitlines()[2]
+    page = (out_dir / "campaign.html").read_text()
+    assert REFRESH not in page and "finished, interrupted" in page        # final: it stops reloading
+    assert "tokenlaw: interrupted: " in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_campaign_on_dask_workers(tmp_path):
+    code, _, err = interrupt_after(["--operators", OPS, "campaign", "--operator", "sigint_quick", "--minutes", "2",
+                                    "--workers", "2", "--out", "out"], r"round 1:", tmp_path)
+    assert_campaign_interrupted(tmp_path / "out", code, err, judged=True)
+
+
+class HerePool:
+    """A stand-in for fuzz.cluster.Pool that runs the cells in this process, and raises KeyboardInterrupt
+    where a test puts it: ``at`` is "enter", "cell" (after the first cell) or "exit"."""
+
+    def __init__(self, at, *a, **k):
+        from tokenlaw.fuzz.cluster import Execution
+        self.at, self.execution, self.cells = at, Execution(), 0
+
+    def __enter__(self):
+        if self.at == "enter":
+            raise KeyboardInterrupt
+        return self
+
+    def __exit__(self, *exc):
+        if self.at == "exit":
+            raise KeyboardInterrupt       # a second Ctrl-C while the cluster closes
+
+    def describe(self):
+        return "dask: a stand-in pool"
+
+    def run(self, campaign, tasks, *, replay_dir=None, until=None):
+        for t in tasks:
+            yield campaign.run(t)
+            self.cells += 1
+            if self.at in ("cell", "exit"):
+                raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("at", ["enter", "cell", "page", "exit"])
+def test_a_campaign_stopped_anywhere_ends_the_same_way(at, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(campaigns, "Pool", lambda *a, **k: HerePool(at))
+    if at == "page":                  # Ctrl-C while the page of round 1 is written
+        pages = []
+        real = campaign_cmd.page
+
+        def page(doc):
+            pages.append(doc)
+            if len(pages) == 2:
+                raise KeyboardInterrupt
+            return real(doc)
+        monkeypatch.setattr(campaign_cmd, "page", page)
+    out = tmp_path / "out"
+    code = cli.main(["--operators", OPS, "campaign", "--operator", "sigint_quick", "--contract", "zero_absorption",
+                     "--dtype", "float64", "--minutes", "5", "--workers", "1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert_campaign_interrupted(out, code, err, judged=at != "enter")
