@@ -40,7 +40,7 @@ from tokenlaw.reports import proofs, verification, writers
 from tokenlaw.reports.document import Document
 from tokenlaw.symbolic.prover import SOLVER
 
-from . import prove_pool
+from . import proving
 from .environment import recorded_env
 from .provenance import snapshot
 
@@ -116,7 +116,8 @@ class ProveSettings:
     timeout: float = 5.0
     out: str = "reports"
     operator_modules: tuple | None = None
-    workers: int = 1        # processes, one operator each (prove_pool): changes the time, never a verdict
+    workers: int = 1        # 1: the rows one after another here; N: on a Dask LocalCluster of N (proving)
+    scheduler: str | None = None            # tcp://HOST:PORT of a running Dask scheduler (then not workers)
 
     def __post_init__(self):
         arguments.count(self.workers, "workers")
@@ -366,8 +367,10 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
     reg = validate_prove(settings)
     planned = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"])
     start = time.perf_counter()
-    results = prove_pool.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
-                                        progress=progress)
+    clusters = []
+    results = proving.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
+                                     scheduler=settings.scheduler, progress=progress,
+                                     by_value=shipped_modules(settings.operator_modules), execution=clusters)
     rows = proofs.rows_from(results, planned)
     meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout, cpu_paths=path_probe.record(),
                 seconds=time.perf_counter() - start, note=proofs.HEADER, traits=traits(reg, planned))
@@ -375,6 +378,8 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
              "operator_modules": _list(settings.operator_modules)}
     if any(scope.values()):
         meta["scope"] = scope
+    if clusters and settings.scheduler is not None:
+        meta["dask"] = executed(clusters[0])        # the running cluster the user named, as check records it
     return proofs.document(rows, meta, laws(reg, rows))
 
 
