@@ -193,7 +193,7 @@ def prove_isolated(registry, rows, *, timeout: float, workers: int = 1, schedule
             done(i, prove_one(registry, row, timeout=timeout, limit=limit))
     else:
         job = Job(registry, timeout, limit, tuple(by_value))
-        with Pool(min(workers, len(rows)) if scheduler is None else workers, scheduler) as pool:
+        with Pool(min(workers, len(rows)) if scheduler is None else workers, scheduler, fork=True) as pool:
             for i, verdict in pool.each(job, list(enumerate(rows)), name="prove"):
                 done(i, verdict)
             if execution is not None:
