@@ -70,7 +70,7 @@ def cmd_check(args) -> int:
         raise
     # the command line as typed, for the report's first screen (the settings it fixed are recorded apart)
     doc = dataclasses.replace(doc, meta={**doc.meta, "command": command_line(args)})
-    paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)
+    paths = settings.write(doc)
     summ = doc.to_json()["summary"]
     outcome = {r.id: r.outcome for r in doc.rows}
     if args.json:

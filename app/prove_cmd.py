@@ -48,7 +48,8 @@ def cmd_prove(args) -> int:
 
     doc = runs.prove(settings, progress=progress)
     stream.close_line()
-    md, js = proofs.write_doc(doc, args.out)
+    paths = settings.write(doc)
+    md, js = paths["proofs-md"], paths["timed-json"]
     st = proofs.standing(doc.to_json())
     seconds = doc.meta["seconds"]
     if args.json:

@@ -7,7 +7,7 @@ both on one selection and combines them (``tokenlaw verify``).  The CLI parses
 its arguments into settings and writes the document; the gate rebuilds the
 settings of every run its baseline records (:meth:`CheckSettings.from_run`)
 and calls the same functions.  Neither function writes a report: the caller
-does (``writers.write_doc``, ``proofs.write_doc``); ``check`` stores
+does (``settings.write(doc)``: ``reports.formats.write``); ``check`` stores
 counterexample replays under ``settings.replays`` as the run goes.
 
 A run of a backend other than the reference records the environment that
@@ -36,7 +36,7 @@ from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.properties.verdict import Tier
-from tokenlaw.reports import proofs, verification, writers
+from tokenlaw.reports import formats, proofs, verification
 from tokenlaw.reports.document import Document
 from tokenlaw.symbolic.prover import SOLVER
 
@@ -104,7 +104,7 @@ class CheckSettings:
 
     def write(self, doc: Document) -> dict:
         """Write ``doc`` (a run of these settings) under ``out``: conformance.{json,md,xml,html}."""
-        return writers.write_doc(doc, Path(self.out), stem=self.stem)
+        return formats.write(doc, Path(self.out), stem=self.stem)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,9 +139,9 @@ class ProveSettings:
         """:func:`prove` of these settings (``progress`` / ``stream``: a fuzz run's display, unused)."""
         return prove(self)
 
-    def write(self, doc: Document) -> tuple:
+    def write(self, doc: Document) -> dict:
         """Write ``doc`` (a run of these settings) under ``out``: proofs.{json,md}."""
-        return proofs.write_doc(doc, self.out)
+        return formats.write(doc, Path(self.out), formats.PROOFS, stem="proofs")
 
 
 def _contracts(loaded) -> dict:

@@ -182,9 +182,9 @@ def _in_scope(meta: dict, contract: str) -> bool:
     return not chosen or contract in chosen
 
 
-def build(docs) -> LawTable:
-    """The law table of single-tier JSON documents (a check's, a prove's, a kernel run's), at most one per tier."""
-    docs = list(docs)
+def build(documents) -> LawTable:
+    """The law table of single-tier Documents (a check's, a prove's, a kernel run's), at most one per tier."""
+    docs = [d.stable_json() for d in documents]
     tiers = [tier_name(d.get("meta") or {}) for d in docs]
     twice = sorted({t for t in tiers if tiers.count(t) > 1})
     if twice:

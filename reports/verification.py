@@ -3,7 +3,7 @@
 ``tokenlaw verify`` runs the fuzz check and the symbolic prove on one
 selection; ``tokenlaw report merge conformance.json proofs.json`` joins two
 written reports.  Either way :func:`combine` lines the tiers' rows up and
-:func:`write` writes ``OUT/verification.{md,json}``.
+``formats.write(ver, out, formats.VERIFICATION, stem="verification")`` writes ``OUT/verification.{md,json}``.
 
 A row's combined outcome is decided from its tiers' own outcomes, in this order
 (the rule of :func:`combined_outcome`):
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
@@ -34,7 +33,6 @@ from tokenlaw.properties import verdict as V
 from .document import ESTABLISHED, Document, merge_shards, stable, standing, tier_name  # noqa: F401 (re-exported)
 from .proofs import is_mismatch
 from .text import first_counterexample, rows_word
-from .writers import atomic_write
 
 # The order in which a combined row takes a tier's outcome when several tiers disagree.
 FAILING_FIRST = (V.BAD_RAISED, V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.BAD_NOT_REPRODUCED)
@@ -229,8 +227,9 @@ def headline(view: dict) -> str:
     return text
 
 
-def to_markdown(view: dict) -> str:
+def to_markdown(ver: Verification) -> str:
     """The combined report: the result and headline, red and undecided rows, then every row per tier."""
+    view = stable(ver.to_json())
     tiers, rows, summ = view["meta"]["tiers"], view["rows"], view["summary"]
     lines = [f"# tokenlaw verification ({' + '.join(tiers)})", "", f"**{summ['result']}** - {headline(view)}.", "",
              "A row is green only if no tier refuted it, no tier left a claimed row undecided (unknown, vacuous, "
@@ -259,13 +258,3 @@ def to_markdown(view: dict) -> str:
         lines.append(f"- {run['column']}: " + ", ".join(f"{k} {v}" for k, v in keep.items()))
     lines.append("")
     return "\n".join(lines)
-
-
-def write(ver: Verification, out_dir) -> tuple:
-    """Write verification.json (timings left out: equal runs give equal files) and verification.md."""
-    out_dir = Path(out_dir)
-    view = stable(ver.to_json())
-    md, js = out_dir / "verification.md", out_dir / "verification.json"
-    atomic_write(js, json.dumps(view, indent=1) + "\n")
-    atomic_write(md, to_markdown(view))
-    return md, js
