@@ -166,10 +166,10 @@ def members(docs) -> list[str]:
     return [op for op in order if op in scored]
 
 
-def _evidence(tier: str, row: dict, meta: dict) -> str:
+def _evidence(row: dict, meta: dict) -> str:
     if row["outcome"] != V.OK_EXPECTED and row["outcome"] not in V.FAILING and not mismatched(row):
         return ""
-    if tier == "symbolic":
+    if V.Tier.of(meta) is V.Tier.SYMBOLIC:
         v = (row["cells"][0]["verdict"] or {}) if row["cells"] else {}
         ce = {k: x for k, x in (v.get("counterexample") or {}).items() if k not in ("params", "failed")}
         text = v.get("detail", "") + (f"; counterexample {json.dumps(ce, separators=(',', ':'))}" if ce else "")
@@ -208,7 +208,7 @@ def _cell(op, col, docs, tiers, rows) -> LawCell:
         ran = any(op in {r["operator"] for r in d["rows"]} and _in_scope(d.get("meta") or {}, col.contract)
                   for d in docs)
         return LawCell(op, col, NOT_DECLARED if ran else NOT_IN_RUN)
-    marks = [Mark(t, r["id"], r["outcome"], _evidence(t, r, meta), mismatched(r)) for t, r, meta in found]
+    marks = [Mark(t, r["id"], r["outcome"], _evidence(r, meta), mismatched(r)) for t, r, meta in found]
     # a tier with no form for the law (not runnable, not traceable) adds nothing where another tier judged
     judged = [m for m in marks if m.outcome not in V.NOT_RUN]
     marks = sorted(judged or marks, key=lambda m: _tier_rank(m.tier))

@@ -151,8 +151,8 @@ class Verification:
                 "summary": summ, "rows": rows}
 
 
-def _detail(tier: str, row_json: dict, meta: dict | None = None) -> str:
-    if tier == "symbolic":
+def _detail(row_json: dict, meta: dict) -> str:
+    if V.Tier.of(meta) is V.Tier.SYMBOLIC:
         v = row_json["cells"][0]["verdict"] if row_json["cells"] else None
         text = (v or {}).get("detail", "")
     else:
@@ -166,7 +166,7 @@ def _tier_rows(doc: Document, name: str) -> dict:
         mismatch = any(c.verdict is not None and is_mismatch(c.verdict) for c in row.cells)
         failing = row.outcome in V.FAILING or mismatch
         show = failing or row.outcome in V.UNDECIDED or row.outcome in V.NOT_RUN
-        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(name, raw, doc.meta) if show else ""))
+        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(raw, doc.meta) if show else ""))
     return out
 
 
