@@ -104,12 +104,14 @@ def _check_scheduler(address: str) -> str:
 class Pool:
     """A Dask client on a LocalCluster of ``workers`` processes (``scheduler=None``) or on ``scheduler``."""
 
-    def __init__(self, workers: int = 2, scheduler: str | None = None, *, timeout: float = 30.0, fork: bool = False):
+    def __init__(self, workers: int = 2, scheduler: str | None = None, *, timeout: float = 30.0,
+                 threads: bool = False):
         self.workers = arguments.count(workers, "workers")
         self.address = None if scheduler is None else _check_scheduler(scheduler)
-        # fork: a LocalCluster's workers are forked from this process (its imports, registry and CPU paths
-        # inherited: no import of torch and tokenlaw per worker, and no CPU-path probe to compare), not spawned
-        self.forked = fork and self.address is None
+        # threads: a LocalCluster's workers are threads of this process, for tasks that fork a process of their
+        # own per item (the symbolic tier's rows): no worker process imports torch and tokenlaw again or probes
+        # its CPU paths (this process's own), about 3 s of CPU per worker; a --scheduler's workers are processes
+        self.threaded = threads and self.address is None
         self.timeout = timeout
         self.cluster = self.client = None
         self.execution = Execution()
@@ -136,10 +138,8 @@ class Pool:
         if self.address is None:
             # processes (one thread each): the cells hold the GIL; the workers inherit this process's
             # environment, the pinned CPU paths (MKL_CBWR, ATEN_CPU_CAPABILITY) among them
-            method = {"distributed.worker.multiprocessing-method": "fork"} if self.forked else {}
-            with dask.config.set(method):           # for these workers only
-                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                            dashboard_address=":0", silence_logs=logging.ERROR)
+            self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=not self.threaded,
+                                        dashboard_address=":0", silence_logs=logging.ERROR)
             self.client = Client(self.cluster, set_as_default=False)
         else:
             try:
@@ -180,21 +180,21 @@ class Pool:
         """``job.run(item)`` of each of ``items``, as they finish, run by the cluster's workers.
 
         ``job`` is a task of its own, replicated to every worker once (as a campaign is, :meth:`run`); a worker
-        whose CPU-path record differs from this process's stops the run, as in :meth:`run` (a forked worker runs
-        this process's own loaded code in its environment: nothing to compare)."""
+        whose CPU-path record differs from this process's stops the run, as in :meth:`run` (a worker thread runs
+        this process's own code: nothing to compare)."""
         from distributed import as_completed  # optional: see __enter__
-        if self._paths is None and not self.forked:
+        if self._paths is None and not self.threaded:
             self._paths = path_probe.record()
         run_id = uuid.uuid4().hex[:8]
         shared = self.client.submit(_hold, job, key=f"tokenlaw-{name}-{run_id}", pure=False)
         self.client.replicate([shared])
-        futures = [self.client.submit(run_job_task, shared, item, not self.forked, key=f"tokenlaw-{name}-{run_id}-{k}",
+        futures = [self.client.submit(run_job_task, shared, item, not self.threaded, key=f"tokenlaw-{name}-{run_id}-{k}",
                                       pure=False, priority=-k)
                    for k, item in enumerate(items)]
         try:
             for future in as_completed(futures, loop=self.client.loop):
                 result, worker, paths = future.result()
-                if not self.forked:
+                if not self.threaded:
                     self._same_paths(worker, paths)
                 self.execution.workers[worker] = self.execution.workers.get(worker, 0) + 1
                 yield result
@@ -244,15 +244,20 @@ class Pool:
             self.client.cancel(futures + [shared], force=True)
 
 
-def run_job_task(job, item, paths: bool):
-    """A Dask task: ``job.run(item)`` on this worker -> (its result, worker address, CPU paths if ``paths``)."""
+def run_job_task(job, item, process: bool):
+    """A Dask task: ``job.run(item)`` on this worker -> (its result, worker address, its CPU paths).
+
+    ``process``: the worker is a process of its own (its CPU paths are recorded, and its torch runs one thread);
+    a worker thread of the calling process (``Pool(threads=True)``) changes nothing of that process's state."""
     from distributed import get_worker  # optional: as run_cell_task
 
     global _worker_paths
+    if not process:
+        return job.run(item), get_worker().address, None
     torch.set_num_threads(1)            # the worker processes are the parallelism
-    if paths and _worker_paths is None:
+    if _worker_paths is None:
         _worker_paths = path_probe.record()
-    return job.run(item), get_worker().address, _worker_paths if paths else None
+    return job.run(item), get_worker().address, _worker_paths
 
 
 _worker_paths = None        # this worker process's CPU-path record, computed by its first job task

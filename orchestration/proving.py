@@ -15,8 +15,9 @@ Where the rows run is the same question as for ``check``'s cells
 (:func:`~tokenlaw.fuzz.campaign.runs_here`): one worker and no scheduler, one
 after another in this process; otherwise on the Dask cluster of
 :class:`~tokenlaw.fuzz.cluster.Pool` (``--workers N``: a LocalCluster of N
-processes; ``--scheduler ADDR``: a running cluster, many machines), each row
-one Dask task whose worker forks the row's child.  Neither the selection, nor
+worker threads of this process, each forking its rows' children from it;
+``--scheduler ADDR``: a running cluster of worker processes, many machines),
+each row one Dask task whose worker forks the row's child.  Neither the selection, nor
 ``--workers``, nor the cluster changes a verdict, only the elapsed time
 (``tests/orchestration/test_proving.py`` compares a row alone with the same
 row in a batch, and one worker with two).
@@ -39,7 +40,6 @@ import os
 import pickle
 import select
 import signal
-import sys
 import time
 
 import torch
@@ -91,9 +91,7 @@ def _child(registry, row, timeout: float, fd: int) -> None:
             data = pickle.dumps(("error", picklable(err)))
         with os.fdopen(fd, "wb") as pipe:
             pipe.write(data)
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
+    finally:                              # no flush of sys.stdout: another thread may have held its lock at the fork
         os._exit(0)
 
 
@@ -193,7 +191,7 @@ def prove_isolated(registry, rows, *, timeout: float, workers: int = 1, schedule
             done(i, prove_one(registry, row, timeout=timeout, limit=limit))
     else:
         job = Job(registry, timeout, limit, tuple(by_value))
-        with Pool(min(workers, len(rows)) if scheduler is None else workers, scheduler, fork=True) as pool:
+        with Pool(min(workers, len(rows)) if scheduler is None else workers, scheduler, threads=True) as pool:
             for i, verdict in pool.each(job, list(enumerate(rows)), name="prove"):
                 done(i, verdict)
             if execution is not None:

@@ -147,3 +147,17 @@ def test_the_wall_limit_lies_past_every_solver_backstop():
     from tokenlaw.symbolic.prover import CELL_BUDGET
     for timeout in (0.5, 5.0, 30.0):
         assert proving.wall_limit(timeout) > CELL_BUDGET * effort.BACKSTOP * timeout
+
+
+def test_rows_spread_on_a_running_scheduler_get_the_verdicts_they_get_here(planned):
+    # --scheduler: the rows go to a running cluster's worker processes (here one, spawned: it imports tokenlaw
+    # itself, probes its CPU paths, unpickles the registry), each forking its rows' children there
+    distributed = pytest.importorskip("distributed")
+    reg, rows = planned
+    here = proving.prove_isolated(reg, rows[:3], timeout=5.0, workers=1)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        clusters = []
+        there = proving.prove_isolated(reg, rows[:3], timeout=5.0, scheduler=cluster.scheduler_address,
+                                       execution=clusters)
+    assert _judged(there) == _judged(here)
+    assert sum(clusters[0].workers.values()) == 3
