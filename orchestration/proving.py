@@ -42,6 +42,7 @@ import select
 import signal
 import time
 
+import cloudpickle
 import torch
 
 from tokenlaw.fuzz.campaign import picklable, runs_here, shipped
@@ -164,7 +165,6 @@ class Job:
 
 
 def _unship(data: bytes) -> Job:
-    import cloudpickle  # the Job was shipped with it (fuzz.campaign.shipped)
     return Job(**cloudpickle.loads(data))
 
 
