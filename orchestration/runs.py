@@ -4,9 +4,11 @@
 line (plan the rows, run them on the fuzz tier or a kernel backend, record
 how); ``prove(ProveSettings(...))`` is ``tokenlaw prove``; ``verify`` runs
 both on one selection and combines them (``tokenlaw verify``).  The CLI parses
-its arguments into settings and writes the document; the gate rebuilds the
-settings of every run its baseline records (:meth:`CheckSettings.from_run`)
-and calls the same functions.  Neither function writes a report: the caller
+its arguments into settings and writes the document.  Each run's meta is a
+typed record (:class:`RunMeta`: the tier, the settings object, environment,
+provenance, execution), written as the report's ``meta`` at the edge; the gate
+reads every run its baseline records back into one (:meth:`RunMeta.from_json`)
+and re-runs its settings object through the same functions.  Neither function writes a report: the caller
 does (``settings.write(doc)``: ``reports.formats.write``); ``check`` stores
 counterexample replays under ``settings.replays`` as the run goes.
 
