@@ -11,14 +11,14 @@ import dataclasses
 import json
 from pathlib import Path
 
-from tokenlaw.reports import backends, document, writers
+from tokenlaw.reports import backends, document, formats, writers
 
 from .exits import EXIT_OK
 
 
 def cmd_backends(args) -> int:
-    docs = [d.to_json() for d in document.load_reports(args.reports)]
-    text = backends.markdown(docs)
+    docs = document.load_reports(args.reports)
+    text = formats.render(docs[0], "backends-md", also=docs[1:])
     if args.json:
         names, rows = backends.compare(docs)
         print(json.dumps({"backends": names, "differ": sum(r.differs for r in rows),

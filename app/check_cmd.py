@@ -67,7 +67,7 @@ def cmd_check(args) -> int:
         # Ctrl-C (issue 47): the report of the rows judged, marked interrupted, written whole, then 130
         with interrupts.held():
             doc = dataclasses.replace(stop.doc, meta={**stop.doc.meta, "command": command_line(args)})
-            paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)
+            paths = settings.write(doc)
         cut = doc.meta["interrupted"]
         print(f"\ntokenlaw: interrupted: {cut['judged_cells']} of {cut['planned_cells']} cells judged; the report "
               f"of the {writers.rows_word(len(doc.rows))} judged in every dtype (marked interrupted, never a PASS): "
@@ -81,7 +81,7 @@ def cmd_check(args) -> int:
         raise
     # the command line as typed, for the report's first screen (the settings it fixed are recorded apart)
     doc = dataclasses.replace(doc, meta={**doc.meta, "command": command_line(args)})
-    paths = writers.write_doc(doc, Path(args.out), stem=settings.stem)
+    paths = settings.write(doc)
     summ = doc.to_json()["summary"]
     outcome = {r.id: r.outcome for r in doc.rows}
     if args.json:

@@ -20,7 +20,7 @@ from tokenlaw.process import command_line
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import select
-from tokenlaw.reports import document, verification, writers
+from tokenlaw.reports import document, formats, verification, writers
 from tokenlaw.reports.mutations import write
 from tokenlaw.orchestration import counterexamples
 
@@ -79,12 +79,13 @@ def cmd_merge(args) -> int:
     command_line.writable_dir(args.out, "--out")
     merged = verification.combine_or_merge(document.load_reports(args.reports), [str(p) for p in args.reports])
     if isinstance(merged, verification.Verification):          # several tiers: the combined view
-        md, js = verification.write(merged, Path(args.out))
+        paths = formats.write(merged, Path(args.out), formats.VERIFICATION, stem="verification")
+        md, js = paths["verification-md"], paths["verification-json"]
         view = merged.to_json()
         summ, what = view["summary"], verification.headline(view)
         outcome = {r["id"]: r["outcome"] for r in view["rows"]}
     else:
-        paths = writers.write_doc(merged, Path(args.out))
+        paths = formats.write(merged, Path(args.out))
         md, js = paths["md"], paths["json"]
         summ = merged.to_json()["summary"]
         what, outcome = writers.claimed_line(summ), {r.id: r.outcome for r in merged.rows}

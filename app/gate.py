@@ -28,7 +28,7 @@ from pathlib import Path
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.orchestration import environment, gate, provenance
 from tokenlaw.process import command_line
-from tokenlaw.reports import document, known_failures, writers
+from tokenlaw.reports import document, formats, known_failures, writers
 
 from .progress import Progress
 
@@ -99,7 +99,7 @@ def cmd_gate(args) -> int:
                         known_failures_path=args.known_failures, disk_kernels=disk)
     cmp, live, known, ok = result.comparison, result.live, result.known, result.ok
     if args.update_baseline:
-        writers.atomic_write(base_path, json.dumps(cur.stable_json(), indent=1) + "\n")
+        writers.atomic_write(base_path, formats.render(cur, "json"))
         return _report_update(args, base_path, cmp, new=base is None)
     if args.json:
         print(json.dumps({"result": "PASS" if ok else "FAIL", "baseline": str(base_path),

@@ -39,15 +39,14 @@ def record(out: str, workers: int) -> list[Path]:
     check = runs.CheckSettings(operators=ops, profile="smoke", seed=0, workers=workers, out=out)
     prove = runs.ProveSettings(operators=ops, out=out, workers=workers)
     conformance, proved, _ = runs.verify(check, prove, progress=True, stream=Progress())
-    writers.write_doc(conformance, Path(out), also=[proved])          # the full report, for its counterexamples
-    path = Path(out) / RECORD[1]
-    writers.atomic_write(path, json.dumps(document.stable(proved.to_json()), indent=1) + "\n")
+    formats.write(conformance, Path(out), also=[proved])          # the full report, for its counterexamples
+    path = formats.write(proved, Path(out), ["json"], stem="proofs")["json"]   # without timings: a record
     return [Path(out) / RECORD[0], path]
 
 
 def table(paths) -> lawtable.LawTable:
     """The law table of the JSON reports at ``paths``."""
-    return lawtable.build([d.to_json() for d in document.load_reports(paths)])
+    return lawtable.build(document.load_reports(paths))
 
 
 def readme_block(paths, readme: Path) -> str:

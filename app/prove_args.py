@@ -1,7 +1,7 @@
 """The arguments of ``tokenlaw prove`` (light: argparse only; the work is ``prove_cmd.cmd_prove``)."""
 from __future__ import annotations
 
-from .argtypes import add_with_builtins, add_workers
+from .argtypes import add_scheduler, add_with_builtins, add_workers
 
 
 def register(subparsers):
@@ -10,8 +10,9 @@ def register(subparsers):
     add_with_builtins(sp)
     sp.add_argument("--contract", action="append", help="only this contract (repeatable)")
     sp.add_argument("--timeout", type=float, default=5.0, help="budget per solver query, in seconds converted to z3 resource steps (default 5)")
-    add_workers(sp, "processes, each proving one row at a time (the verdicts depend neither on it "
-                    "nor on the rows selected)")
+    add_workers(sp, "worker processes: 1 proves the rows here, N on a Dask LocalCluster of N; each row in a "
+                    "process of its own (the verdicts depend neither on it nor on the rows selected)")
+    add_scheduler(sp)
     sp.add_argument("--out", default="reports", help="report directory (default: ./reports)")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func="tokenlaw.app.prove_cmd:cmd_prove")

@@ -1,6 +1,6 @@
 """``tokenlaw prove``: the symbolic tier from the command line (a thin call into the prover).
 
-    tokenlaw prove [--operator X] [--contract Y] [--timeout S] [--workers W] [--out DIR] [--json]
+    tokenlaw prove [--operator X] [--contract Y] [--timeout S] [--workers W | --scheduler ADDR] [--out DIR] [--json]
 
 Writes DIR/proofs.md and DIR/proofs.json; the headline says "proved P of C
 claimed rows" and lists the claimed rows with no symbolic form by contract.
@@ -32,7 +32,8 @@ from .progress import Progress
 def prove_settings(args) -> runs.ProveSettings:
     """The parsed ``prove`` arguments as the library's settings."""
     return runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,
-                              operator_modules=getattr(args, "operators_module", None), workers=args.workers)
+                              operator_modules=getattr(args, "operators_module", None), workers=args.workers,
+                              scheduler=args.scheduler)
 
 
 def cmd_prove(args) -> int:
@@ -47,7 +48,8 @@ def cmd_prove(args) -> int:
 
     doc = runs.prove(settings, progress=progress)
     stream.close_line()
-    md, js = proofs.write_doc(doc, args.out)
+    paths = settings.write(doc)
+    md, js = paths["proofs-md"], paths["timed-json"]
     st = proofs.standing(doc.to_json())
     seconds = doc.meta["seconds"]
     if args.json:

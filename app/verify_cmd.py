@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from tokenlaw.orchestration import runs
-from tokenlaw.reports import proofs, verification, writers
+from tokenlaw.reports import formats, verification
 
 from . import selection
 from .exits import of_result
@@ -29,9 +29,10 @@ def cmd_verify(args) -> int:
     prove = runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,
                                operator_modules=modules, workers=args.workers)
     conformance, proved, ver = runs.verify(check, prove, progress=not args.json, stream=Progress())
-    paths = writers.write_doc(conformance, args.out, stem=check.stem, also=[proved])   # law table: both tiers
-    proofs.write_doc(proved, args.out)
-    md, js = verification.write(ver, args.out)
+    paths = formats.write(conformance, args.out, stem=check.stem, also=[proved])   # law table: both tiers
+    formats.write(proved, args.out, formats.PROOFS, stem="proofs")
+    written = formats.write(ver, args.out, formats.VERIFICATION, stem="verification")
+    md, js = written["verification-md"], written["verification-json"]
     view = ver.to_json()
     summ = view["summary"]
     picked = [r for r in view["rows"] if r["combined"] in ("red", "undecided")]

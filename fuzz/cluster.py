@@ -105,9 +105,14 @@ def _check_scheduler(address: str) -> str:
 class Pool:
     """A Dask client on a LocalCluster of ``workers`` processes (``scheduler=None``) or on ``scheduler``."""
 
-    def __init__(self, workers: int = 2, scheduler: str | None = None, *, timeout: float = 30.0):
+    def __init__(self, workers: int = 2, scheduler: str | None = None, *, timeout: float = 30.0,
+                 threads: bool = False):
         self.workers = arguments.count(workers, "workers")
         self.address = None if scheduler is None else _check_scheduler(scheduler)
+        # threads: a LocalCluster's workers are threads of this process, for tasks that fork a process of their
+        # own per item (the symbolic tier's rows): no worker process imports torch and tokenlaw again or probes
+        # its CPU paths (this process's own), about 3 s of CPU per worker; a --scheduler's workers are processes
+        self.threaded = threads and self.address is None
         self.timeout = timeout
         self.cluster = self.client = None
         self.execution = Execution()
@@ -137,7 +142,7 @@ class Pool:
             # with SIGINT blocked) never see a terminal's Ctrl-C: this process alone stops, and closes them
             # (issue 47: each worker printed its own KeyboardInterrupt traceback)
             with interrupts.children_ignore():
-                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                self.cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=not self.threaded,
                                             dashboard_address=":0", silence_logs=logging.ERROR)
                 self.client = Client(self.cluster, set_as_default=False)
         else:
@@ -179,6 +184,38 @@ class Pool:
         except Exception:  # noqa: BLE001 -- a heartbeat never stops a run: a worker may be leaving
             return 0
 
+    def each(self, job, items, *, name: str = "job"):
+        """``job.run(item)`` of each of ``items``, as they finish, run by the cluster's workers.
+
+        ``job`` is a task of its own, replicated to every worker once (as a campaign is, :meth:`run`); a worker
+        whose CPU-path record differs from this process's stops the run, as in :meth:`run` (a worker thread runs
+        this process's own code: nothing to compare)."""
+        from distributed import as_completed  # optional: see __enter__
+        if self._paths is None and not self.threaded:
+            self._paths = path_probe.record()
+        run_id = uuid.uuid4().hex[:8]
+        shared = self.client.submit(_hold, job, key=f"tokenlaw-{name}-{run_id}", pure=False)
+        self.client.replicate([shared])
+        futures = [self.client.submit(run_job_task, shared, item, not self.threaded, key=f"tokenlaw-{name}-{run_id}-{k}",
+                                      pure=False, priority=-k)
+                   for k, item in enumerate(items)]
+        try:
+            for future in as_completed(futures, loop=self.client.loop):
+                result, worker, paths = future.result()
+                if not self.threaded:
+                    self._same_paths(worker, paths)
+                self.execution.workers[worker] = self.execution.workers.get(worker, 0) + 1
+                yield result
+        finally:
+            self.client.cancel(futures + [shared], force=True)
+
+    def _same_paths(self, worker: str, paths) -> None:
+        if paths != self._paths:
+            flag = "--workers" if self.address is None else "--scheduler"
+            raise InvalidArgument(f"{flag}: the Dask worker {worker} runs other CPU code paths than this process "
+                                  f"({paths} vs {self._paths}): its verdicts would differ; start it with "
+                                  "the same tokenlaw and TOKENLAW_CPU_PATHS setting")
+
     def run(self, campaign, tasks, *, replay_dir=None, until=None):
         """(row, cell, verdict) of each of ``tasks``, as they finish, run by the cluster's workers.
 
@@ -201,11 +238,7 @@ class Pool:
             timeout = None if until is None else max(0.0, until - time.monotonic())
             for future in _until_timeout(as_completed(futures, loop=self.client.loop, timeout=timeout)):
                 r, c, v, files, worker, paths, trim = future.result()
-                if paths != self._paths:
-                    flag = "--workers" if self.address is None else "--scheduler"
-                    raise InvalidArgument(f"{flag}: the Dask worker {worker} runs other CPU code paths than this process "
-                                       f"({paths} vs {self._paths}): its verdicts would differ; start it with "
-                                       "the same tokenlaw and TOKENLAW_CPU_PATHS setting")
+                self._same_paths(worker, paths)
                 if trim is not None and worker not in self.execution.workers:
                     warn(f"tokenlaw: the Dask worker {worker} runs with {TRIM}={trim} (the nanny's default): "
                          "cells that allocate large tensors run up to 2.7x slower there (the same verdicts); "
@@ -217,6 +250,25 @@ class Pool:
                 yield r, c, v
         finally:
             self.client.cancel(futures + [shared], force=True)
+
+
+def run_job_task(job, item, process: bool):
+    """A Dask task: ``job.run(item)`` on this worker -> (its result, worker address, its CPU paths).
+
+    ``process``: the worker is a process of its own (its CPU paths are recorded, and its torch runs one thread);
+    a worker thread of the calling process (``Pool(threads=True)``) changes nothing of that process's state."""
+    from distributed import get_worker  # optional: as run_cell_task
+
+    global _worker_paths
+    if not process:
+        return job.run(item), get_worker().address, None
+    torch.set_num_threads(1)            # the worker processes are the parallelism
+    if _worker_paths is None:
+        _worker_paths = path_probe.record()
+    return job.run(item), get_worker().address, _worker_paths
+
+
+_worker_paths = None        # this worker process's CPU-path record, computed by its first job task
 
 
 def warn(text: str) -> None:

@@ -1,8 +1,8 @@
 """The gate as a library call, beside ``check()`` and ``prove()``: re-run what a baseline recorded and compare.
 
 :func:`recorded_settings` turns each run a baseline records (``meta.runs``) into
-its settings object once, at the JSON edge, the tier deciding the type
-(:class:`~tokenlaw.properties.verdict.Tier`); each object re-runs itself
+its typed record once, at the JSON edge (:class:`~.runs.RunMeta`: the tier as a
+:class:`~tokenlaw.properties.verdict.Tier`, the settings object itself); each settings object re-runs itself
 (``settings.run()``: ``check`` or ``prove``); :func:`gate` compares a current document (given, or
 re-run) with the baseline under the known failures and returns a
 :class:`GateResult`.  Nothing is written: ``tokenlaw gate`` writes the re-runs'
@@ -25,14 +25,11 @@ from tokenlaw.reports import document, regressions
 
 from . import environment, provenance, runs
 
-# The settings type of each tier's runs (each runs itself: ``settings.run()``, and writes its reports:
-# ``settings.write(doc)``).
-SETTINGS = {Tier.FUZZ: runs.CheckSettings, Tier.KERNEL: runs.CheckSettings, Tier.SYMBOLIC: runs.ProveSettings}
-
-
 def recorded_settings(run: dict, **overrides) -> runs.CheckSettings | runs.ProveSettings:
-    """The settings object of one run a report records (scope, backend, budget, seed), then ``overrides``."""
-    return SETTINGS[Tier.of(run)].from_run(run, **overrides)
+    """The settings object of one run a report records (scope, backend, budget, seed), then ``overrides``: the
+    run's typed record (:class:`~.runs.RunMeta`, read at the JSON edge, its tier deciding the settings type).
+    Each object re-runs itself (``settings.run()``) and writes its reports (``settings.write(doc)``)."""
+    return runs.RunMeta.from_json(run, **overrides).settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +68,7 @@ def planned_ids(settings: list) -> set:
     ids = set()
     for s in settings:
         reg = runs.mutated(runs.registry(s.operator_modules), getattr(s, "mutant", None))
-        symbolic = isinstance(s, runs.ProveSettings)
+        symbolic = s.tier is Tier.SYMBOLIC
         rows = plan(reg, operators=s.operators, contracts=s.contracts, dtypes=None if symbolic else s.dtypes,
                     backend="eager" if symbolic else s.backend)
         for row in rows:

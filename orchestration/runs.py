@@ -4,10 +4,12 @@
 line (plan the rows, run them on the fuzz tier or a kernel backend, record
 how); ``prove(ProveSettings(...))`` is ``tokenlaw prove``; ``verify`` runs
 both on one selection and combines them (``tokenlaw verify``).  The CLI parses
-its arguments into settings and writes the document; the gate rebuilds the
-settings of every run its baseline records (:meth:`CheckSettings.from_run`)
-and calls the same functions.  Neither function writes a report: the caller
-does (``writers.write_doc``, ``proofs.write_doc``); ``check`` stores
+its arguments into settings and writes the document.  Each run's meta is a
+typed record (:class:`RunMeta`: the tier, the settings object, environment,
+provenance, execution), written as the report's ``meta`` at the edge; the gate
+reads every run its baseline records back into one (:meth:`RunMeta.from_json`)
+and re-runs its settings object through the same functions.  Neither function writes a report: the caller
+does (``settings.write(doc)``: ``reports.formats.write``); ``check`` stores
 counterexample replays under ``settings.replays`` as the run goes.
 
 A run of a backend other than the reference records the environment that
@@ -37,11 +39,11 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.properties.verdict import Tier
-from tokenlaw.reports import proofs, verification, writers
+from tokenlaw.reports import formats, proofs, verification
 from tokenlaw.reports.document import Document
 from tokenlaw.symbolic.prover import SOLVER
 
-from . import prove_pool
+from . import proving
 from .environment import recorded_env
 from .provenance import snapshot
 
@@ -105,7 +107,7 @@ class CheckSettings:
 
     def write(self, doc: Document) -> dict:
         """Write ``doc`` (a run of these settings) under ``out``: conformance.{json,md,xml,html}."""
-        return writers.write_doc(doc, Path(self.out), stem=self.stem)
+        return formats.write(doc, Path(self.out), stem=self.stem)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +119,8 @@ class ProveSettings:
     timeout: float = 5.0
     out: str = "reports"
     operator_modules: tuple | None = None
-    workers: int = 1        # processes, one operator each (prove_pool): changes the time, never a verdict
+    workers: int = 1        # 1: the rows one after another here; N: on a Dask LocalCluster of N (proving)
+    scheduler: str | None = None            # tcp://HOST:PORT of a running Dask scheduler (then not workers)
 
     def __post_init__(self):
         arguments.count(self.workers, "workers")
@@ -139,9 +142,122 @@ class ProveSettings:
         """:func:`prove` of these settings (``progress`` / ``stream``: a fuzz run's display, unused)."""
         return prove(self)
 
-    def write(self, doc: Document) -> tuple:
+    def write(self, doc: Document) -> dict:
         """Write ``doc`` (a run of these settings) under ``out``: proofs.{json,md}."""
-        return proofs.write_doc(doc, self.out)
+        return formats.write(doc, Path(self.out), formats.PROOFS, stem="proofs")
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """What a run's numbers depend on besides the code and its settings."""
+
+    cpu_paths: dict | None = None           # the CPU-path record (operators.path_probe)
+    torch: str | None = None                # torch's version (a fuzz run)
+    draws: dict | None = None               # the drawn distributions' version (fuzz.engine.draws)
+    env: dict | None = None                 # the environment a kernel backend declares it depends on (run_env)
+
+
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """Where the judged code came from and what the registry and backend said about it."""
+
+    traits: dict = dataclasses.field(default_factory=dict)    # {operator: sorted traits}
+    kernel_sources: dict | None = None      # the plug-ins' kernel source hashes (provenance.snapshot)
+    kernels: dict | None = None             # and their binds
+    declares: dict | None = None            # what a kernel backend declares beyond the operators' laws
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """How a run was executed, not what it found (two runs of one seed differ only here and in the timings)."""
+
+    seconds: float | None = None
+    workers: int | None = None
+    shard: str | None = None                # "i/n" (a fuzz run)
+    database: str | None = None
+    replays: str | None = None              # relative to the report when under it
+    replays_from_run_dir: str | None = None  # the same folder seen from where the run ran
+    dask: dict | None = None                # the running cluster a --scheduler named: its workers' cells
+    command: str | None = None              # the command line, as typed (the CLI adds it)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunMeta:
+    """One run's meta, typed: the tier, the settings object it ran with, its environment, provenance and execution.
+
+    ``check`` and ``prove`` make one; :meth:`to_json` is the report's ``meta`` (the keys and their order of
+    docs/report-schema.md, unchanged); :meth:`from_json` reads a written run back once, at the edge, the tier
+    deciding the settings type (the gate re-runs ``RunMeta.from_json(run).settings``).  ``extra`` keeps, as
+    read, the fields a written report has that this record does not model (a merged report's ``merged_from``).
+    """
+
+    tier: Tier
+    settings: object                         # CheckSettings (fuzz, kernel) or ProveSettings (symbolic)
+    environment: Environment = Environment()
+    provenance: Provenance = Provenance()
+    execution: Execution = Execution()
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        s, env, prov, run = self.settings, self.environment, self.provenance, self.execution
+        if self.tier is Tier.SYMBOLIC:
+            out = dict(tier=self.tier.value, backend="z3", solver=SOLVER, timeout=s.timeout, cpu_paths=env.cpu_paths,
+                       seconds=run.seconds, note=proofs.HEADER, traits=prov.traits)
+            scope = {"operators": _list(s.operators), "contracts": _list(s.contracts),
+                     "operator_modules": _list(s.operator_modules)}
+            if any(scope.values()):
+                out["scope"] = scope
+        else:
+            out = dict(tier=self.tier.value, backend=s.backend, profile=s.profile, examples=s.examples, seed=s.seed,
+                       torch=env.torch, draws=env.draws, cpu_paths=env.cpu_paths, seconds=run.seconds,
+                       workers=run.workers, shard=run.shard, database=run.database, replays=run.replays,
+                       replays_from_run_dir=run.replays_from_run_dir)
+            if prov.kernel_sources is not None or prov.kernels is not None:
+                out.update(kernel_sources=prov.kernel_sources, kernels=prov.kernels)
+            out.update(traits=prov.traits,
+                       scope={"operators": _list(s.operators), "contracts": _list(s.contracts),
+                              "dtypes": _list(s.dtypes), "operator_modules": _list(s.operator_modules)})
+        if run.dask is not None:
+            out["dask"] = run.dask
+        if self.tier is not Tier.SYMBOLIC:
+            for key, value in (("mutant", s.mutant), ("env", env.env), ("declares", prov.declares)):
+                if value is not None:
+                    out[key] = value
+        if run.command is not None:
+            out["command"] = run.command
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls, run: dict, **overrides) -> "RunMeta":
+        """A written run's meta (one entry of ``Document.runs``) as the record; ``overrides`` go to its settings."""
+        try:
+            tier = Tier.of(run)
+        except ValueError:
+            raise InvalidArgument(f"meta.tier: expected one of {[t.value for t in Tier]}, got {run.get('tier')!r}") \
+                from None
+        settings = (ProveSettings if tier is Tier.SYMBOLIC else CheckSettings).from_run(run, **overrides)
+        modelled = set(RUN_KEYS[tier])
+        return cls(tier, settings,
+                   Environment(run.get("cpu_paths"), run.get("torch"), run.get("draws"), run.get("env")),
+                   Provenance(run.get("traits") or {}, run.get("kernel_sources"), run.get("kernels"),
+                              run.get("declares")),
+                   Execution(run.get("seconds"), run.get("workers"), run.get("shard"), run.get("database"),
+                             run.get("replays"), run.get("replays_from_run_dir"), run.get("dask"),
+                             run.get("command")),
+                   {k: v for k, v in run.items() if k not in modelled})
+
+    def with_command(self, command: str) -> "RunMeta":
+        return dataclasses.replace(self, execution=dataclasses.replace(self.execution, command=command))
+
+
+# The meta keys each tier's record writes (the rest of a written run is kept as read, in ``RunMeta.extra``).
+_FUZZ_KEYS = ("tier", "backend", "profile", "examples", "seed", "torch", "draws", "cpu_paths", "seconds", "workers",
+              "shard", "database", "replays", "replays_from_run_dir", "kernel_sources", "kernels", "traits", "scope",
+              "dask", "mutant", "env", "declares", "command")
+RUN_KEYS = {Tier.FUZZ: _FUZZ_KEYS, Tier.KERNEL: _FUZZ_KEYS,
+            Tier.SYMBOLIC: ("tier", "backend", "solver", "timeout", "cpu_paths", "seconds", "note", "traits", "scope",
+                            "dask", "command")}
 
 
 def _contracts(loaded) -> dict:
@@ -286,34 +402,29 @@ def _document(settings, reg, rows, pool, examples, replays, shard_i, shard_n, st
     planned = sum(len(r.cells) for r in rows)
     if stopped:
         rows, left_out = whole_rows(rows)
-    reference = backends.get(settings.backend).reference
-    meta = dict(tier="fuzz" if reference else "kernel", backend=settings.backend,
-                profile=settings.profile, examples=examples, seed=settings.seed, torch=torch.__version__,
-                draws=draws(), cpu_paths=path_probe.record(), seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
-                database=str(settings.database),
-                # relative to the report when under it, so the document does not depend on where --out is
-                replays=_relative(replays, settings.out),
-                # the same directory seen from where the run ran: what a pasted replay command needs
-                replays_from_run_dir=replays,
-                **snapshot(reg), traits=traits(reg, rows),
-                scope={"operators": _list(settings.operators), "contracts": _list(settings.contracts),
-                       "dtypes": _list(settings.dtypes), "operator_modules": _list(settings.operator_modules)})
-    if pool is not None and settings.scheduler is not None:
-        # the running cluster the user named: which of its workers ran cells (a LocalCluster's ports are
-        # this run's alone, and would make two runs of one seed differ for nothing)
-        meta["dask"] = executed(pool.execution)
-    if settings.mutant is not None:
-        meta["mutant"] = settings.mutant        # the seeded bug this run judged (the gate re-runs it mutated)
-    env = recorded_env(backends.get(settings.backend))
-    if not reference and env:
-        meta["env"] = env
-    said = declared(backends.get(settings.backend), rows)
-    if not reference and said:
-        meta["declares"] = said
-    if stopped:
-        meta["interrupted"] = dict(planned_cells=planned, judged_cells=sum(len(r.cells) for r in rows)
-                                   + len(left_out["judged"]), **left_out)
-    return Document(rows, meta, laws=laws(reg, rows))
+    backend = backends.get(settings.backend)
+    reference = backend.reference
+    env = recorded_env(backend)
+    said = declared(backend, rows)
+    provenance = snapshot(reg)
+    record = RunMeta(
+        settings.tier, dataclasses.replace(settings, examples=examples),
+        Environment(cpu_paths=path_probe.record(), torch=torch.__version__, draws=draws(),
+                    env=env if not reference and env else None),
+        Provenance(traits(reg, rows), provenance["kernel_sources"], provenance["kernels"],
+                   declares=said if not reference and said else None),
+        # replays: relative to the report when under it, so the document does not depend on where --out is;
+        # replays_from_run_dir: the same directory seen from where the run ran (what a pasted replay command needs)
+        Execution(seconds=time.perf_counter() - start, workers=settings.workers, shard=f"{shard_i}/{shard_n}",
+                  database=str(settings.database), replays=_relative(replays, settings.out),
+                  replays_from_run_dir=replays,
+                  # the running cluster the user named: which of its workers ran cells (a LocalCluster's ports
+                  # are this run's alone, and would make two runs of one seed differ for nothing)
+                  dask=executed(pool.execution) if pool is not None and settings.scheduler is not None else None),
+        # Ctrl-C (issue 47): what the report leaves out
+        extra=dict(interrupted=dict(planned_cells=planned, judged_cells=sum(len(r.cells) for r in rows)
+                                    + len(left_out["judged"]), **left_out)) if stopped else {})
+    return Document(rows, record.to_json(), laws=laws(reg, rows))
 
 
 class Interrupted(KeyboardInterrupt):
@@ -418,16 +529,16 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
     reg = validate_prove(settings)
     planned = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"])
     start = time.perf_counter()
-    results = prove_pool.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
-                                        progress=progress)
+    clusters = []
+    results = proving.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
+                                     scheduler=settings.scheduler, progress=progress,
+                                     by_value=shipped_modules(settings.operator_modules), execution=clusters)
     rows = proofs.rows_from(results, planned)
-    meta = dict(tier="symbolic", backend="z3", solver=SOLVER, timeout=settings.timeout, cpu_paths=path_probe.record(),
-                seconds=time.perf_counter() - start, note=proofs.HEADER, traits=traits(reg, planned))
-    scope = {"operators": _list(settings.operators), "contracts": _list(settings.contracts),
-             "operator_modules": _list(settings.operator_modules)}
-    if any(scope.values()):
-        meta["scope"] = scope
-    return proofs.document(rows, meta, laws(reg, rows))
+    record = RunMeta(Tier.SYMBOLIC, settings, Environment(cpu_paths=path_probe.record()), Provenance(traits(reg, planned)),
+                     Execution(seconds=time.perf_counter() - start,
+                               # the running cluster the user named, as check records it
+                               dask=executed(clusters[0]) if clusters and settings.scheduler is not None else None))
+    return proofs.document(rows, record.to_json(), laws(reg, rows))
 
 
 def planned_count(settings: ProveSettings) -> int:

@@ -84,8 +84,9 @@ def _why(cells: dict) -> str:
     return ""
 
 
-def compare(docs: list) -> tuple[list, list]:
-    """(backends, rows) of JSON conformance reports, one backend each (``Document.to_json()``)."""
+def compare(documents: list) -> tuple[list, list]:
+    """(backends, rows) of conformance Documents, one backend each."""
+    docs = [d.stable_json() for d in documents]
     if len(docs) < 2:
         raise InvalidArgument("reports: give at least two conformance reports, each of one backend")
     backends = [d.get("meta", {}).get("backend") or "eager" for d in docs]
@@ -105,7 +106,7 @@ def conventions(docs: list) -> list[str]:
     """One line per backend: what it declares beyond the operators' own laws (from ``meta.declares``)."""
     lines = []
     for d in docs:
-        meta = d.get("meta", {})
+        meta = d.meta
         name = meta.get("backend") or "eager"
         said = [f"{key} {value}" for key, value in (meta.get("declares") or {}).items()]
         lines.append(f"- `{name}`: " + ("; ".join(said) if said else "nothing beyond the operators' declarations"))

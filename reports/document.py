@@ -58,7 +58,7 @@ def tier_name(meta: dict) -> str:
 
 def row_type(meta: dict) -> type:
     """The row class a run's rows are judged with: the symbolic tier's rows are :class:`ProofRow`."""
-    return ProofRow if meta.get("tier") == V.Tier.SYMBOLIC else Row
+    return ProofRow if V.Tier.of(meta) is V.Tier.SYMBOLIC else Row
 
 
 def _number(v):

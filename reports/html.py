@@ -24,7 +24,7 @@ from tokenlaw.properties import verdict as V
 
 from . import lawtable
 from .svgplot import PALETTE, Series, chart
-from .document import ratio, summary
+from .document import Document, ratio
 from .text import (HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, interrupted_line,
                    run_line)
 
@@ -337,11 +337,11 @@ def _run_facts(meta: dict, stem: str) -> str:
             f'<script src="{escape(stem)}.timings.js"></script>')
 
 
-def html(doc: dict, stem: str = "conformance", also=()) -> str:
+def html(document: Document, stem: str = "conformance", also=()) -> str:
     """The whole page as one string: the verdict and failing rows on the first screen, then the rest (``also``:
-    other tiers' JSON documents of the same selection, whose verdicts the law table shows beside this one's)."""
-    rows, meta = doc["rows"], doc["meta"]
-    summ = doc.get("summary") or summary(rows, bool(meta.get("interrupted")))
+    other tiers' Documents of the same selection, whose verdicts the law table shows beside this one's)."""
+    doc = document.stable_json()
+    rows, meta, summ = doc["rows"], doc["meta"], doc["summary"]
     byid = {r["id"]: r for r in rows}
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width">',
@@ -369,7 +369,7 @@ def html(doc: dict, stem: str = "conformance", also=()) -> str:
                      f'counted above; {counted(len(designed), "reason")})</summary><ul>{items}</ul></details>')
     parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
               f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>',
-              lawtable.html(lawtable.in_report(lawtable.build([doc, *also])), inline_markdown)]
+              lawtable.html(lawtable.in_report(lawtable.build([document, *also])), inline_markdown)]
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
         if figs:

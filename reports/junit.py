@@ -12,7 +12,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from tokenlaw.properties import verdict as V
 
-from .document import ratio
+from .document import Document, ratio
 from .text import example
 
 
@@ -38,8 +38,9 @@ def _case(row: dict, cell: dict) -> tuple[str, str]:
     return "pass", ""
 
 
-def junit(doc: dict) -> str:
+def junit(document: Document) -> str:
     """The report as a JUnit XML string (deterministic: cell times come from the verdicts)."""
+    doc = document.stable_json()
     suites: dict[str, list] = {}
     for row in doc["rows"]:
         for cell in row["cells"]:

@@ -195,10 +195,10 @@ def members(docs) -> list[str]:
     return [op for op in order if op in scored]
 
 
-def _evidence(tier: str, row: dict, meta: dict) -> str:
+def _evidence(row: dict, meta: dict) -> str:
     if row["outcome"] != V.OK_EXPECTED and row["outcome"] not in V.FAILING and not mismatched(row):
         return ""
-    if tier == "symbolic":
+    if V.Tier.of(meta) is V.Tier.SYMBOLIC:
         v = (row["cells"][0]["verdict"] or {}) if row["cells"] else {}
         ce = {k: x for k, x in (v.get("counterexample") or {}).items() if k not in ("params", "failed")}
         text = v.get("detail", "") + (f"; counterexample {json.dumps(ce, separators=(',', ':'))}" if ce else "")
@@ -211,9 +211,9 @@ def _in_scope(meta: dict, contract: str) -> bool:
     return not chosen or contract in chosen
 
 
-def build(docs) -> LawTable:
-    """The law table of single-tier JSON documents (a check's, a prove's, a kernel run's), at most one per tier."""
-    docs = list(docs)
+def build(documents) -> LawTable:
+    """The law table of single-tier Documents (a check's, a prove's, a kernel run's), at most one per tier."""
+    docs = [d.stable_json() for d in documents]
     tiers = [tier_name(d.get("meta") or {}) for d in docs]
     twice = sorted({t for t in tiers if tiers.count(t) > 1})
     if twice:
@@ -238,7 +238,7 @@ def _cell(op, col, docs, tiers, rows) -> LawCell:
         ran = any(op in {r["operator"] for r in d["rows"]} and _in_scope(d.get("meta") or {}, col.contract)
                   for d in docs)
         return LawCell(op, col, NOT_DECLARED if ran else NOT_IN_RUN)
-    marks = [Mark(t, r["id"], r["outcome"], _evidence(t, r, meta), mismatched(r)) for t, r, meta in found]
+    marks = [Mark(t, r["id"], r["outcome"], _evidence(r, meta), mismatched(r)) for t, r, meta in found]
     # a tier with no form for the law (not runnable, not traceable) adds nothing where another tier judged
     judged = [m for m in marks if m.outcome not in V.NOT_RUN]
     marks = sorted(judged or marks, key=lambda m: _tier_rank(m.tier))

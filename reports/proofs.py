@@ -1,4 +1,5 @@
-"""The proofs report: the symbolic tier's rows as Markdown and JSON (reports/proofs.{md,json}).
+"""The proofs report: the symbolic tier's rows as Markdown and JSON (reports/proofs.{md,json}, written by
+``formats.write(doc, out, formats.PROOFS, stem="proofs")``).
 
 The same :class:`~.document.Document` as the conformance report (its rows are
 :class:`~.document.ProofRow`, one cell per row: backend "symbolic", dtype
@@ -8,14 +9,12 @@ and, for a refutation, the counterexample and its measured eager replay.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell
 
 from .document import Document, ProofRow
 from .text import rows_word
-from .writers import atomic_write
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
           "operators' own code traced to z3 terms (the axioms: `tokenlaw docs symbolic`).")
@@ -180,17 +179,3 @@ def _listed(rows, title, statuses) -> list:
     out = [f"- `{r.id}` ({r.declared}): {r.cells[0].verdict.detail}" for r in rows
            if r.cells[0].verdict is not None and r.cells[0].verdict.status in statuses]
     return [f"## {title}", ""] + out + [""] if out else []
-
-
-def write_doc(doc: Document, out_dir) -> tuple:
-    """Write proofs.json (the document) and proofs.md (its rendering); returns their paths."""
-    out_dir = Path(out_dir)
-    md, js = out_dir / "proofs.md", out_dir / "proofs.json"
-    atomic_write(js, json.dumps(doc.to_json(), indent=1) + "\n")
-    atomic_write(md, to_markdown(doc))
-    return md, js
-
-
-def write(rows, meta: dict, out_dir) -> tuple:
-    """:func:`write_doc` of :func:`document` (rows, meta)."""
-    return write_doc(document(rows, meta), out_dir)

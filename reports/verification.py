@@ -3,7 +3,7 @@
 ``tokenlaw verify`` runs the fuzz check and the symbolic prove on one
 selection; ``tokenlaw report merge conformance.json proofs.json`` joins two
 written reports.  Either way :func:`combine` lines the tiers' rows up and
-:func:`write` writes ``OUT/verification.{md,json}``.
+``formats.write(ver, out, formats.VERIFICATION, stem="verification")`` writes ``OUT/verification.{md,json}``.
 
 A row's combined outcome is decided from its tiers' own outcomes, in this order
 (the rule of :func:`combined_outcome`):
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
@@ -34,7 +33,6 @@ from tokenlaw.properties import verdict as V
 from .document import ESTABLISHED, Document, merge_shards, stable, standing, tier_name  # noqa: F401 (re-exported)
 from .proofs import is_mismatch
 from .text import first_counterexample, rows_word
-from .writers import atomic_write
 
 # The order in which a combined row takes a tier's outcome when several tiers disagree.
 FAILING_FIRST = (V.BAD_RAISED, V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.BAD_NOT_REPRODUCED)
@@ -153,8 +151,8 @@ class Verification:
                 "summary": summ, "rows": rows}
 
 
-def _detail(tier: str, row_json: dict, meta: dict | None = None) -> str:
-    if tier == "symbolic":
+def _detail(row_json: dict, meta: dict) -> str:
+    if V.Tier.of(meta) is V.Tier.SYMBOLIC:
         v = row_json["cells"][0]["verdict"] if row_json["cells"] else None
         text = (v or {}).get("detail", "")
     else:
@@ -168,7 +166,7 @@ def _tier_rows(doc: Document, name: str) -> dict:
         mismatch = any(c.verdict is not None and is_mismatch(c.verdict) for c in row.cells)
         failing = row.outcome in V.FAILING or mismatch
         show = failing or row.outcome in V.UNDECIDED or row.outcome in V.NOT_RUN
-        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(name, raw, doc.meta) if show else ""))
+        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(raw, doc.meta) if show else ""))
     return out
 
 
@@ -229,8 +227,9 @@ def headline(view: dict) -> str:
     return text
 
 
-def to_markdown(view: dict) -> str:
+def to_markdown(ver: Verification) -> str:
     """The combined report: the result and headline, red and undecided rows, then every row per tier."""
+    view = stable(ver.to_json())
     tiers, rows, summ = view["meta"]["tiers"], view["rows"], view["summary"]
     lines = [f"# tokenlaw verification ({' + '.join(tiers)})", "", f"**{summ['result']}** - {headline(view)}.", "",
              "A row is green only if no tier refuted it, no tier left a claimed row undecided (unknown, vacuous, "
@@ -259,13 +258,3 @@ def to_markdown(view: dict) -> str:
         lines.append(f"- {run['column']}: " + ", ".join(f"{k} {v}" for k, v in keep.items()))
     lines.append("")
     return "\n".join(lines)
-
-
-def write(ver: Verification, out_dir) -> tuple:
-    """Write verification.json (timings left out: equal runs give equal files) and verification.md."""
-    out_dir = Path(out_dir)
-    view = stable(ver.to_json())
-    md, js = out_dir / "verification.md", out_dir / "verification.json"
-    atomic_write(js, json.dumps(view, indent=1) + "\n")
-    atomic_write(md, to_markdown(view))
-    return md, js

@@ -1,12 +1,11 @@
-"""Report writers: a :class:`~.document.Document` rendered as JSON, Markdown, JUnit XML and HTML, written atomically.
+"""The conformance report's renderers (Markdown; JUnit XML and HTML live beside it) and the interrupted-run marker.
 
-The JSON document (``Document.to_json``, schema in ``docs/report-schema.md``)
-is the single source: every other format renders from it, so a saved report
-can be re-rendered and two reports can be compared field by field.  Output
-is deterministic for the same seed: timings (the fields listed under
-``VOLATILE``) are written to a separate ``<stem>.timings.json`` and every
-other file is byte-identical between two runs of the same code, seed,
-profile and scope.
+Every renderer takes a :class:`~.document.Document`; the registry of formats
+and the one writer are :mod:`.formats` (``formats.write(doc, out, formats)``).
+Output is deterministic for the same seed: the timings (the fields listed
+under ``VOLATILE``) are written to a separate ``<stem>.timings.json`` and every
+other file is byte-identical between two runs of the same code, seed, profile
+and scope.
 """
 from __future__ import annotations
 
@@ -19,30 +18,21 @@ from tokenlaw.properties.catalogue import CONTRACTS
 
 from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, summary, timings  # noqa: F401
 from . import lawtable
-from .html import html
-from .junit import junit
 from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, counted, example,  # noqa: F401
                    first_counterexample, headline, interrupted_line, limit_legend, limits, replay_command, rows_word,
                    run_line, searched)
-
-FORMATS = ("json", "md", "xml", "html")
-
-
-def to_json(rows, meta: dict) -> dict:
-    """The report document of planned-and-run rows (``Document(rows, meta).to_json()``)."""
-    return Document(rows, meta).to_json()
-
 
 def _fmt(x) -> str:
     return f"{x:.2e}" if isinstance(x, float) else str(x)
 
 
-def markdown(doc: dict, also=()) -> str:
+def markdown(document: Document, also=()) -> str:
     """Markdown: the verdict and failing rows first, then the matrix, the law table, the rows and the contracts.
 
-    ``also``: the JSON documents of other tiers run on the same selection (``verify``'s proofs), whose
+    ``also``: the Documents of other tiers run on the same selection (``verify``'s proofs), whose
     verdicts the law table shows beside this document's."""
-    rows, meta, summ = doc["rows"], doc["meta"], doc.get("summary") or summary(doc["rows"], bool(doc["meta"].get("interrupted")))
+    doc = document.stable_json()
+    rows, meta, summ = doc["rows"], doc["meta"], doc["summary"]
     ops = list(dict.fromkeys(r["operator"] for r in rows))
     names = list(dict.fromkeys(r["contract"] for r in rows))
     lines = ["# tokenlaw conformance report", ""]
@@ -86,7 +76,7 @@ def markdown(doc: dict, also=()) -> str:
     for op in ops:
         cells = [SHORT[by[(op, n)]["outcome"]] if (op, n) in by else "-" for n in names]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
-    lines += [""] + lawtable.markdown(lawtable.in_report(lawtable.build([doc, *also])))
+    lines += [""] + lawtable.markdown(lawtable.in_report(lawtable.build([document, *also])))
     lines += ["## Rows", "",
               "| row | declared | outcome | dtypes: examples, max disc/bound | searched (n, d, batch, heads; limits) "
               "| minimal counterexample |",
@@ -116,57 +106,9 @@ def markdown(doc: dict, also=()) -> str:
     return "\n".join(lines)
 
 
-def to_markdown(rows, meta: dict) -> str:
-    """Markdown report of planned-and-run rows (see :func:`markdown`)."""
-    return markdown(to_json(rows, meta))
-
-
-def _view(doc) -> dict:
-    return doc.to_json() if isinstance(doc, Document) else doc
-
-
-def render(doc, fmt: str, stem: str = "conformance", also=()) -> str:
-    """The report document (a Document or its JSON) rendered in one of FORMATS (``stem``: the files' stem, which
-    the HTML names to find its timings; ``also``: other tiers' documents for the law table, see :func:`markdown`)."""
-    doc = _view(doc)
-    also = [stable(_view(d)) for d in also]
-    if fmt == "json":
-        return json.dumps(doc, indent=1, sort_keys=False) + "\n"
-    if fmt == "md":
-        return markdown(doc, also)
-    if fmt == "xml":
-        return junit(doc)
-    if fmt == "html":
-        return html(doc, stem, also)
-    raise ValueError(f"fmt: expected one of {FORMATS}, got {fmt!r}")
-
-
 def not_runnable_cells(rows) -> list:
     """Cells whose verdict is 'not runnable here' (with the reason in ``verdict.detail``)."""
     return [c for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.NOT_RUNNABLE]
-
-
-def write_doc(doc, out_dir: Path, stem: str = "conformance", formats=FORMATS, also=()) -> dict:
-    """Write the document in every format to ``out_dir/stem.<fmt>``; returns {fmt: path}.
-
-    ``also``: other tiers' documents of the same selection, shown beside this one's in the law table.
-
-    Every format is written from the timing-free document (:func:`stable`), so the files are
-    byte-identical for a seed; the timings go to ``stem.timings.json`` alone.
-    """
-    out_dir = Path(out_dir)
-    view = _view(doc)
-    paths = {}
-    det = stable(view)
-    for fmt in formats:
-        paths[fmt] = out_dir / f"{stem}.{fmt}"
-        atomic_write(paths[fmt], render(det, fmt, stem, also))
-    paths["timings"] = out_dir / f"{stem}.timings.json"
-    atomic_write(paths["timings"], json.dumps(timings(view), indent=1) + "\n")
-    if "html" in formats:
-        atomic_write(out_dir / f"{stem}.timings.js", timings_script(timings(view)))
-    interrupted_marker(out_dir, stem).unlink(missing_ok=True)      # these reports are the latest run's
-    return paths
 
 
 def interrupted_marker(out_dir: Path, stem: str = "conformance") -> Path:
@@ -195,14 +137,3 @@ def timings_script(times: dict) -> str:
         f"{seconds:.1f} s" if seconds < 120 else f"{int(seconds // 60)} min {seconds % 60:.0f} s")
     return ("(function () { var e = document.getElementById('wall-time'); if (e) e.textContent = "
             + json.dumps(text) + "; })();\n")
-
-
-def write_all(rows, meta: dict, out_dir: Path, stem: str = "conformance") -> dict:
-    """Write rows as conformance.{json,md,xml,html}; returns {fmt: path}."""
-    return write_doc(Document(rows, meta), out_dir, stem)
-
-
-def write(rows, meta: dict, out_dir: Path, stem: str = "conformance") -> tuple[Path, Path]:
-    """Write every format; returns the (Markdown, JSON) paths (the original interface)."""
-    paths = write_all(rows, meta, out_dir, stem)
-    return paths["md"], paths["json"]

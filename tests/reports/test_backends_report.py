@@ -7,18 +7,20 @@ import pytest
 
 from tokenlaw.app.cli import main
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.reports import backends as B
+from tokenlaw.reports.document import Document
 
 
 def _doc(backend, cells, declares=None):
+    """A Document of sdpa cells {(contract, dtype): (status, discrepancy, bound)} judged on ``backend``."""
     rows = {}
-    for (contract, dtype), (outcome, disc, bound) in cells.items():
-        rows.setdefault(contract, []).append({"id": f"sdpa-{contract}-{backend}-{dtype}", "dtype": dtype,
-                                              "outcome": outcome, "verdict": {"status": outcome,
-                                                                              "discrepancy": disc, "bound": bound}})
+    for (contract, dtype), (status, disc, bound) in cells.items():
+        rows.setdefault(contract, []).append(Cell("sdpa", contract, backend, dtype,
+                                                  V.Verdict(V.Status(status), disc, bound)))
     meta = {"backend": backend, **({"declares": declares} if declares else {})}
-    return {"meta": meta, "rows": [{"id": f"sdpa-{c}", "operator": "sdpa", "contract": c, "cells": cs}
-                                   for c, cs in rows.items()]}
+    return Document([Row("sdpa", c, "claims", "reason", cs) for c, cs in rows.items()], meta)
 
 
 def test_outcomes_and_far_apart_ratios_differ_and_come_first():

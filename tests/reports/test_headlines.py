@@ -16,7 +16,7 @@ from tokenlaw.app.exits import EXIT_FAIL, EXIT_OK, EXIT_UNDECIDED
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.orchestration import runs
-from tokenlaw.reports import proofs, writers
+from tokenlaw.reports import formats, proofs
 from tokenlaw.reports.document import Document, ProofRow, Result, standing
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -112,10 +112,10 @@ def test_conformance_report_is_not_pass_over_a_vacuous_cell():
     summ = doc.to_json()["summary"]
     assert summ["result"] == "UNDECIDED" and summ["undecided"] == ["b-null_receiver"]
     assert summ["claimed"] == {"rows": 2, "proved": 0, "established": 1, "undecided": 1, "not_run": 0, "failing": 0}
-    md = writers.render(doc, "md")
+    md = formats.render(doc, "md")
     assert md.splitlines()[2].startswith("**UNDECIDED** - ") and "1 of 2 claimed rows established" in md
     assert "## Undecided claimed rows" in md and "`b-null_receiver`: vacuous" in md
-    assert 'class="verdict UNDECIDED"' in writers.render(doc, "html")
+    assert 'class="verdict UNDECIDED"' in formats.render(doc, "html")
 
 
 @pytest.fixture

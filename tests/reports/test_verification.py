@@ -72,7 +72,8 @@ def test_each_combination_of_tier_outcomes(case):
 
 
 def test_the_view_shows_what_each_tier_established():
-    view = combined(CASES).to_json()
+    ver = combined(CASES)
+    view = ver.to_json()
     by = {r["id"]: r for r in view["rows"]}
     assert by["prove_only_refutes-zero_absorption"]["tiers"]["fuzz"]["says"] == "holds"
     assert by["prove_only_refutes-zero_absorption"]["tiers"]["symbolic"]["says"] == "REFUTED"
@@ -85,7 +86,7 @@ def test_the_view_shows_what_each_tier_established():
     assert sorted(view["summary"]["failing"]) == sorted(f"{c[0]}-zero_absorption" for c in CASES if c[5] == "red")
     assert view["summary"]["undecided"] == ["unknown-zero_absorption", "trace-zero_absorption",
                                             "vacuous-zero_absorption"]
-    md = verification.to_markdown(view)
+    md = verification.to_markdown(ver)
     assert md.splitlines()[2].startswith("**FAIL** - 11 claimed rows: 3 green, 3 undecided, 4 red, 1 not run")
     assert "| `prove_only_refutes-zero_absorption` | claims | **RED** | holds | REFUTED |" in md
 

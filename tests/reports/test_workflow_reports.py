@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tokenlaw.app import cli
-from tokenlaw.reports import writers
+from tokenlaw.reports import formats, writers
+from tokenlaw.reports.document import Document
 
 ARGS = ["check", "--operator", "presence", "--operator", "otransformer", "--contract", "closure",
         "--contract", "zero_absorption", "--contract", "null_source_insertion", "--examples", "3", "--json"]
@@ -56,7 +57,7 @@ def test_every_format_is_a_view_of_the_json(runs):
     doc = json.loads((d / "conformance.json").read_text())
     assert doc["schema"] == writers.SCHEMA_VERSION
     for fmt in ("md", "xml", "html"):
-        assert (d / f"conformance.{fmt}").read_text() == writers.render(doc, fmt)
+        assert (d / f"conformance.{fmt}").read_text() == formats.render(Document.from_json(doc), fmt)
     xml = (d / "conformance.xml").read_text()
     cells = [c["id"] for r in doc["rows"] for c in r["cells"]]
     assert xml.count("<testcase ") == len(cells) and all(f'name="{c}"' in xml for c in cells)
@@ -75,10 +76,11 @@ def test_junit_failure_and_skip_per_cell():
              {"id": "a-law-triton-float32", "backend": "triton", "dtype": "float32", "outcome": "not runnable here",
               "verdict": {"status": "not_runnable", "discrepancy": 0.0, "bound": 0.0, "detail": "no GPU",
                           "examples": 0}}]}]}
-    xml = writers.render(doc, "xml")
+    doc = Document.from_json(doc)
+    xml = formats.render(doc, "xml")
     assert 'failures="1"' in xml and 'skipped="1"' in xml and "n=1" in xml and "no GPU" in xml
     for fmt in ("md", "html"):        # the reason a cell could not run is shown, not hidden
-        assert "a-law-triton-float32" in writers.render(doc, fmt) and "no GPU" in writers.render(doc, fmt)
+        assert "a-law-triton-float32" in formats.render(doc, fmt) and "no GPU" in formats.render(doc, fmt)
 
 
 def test_plots_are_drawn_from_the_verdicts(runs):
@@ -136,7 +138,7 @@ def test_tau_sweep_chart_drawn_when_a_verdict_carries_one():
              {"id": "pn_fir_tau-silence-eager-float32", "backend": "eager", "dtype": "float32", "outcome": "holds",
               "verdict": {"status": "holds", "discrepancy": 0.0, "bound": 0.0, "detail": "", "examples": 3,
                           "extra": {"tau_sweep": sweep}}}]}]}
-    page = writers.render(doc, "html")
+    page = formats.render(Document.from_json(doc), "html")
     assert "<h2>Tau sweeps</h2>" in page
     for p in sweep:
         assert f"tau {p['tau']}: row_mass = {p['row_mass']}" in page
@@ -177,7 +179,7 @@ def test_plot_classes_follow_the_row_and_a_tiny_bound_does_not_squash_the_rest()
                  "cells": [_cell(f"b-law-eager-bfloat16-{i}", "bfloat16", "holds", "holds", 10.0 ** -(3 + i / 4),
                                  10.0 ** -(2 + i / 4)) for i in range(8)]
                  + [_cell("b-law-eager-bfloat16-tiny", "bfloat16", "holds", "holds", 1e-39, 1e-38)]})
-    page = writers.render({"meta": {}, "rows": rows}, "html")
+    page = formats.render(Document.from_json({"meta": {}, "rows": rows}), "html")
     assert "failing row (" not in page and "expected violation not reproduced in this dtype (row passes) (1)" in page
     ticks = [int(e) for e in re.findall(r">1e(-?\d+)</text>", page.split("bfloat16: discrepancy vs bound")[-1].split("</svg>")[0])]
     assert min(ticks) > -20, ticks                       # the axis is not stretched down to 1e-38

@@ -130,7 +130,8 @@ def test_new_statuses_count_and_render_honestly():
     # sampled weights: a pass, never "proved"; vacuous: undecided; not traceable: not run. Every
     # report format renders them (no outcome left out of a lookup table).
     from tokenlaw.properties.plan import Cell, Row
-    from tokenlaw.reports.writers import FORMATS, render, to_json
+    from tokenlaw.reports.document import Document
+    from tokenlaw.reports.formats import CONFORMANCE, PROOFS, render
 
     def row(op, *statuses):
         return Row(op, "null_receiver", "claims", "reason",
@@ -142,8 +143,8 @@ def test_new_statuses_count_and_render_honestly():
     assert vacuous.outcome == V.OUT_VACUOUS and not vacuous.failing
     assert untraceable.outcome == V.OUT_NOT_TRACEABLE and not untraceable.failing
     assert V.outcome("violates", V.Verdict(V.SAMPLED)) == V.BAD_NOT_REPRODUCED
-    doc = to_json([sampled, vacuous, untraceable], dict(tier="symbolic"))
-    for fmt in FORMATS:
+    doc = Document([sampled, vacuous, untraceable], dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0))
+    for fmt in CONFORMANCE + PROOFS:
         assert render(doc, fmt)
 
 
