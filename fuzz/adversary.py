@@ -261,6 +261,13 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     rows = [r for r in base.rows.get(m.operator, []) if r.declared and r.id not in base.failing
             and r.outcome != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
     drawn = [r for r in rows if any(base.held(r, c, m.predicate) for c in r.cells)]
+    claimed = {r.contract for r in rows}
+    blind = _scale_blind(m, claimed, contracts)
+    if blind and not every_row:
+        # decided from the baseline alone: every row its predicate reaches is blind to a uniform scale there,
+        # so running them could at most move a self-comparison's ratio by the factor (classify says the same)
+        return Outcome(m, "equivalent", blind + " (not run)", [], 0, time.perf_counter() - start,
+                       time.process_time() - cpu)
     units = list(drawn) + ([r for r in rows if r not in drawn] if every_row else [])
     units.sort(key=lambda r: _priority(r.contract, m.wrongness, meant, contracts))
     sub = Path(folder) / m.id.replace(":", "_")
@@ -297,7 +304,8 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     changed = f"{m.id}\tchanged" in C.read_log(sub)
     status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
                               meant_drawn=any(r.contract in meant for r in drawn),
-                              judged_by={r.contract for r in drawn}, contracts=contracts, closest=closest)
+                              judged_by={r.contract for r in drawn}, contracts=contracts, closest=closest,
+                              claimed=claimed)
     if control and status == "equivalent":
         reason += (f"; its re-run of {ran} cell(s), {'every cell' if every_row else 'the cheapest of each row'} "
                    "where the operator was called, repeated the baseline's status and draws in each")
@@ -336,10 +344,12 @@ def expected_cost(m: Mutant, base: Baseline) -> float:
 
 
 def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool,
-             judged_by=frozenset(), contracts=None, closest=None) -> tuple[str, str]:
+             judged_by=frozenset(), contracts=None, closest=None, claimed=None) -> tuple[str, str]:
     """(equivalent | gap, why) for a surviving mutant; ``judged_by``: the contracts of the rows where its
     predicate held; ``contracts``: those they are declared in (none: the catalogue); ``closest``: per
-    tolerance law, the largest discrepancy / bound its cells reached on the mutant (named in a gap's reason)."""
+    tolerance law, the largest discrepancy / bound its cells reached on the mutant (named in a gap's reason);
+    ``claimed``: the contracts of every row of the operator the adversary runs (None: ``judged_by``) -- a
+    uniform scale is equivalent only when each of them is blind to it, wherever the predicate was drawn."""
     contracts = contracts_of(None) if contracts is None else contracts
     p, w = m.predicate, m.wrongness
     if w.name == "identity":
@@ -352,10 +362,9 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
         if why:
             return "equivalent", why
         return "gap", f"predicate never drawn: no call of the default check had {p.text}"
-    if (w.name in ("scale", "scale_tiny") and judged_by
-            and all(c in contracts and C.scale_blind(contracts[c], p.axis) for c in judged_by)):
-        return "equivalent", (f"every row where {p.text} held ({', '.join(sorted(judged_by))}) compares the "
-                              "operator with itself, the predicate alike on both sides: a uniform scale cancels")
+    blind = _scale_blind(m, judged_by if claimed is None else claimed, contracts)
+    if blind:
+        return "equivalent", blind
     if not changed:
         return "gap", f"never effective: the wrong output was never produced on a drawn input with {p.text}"
     if not meant_drawn:
@@ -370,6 +379,21 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
         near += f"; the change {factor:g} is {factor / u:.2g} units of {p.name}'s roundoff {u:.2g}"
     return "gap", (f"wrong outputs reached the rows meant to see them ({', '.join(sorted(judged_by))}); no row failed"
                    + (f" (largest discrepancy / bound: {near})" if near else ""))
+
+
+def _scale_blind(m: Mutant, claimed, contracts) -> str | None:
+    """Why no claimed row of ``m``'s operator (``claimed``: their contracts) can see its uniform scale, or None:
+    each such law is blind to a uniform scale on the predicate's axis (``AdversaryOptions.scale_blind``: it
+    compares the operator with itself, the predicate alike on both sides, or, as ``finite``, no scale turns its
+    finite values infinite).  One law that could see it (a reference comparison), drawn there or not, and the
+    mutant is run: a predicate drawn only in blind rows is a gap of the draws, never an equivalent."""
+    p, w = m.predicate, m.wrongness
+    if w.name in ("scale", "scale_tiny") and claimed and all(
+            c in contracts and C.scale_blind(contracts[c], p.axis) for c in claimed):
+        return (f"every law {m.operator} claims ({', '.join(sorted(claimed))}) compares it with itself, "
+                f"{p.text} alike on both sides, or asks only for finite values: a uniform scale is invisible to "
+                "each of them")
+    return None
 
 
 def unchanged(m: Mutant) -> str | None:

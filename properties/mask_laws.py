@@ -10,7 +10,7 @@ import torch
 
 from . import statement as S
 from .runner import lay_out
-from .contract import SymbolicOptions, contract
+from .contract import AdversaryOptions, SHARED_AXES, SymbolicOptions, contract
 
 # Where the catalogue lists this module's laws (tokenlaw.properties.catalogue.laws_modules).
 ORDER = 15
@@ -50,7 +50,10 @@ def contiguous_mask(case, dtype) -> S.Runner:
                                    at=lambda at: [dict(causal=at.causal)],
                                    says=lambda at: f"F(x, mask=None) = F(x, all-visible mask) at n = {at.n}, "
                                                    f"d = {at.d}" + (", and = F(x, causal mask)" if at.causal
-                                                                    else "")))
+                                                                    else "")),
+          # both sides run on the same tokens, dtype and shape: a uniform scale of the output cancels on every
+          # axis but the mask's (mask=None is one side only) and call parity (two calls)
+          adversary=AdversaryOptions(scale_blind=SHARED_AXES | {"length", "magnitude", "null"}))
 def unmasked(case):
     """F(x, mask=None) is F(x, all-visible mask) exactly (causal: also F(x, causal mask)), bit for bit."""
     # Exact, not within the tolerance model: the operator is handed the same tokens and parameters, and a

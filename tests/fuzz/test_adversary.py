@@ -168,7 +168,17 @@ def test_survivors_are_classified_mechanically():
     m = A.Mutant("presence", C.predicate("always"), C.wrongness("scale"))
     self_only = dict(drawn=True, changed=True, meant={"x"}, meant_drawn=True)
     assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "gradcheck", "differential"})[0] == "equivalent"
-    assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "finite"})[0] == "gap"
+    assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "spec_reference"})[0] == "gap"
+    # finite asks only for finite values: no 1 % scale turns a finite value infinite
+    assert A.classify(m, op, **self_only, judged_by={"zero_absorption", "finite"})[0] == "equivalent"
+    # drawn only in blind rows while the operator claims a reference comparison: a gap of the draws, never equivalent
+    assert A.classify(m, op, **self_only, judged_by={"differential", "finite"},
+                      claimed={"differential", "finite", "spec_reference"})[0] == "gap"
+    # a host claims no law that compares its values with a reference: its uniform scale is equivalent
+    assert A.classify(m, op, **self_only, judged_by={"closure", "finite"},
+                      claimed={"closure", "differential", "finite", "unmasked"})[0] == "equivalent"
+    m = A.Mutant("presence", C.predicate("mask_none"), C.wrongness("scale"))      # mask=None is one side of unmasked
+    assert A.classify(m, op, **self_only, judged_by={"unmasked"}, claimed={"unmasked", "finite"})[0] == "gap"
     m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale"))       # true on one side of differential
     assert A.classify(m, op, **self_only, judged_by={"differential"})[0] == "gap"
     # a change inside the bound says how near each law came, and how large it is in the dtype's own units
