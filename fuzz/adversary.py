@@ -48,9 +48,10 @@ import torch
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row, contracts_of, plan
+from tokenlaw.process.cpu_paths import one_thread
 
 from . import conditional as C
-from .campaign import Campaign, one_thread, run_rows, shipped
+from .campaign import Campaign, run_rows, shipped
 from .cluster import Pool
 
 # The predicates each wrongness other than ``scale`` is paired with: the control and one per axis.

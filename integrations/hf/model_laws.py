@@ -69,6 +69,7 @@ except ImportError:       # hidden or absent: judge() calls require() first
     transformers = None
 
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.process.cpu_paths import one_thread
 
 from . import pins, require
 
@@ -275,18 +276,6 @@ def default_dtype(dtype: str):
         yield
     finally:
         torch.set_default_dtype(before)
-
-
-@contextlib.contextmanager
-def one_thread():
-    """torch on one thread while a search runs: a tiny model's matmuls are microseconds, and on a loaded
-    machine two threads waiting on each other made each one 30-60 ms (measured: 0.55 s a forward, 2.5 ms)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class Run:
