@@ -118,11 +118,6 @@ def _ignores_attention_mask(c: dict, t) -> bool:
                                                                     "batch_invariance", "padding_nan")
 
 
-def _offset_positions(c: dict, t) -> bool:
-    return c["law"] in ("left_padding", "right_padding", "batch_invariance", "padding_nan") and \
-        not (c.get("counterexample") or {}).get("pass_mask", True) and zoo.offset_positions(c["arch"])
-
-
 FINDINGS: tuple = (
     Finding("hf-eager-float64-padding-nan", "upstream",
             "eager attention in float64 adds finfo(float64).min to masked scores, then takes the softmax in "
@@ -149,11 +144,6 @@ FINDINGS: tuple = (
             "its code computes part of the model in float32 whatever the dtype (zoo.computes_in_float32), so a "
             "float64 run is float32-accurate there; the gap is within the bound taken at float32's roundoff "
             "(the laws' float64 bound assumes float64 throughout)", _within_float32_bound),
-    Finding("offset-default-positions", "expected",
-            "its own default position ids start at padding_idx + 1 (create_position_ids_from_input_ids in its "
-            "modeling code); the padded side passes mask-derived ids from 0, the reference (no mask passed) "
-            "none: the two sides run different positions (a harness mismatch of the law, not a model bug)",
-            _offset_positions),
     Finding("ignores-attention-mask", "expected",
             "its forward ignores attention_mask (zoo.IGNORES_ATTENTION_MASK): padding is attended",
             _ignores_attention_mask),
@@ -216,8 +206,10 @@ def render(doc: dict) -> str:
     if meta.get("partial"):
         out.append(f"- **partial**: {meta['partial']}")
     for m in meta.get("amended", []):
+        what = "their rows" if m.get("laws", laws) == laws else f"their {', '.join(m['laws'])} cells"
         out.append(f"- amended: {', '.join(m['archs'])} re-run by `{m['command']}` ({m['wall_s']:.0f} s wall, "
-                   f"{m['cpu_s']:.0f} s CPU), after a trait was corrected from the code; their rows replace the first run's")
+                   f"{m['cpu_s']:.0f} s CPU){': ' + m['why'] if m.get('why') else ''}; {what} replace the "
+                   "first run's")
     out += ["",
            "Marks (per dtype, " + " / ".join(dtypes) + "): ok holds, n/a not applicable (the traits say "
            "why), ? inconclusive (no example judged anything), nb this knob/dtype could not be built, "
@@ -247,12 +239,13 @@ def render(doc: dict) -> str:
     out += ["", "## Could not build tiny", ""]
     out += [f"- {a['arch']} ({a['class']}): {a['reason']}" for a in archs if not a["built"]] or ["None."]
     out += ["", "## Traits (read from each config and model, never from a result)", "",
-            "| architecture | causal | positions | position_ids | window | chunk | layer types | GQA | MoE | "
+            "| architecture | causal | positions | position_ids (first) | window | chunk | layer types | GQA | MoE | "
             "cache | implementations |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for a in archs:
         if a["built"]:
             t = a["traits"]
-            out.append(f"| {a['arch']} | {t['causal']} | {t['positions']} | {t['takes_position_ids']} | "
+            start = f" ({t['position_start']})" if t.get("position_start") else ""
+            out.append(f"| {a['arch']} | {t['causal']} | {t['positions']} | {t['takes_position_ids']}{start} | "
                        f"{t['sliding_window']} | {t['attention_chunk_size']} | {', '.join(t['layer_types']) or '-'} "
                        f"| {t['gqa']} | {t['moe']} | {t['kv_cache']} | {', '.join(t['implementations'])} |")
     return "\n".join(out) + "\n"

@@ -163,3 +163,49 @@ def test_resume_keeps_the_built_cells_of_unchanged_traits(tmp_path):
     hf_sweep.main(args + ["--resume"])
     doc = json.loads((tmp_path / "sweep.json").read_text())
     assert doc["meta"]["resumed"] == 1 and doc["cells"] == first
+
+
+def test_roberta_style_position_ids_are_declared_from_the_model_and_padding_holds():
+    """RoBERTa numbers positions from padding_idx + 1 (fairseq's make_positions): the padding laws derive
+    the position ids the same way, so they hold; declared from 0 (the attack) the same case is violated."""
+    import dataclasses
+    import functools
+    from tokenlaw.integrations.hf import model_laws as ML
+    f = zoo.facts(zoo.Arch("roberta"))
+    pad = zoo.config_for("roberta", ML.Knobs()).pad_token_id
+    assert f.traits.position_start == pad + 1 and "create_position_ids_from_input_ids" in f.source["position_start"]
+    assert zoo.facts(zoo.Arch("gpt2")).traits.position_start == 0
+    mask = torch.tensor([[0, 0, 1, 1, 1]])
+    assert ML.positions(mask).tolist() == [[0, 0, 0, 1, 2]]
+    assert ML.positions(mask, pad + 1).tolist() == [[pad, pad, pad + 1, pad + 2, pad + 3]]
+    build = functools.partial(zoo.config_for, "roberta")
+    for law, case in (("left_padding", ML.Case(ML.Knobs(), tokens=5, pad_left=2, pass_mask=False, seed=3)),
+                      ("right_padding", ML.Case(ML.Knobs(), tokens=5, pad_right=2, pass_mask=False, seed=3))):
+        held = ML.replay(law, build, f.traits, case, dtype="float32")
+        wrong = ML.replay(law, build, dataclasses.replace(f.traits, position_start=0), case, dtype="float32")
+        assert held.status is ML.Status.HOLDS, held.detail
+        assert wrong.status is ML.Status.VIOLATED, wrong.detail
+    # the drawn ids never hold the padding id such a model reads padding from
+    x = ML.ids(ML.Case(ML.Knobs(), tokens=20, batch=3, seed=1), 4, avoid=pad)
+    assert not (x == pad).any() and not (x == 0).any()
+
+
+def test_the_knobs_reach_a_multimodal_models_text_config():
+    """Llama 4's CONFIG_MAPPING class is multimodal: the chunk size and layer types live in its text config,
+    and the window law's receptive field is read there (it read 0 layers before: radius 0, a false violation)."""
+    from tokenlaw.integrations.hf.model_laws import Knobs, receptive_field
+    cfg = zoo.config_for("llama4", Knobs(attention_chunk_size=3, layer_types=("chunked_attention",) * 2, kv_heads=1))
+    text = cfg.get_text_config()
+    assert (text.attention_chunk_size, text.num_key_value_heads) == (3, 1)
+    assert receptive_field(cfg) == (None, 3)
+    assert receptive_field(zoo.config_for("llama4", Knobs())) == (None, None)     # a full layer: no field
+
+
+def test_amend_with_laws_replaces_only_those_cells(tmp_path):
+    base = ["--arch", "gpt2", "--dtype", "float32", "--examples", "1", "--workers", "1", "--out", str(tmp_path)]
+    hf_sweep.main(base + ["--laws", "causality"])
+    hf_sweep.main(base + ["--laws", "right_padding", "--amend", "--why", "a test"])
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    assert sorted(c["law"] for c in doc["cells"]) == ["causality", "right_padding"]
+    assert doc["meta"]["amended"][0]["laws"] == ["right_padding"] and doc["meta"]["amended"][0]["why"] == "a test"
+    assert "their right_padding cells replace" in (tmp_path / "sweep.md").read_text()
