@@ -135,6 +135,18 @@ FINDINGS: tuple = (
             (c["law"] == "left_padding" or (c["law"] in ("batch_invariance", "padding_nan")
                                             and (c.get("counterexample") or {}).get("pad_left"))),
             link="docs/upstream/hf-deepseek-v4-compressed-left-padding.md"),
+    Finding("hf-moshi-sliding-window", "upstream",
+            "Moshi's full forward masks with create_causal_mask (no window) while DynamicCache(config) gives every "
+            "layer a DynamicSlidingWindowLayer: the full forward ignores sliding_window, the cached decode drops "
+            "the keys beyond it", lambda c, t: c["arch"] == "moshi" and c["law"] in ("kv_cache", "window_locality")
+            and ((c.get("counterexample") or {}).get("knobs") or {}).get("sliding_window") is not None,
+            link="docs/upstream/hf-moshi-sliding-window.md"),
+    Finding("hf-prophetnet-padding", "upstream",
+            "ProphetNet's decoder logits move by ~5e-4 when the sequence is right-padded under a mask, whatever "
+            "the pad ids (transformers issue 24289, closed unfixed)", lambda c, t: c["arch"] == "prophetnet"
+            and c["law"] in ("right_padding", "batch_invariance", "padding_nan") and "non-finite" not in c["detail"]
+            and bool((c.get("counterexample") or {}).get("pad_right")),
+            link="https://github.com/huggingface/transformers/issues/24289 (docs/upstream/hf-prophetnet-right-padding.md)"),
     Finding("hf-kv-cache-window-1", "upstream",
             "with sliding_window=1 the full forward lets a token see only itself, the cached decode lets it see "
             "the previous token too", lambda c, t: c["law"] == "kv_cache" and

@@ -209,3 +209,41 @@ def test_amend_with_laws_replaces_only_those_cells(tmp_path):
     assert sorted(c["law"] for c in doc["cells"]) == ["causality", "right_padding"]
     assert doc["meta"]["amended"][0]["laws"] == ["right_padding"] and doc["meta"]["amended"][0]["why"] == "a test"
     assert "their right_padding cells replace" in (tmp_path / "sweep.md").read_text()
+
+
+def _doc_repro(name: str) -> str:
+    """Run the standalone repro of docs/upstream/NAME.md (its python block) and return what it printed."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "docs" / "upstream" / f"{name}.md").read_text()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(re.search(r"```python\n(.*?)```", text, re.S).group(1), {})   # noqa: S102 - our own doc's repro
+    return out.getvalue()
+
+
+def test_the_moshi_and_prophetnet_write_ups_still_reproduce():
+    """docs/upstream: if transformers fixes either, this says so (and the finding should go)."""
+    moshi = _doc_repro("hf-moshi-sliding-window")
+    steps = [float(v) for v in moshi.split("per position: [")[1].split("]")[0].split(",")]
+    assert steps[0] < 1e-5 and min(steps[1:]) > 1e-2, moshi                 # cache drops keys the full pass sees
+    assert float(moshi.split("editing token 0: ")[1].split()[0]) > 1e-2, moshi  # the full pass ignores the window
+    prophet = [float(line.split()[-1]) for line in _doc_repro("hf-prophetnet-right-padding").splitlines()]
+    assert prophet[0] > 1e-4 and prophet[2] > 1e-4 and prophet[1] == prophet[3] == 0.0, prophet
+
+
+def test_the_moshi_and_prophetnet_findings_match_only_their_signature():
+    moshi = _row(arch="moshi", law="kv_cache", dtype="float32", detail="|a - b| = 0.07 > bound 1e-6",
+                 counterexample={"knobs": {"attn": "eager", "sliding_window": 2}, "pad_left": 0, "pad_right": 0})
+    assert sweep.triage(moshi, TRAITS)["id"] == "hf-moshi-sliding-window"
+    no_window = {**moshi, "counterexample": {"knobs": {"attn": "eager", "sliding_window": None}}}
+    assert sweep.triage(no_window, TRAITS)["kind"] == "untriaged"
+    assert sweep.triage({**moshi, "arch": "mistral"}, TRAITS)["kind"] == "untriaged"
+    prophet = _row(arch="prophetnet", law="right_padding", dtype="float32", detail="|a - b| = 5.7e-4 > bound 1e-6",
+                   counterexample={"knobs": {"attn": "eager"}, "pad_left": 0, "pad_right": 1})
+    assert sweep.triage(prophet, TRAITS)["id"] == "hf-prophetnet-padding"
+    assert sweep.triage({**prophet, "law": "causality"}, TRAITS)["kind"] == "untriaged"
+    assert sweep.triage({**prophet, "counterexample": {"knobs": {}, "pad_left": 1, "pad_right": 0}},
+                        TRAITS)["kind"] == "untriaged"
