@@ -49,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the architectures and exit")
     p.add_argument("--amend", action="store_true",
                    help="run --arch and replace their rows in the report already in --out (stated in its meta)")
+    p.add_argument("--amend-with", default=None, metavar="DIR",
+                   help="merge the sweep already in DIR (run apart, e.g. on another machine) into --out's report, "
+                        "as --amend would have run it (its command, time and load stated)")
     p.add_argument("--why", default="", help="with --amend: why those rows were re-run (stated in the report)")
     p.add_argument("--from-log", type=float, default=None, metavar="WALL_S",
                    help="render the report from --out's cells.jsonl of a sweep still running or stopped "
@@ -78,6 +81,13 @@ def main(args) -> int:
         if not (out / "sweep.json").is_file():
             raise InvalidArgument(f"--retriage: no sweep.json in --out {out}")
         doc = retriage(json.loads((out / "sweep.json").read_text()))
+        return _write(doc, out, getattr(args, 'json', False))
+    if getattr(args, "amend_with", None):
+        for where, flag in ((out, "--out"), (Path(args.amend_with), "--amend-with")):
+            if not (where / "sweep.json").is_file():
+                raise InvalidArgument(f"{flag}: no sweep.json in {where}")
+        doc = amend(json.loads((out / "sweep.json").read_text()),
+                    json.loads((Path(args.amend_with) / "sweep.json").read_text()), why=getattr(args, "why", "") or "")
         return _write(doc, out, getattr(args, 'json', False))
     if args.amend and not (out / "sweep.json").is_file():
         raise InvalidArgument(f"--amend: no sweep.json in --out {out}")

@@ -209,6 +209,17 @@ def test_amend_with_laws_replaces_only_those_cells(tmp_path):
     assert sorted(c["law"] for c in doc["cells"]) == ["causality", "right_padding"]
     assert doc["meta"]["amended"][0]["laws"] == ["right_padding"] and doc["meta"]["amended"][0]["why"] == "a test"
     assert "their right_padding cells replace" in (tmp_path / "sweep.md").read_text()
+    # a sweep run apart (another folder, another machine) merges the same way
+    apart = tmp_path / "apart"
+    hf_sweep.main(["--arch", "gpt2", "--dtype", "float32", "--examples", "1", "--workers", "1", "--out", str(apart),
+                   "--laws", "causality"])
+    hf_sweep.main(["--amend-with", str(apart), "--why", "merged", "--out", str(tmp_path)])
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    assert sorted(c["law"] for c in doc["cells"]) == ["causality", "right_padding"]
+    assert [m["why"] for m in doc["meta"]["amended"]] == ["a test", "merged"]
+    from tokenlaw.operators.errors import InvalidArgument
+    with pytest.raises(InvalidArgument, match="--amend-with"):
+        hf_sweep.main(["--amend-with", str(tmp_path / "nowhere"), "--out", str(tmp_path)])
 
 
 def _doc_repro(name: str) -> str:
