@@ -298,6 +298,9 @@ def facts(arch: Arch):
         causal, source["causal"] = any(flags), f"{sum(flags)} of {len(flags)} attention modules declare is_causal"
     elif hasattr(config, "is_decoder"):
         causal, source["causal"] = bool(config.is_decoder), f"config.is_decoder={config.is_decoder}"
+    elif isinstance(getattr(config, "causal", None), bool):
+        causal, source["causal"] = config.causal, f"config.causal={config.causal} (the model builds its mask " \
+                                                  "from it: XLM's get_masks is bidirectional unless causal)"
     else:
         causal, source["causal"] = True, "no attention module declares is_causal and no is_decoder: recurrent " \
                                          "/ state-space blocks, causal by construction"

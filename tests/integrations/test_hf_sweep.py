@@ -40,6 +40,7 @@ def test_tiny_config_shrinks_and_keeps_the_kind_of_attention():
     ("bert", dict(causal=False, positions="absolute")),          # a BERT LM head without is_decoder
     ("llama", dict(causal=True, positions="rotary", sliding_window=False, moe=False)),
     ("bloom", dict(causal=True, positions="alibi", takes_position_ids=False)),
+    ("xlm", dict(causal=False)),                                  # config.causal=False: a bidirectional mask
 ])
 def test_traits_are_read_from_what_the_model_is(name, expect):
     t = zoo.facts(zoo.Arch(name)).traits
