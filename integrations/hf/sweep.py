@@ -219,7 +219,8 @@ def render(doc: dict) -> str:
         out.append(f"- **partial**: {meta['partial']}")
     for m in meta.get("amended", []):
         what = "their rows" if m.get("laws", laws) == laws else f"their {', '.join(m['laws'])} cells"
-        out.append(f"- amended: {', '.join(m['archs'])} re-run by `{m['command']}` ({m['wall_s']:.0f} s wall, "
+        every = set(m["archs"]) == {a["arch"] for a in archs}
+        out.append(f"- amended: {'every architecture' if every else ', '.join(m['archs'])} re-run by `{m['command']}` ({m['wall_s']:.0f} s wall, "
                    f"{m['cpu_s']:.0f} s CPU){': ' + m['why'] if m.get('why') else ''}; {what} replace the "
                    "first run's")
     out += ["",
