@@ -64,6 +64,9 @@ def register(subparsers):
                        help="the report's folder: sweep.md, sweep.json, cells.jsonl (default reports/hf-sweep)")
     sweep.add_argument("--list", action="store_true", help="list the architectures and exit")
     sweep.add_argument("--amend", action="store_true", help="re-run --arch into the report already in --out")
+    sweep.add_argument("--amend-with", default=None, metavar="DIR",
+                       help="merge the sweep in DIR (run apart) into --out's report, as --amend would")
+    sweep.add_argument("--why", default="", metavar="TEXT", help="with --amend: why (stated in the report)")
     sweep.add_argument("--retriage", action="store_true", help="re-triage and re-render the report in --out")
     sweep.add_argument("--json", action="store_true", help="the report's counts and paths on stdout, as JSON")
     sweep.set_defaults(func="tokenlaw.app.hf_cmd:cmd_sweep")

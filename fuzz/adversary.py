@@ -54,11 +54,12 @@ import torch
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row, contracts_of, plan
+from tokenlaw.process.cpu_paths import one_thread
 
 from . import conditional as C
 from tokenlaw.operators.dtypes import DTYPES
 
-from .campaign import Campaign, one_thread, shipped
+from .campaign import Campaign, shipped
 from .cluster import Pool
 from .engine import run_cell
 

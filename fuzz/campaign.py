@@ -21,13 +21,13 @@ import time
 import traceback
 
 import cloudpickle
-import torch
 
 from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import contracts_of
+from tokenlaw.process.cpu_paths import one_thread
 
 from . import engine
 from . import replay as R
@@ -221,22 +221,6 @@ def picklable(err: BaseException) -> BaseException:
         return err
     except Exception:  # noqa: BLE001 -- an exception that cannot cross processes is re-raised by its text
         return RuntimeError(f"{type(err).__name__}: {err}\n{''.join(traceback.format_exception(err))}")
-
-
-@contextlib.contextmanager
-def one_thread():
-    """torch on one thread while the cells run here, as on every Dask worker (``cluster.run_cell_task``).
-
-    A parallel reduction sums in an order that depends on the thread count (measured: an oattention
-    cell's float32 bound and the example the search steered to differed between 2 threads and 1), so
-    a verdict would depend on the machine's cores and on ``--workers``; one thread everywhere fixes it.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class _Judged:

@@ -49,6 +49,10 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the architectures and exit")
     p.add_argument("--amend", action="store_true",
                    help="run --arch and replace their rows in the report already in --out (stated in its meta)")
+    p.add_argument("--amend-with", default=None, metavar="DIR",
+                   help="merge the sweep already in DIR (run apart, e.g. on another machine) into --out's report, "
+                        "as --amend would have run it (its command, time and load stated)")
+    p.add_argument("--why", default="", help="with --amend: why those rows were re-run (stated in the report)")
     p.add_argument("--from-log", type=float, default=None, metavar="WALL_S",
                    help="render the report from --out's cells.jsonl of a sweep still running or stopped "
                         "(partial: the cells not yet judged are marked -); WALL_S: its wall time so far")
@@ -78,6 +82,13 @@ def main(args) -> int:
             raise InvalidArgument(f"--retriage: no sweep.json in --out {out}")
         doc = retriage(json.loads((out / "sweep.json").read_text()))
         return _write(doc, out, getattr(args, 'json', False))
+    if getattr(args, "amend_with", None):
+        for where, flag in ((out, "--out"), (Path(args.amend_with), "--amend-with")):
+            if not (where / "sweep.json").is_file():
+                raise InvalidArgument(f"{flag}: no sweep.json in {where}")
+        doc = amend(json.loads((out / "sweep.json").read_text()),
+                    json.loads((Path(args.amend_with) / "sweep.json").read_text()), why=getattr(args, "why", "") or "")
+        return _write(doc, out, getattr(args, 'json', False))
     if args.amend and not (out / "sweep.json").is_file():
         raise InvalidArgument(f"--amend: no sweep.json in --out {out}")
     doc = run(archs=args.arch, laws=args.laws, dtypes=args.dtype, examples=args.examples, seed=args.seed,
@@ -85,23 +96,31 @@ def main(args) -> int:
               log=out / ("amend.jsonl" if args.amend else "cells.jsonl"),
               resume=_logged(out / "cells.jsonl") if getattr(args, "resume", False) else None)
     if args.amend:
-        doc = amend(json.loads((out / "sweep.json").read_text()), doc)
+        doc = amend(json.loads((out / "sweep.json").read_text()), doc, why=getattr(args, "why", "") or "")
     return _write(doc, out, getattr(args, 'json', False))
 
 
-def amend(base: dict, new: dict) -> dict:
-    """``base`` with the architectures ``new`` ran replaced by ``new``'s rows; its meta lists the amendment."""
+def amend(base: dict, new: dict, why: str = "") -> dict:
+    """``base`` with what ``new`` ran replaced by ``new``'s rows: the architectures' facts, and their cells of
+    the laws and dtypes ``new`` ran (``--amend --laws window_locality`` keeps the other laws' cells); its
+    meta lists the amendment."""
     names = {a["arch"] for a in new["architectures"]}
+    scope = {(law, d) for law in new["meta"]["laws"] for d in new["meta"]["dtypes"]}
     order = [a["arch"] for a in base["architectures"]]
     archs = {a["arch"]: a for a in base["architectures"]}
     archs.update({a["arch"]: a for a in new["architectures"]})
-    cells_ = [c for c in base["cells"] if c["arch"] not in names] + new["cells"]
+    built = {n for n in names if archs[n]["built"]}
+    cells_ = [c for c in base["cells"] if c["arch"] not in names
+              or (c["arch"] in built and (c["law"], c["dtype"]) not in scope)] + new["cells"]
     rank = {n: i for i, n in enumerate(order)}
-    cells_.sort(key=lambda c: (rank.get(c["arch"], len(rank)), base["meta"]["laws"].index(c["law"]),
-                               base["meta"]["dtypes"].index(c["dtype"])))
     meta = dict(base["meta"])
+    meta["laws"] = list(meta["laws"]) + [law for law in new["meta"]["laws"] if law not in meta["laws"]]
+    meta["dtypes"] = list(meta["dtypes"]) + [d for d in new["meta"]["dtypes"] if d not in meta["dtypes"]]
+    cells_.sort(key=lambda c: (rank.get(c["arch"], len(rank)), meta["laws"].index(c["law"]),
+                               meta["dtypes"].index(c["dtype"])))
     meta["amended"] = list(meta.get("amended", [])) + [
-        {k: new["meta"][k] for k in ("command", "wall_s", "cpu_s", "load_start", "load_end")} | {"archs": sorted(names)}]
+        {k: new["meta"][k] for k in ("command", "wall_s", "cpu_s", "load_start", "load_end", "laws")}
+        | {"archs": sorted(names), "why": why}]
     doc = dict(meta=meta, architectures=[archs[n] for n in order], cells=cells_)
     return retriage(doc)
 

@@ -39,6 +39,7 @@ the CLI and the pytest plug-in import it before any tensor arithmetic.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 
@@ -46,6 +47,25 @@ import torch
 
 PINNED = {"MKL_CBWR": "COMPATIBLE", "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 OPT_OUT = "TOKENLAW_CPU_PATHS"
+
+
+@contextlib.contextmanager
+def one_thread():
+    """torch on one thread inside the block (the thread count it had is restored after).
+
+    The thread count is a code path too: a parallel reduction sums in an order that depends on it
+    (measured: an oattention cell's float32 bound and the example the search steered to differed between
+    2 threads and 1), so a verdict would depend on the machine's cores and on ``--workers``.  And a tiny
+    model's matmuls are microseconds: on a loaded machine two threads waiting on each other made each
+    forward of a tiny Hugging Face model 0.55 s instead of 2.5 ms.  The fuzz campaigns, every Dask cell
+    and the model laws' searches run under it.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def native() -> bool:

@@ -69,6 +69,7 @@ except ImportError:       # hidden or absent: judge() calls require() first
     transformers = None
 
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.process.cpu_paths import one_thread
 
 from . import pins, require
 
@@ -106,7 +107,11 @@ class Traits:
     forward takes ``position_ids`` (then padding laws pass them, derived from the mask); sliding_window /
     attention_chunk_size / layer_types: its config has that knob (the search draws it); gqa: it has
     ``num_key_value_heads``; moe: routed experts; kv_cache: incremental decoding with ``past_key_values``;
-    implementations: the ``attn_implementation`` values it supports; head: the auto class built.
+    implementations: the ``attn_implementation`` values it supports; head: the auto class built;
+    position_start: the position id of the first real token, as the model's own default derives it: 0, or
+    ``padding_idx + 1`` for the RoBERTa family (fairseq's ``make_positions``: real tokens at
+    ``padding_idx + 1 + index``, padding at ``padding_idx``; such a model also reads padding from
+    ``input_ids == padding_idx``, so the laws never draw that id as a real token).
     """
 
     causal: bool = True
@@ -120,6 +125,7 @@ class Traits:
     kv_cache: bool = True
     implementations: tuple = ("eager", "sdpa")
     head: str = "causal_lm"
+    position_start: int = 0
 
     def __post_init__(self):
         if self.positions not in POSITIONS:
@@ -133,6 +139,9 @@ class Traits:
         if bad or isinstance(self.layer_types, str):
             raise InvalidArgument(f"traits.layer_types: expected a tuple drawn from {LAYER_TYPES}, "
                                   f"got {self.layer_types!r}")
+        if not isinstance(self.position_start, int) or isinstance(self.position_start, bool) \
+                or self.position_start < 0:
+            raise InvalidArgument(f"traits.position_start: expected an int >= 0, got {self.position_start!r}")
         object.__setattr__(self, "implementations", tuple(self.implementations))
         object.__setattr__(self, "layer_types", tuple(self.layer_types))
 
@@ -230,23 +239,31 @@ class Result:
 
 # -- inputs -----------------------------------------------------------------------------------------
 
-def ids(case: Case, vocab: int) -> torch.Tensor:
-    """(batch, tokens) token ids drawn from the case's seed (never the padding id 0)."""
+def ids(case: Case, vocab: int, avoid: int | None = None) -> torch.Tensor:
+    """(batch, tokens) token ids drawn from the case's seed (never the padding id 0, nor ``avoid``: the
+    padding id of a model that reads padding from its ids, :attr:`Traits.position_start`)."""
     g = torch.Generator().manual_seed(case.seed)
-    return torch.randint(1, vocab, (case.batch, case.tokens), generator=g)
+    x = torch.randint(1, vocab, (case.batch, case.tokens), generator=g)
+    if avoid is not None and avoid > 0:
+        x = torch.where(x == avoid, 1 + avoid % (vocab - 1), x)
+        x = torch.where(x == avoid, 1 + (avoid + 1) % (vocab - 1), x)
+    return x
 
 
-def edited(x: torch.Tensor, position: int, vocab: int) -> torch.Tensor:
-    """``x`` with row 0's token at ``position`` replaced by another id."""
+def edited(x: torch.Tensor, position: int, vocab: int, avoid: int | None = None) -> torch.Tensor:
+    """``x`` with row 0's token at ``position`` replaced by another id (never ``avoid``)."""
     y = x.clone()
-    y[0, position] = 1 + (int(y[0, position]) % (vocab - 1))
+    new = 1 + (int(y[0, position]) % (vocab - 1))
+    if new == avoid:
+        new = 1 + (new % (vocab - 1))
+    y[0, position] = new
     return y
 
 
-def padded(x: torch.Tensor, left: int, right: int, pass_mask: bool = True) -> tuple:
+def padded(x: torch.Tensor, left: int, right: int, pass_mask: bool = True, start: int = 0) -> tuple:
     """Row 0 padded with ``left`` / ``right`` pad tokens, the other rows right-padded to the same width:
     (ids, attention mask (1 = real; None where nothing is padded and ``pass_mask`` is False), position
-    ids from the mask, row 0's real columns)."""
+    ids from the mask (:func:`positions`, first real token at ``start``), row 0's real columns)."""
     b, n = x.shape
     width = n + left + right
     out = torch.zeros(b, width, dtype=x.dtype)
@@ -255,12 +272,18 @@ def padded(x: torch.Tensor, left: int, right: int, pass_mask: bool = True) -> tu
     out[1:, :n], mask[1:, :n] = x[1:], 1
     if not pass_mask and left == right == 0:
         return out, None, None, slice(0, n)
-    return out, mask, positions(mask), slice(left, left + n)
+    return out, mask, positions(mask, start), slice(left, left + n)
 
 
-def positions(mask: torch.Tensor) -> torch.Tensor:
-    """Position ids derived from the mask: each real token's index among the real tokens (padding: 0)."""
-    return (mask.cumsum(-1) - 1).clamp(min=0) * mask
+def positions(mask: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """Position ids derived from the mask, as the model's own default numbers an unpadded sequence:
+    ``start`` + each real token's index among the real tokens; padding at 0, or at ``start - 1``
+    (``padding_idx``) where the positions start past 0 (:attr:`Traits.position_start`: RoBERTa's
+    ``padding_idx + 1 + cumsum``)."""
+    index = (mask.cumsum(-1) - 1).clamp(min=0) * mask
+    if start == 0:
+        return index
+    return (index + start) * mask + (start - 1) * (1 - mask)
 
 
 # -- running a model --------------------------------------------------------------------------------
@@ -277,24 +300,25 @@ def default_dtype(dtype: str):
         torch.set_default_dtype(before)
 
 
-@contextlib.contextmanager
-def one_thread():
-    """torch on one thread while a search runs: a tiny model's matmuls are microseconds, and on a loaded
-    machine two threads waiting on each other made each one 30-60 ms (measured: 0.55 s a forward, 2.5 ms)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 class Run:
     """The models of one case in one dtype (one per implementation, same weights) and their forward."""
 
     def __init__(self, models: dict, config, traits: Traits, dtype: str):
         self.models, self.config, self.traits, self.dtype = models, config, traits, dtype
         self.vocab = int(config.vocab_size)
+        self.start = traits.position_start
+        self.avoid = traits.position_start - 1 if traits.position_start > 0 else None
+
+    def ids(self, case: Case) -> torch.Tensor:
+        """The case's token ids for this model (:func:`ids`, never its padding id)."""
+        return ids(case, self.vocab, self.avoid)
+
+    def edited(self, x: torch.Tensor, position: int) -> torch.Tensor:
+        return edited(x, position, self.vocab, self.avoid)
+
+    def padded(self, x: torch.Tensor, left: int, right: int, pass_mask: bool = True) -> tuple:
+        """:func:`padded` with this model's position ids (:attr:`Traits.position_start`)."""
+        return padded(x, left, right, pass_mask, self.start)
 
     def logits(self, x, mask=None, pos=None, *, impl=None, pass_mask=True) -> torch.Tensor:
         """Logits (batch, width, vocab) as float64; ``mask`` None and ``pass_mask``: an all-ones mask."""
@@ -305,14 +329,14 @@ class Run:
         if mask is not None:
             kw["attention_mask"] = mask
             if self.traits.takes_position_ids:
-                kw["position_ids"] = positions(mask) if pos is None else pos
+                kw["position_ids"] = positions(mask, self.start) if pos is None else pos
         with torch.no_grad(), default_dtype(self.dtype):
             return model(**kw).logits.double()
 
     def decode(self, x, mask, prefix: int) -> torch.Tensor:
         """Logits of columns ``prefix..`` fed one token at a time after a cached prefix of ``prefix`` columns."""
         model = self.models[next(iter(self.models))]
-        pos = positions(mask)
+        pos = positions(mask, self.start)
 
         def step(lo, hi, past):
             kw = {"input_ids": x[:, lo:hi], "attention_mask": mask[:, :hi], "use_cache": True}
@@ -338,6 +362,8 @@ def receptive_field(config) -> tuple:
     the window ends are covered); a full layer reaches everything (radius None); a model whose every layer
     is chunked keeps influence inside a chunk of ``attention_chunk_size`` positions (chunk).
     """
+    if callable(getattr(config, "get_text_config", None)):
+        config = config.get_text_config()     # a multimodal config: its text model's layers (Llama 4)
     n = int(getattr(config, "num_hidden_layers", 0) or 0)
     w = getattr(config, "sliding_window", None)
     c = getattr(config, "attention_chunk_size", None)
@@ -373,9 +399,9 @@ def causality(run: Run, case: Case) -> list:
     t = case.tokens - 1 - case.edit
     if t <= 0:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
+    x, mask, pos, real = run.padded(run.ids(case), case.pad_left, case.pad_right, case.pass_mask)
     keep = slice(real.start, real.start + t)
-    a = run.logits(edited(x, real.start + t, run.vocab), mask, pos, pass_mask=case.pass_mask)
+    a = run.logits(run.edited(x, real.start + t), mask, pos, pass_mask=case.pass_mask)
     b = run.logits(x, mask, pos, pass_mask=case.pass_mask)
     return [Pair(a[0, keep], b[0, keep], f"positions < {t} after editing token {t}")]
 
@@ -384,8 +410,8 @@ def _padded_pair(run: Run, case: Case, left: int, right: int, side: str) -> list
     """Row 0 padded by ``left`` / ``right`` tokens (position ids from the mask) against row 0 alone."""
     if left + right == 0:
         return []
-    x = ids(case, run.vocab)
-    xp, mask, pos, real = padded(x, left, right)
+    x = run.ids(case)
+    xp, mask, pos, real = run.padded(x, left, right)
     a = run.logits(xp, mask, pos)[0, real]
     b = run.logits(x[:1], pass_mask=case.pass_mask)[0]
     return [Pair(a, b, f"row 0 {side}-padded by {left + right}")]
@@ -405,7 +431,7 @@ def batch_invariance(run: Run, case: Case) -> list:
     """A sequence's logits do not depend on its batch neighbours."""
     if case.batch == 1:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
+    x, mask, pos, real = run.padded(run.ids(case), case.pad_left, case.pad_right, case.pass_mask)
     a = run.logits(x, mask, pos, pass_mask=case.pass_mask)[0]
     b = run.logits(x[:1], None if mask is None else mask[:1], None if pos is None else pos[:1],
                    pass_mask=case.pass_mask)[0]
@@ -428,9 +454,9 @@ def window_locality(run: Run, case: Case) -> list:
         return []
     if t < 0 or not far:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
+    x, mask, pos, real = run.padded(run.ids(case), case.pad_left, case.pad_right, case.pass_mask)
     cols = [real.start + i for i in far]
-    a = run.logits(edited(x, real.start + t, run.vocab), mask, pos, pass_mask=case.pass_mask)
+    a = run.logits(run.edited(x, real.start + t), mask, pos, pass_mask=case.pass_mask)
     b = run.logits(x, mask, pos, pass_mask=case.pass_mask)
     field = f"window radius {radius}" if radius is not None else f"chunks of {chunk}"
     return [Pair(a[0, cols], b[0, cols], f"positions {far[0]}.. after editing token {t} ({field})")]
@@ -441,7 +467,7 @@ def implementation_agreement(run: Run, case: Case) -> list:
     impls = list(run.models)
     if len(impls) < 2:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
+    x, mask, pos, real = run.padded(run.ids(case), case.pad_left, case.pad_right, case.pass_mask)
     b = run.logits(x, mask, pos, impl=impls[0], pass_mask=case.pass_mask)
     return [Pair(run.logits(x, mask, pos, impl=i, pass_mask=case.pass_mask)[0, real], b[0, real],
                  f"{i} vs {impls[0]}") for i in impls[1:]]
@@ -452,7 +478,7 @@ def kv_cache(run: Run, case: Case) -> list:
     prefix = case.edit
     if prefix == 0 or prefix >= case.tokens:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, 0)
+    x, mask, pos, real = run.padded(run.ids(case), case.pad_left, 0)
     start = real.start + prefix
     a = run.decode(x, mask, start)
     b = run.logits(x, mask, pos)[:, start:]
@@ -463,7 +489,7 @@ def padding_nan(run: Run, case: Case) -> list:
     """No NaN reaches a real token from padding (fully masked padding rows included)."""
     if case.pad_left == 0 and case.pad_right == 0:
         return []
-    x, mask, pos, real = padded(ids(case, run.vocab), case.pad_left, case.pad_right, case.pass_mask)
+    x, mask, pos, real = run.padded(run.ids(case), case.pad_left, case.pad_right, case.pass_mask)
     a = run.logits(x, mask, pos)[0, real]
     b = run.logits(x[:1, :case.tokens], pass_mask=case.pass_mask)[0]
     return [Pair(torch.where(torch.isfinite(a), b, a), b, "real tokens' logits finite with padding")]
@@ -612,22 +638,35 @@ def check(law: Law, builder: Builder, case: Case, dtype: str) -> tuple:
 
 # -- the search ---------------------------------------------------------------------------------------
 
-def cases(traits: Traits):
-    """The Hypothesis strategy of :class:`Case` for an architecture with ``traits`` (module docstring)."""
-    none_or = lambda s, on: st.one_of(st.none(), s) if on else st.none()  # noqa: E731
+def cases(traits: Traits, law: str | None = None):
+    """The Hypothesis strategy of :class:`Case` for an architecture with ``traits`` (module docstring).
+
+    For ``window_locality`` the draws are the ones it can judge: the window and the chunk size always on
+    (where the architecture has them), per-layer types drawn from its windowed kinds only (a full layer
+    reaches everything, so a model with one has no position beyond a token's field), and sequences of
+    ``MAX_TOKENS // 2`` tokens or more, long enough for a field of up to ``LAYERS * MAX_WINDOW`` to leave
+    positions beyond it.  Every other law draws the knobs on or off.
+    """
+    local = law == "window_locality"
+    none_or = lambda s, on: (s if local else st.one_of(st.none(), s)) if on else st.none()  # noqa: E731
+    kinds = traits.layer_types
+    if local and any(k != "full_attention" for k in kinds):
+        kinds = tuple(k for k in kinds if k != "full_attention")
     knobs = st.builds(
         Knobs,
         attn=st.sampled_from(traits.implementations),
         sliding_window=none_or(st.integers(1, MAX_WINDOW), traits.sliding_window),
         attention_chunk_size=none_or(st.integers(2, MAX_WINDOW), traits.attention_chunk_size),
-        layer_types=none_or(st.tuples(*[st.sampled_from(traits.layer_types)] * LAYERS), bool(traits.layer_types)),
+        layer_types=none_or(st.tuples(*[st.sampled_from(kinds)] * LAYERS), bool(kinds)),
         kv_heads=st.sampled_from((HEAD_COUNT, 2, 1) if traits.gqa else (HEAD_COUNT,)),
     )
 
     @st.composite
     def case(draw):
-        # half the draws long enough for a window or chunk to leave positions beyond a token's field
-        n = draw(st.one_of(st.integers(2, MAX_TOKENS // 2), st.integers(MAX_TOKENS // 2, MAX_TOKENS)))
+        # half the draws (every window_locality draw) long enough for a window or chunk to leave
+        # positions beyond a token's field
+        long = st.integers(MAX_TOKENS // 2, MAX_TOKENS)
+        n = draw(long if local else st.one_of(st.integers(2, MAX_TOKENS // 2), long))
         return Case(knobs=draw(knobs), tokens=n, batch=draw(st.integers(1, MAX_BATCH)),
                     pad_left=draw(st.integers(0, MAX_PAD)), pad_right=draw(st.integers(0, MAX_PAD)),
                     edit=draw(st.integers(0, n - 1)), pass_mask=draw(st.booleans()),
@@ -666,7 +705,7 @@ def judge(law_name: str, build_config_fn: Callable, traits: Traits, *, dtype: st
     @hseed(seed)
     @settings(max_examples=examples, database=None, deadline=None, derandomize=False, print_blob=False,
               suppress_health_check=list(HealthCheck))
-    @given(cases(traits))
+    @given(cases(traits, law_name))
     def search(case):
         state["n"] += 1
         verdict, why = check(law, builder, case, dtype)

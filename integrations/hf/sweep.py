@@ -118,11 +118,6 @@ def _ignores_attention_mask(c: dict, t) -> bool:
                                                                     "batch_invariance", "padding_nan")
 
 
-def _offset_positions(c: dict, t) -> bool:
-    return c["law"] in ("left_padding", "right_padding", "batch_invariance", "padding_nan") and \
-        not (c.get("counterexample") or {}).get("pass_mask", True) and zoo.offset_positions(c["arch"])
-
-
 FINDINGS: tuple = (
     Finding("hf-eager-float64-padding-nan", "upstream",
             "eager attention in float64 adds finfo(float64).min to masked scores, then takes the softmax in "
@@ -140,6 +135,18 @@ FINDINGS: tuple = (
             (c["law"] == "left_padding" or (c["law"] in ("batch_invariance", "padding_nan")
                                             and (c.get("counterexample") or {}).get("pad_left"))),
             link="docs/upstream/hf-deepseek-v4-compressed-left-padding.md"),
+    Finding("hf-moshi-sliding-window", "upstream",
+            "Moshi's full forward masks with create_causal_mask (no window) while DynamicCache(config) gives every "
+            "layer a DynamicSlidingWindowLayer: the full forward ignores sliding_window, the cached decode drops "
+            "the keys beyond it", lambda c, t: c["arch"] == "moshi" and c["law"] in ("kv_cache", "window_locality")
+            and ((c.get("counterexample") or {}).get("knobs") or {}).get("sliding_window") is not None,
+            link="docs/upstream/hf-moshi-sliding-window.md"),
+    Finding("hf-prophetnet-padding", "upstream",
+            "ProphetNet's decoder logits move by ~5e-4 when the sequence is right-padded under a mask, whatever "
+            "the pad ids (transformers issue 24289, closed unfixed)", lambda c, t: c["arch"] == "prophetnet"
+            and c["law"] in ("right_padding", "batch_invariance", "padding_nan") and "non-finite" not in c["detail"]
+            and bool((c.get("counterexample") or {}).get("pad_right")),
+            link="https://github.com/huggingface/transformers/issues/24289 (docs/upstream/hf-prophetnet-right-padding.md)"),
     Finding("hf-kv-cache-window-1", "upstream",
             "with sliding_window=1 the full forward lets a token see only itself, the cached decode lets it see "
             "the previous token too", lambda c, t: c["law"] == "kv_cache" and
@@ -149,11 +156,6 @@ FINDINGS: tuple = (
             "its code computes part of the model in float32 whatever the dtype (zoo.computes_in_float32), so a "
             "float64 run is float32-accurate there; the gap is within the bound taken at float32's roundoff "
             "(the laws' float64 bound assumes float64 throughout)", _within_float32_bound),
-    Finding("offset-default-positions", "expected",
-            "its own default position ids start at padding_idx + 1 (create_position_ids_from_input_ids in its "
-            "modeling code); the padded side passes mask-derived ids from 0, the reference (no mask passed) "
-            "none: the two sides run different positions (a harness mismatch of the law, not a model bug)",
-            _offset_positions),
     Finding("ignores-attention-mask", "expected",
             "its forward ignores attention_mask (zoo.IGNORES_ATTENTION_MASK): padding is attended",
             _ignores_attention_mask),
@@ -216,8 +218,11 @@ def render(doc: dict) -> str:
     if meta.get("partial"):
         out.append(f"- **partial**: {meta['partial']}")
     for m in meta.get("amended", []):
-        out.append(f"- amended: {', '.join(m['archs'])} re-run by `{m['command']}` ({m['wall_s']:.0f} s wall, "
-                   f"{m['cpu_s']:.0f} s CPU), after a trait was corrected from the code; their rows replace the first run's")
+        what = "their rows" if m.get("laws", laws) == laws else f"their {', '.join(m['laws'])} cells"
+        every = set(m["archs"]) == {a["arch"] for a in archs}
+        out.append(f"- amended: {'every architecture' if every else ', '.join(m['archs'])} re-run by `{m['command']}` ({m['wall_s']:.0f} s wall, "
+                   f"{m['cpu_s']:.0f} s CPU){': ' + m['why'] if m.get('why') else ''}; {what} replace the "
+                   "first run's")
     out += ["",
            "Marks (per dtype, " + " / ".join(dtypes) + "): ok holds, n/a not applicable (the traits say "
            "why), ? inconclusive (no example judged anything), nb this knob/dtype could not be built, "
@@ -247,12 +252,13 @@ def render(doc: dict) -> str:
     out += ["", "## Could not build tiny", ""]
     out += [f"- {a['arch']} ({a['class']}): {a['reason']}" for a in archs if not a["built"]] or ["None."]
     out += ["", "## Traits (read from each config and model, never from a result)", "",
-            "| architecture | causal | positions | position_ids | window | chunk | layer types | GQA | MoE | "
+            "| architecture | causal | positions | position_ids (first) | window | chunk | layer types | GQA | MoE | "
             "cache | implementations |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for a in archs:
         if a["built"]:
             t = a["traits"]
-            out.append(f"| {a['arch']} | {t['causal']} | {t['positions']} | {t['takes_position_ids']} | "
+            start = f" ({t['position_start']})" if t.get("position_start") else ""
+            out.append(f"| {a['arch']} | {t['causal']} | {t['positions']} | {t['takes_position_ids']}{start} | "
                        f"{t['sliding_window']} | {t['attention_chunk_size']} | {', '.join(t['layer_types']) or '-'} "
                        f"| {t['gqa']} | {t['moe']} | {t['kv_cache']} | {', '.join(t['implementations'])} |")
     return "\n".join(out) + "\n"

@@ -298,10 +298,14 @@ def facts(arch: Arch):
         causal, source["causal"] = any(flags), f"{sum(flags)} of {len(flags)} attention modules declare is_causal"
     elif hasattr(config, "is_decoder"):
         causal, source["causal"] = bool(config.is_decoder), f"config.is_decoder={config.is_decoder}"
+    elif isinstance(getattr(config, "causal", None), bool):
+        causal, source["causal"] = config.causal, f"config.causal={config.causal} (the model builds its mask " \
+                                                  "from it: XLM's get_masks is bidirectional unless causal)"
     else:
         causal, source["causal"] = True, "no attention module declares is_causal and no is_decoder: recurrent " \
                                          "/ state-space blocks, causal by construction"
     positions, source["positions"] = _positions(model, config)
+    start, source["position_start"] = _position_start(model)
     params = inspect.signature(model.forward).parameters
     takes = "position_ids" in params
     source["takes_position_ids"] = f"forward({'position_ids, ' if takes else ''}...)"
@@ -328,8 +332,21 @@ def facts(arch: Arch):
         bool(getattr(config, "use_cache", False))
     traits = Traits(causal=causal, positions=positions, takes_position_ids=takes, sliding_window=window,
                     attention_chunk_size=chunk, layer_types=drawable, gqa=gqa, moe=moe, kv_cache=cache,
-                    implementations=impls, head="causal_lm")
+                    implementations=impls, head="causal_lm", position_start=start)
     return Facts(traits, source)
+
+
+def _position_start(model) -> tuple:
+    """(position id of the first real token, where it was read): a module whose class numbers positions
+    itself with ``create_position_ids_from_input_ids`` (fairseq's ``make_positions``, the RoBERTa family:
+    ``padding_idx + 1 + cumsum`` over the non-padding ids) starts at its ``padding_idx + 1``; else 0."""
+    for name, m in model.named_modules():
+        pad = getattr(m, "padding_idx", None)
+        if callable(getattr(type(m), "create_position_ids_from_input_ids", None)) and isinstance(pad, int) \
+                and isinstance(getattr(m, "position_embeddings", None), torch.nn.Embedding):
+            return pad + 1, (f"{name}: {type(m).__name__}.create_position_ids_from_input_ids numbers real tokens "
+                             f"from padding_idx + 1 = {pad + 1}, padding at {pad}")
+    return 0, "positions from 0 (no module numbers them from padding_idx)"
 
 
 def _positions(model, config) -> tuple:
@@ -359,17 +376,6 @@ def _alibi_in_code(model) -> bool:
         return "alibi" in inspect.getsource(sys.modules[type(model).__module__])
     except (OSError, TypeError, KeyError):
         return False
-
-
-@functools.lru_cache(maxsize=None)
-def offset_positions(name: str) -> bool:
-    """Whether the family's own default position ids start past 0 (RoBERTa's padding_idx + 1), read from
-    its modeling code (``create_position_ids_from_input_ids``)."""
-    try:
-        code = inspect.getsource(sys.modules[model_class(Arch(name)).__module__])
-    except (OSError, TypeError, KeyError, InvalidArgument):
-        return False
-    return "create_position_ids_from_input_ids" in code or "+ self.padding_idx" in code
 
 
 @functools.lru_cache(maxsize=None)
@@ -403,22 +409,23 @@ def config_for(name: str, knobs):
         d = _shrink(cls().to_dict(), OVERRIDES)
     for k in ("transformers_version", "architectures", "_name_or_path"):
         d.pop(k, None)
-    if "sliding_window" in d:
-        d["sliding_window"] = knobs.sliding_window
-        if "use_sliding_window" in d:
-            d["use_sliding_window"] = knobs.sliding_window is not None
-            d["max_window_layers"] = 0
-        if knobs.layer_types is None and _uniform_window_types(d.get("layer_types")):
-            d.pop("layer_types", None)           # the config derives them from the window drawn
-    if "attention_chunk_size" in d:
-        d["attention_chunk_size"] = knobs.attention_chunk_size
-    if knobs.layer_types is not None and "layer_types" in d:
-        d["layer_types"] = list(knobs.layer_types)
+    t = _knob_dict(d)
+    if "sliding_window" in t:
+        t["sliding_window"] = knobs.sliding_window
+        if "use_sliding_window" in t:
+            t["use_sliding_window"] = knobs.sliding_window is not None
+            t["max_window_layers"] = 0
+        if knobs.layer_types is None and _uniform_window_types(t.get("layer_types")):
+            t.pop("layer_types", None)           # the config derives them from the window drawn
+    if "attention_chunk_size" in t:
+        t["attention_chunk_size"] = knobs.attention_chunk_size
+    if knobs.layer_types is not None and "layer_types" in t:
+        t["layer_types"] = list(knobs.layer_types)
         for key in ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers"):
-            if isinstance(d.get(key), int):
-                d[key] = len(knobs.layer_types)
-    if isinstance(d.get("num_key_value_heads"), int) and d.get("kv_lora_rank") is None:
-        d["num_key_value_heads"] = knobs.kv_heads
+            if isinstance(t.get(key), int):
+                t[key] = len(knobs.layer_types)
+    if isinstance(t.get("num_key_value_heads"), int) and t.get("kv_lora_rank") is None:
+        t["num_key_value_heads"] = knobs.kv_heads
     try:
         with _quiet():
             config = cls(**d)
@@ -433,6 +440,18 @@ def config_for(name: str, knobs):
     if not hasattr(config, "vocab_size"):         # a multimodal config: the laws read its text model's vocabulary
         config.vocab_size = config.get_text_config().vocab_size
     return config
+
+
+KNOB_KEYS = ("sliding_window", "attention_chunk_size", "layer_types", "num_key_value_heads")
+
+
+def _knob_dict(d: dict) -> dict:
+    """Where the knobs live: the config itself, or, for a multimodal config that has none of them at its
+    top (Llama 4, Qwen 3.5), its ``text_config`` (the traits were read from that text config)."""
+    text = d.get("text_config")
+    if isinstance(text, dict) and not any(k in d for k in KNOB_KEYS):
+        return text
+    return d
 
 
 def _uniform_window_types(types) -> bool:

@@ -40,6 +40,7 @@ def test_tiny_config_shrinks_and_keeps_the_kind_of_attention():
     ("bert", dict(causal=False, positions="absolute")),          # a BERT LM head without is_decoder
     ("llama", dict(causal=True, positions="rotary", sliding_window=False, moe=False)),
     ("bloom", dict(causal=True, positions="alibi", takes_position_ids=False)),
+    ("xlm", dict(causal=False)),                                  # config.causal=False: a bidirectional mask
 ])
 def test_traits_are_read_from_what_the_model_is(name, expect):
     t = zoo.facts(zoo.Arch(name)).traits
@@ -163,3 +164,98 @@ def test_resume_keeps_the_built_cells_of_unchanged_traits(tmp_path):
     hf_sweep.main(args + ["--resume"])
     doc = json.loads((tmp_path / "sweep.json").read_text())
     assert doc["meta"]["resumed"] == 1 and doc["cells"] == first
+
+
+def test_roberta_style_position_ids_are_declared_from_the_model_and_padding_holds():
+    """RoBERTa numbers positions from padding_idx + 1 (fairseq's make_positions): the padding laws derive
+    the position ids the same way, so they hold; declared from 0 (the attack) the same case is violated."""
+    import dataclasses
+    import functools
+    from tokenlaw.integrations.hf import model_laws as ML
+    f = zoo.facts(zoo.Arch("roberta"))
+    pad = zoo.config_for("roberta", ML.Knobs()).pad_token_id
+    assert f.traits.position_start == pad + 1 and "create_position_ids_from_input_ids" in f.source["position_start"]
+    assert zoo.facts(zoo.Arch("gpt2")).traits.position_start == 0
+    mask = torch.tensor([[0, 0, 1, 1, 1]])
+    assert ML.positions(mask).tolist() == [[0, 0, 0, 1, 2]]
+    assert ML.positions(mask, pad + 1).tolist() == [[pad, pad, pad + 1, pad + 2, pad + 3]]
+    build = functools.partial(zoo.config_for, "roberta")
+    for law, case in (("left_padding", ML.Case(ML.Knobs(), tokens=5, pad_left=2, pass_mask=False, seed=3)),
+                      ("right_padding", ML.Case(ML.Knobs(), tokens=5, pad_right=2, pass_mask=False, seed=3))):
+        held = ML.replay(law, build, f.traits, case, dtype="float32")
+        wrong = ML.replay(law, build, dataclasses.replace(f.traits, position_start=0), case, dtype="float32")
+        assert held.status is ML.Status.HOLDS, held.detail
+        assert wrong.status is ML.Status.VIOLATED, wrong.detail
+    # the drawn ids never hold the padding id such a model reads padding from
+    x = ML.ids(ML.Case(ML.Knobs(), tokens=20, batch=3, seed=1), 4, avoid=pad)
+    assert not (x == pad).any() and not (x == 0).any()
+
+
+def test_the_knobs_reach_a_multimodal_models_text_config():
+    """Llama 4's CONFIG_MAPPING class is multimodal: the chunk size and layer types live in its text config,
+    and the window law's receptive field is read there (it read 0 layers before: radius 0, a false violation)."""
+    from tokenlaw.integrations.hf.model_laws import Knobs, receptive_field
+    cfg = zoo.config_for("llama4", Knobs(attention_chunk_size=3, layer_types=("chunked_attention",) * 2, kv_heads=1))
+    text = cfg.get_text_config()
+    assert (text.attention_chunk_size, text.num_key_value_heads) == (3, 1)
+    assert receptive_field(cfg) == (None, 3)
+    assert receptive_field(zoo.config_for("llama4", Knobs())) == (None, None)     # a full layer: no field
+
+
+def test_amend_with_laws_replaces_only_those_cells(tmp_path):
+    base = ["--arch", "gpt2", "--dtype", "float32", "--examples", "1", "--workers", "1", "--out", str(tmp_path)]
+    hf_sweep.main(base + ["--laws", "causality"])
+    hf_sweep.main(base + ["--laws", "right_padding", "--amend", "--why", "a test"])
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    assert sorted(c["law"] for c in doc["cells"]) == ["causality", "right_padding"]
+    assert doc["meta"]["amended"][0]["laws"] == ["right_padding"] and doc["meta"]["amended"][0]["why"] == "a test"
+    assert "their right_padding cells replace" in (tmp_path / "sweep.md").read_text()
+    # a sweep run apart (another folder, another machine) merges the same way
+    apart = tmp_path / "apart"
+    hf_sweep.main(["--arch", "gpt2", "--dtype", "float32", "--examples", "1", "--workers", "1", "--out", str(apart),
+                   "--laws", "causality"])
+    hf_sweep.main(["--amend-with", str(apart), "--why", "merged", "--out", str(tmp_path)])
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    assert sorted(c["law"] for c in doc["cells"]) == ["causality", "right_padding"]
+    assert [m["why"] for m in doc["meta"]["amended"]] == ["a test", "merged"]
+    from tokenlaw.operators.errors import InvalidArgument
+    with pytest.raises(InvalidArgument, match="--amend-with"):
+        hf_sweep.main(["--amend-with", str(tmp_path / "nowhere"), "--out", str(tmp_path)])
+
+
+def _doc_repro(name: str) -> str:
+    """Run the standalone repro of docs/upstream/NAME.md (its python block) and return what it printed."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "docs" / "upstream" / f"{name}.md").read_text()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(re.search(r"```python\n(.*?)```", text, re.S).group(1), {})   # noqa: S102 - our own doc's repro
+    return out.getvalue()
+
+
+def test_the_moshi_and_prophetnet_write_ups_still_reproduce():
+    """docs/upstream: if transformers fixes either, this says so (and the finding should go)."""
+    moshi = _doc_repro("hf-moshi-sliding-window")
+    steps = [float(v) for v in moshi.split("per position: [")[1].split("]")[0].split(",")]
+    assert steps[0] < 1e-5 and min(steps[1:]) > 1e-2, moshi                 # cache drops keys the full pass sees
+    assert float(moshi.split("editing token 0: ")[1].split()[0]) > 1e-2, moshi  # the full pass ignores the window
+    prophet = [float(line.split()[-1]) for line in _doc_repro("hf-prophetnet-right-padding").splitlines()]
+    assert prophet[0] > 1e-4 and prophet[2] > 1e-4 and prophet[1] == prophet[3] == 0.0, prophet
+
+
+def test_the_moshi_and_prophetnet_findings_match_only_their_signature():
+    moshi = _row(arch="moshi", law="kv_cache", dtype="float32", detail="|a - b| = 0.07 > bound 1e-6",
+                 counterexample={"knobs": {"attn": "eager", "sliding_window": 2}, "pad_left": 0, "pad_right": 0})
+    assert sweep.triage(moshi, TRAITS)["id"] == "hf-moshi-sliding-window"
+    no_window = {**moshi, "counterexample": {"knobs": {"attn": "eager", "sliding_window": None}}}
+    assert sweep.triage(no_window, TRAITS)["kind"] == "untriaged"
+    assert sweep.triage({**moshi, "arch": "mistral"}, TRAITS)["kind"] == "untriaged"
+    prophet = _row(arch="prophetnet", law="right_padding", dtype="float32", detail="|a - b| = 5.7e-4 > bound 1e-6",
+                   counterexample={"knobs": {"attn": "eager"}, "pad_left": 0, "pad_right": 1})
+    assert sweep.triage(prophet, TRAITS)["id"] == "hf-prophetnet-padding"
+    assert sweep.triage({**prophet, "law": "causality"}, TRAITS)["kind"] == "untriaged"
+    assert sweep.triage({**prophet, "counterexample": {"knobs": {}, "pad_left": 1, "pad_right": 0}},
+                        TRAITS)["kind"] == "untriaged"
