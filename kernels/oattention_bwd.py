@@ -77,7 +77,7 @@ import triton.language as tl
 
 from . import validate
 from .capabilities import tiles
-from .oattention_fwd import tile_mass
+from .oattention_fwd import presence, tile_mass
 from .tiles import centred, head_tile, load_rows, load_stat, store_rows, store_stat
 
 
@@ -121,7 +121,7 @@ def oattention_bwd_dq_kernel(
     pid_m, pid_bh, b, h, offs_m, offs_d = head_tile(H, BLOCK_M, BLOCK_D)
     q = load_rows(Q + b * stride_qb + h * stride_qh, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
     do = load_rows(DO + b * stride_ob + h * stride_oh, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
-    p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=offs_m < n_ctx, other=0.0)
+    p_rcv = presence(P, b, offs_m, n_ctx, stride_pb, stride_pn)
     row_max = load_stat(ROW_MAX, pid_bh, n_ctx, offs_m, 0.0)
     inv_den = 1.0 / load_stat(ROW_DEN, pid_bh, n_ctx, offs_m, 1.0)
     arg = load_stat(ROW_ARG, pid_bh, n_ctx, offs_m, -1)
@@ -208,7 +208,7 @@ def oattention_bwd_dkdv_kernel(
     dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     dp_src = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    p_src = tl.load(P + b * stride_pb + offs_n * stride_pn, mask=offs_n < n_ctx, other=0.0)
+    p_src = presence(P, b, offs_n, n_ctx, stride_pb, stride_pn)
     # causal: only receivers i >= j see this tile; start at the query tile holding its first key
     lo = 0
     if IS_CAUSAL:
@@ -217,7 +217,7 @@ def oattention_bwd_dkdv_kernel(
         offs_m = start_m + tl.arange(0, BLOCK_M)
         q = load_rows(Q, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
         do = load_rows(DO, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
-        p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=offs_m < n_ctx, other=0.0)
+        p_rcv = presence(P, b, offs_m, n_ctx, stride_pb, stride_pn)
         row_max = load_stat(ROW_MAX, pid_bh, n_ctx, offs_m, 0.0)
         inv_den = 1.0 / load_stat(ROW_DEN, pid_bh, n_ctx, offs_m, 1.0)
         arg = load_stat(ROW_ARG, pid_bh, n_ctx, offs_m, -1)

@@ -40,6 +40,12 @@ from .tiles import head_tile, load_rows, store_rows, store_stat
 
 
 @triton.jit
+def presence(P, b, offs, n_ctx, stride_pb, stride_pn):
+    """The presences p of tokens ``offs`` of batch ``b``: 0 past n_ctx."""
+    return tl.load(P + b * stride_pb + offs * stride_pn, mask=offs < n_ctx, other=0.0)
+
+
+@triton.jit
 def tile_mass(P, MASK, b, offs_m, offs_n, row_ok, col_ok, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
               HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
     """mass_ij = m_ij p_j for a (rows, keys) tile: zero for padding, masked, causal-future and null sources."""
@@ -75,7 +81,7 @@ def oattention_fwd_kernel(
     pid_m, pid_bh, b, h, offs_m, offs_d = head_tile(H, BLOCK_M, BLOCK_D)
     row_ok = offs_m < n_ctx
     q = load_rows(Q + b * stride_qb + h * stride_qh, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
-    p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
+    p_rcv = presence(P, b, offs_m, n_ctx, stride_pb, stride_pn)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
 
