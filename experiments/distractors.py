@@ -8,10 +8,8 @@ matches) and whose value is noise. One model per (normaliser, seed) is trained w
 drawn from the four, then evaluated at each eps on the same 2000 held-out sequences. Model and training as
 in :mod:`.recall` (D = 32, 1 head, 800 steps x 64).
 
-Full size (``Config()``, 3 seeds, 9 trainings): 278 s wall, measured 2026-12-05 on this 2-core machine shared with other engineers (load average 8-10), one thread (past the 4-minute aim
-under that load; ``--seeds 2`` takes two thirds); ``seconds`` and ``cpu_seconds`` in the result are each run's
-measurement. Measured mean over seeds at eps 0.05 / 0.2 / 0.5 / 1: pn_fir_tau 99.4 / 99.2 / 96.5 / 78.5 %,
-pn 96.0 / 95.3 / 90.2 / 68.2 %, pn_fir_c 87.8 / 86.9 / 80.5 / 59.1 %.
+Full size (``Config()``, 3 seeds, 9 trainings): ``seconds`` and ``cpu_seconds`` in the result are each run's
+measurement; a full-size run's time and figures, as recorded by hand: ``docs/measurements.md``.
 """
 from __future__ import annotations
 

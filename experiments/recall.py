@@ -8,9 +8,8 @@ softmax attention (the registered ``sm_fir`` with a one-tap filter), ``sm_fir`` 
 with the 7-tap FIR on keys. Trained 800 steps x 64 sequences (AdamW, lr 3e-3); accuracy on 2000 held-out
 sequences per seed.
 
-Full size (``Config()``, 3 seeds, 6 trainings): 65 s wall, measured 2026-12-05 on this 2-core machine shared with other engineers (load average 8-10), one thread; ``seconds`` and
-``cpu_seconds`` in the result are each run's measurement. Measured: softmax 17.8 / 17.9 / 19.1 %, sm_fir
-98.9 / 99.9 / 99.0 % (seeds 0 / 1 / 2).
+Full size (``Config()``, 3 seeds, 6 trainings): ``seconds`` and ``cpu_seconds`` in the result are each run's
+measurement; a full-size run's time and figures, as recorded by hand: ``docs/measurements.md``.
 """
 from __future__ import annotations
 

@@ -12,10 +12,8 @@ first (BOS) token at D = 64: 0.0031 for pn_fir_tau against 0.0177 for softmax. H
   only BOS), heads, layers and ``eval_windows`` held-out windows; also the held-out loss in bits per
   character, so a low sink mass is not read off a model that learned nothing.
 
-Full size (``Config()``, 3 seeds, 6 trainings): 194 s wall, measured 2026-12-05 on this 2-core machine shared
-with other engineers (load average 8-10), one thread; ``seconds`` and ``cpu_seconds`` in the result are the
-measurement. Measured (seeds 0 / 1 / 2): pn_fir_tau 0.0027 / 0.0035 / 0.0024, softmax 0.061 / 0.045 / 0.055;
-held-out 3.2-3.3 bits per character (a weak model: 400 steps). ``QUICK`` is for tests only.
+Full size (``Config()``, 3 seeds, 6 trainings): ``seconds`` and ``cpu_seconds`` in the result are each run's
+measurement; a full-size run's time and figures, as recorded by hand: ``docs/measurements.md``. ``QUICK`` is for tests only.
 """
 from __future__ import annotations
 

@@ -14,10 +14,8 @@ trained 1200 steps x 64 (half the queries teach recall, so it needs more steps t
   maps by construction), averaged over those queries;
 * answerable accuracy beside them, so silence is not read off a model that never answers.
 
-Full size (``Config()``, 2 seeds, 14 trainings): 217 s wall, measured 2026-12-05 on this 2-core machine shared with other engineers (load average 8-10), one thread; ``seconds`` and
-``cpu_seconds`` in the result are each run's measurement. Measured (seeds 0 / 1): pn_fir_tau does NOT learn to
-go silent here: hallucination 10.9 / 12.0 % (sm_fir 3.7 / 2.7, sparsemax 6.7 / 7.9, entmax15 3.7 / 3.3), its
-unanswerable-row mass 0.66 / 0.69 and answerable accuracy 70.7 / 48.8 % (sm_fir 95.7 / 97.4 %).
+Full size (``Config()``, 2 seeds, 14 trainings): ``seconds`` and ``cpu_seconds`` in the result are each run's
+measurement; a full-size run's time and figures, as recorded by hand: ``docs/measurements.md``.
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import triton.language as tl
 
 from .capabilities import tiles
 from .fir_launch import HALO, N_TAPS, taps_tensor
+from .tiles import head_tile, store_rows
 
 
 @triton.jit
@@ -32,14 +33,9 @@ def fir_key_grad_kernel(
     # meta-parameters
     N_TAPS: tl.constexpr, HALO: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a key tile of one (batch, head) -----------------
-    pid_n = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
+    # -- this program's key tile of one (batch, head) ----------------------
+    pid_n, pid_bh, b, h, offs_n, offs_d = head_tile(H, BLOCK_N, BLOCK_D)
     start_n = pid_n * BLOCK_N
-    offs_n = start_n + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
     d_ok = offs_d[None, :] < head_dim
 
     # -- read window [start_n, start_n + BLOCK_N + HALO), clipped at the last token
@@ -51,8 +47,7 @@ def fir_key_grad_kernel(
         g = tl.load(rows + t * stride_sn, mask=(src < hi)[:, None] & d_ok, other=0.0)
         acc += tl.load(TAPS + t) * g
 
-    tl.store(DK + b * stride_kb + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-             acc.to(DK.dtype.element_ty), mask=(offs_n < n_ctx)[:, None] & d_ok)
+    store_rows(DK + b * stride_kb + h * stride_kh, acc, offs_n, offs_d, n_ctx, head_dim, stride_kn, stride_kd)
 
 
 def fir_key_grad(dks, dtype):

@@ -77,24 +77,8 @@ import triton.language as tl
 
 from . import validate
 from .capabilities import tiles
-from .tiles import centred
-
-
-@triton.jit
-def tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
-              HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
-    """mass_ij = m_ij p_j for a (rows, keys) tile: zero for padding, masked, causal-future and null sources."""
-    row_ok = offs_m < n_ctx
-    col_ok = offs_n < n_ctx
-    p_src = tl.load(P + b * stride_pb + offs_n * stride_pn, mask=col_ok, other=0.0)
-    mass = tl.where(row_ok[:, None] & col_ok[None, :], p_src[None, :], 0.0)
-    if HAS_MASK:
-        vis = tl.load(MASK + b * stride_mb + offs_m[:, None] * stride_mi + offs_n[None, :] * stride_mj,
-                      mask=row_ok[:, None] & col_ok[None, :], other=0)
-        mass = tl.where(vis != 0, mass, 0.0)
-    if IS_CAUSAL:
-        mass = tl.where(offs_n[None, :] <= offs_m[:, None], mass, 0.0)
-    return mass
+from .oattention_fwd import presence, tile_mass
+from .tiles import centred, head_tile, load_rows, load_stat, store_rows, store_stat
 
 
 @triton.jit
@@ -102,11 +86,10 @@ def oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, of
                     stride_kn, stride_kd, stride_vn, stride_vd, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
                     HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
     """(k, v, s, P, dP) of one (rows, keys) tile, rebuilt from the scores s and the rows' M, den (module docstring)."""
-    kv_ok = (offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :]
-    k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd, mask=kv_ok, other=0.0)
-    v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd, mask=kv_ok, other=0.0)
-    mass = tile_mass(P, MASK, b, offs_m, offs_n, n_ctx, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
-                     HAS_MASK, IS_CAUSAL)
+    k = load_rows(K, offs_n, offs_d, n_ctx, head_dim, stride_kn, stride_kd)
+    v = load_rows(V, offs_n, offs_d, n_ctx, head_dim, stride_vn, stride_vd)
+    mass = tile_mass(P, MASK, b, offs_m, offs_n, offs_m < n_ctx, offs_n < n_ctx, stride_pb, stride_pn,
+                     stride_mb, stride_mi, stride_mj, HAS_MASK, IS_CAUSAL)
     active = mass > 0.0
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
     a = s + tl.log(tl.where(active, mass, 1.0))
@@ -134,26 +117,14 @@ def oattention_bwd_dq_kernel(
     HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a query tile of one (batch, head) ---------------
-    pid_m = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    row_ok = offs_m < n_ctx
-    d_ok = offs_d < head_dim
-    tile_ok = row_ok[:, None] & d_ok[None, :]
-
-    # -- the query tile, its incoming gradient and row statistics -----------
-    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=tile_ok, other=0.0)
-    do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-                 mask=tile_ok, other=0.0)
-    p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
-    row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-    inv_den = 1.0 / tl.load(ROW_DEN + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
-    arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
+    # -- this program's query tile of one (batch, head): q, its incoming gradient, row statistics --
+    pid_m, pid_bh, b, h, offs_m, offs_d = head_tile(H, BLOCK_M, BLOCK_D)
+    q = load_rows(Q + b * stride_qb + h * stride_qh, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
+    do = load_rows(DO + b * stride_ob + h * stride_oh, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
+    p_rcv = presence(P, b, offs_m, n_ctx, stride_pb, stride_pn)
+    row_max = load_stat(ROW_MAX, pid_bh, n_ctx, offs_m, 0.0)
+    inv_den = 1.0 / load_stat(ROW_DEN, pid_bh, n_ctx, offs_m, 1.0)
+    arg = load_stat(ROW_ARG, pid_bh, n_ctx, offs_m, -1)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
     hi = n_ctx
@@ -177,9 +148,9 @@ def oattention_bwd_dq_kernel(
         rest_dp += tl.sum(tl.where(at_top, 0.0, prob * dp), axis=1)
         top_dp += tl.sum(tl.where(at_top, prob * dp, 0.0), axis=1)
     delta = rest_dp + top_dp
-    tl.store(DELTA + pid_bh * n_ctx + offs_m, delta, mask=row_ok)
-    tl.store(REST + pid_bh * n_ctx + offs_m, rest, mask=row_ok)
-    tl.store(REST_DP + pid_bh * n_ctx + offs_m, rest_dp, mask=row_ok)
+    store_stat(DELTA, delta, pid_bh, n_ctx, offs_m)
+    store_stat(REST, rest, pid_bh, n_ctx, offs_m)
+    store_stat(REST_DP, rest_dp, pid_bh, n_ctx, offs_m)
 
     # -- sweep 2: ds = P (dP - delta) off the top source, dq; y = sum_j P_ij v_j for the gate;
     #    the top's ds is e delta minus the row's others, added at the end with its key k_a
@@ -201,13 +172,12 @@ def oattention_bwd_dq_kernel(
         y += tl.dot(prob.to(v.dtype), v, input_precision="ieee")
     top_ds = tl.where(arg >= 0, share * delta - ds_rest, 0.0)
     dq += top_ds[:, None] * k_top
-    tl.store(TOP_DS + pid_bh * n_ctx + offs_m, top_ds, mask=row_ok)
+    store_stat(TOP_DS, top_ds, pid_bh, n_ctx, offs_m)
 
     # -- epilogue: dq, and the receiver gate's gradient dO_i . y_i -----------
     dq = dq * sm_scale
-    tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
-             dq.to(DQ.dtype.element_ty), mask=tile_ok)
-    tl.store(DP_RCV + pid_bh * n_ctx + offs_m, tl.sum(do.to(tl.float32) * y, axis=1), mask=row_ok)
+    store_rows(DQ + b * stride_gb + h * stride_gh, dq, offs_m, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
+    store_stat(DP_RCV, tl.sum(do.to(tl.float32) * y, axis=1), pid_bh, n_ctx, offs_m)
 
 
 @triton.jit
@@ -228,16 +198,8 @@ def oattention_bwd_dkdv_kernel(
     HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a key tile of one (batch, head) -----------------
-    pid_n = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    col_ok = offs_n < n_ctx
-    d_ok = offs_d < head_dim
-    tile_ok = col_ok[:, None] & d_ok[None, :]
+    # -- this program's key tile of one (batch, head) ----------------------
+    pid_n, pid_bh, b, h, offs_n, offs_d = head_tile(H, BLOCK_N, BLOCK_D)
     Q += b * stride_qb + h * stride_qh
     DO += b * stride_ob + h * stride_oh
     K += b * stride_kb + h * stride_kh
@@ -246,26 +208,23 @@ def oattention_bwd_dkdv_kernel(
     dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     dp_src = tl.zeros((BLOCK_N,), dtype=tl.float32)
-    p_src = tl.load(P + b * stride_pb + offs_n * stride_pn, mask=col_ok, other=0.0)
+    p_src = presence(P, b, offs_n, n_ctx, stride_pb, stride_pn)
     # causal: only receivers i >= j see this tile; start at the query tile holding its first key
     lo = 0
     if IS_CAUSAL:
         lo = (pid_n * BLOCK_N // BLOCK_M) * BLOCK_M
     for start_m in range(lo, n_ctx, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
-        row_ok = offs_m < n_ctx
-        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                    mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-                     mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
-        row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        inv_den = 1.0 / tl.load(ROW_DEN + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
-        arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
-        delta = tl.load(DELTA + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        rest = tl.load(REST + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        rest_dp = tl.load(REST_DP + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        top_ds = tl.load(TOP_DS + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
+        q = load_rows(Q, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
+        do = load_rows(DO, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
+        p_rcv = presence(P, b, offs_m, n_ctx, stride_pb, stride_pn)
+        row_max = load_stat(ROW_MAX, pid_bh, n_ctx, offs_m, 0.0)
+        inv_den = 1.0 / load_stat(ROW_DEN, pid_bh, n_ctx, offs_m, 1.0)
+        arg = load_stat(ROW_ARG, pid_bh, n_ctx, offs_m, -1)
+        delta = load_stat(DELTA, pid_bh, n_ctx, offs_m, 0.0)
+        rest = load_stat(REST, pid_bh, n_ctx, offs_m, 0.0)
+        rest_dp = load_stat(REST_DP, pid_bh, n_ctx, offs_m, 0.0)
+        top_ds = load_stat(TOP_DS, pid_bh, n_ctx, offs_m, 0.0)
         k, v, s, prob, dp = oattention_tile(q, do, p_rcv, row_max, inv_den, K, V, P, MASK, b, offs_m, offs_n, offs_d, n_ctx,
                                                head_dim, sm_scale, stride_kn, stride_kd, stride_vn, stride_vd,
                                                stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
@@ -283,11 +242,9 @@ def oattention_bwd_dkdv_kernel(
 
     dk = dk * sm_scale
     dp_src = tl.where(p_src > 0.0, dp_src / tl.where(p_src > 0.0, p_src, 1.0), 0.0)
-    tl.store(DK + b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd,
-             dk.to(DK.dtype.element_ty), mask=tile_ok)
-    tl.store(DV + b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd,
-             dv.to(DV.dtype.element_ty), mask=tile_ok)
-    tl.store(DP_SRC + pid_bh * n_ctx + offs_n, dp_src, mask=col_ok)
+    store_rows(DK + b * stride_gb + h * stride_gh, dk, offs_n, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
+    store_rows(DV + b * stride_gb + h * stride_gh, dv, offs_n, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
+    store_stat(DP_SRC, dp_src, pid_bh, n_ctx, offs_n)
 
 
 def oattention_bwd(do, q, k, v, p, mask, row_max, row_den, row_arg, *, eps_den, causal=False):

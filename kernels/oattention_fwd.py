@@ -36,6 +36,28 @@ import triton.language as tl
 
 from . import validate
 from .capabilities import tiles
+from .tiles import head_tile, load_rows, store_rows, store_stat
+
+
+@triton.jit
+def presence(P, b, offs, n_ctx, stride_pb, stride_pn):
+    """The presences p of tokens ``offs`` of batch ``b``: 0 past n_ctx."""
+    return tl.load(P + b * stride_pb + offs * stride_pn, mask=offs < n_ctx, other=0.0)
+
+
+@triton.jit
+def tile_mass(P, MASK, b, offs_m, offs_n, row_ok, col_ok, stride_pb, stride_pn, stride_mb, stride_mi, stride_mj,
+              HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr):
+    """mass_ij = m_ij p_j for a (rows, keys) tile: zero for padding, masked, causal-future and null sources."""
+    p_src = tl.load(P + b * stride_pb + offs_n * stride_pn, mask=col_ok, other=0.0)
+    mass = tl.where(row_ok[:, None] & col_ok[None, :], p_src[None, :], 0.0)
+    if HAS_MASK:
+        vis = tl.load(MASK + b * stride_mb + offs_m[:, None] * stride_mi + offs_n[None, :] * stride_mj,
+                      mask=row_ok[:, None] & col_ok[None, :], other=0)
+        mass = tl.where(vis != 0, mass, 0.0)
+    if IS_CAUSAL:
+        mass = tl.where(offs_n[None, :] <= offs_m[:, None], mass, 0.0)
+    return mass
 
 
 @triton.jit
@@ -55,20 +77,11 @@ def oattention_fwd_kernel(
     HAS_MASK: tl.constexpr, IS_CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a receiver tile of one (batch, head) ------------
-    pid_m = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
+    # -- this program's receiver tile of one (batch, head): queries and presence --
+    pid_m, pid_bh, b, h, offs_m, offs_d = head_tile(H, BLOCK_M, BLOCK_D)
     row_ok = offs_m < n_ctx
-    d_ok = offs_d < head_dim
-
-    # -- load the query tile and the receivers' presence -------------------
-    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-    p_rcv = tl.load(P + b * stride_pb + offs_m * stride_pn, mask=row_ok, other=0.0)
+    q = load_rows(Q + b * stride_qb + h * stride_qh, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
+    p_rcv = presence(P, b, offs_m, n_ctx, stride_pb, stride_pn)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
 
@@ -84,20 +97,10 @@ def oattention_fwd_kernel(
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         col_ok = offs_n < n_ctx
-        k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                    mask=col_ok[:, None] & d_ok[None, :], other=0.0)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=col_ok[:, None] & d_ok[None, :], other=0.0)
-        p_src = tl.load(P + b * stride_pb + offs_n * stride_pn, mask=col_ok, other=0.0)
-
-        # mass_ij = m_ij p_j: zero for padding, masked and null sources
-        mass = tl.where(row_ok[:, None] & col_ok[None, :], p_src[None, :], 0.0)
-        if HAS_MASK:
-            vis = tl.load(MASK + b * stride_mb + offs_m[:, None] * stride_mi + offs_n[None, :] * stride_mj,
-                          mask=row_ok[:, None] & col_ok[None, :], other=0)
-            mass = tl.where(vis != 0, mass, 0.0)
-        if IS_CAUSAL:
-            mass = tl.where(offs_n[None, :] <= offs_m[:, None], mass, 0.0)
+        k = load_rows(K, offs_n, offs_d, n_ctx, head_dim, stride_kn, stride_kd)
+        v = load_rows(V, offs_n, offs_d, n_ctx, head_dim, stride_vn, stride_vd)
+        mass = tile_mass(P, MASK, b, offs_m, offs_n, row_ok, col_ok, stride_pb, stride_pn, stride_mb, stride_mi,
+                         stride_mj, HAS_MASK, IS_CAUSAL)
         active = mass > 0.0
 
         # exponents a = s + log mass; the running max only ever sees active ones
@@ -117,11 +120,10 @@ def oattention_fwd_kernel(
     # -- epilogue: eps_den rescaled with the running max, receiver gate -----
     den = tl.exp(log_eps - m_i) + l_i          # = eps_den exp(-M) + l >= 1
     out = p_rcv[:, None] * (acc / den[:, None])
-    tl.store(ROW_MAX + pid_bh * n_ctx + offs_m, m_i, mask=row_ok)        # the backward's row statistics
-    tl.store(ROW_DEN + pid_bh * n_ctx + offs_m, den, mask=row_ok)
-    tl.store(ROW_ARG + pid_bh * n_ctx + offs_m, arg, mask=row_ok)
-    tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-             out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
+    store_stat(ROW_MAX, m_i, pid_bh, n_ctx, offs_m)        # the backward's row statistics
+    store_stat(ROW_DEN, den, pid_bh, n_ctx, offs_m)
+    store_stat(ROW_ARG, arg, pid_bh, n_ctx, offs_m)
+    store_rows(OUT + b * stride_ob + h * stride_oh, out, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
 
 
 def oattention_fwd(q, k, v, p, mask=None, *, eps_den, causal=False):

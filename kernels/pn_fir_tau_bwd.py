@@ -79,16 +79,8 @@ from . import validate
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
-from .tiles import fir_key_tile, top_key_dp
-
-
-@triton.jit
-def power9(x):
-    """x**9 as x2 = x*x, x4 = x2*x2, x8 = x4*x4, x8*x: multiplications only."""
-    x2 = x * x
-    x4 = x2 * x2
-    x8 = x4 * x4
-    return x8 * x
+from .tiles import (fir_key_tile, fir_kv_tile, head_tile, load_rows, load_stat, power9, store_rows, store_stat,
+                    top_key_dp)
 
 
 @triton.jit
@@ -147,23 +139,12 @@ def pn_fir_tau_bwd_dq_kernel(
     N_TAPS: tl.constexpr, HALO: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a query tile of one (batch, head) ---------------
-    pid_m = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    row_ok = offs_m < n_ctx
-    d_ok = offs_d < head_dim
-    tile_ok = row_ok[:, None] & d_ok[None, :]
-    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=tile_ok, other=0.0)
-    do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-                 mask=tile_ok, other=0.0)
-    rows = pid_bh * n_ctx + offs_m
-    peak = tl.load(PEAK + rows, mask=row_ok, other=0.0)
-    arg = tl.load(ARG + rows, mask=row_ok, other=-1)
+    # -- this program's query tile of one (batch, head): q, its incoming gradient, row statistics --
+    pid_m, pid_bh, b, h, offs_m, offs_d = head_tile(H, BLOCK_M, BLOCK_D)
+    q = load_rows(Q + b * stride_qb + h * stride_qh, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
+    do = load_rows(DO + b * stride_ob + h * stride_oh, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
+    peak = load_stat(PEAK, pid_bh, n_ctx, offs_m, 0.0)
+    arg = load_stat(ARG, pid_bh, n_ctx, offs_m, -1)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
@@ -180,19 +161,17 @@ def pn_fir_tau_bwd_dq_kernel(
     r_top = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
-                         BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
+        k, v = fir_kv_tile(K, V, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                           stride_vn, stride_vd, q.dtype, BLOCK_N, BLOCK_D, N_TAPS, HALO)
         r, slope, power, dp, _ = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, ones, sm_scale)
         mass += tl.sum(power, axis=1)                              # rho^10 (mass 1 in pn_tile)
         delta += tl.sum(power * (dp - dp_top[:, None]), axis=1)
         r_top += tl.sum(tl.where(offs_n[None, :] == arg[:, None], r, 0.0), axis=1)
     delta = delta / tl.where(mass > 0.0, mass, 1.0)
-    tl.store(MASS + rows, mass, mask=row_ok)
-    tl.store(DP_TOP + rows, dp_top, mask=row_ok)
-    tl.store(DELTA + rows, delta, mask=row_ok)
-    tl.store(R_TOP + rows, r_top, mask=row_ok)
+    store_stat(MASS, mass, pid_bh, n_ctx, offs_m)
+    store_stat(DP_TOP, dp_top, pid_bh, n_ctx, offs_m)
+    store_stat(DELTA, delta, pid_bh, n_ctx, offs_m)
+    store_stat(R_TOP, r_top, pid_bh, n_ctx, offs_m)
 
     # -- pass 2: dq from the normaliser's ds, each row's sum of it weighted by 1 - rho (tau's
     #    gradient), and the keys at the peak: how many, and the sum of their k~ (for the gate's term)
@@ -202,10 +181,8 @@ def pn_fir_tau_bwd_dq_kernel(
     k_peak = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
-                         BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=(offs_n < n_ctx)[:, None] & d_ok[None, :], other=0.0)
+        k, v = fir_kv_tile(K, V, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                           stride_vn, stride_vd, q.dtype, BLOCK_N, BLOCK_D, N_TAPS, HALO)
         r, slope, prob, dp, gap = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, sm_scale)
         ds = normaliser_grad(slope, dp, dp_top, delta)
         at_peak = peak_keys(r, r_top)
@@ -219,11 +196,10 @@ def pn_fir_tau_bwd_dq_kernel(
     share = gate_share(dp_top, delta, peak, n_peak)
     dq += share[:, None] * k_peak
     ds_row += share * n_peak
-    tl.store(SHARE + rows, share, mask=row_ok)
+    store_stat(SHARE, share, pid_bh, n_ctx, offs_m)
     dq = dq * sm_scale
-    tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
-             dq.to(DQ.dtype.element_ty), mask=tile_ok)
-    tl.store(DS_ROW + rows, ds_row, mask=row_ok)
+    store_rows(DQ + b * stride_gb + h * stride_gh, dq, offs_m, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
+    store_stat(DS_ROW, ds_row, pid_bh, n_ctx, offs_m)
 
 
 @triton.jit
@@ -242,41 +218,28 @@ def pn_fir_tau_bwd_dkdv_kernel(
     N_TAPS: tl.constexpr, HALO: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a key tile of one (batch, head) -----------------
-    pid_n = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
+    # -- this program's key tile of one (batch, head) ----------------------
+    pid_n, pid_bh, b, h, offs_n, offs_d = head_tile(H, BLOCK_N, BLOCK_D)
     start_n = pid_n * BLOCK_N
-    offs_n = start_n + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    col_ok = offs_n < n_ctx
-    d_ok = offs_d < head_dim
-    tile_ok = col_ok[:, None] & d_ok[None, :]
     Q += b * stride_qb + h * stride_qh
     DO += b * stride_ob + h * stride_oh
     k = fir_key_tile(K + b * stride_kb + h * stride_kh, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim,
                      stride_kn, stride_kd, BLOCK_N, BLOCK_D, N_TAPS, HALO).to(Q.dtype.element_ty)
-    v = tl.load(V + b * stride_vb + h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                mask=tile_ok, other=0.0)
+    v = load_rows(V + b * stride_vb + h * stride_vh, offs_n, offs_d, n_ctx, head_dim, stride_vn, stride_vd)
 
     # -- query tiles at or after this key tile (causal) ---------------------
     dk = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     for start_m in range((start_n // BLOCK_M) * BLOCK_M, n_ctx, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
-        row_ok = offs_m < n_ctx
-        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                    mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-                     mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        rows = pid_bh * n_ctx + offs_m
-        peak = tl.load(PEAK + rows, mask=row_ok, other=0.0)
-        mass = tl.load(MASS + rows, mask=row_ok, other=0.0)
-        dp_top = tl.load(DP_TOP + rows, mask=row_ok, other=0.0)
-        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
-        r_top = tl.load(R_TOP + rows, mask=row_ok, other=0.0)
-        share = tl.load(SHARE + rows, mask=row_ok, other=0.0)
+        q = load_rows(Q, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
+        do = load_rows(DO, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
+        peak = load_stat(PEAK, pid_bh, n_ctx, offs_m, 0.0)
+        mass = load_stat(MASS, pid_bh, n_ctx, offs_m, 0.0)
+        dp_top = load_stat(DP_TOP, pid_bh, n_ctx, offs_m, 0.0)
+        delta = load_stat(DELTA, pid_bh, n_ctx, offs_m, 0.0)
+        r_top = load_stat(R_TOP, pid_bh, n_ctx, offs_m, 0.0)
+        share = load_stat(SHARE, pid_bh, n_ctx, offs_m, 0.0)
         r, slope, prob, dp, _ = pn_tile(q, k, do, v, offs_m, offs_n, n_ctx, tau, peak, mass, sm_scale)
         ds = normaliser_grad(slope, dp, dp_top, delta) + tl.where(peak_keys(r, r_top), share[:, None], 0.0)
         gate = peak / (1.0 + peak)
@@ -284,9 +247,8 @@ def pn_fir_tau_bwd_dkdv_kernel(
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
 
     dk = dk * sm_scale
-    out = b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd
-    tl.store(DKS + out, dk, mask=tile_ok)
-    tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=tile_ok)
+    store_rows(DKS + b * stride_gb + h * stride_gh, dk, offs_n, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
+    store_rows(DV + b * stride_gb + h * stride_gh, dv, offs_n, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
 
 
 def pn_fir_tau_bwd(do, q, k, v, tau, peak, arg):

@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from . import fir_launch, validate
-from .tiles import fir_key_tile, power10
+from .tiles import fir_key_tile, head_tile, load_rows, power10, store_rows, store_stat
 
 
 @triton.jit
@@ -41,17 +41,10 @@ def pn_fir_tau_fwd_kernel(
     N_TAPS: tl.constexpr, HALO: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a query tile of one (batch, head) ---------------
-    pid_m = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
+    # -- this program's query tile of one (batch, head) --------------------
+    pid_m, pid_bh, b, h, offs_m, offs_d = head_tile(H, BLOCK_M, BLOCK_D)
     row_ok = offs_m < n_ctx
-    d_ok = offs_d < head_dim
-    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+    q = load_rows(Q + b * stride_qb + h * stride_qh, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
 
@@ -80,8 +73,7 @@ def pn_fir_tau_fwd_kernel(
             safe = tl.where(m_new > 0.0, m_new, 1.0)
             scale = power10(m_i / safe)               # (m_old / m_new)^10; 0 while the row was silent
             u = power10(r / safe[:, None])            # (r / m_new)^10 in [0, 1]
-            v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                        mask=col_ok[:, None] & d_ok[None, :], other=0.0)
+            v = load_rows(V, offs_n, offs_d, n_ctx, head_dim, stride_vn, stride_vd)
             l_i = l_i * scale + tl.sum(u, axis=1)
             acc = acc * scale[:, None] + tl.dot(u.to(v.dtype), v, input_precision="ieee")
             m_i = m_new
@@ -89,11 +81,9 @@ def pn_fir_tau_fwd_kernel(
     # -- epilogue: normalise, peak silence gate g = m / (1 + m) ---------------
     gate = m_i / (1.0 + m_i)
     out = gate[:, None] * (acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None])
-    rows = pid_bh * n_ctx + offs_m
-    tl.store(PEAK + rows, m_i, mask=row_ok)
-    tl.store(ARG + rows, arg, mask=row_ok)
-    tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-             out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
+    store_stat(PEAK, m_i, pid_bh, n_ctx, offs_m)
+    store_stat(ARG, arg, pid_bh, n_ctx, offs_m)
+    store_rows(OUT + b * stride_ob + h * stride_oh, out, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
 
 
 def pn_fir_tau_fwd(q, k, v, tau):

@@ -51,7 +51,7 @@ from . import validate
 from .capabilities import tiles
 from .fir_key_grad import fir_key_grad
 from .fir_launch import HALO, N_TAPS, taps_tensor
-from .tiles import fir_key_tile, top_key_dp
+from .tiles import fir_kv_tile, head_tile, load_rows, load_stat, store_rows, store_stat, top_key_dp
 
 
 @triton.jit
@@ -60,10 +60,8 @@ def sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, sta
                 N_TAPS: tl.constexpr, HALO: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     """(k~, v, P, dP) of one tile: smoothed keys in registers, P_tj = exp(S_tj - m_t) / l_t on the causal
     in-range entries (0 elsewhere), dP_tj = dO_t . v_j."""
-    k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
-                     BLOCK_N, BLOCK_D, N_TAPS, HALO).to(q.dtype)
-    v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                mask=(offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :], other=0.0)
+    k, v = fir_kv_tile(K, V, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd, stride_vn, stride_vd,
+                       q.dtype, BLOCK_N, BLOCK_D, N_TAPS, HALO)
     visible = (offs_m < n_ctx)[:, None] & (offs_n < n_ctx)[None, :] & (offs_n[None, :] <= offs_m[:, None])
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
     p = tl.where(visible, tl.exp(tl.where(visible, s - row_max[:, None], 0.0)), 0.0) * inv_sum[:, None]
@@ -87,23 +85,13 @@ def sm_fir_bwd_dq_kernel(
     N_TAPS: tl.constexpr, HALO: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a query tile of one (batch, head) ---------------
-    pid_m = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    row_ok = offs_m < n_ctx
-    d_ok = offs_d < head_dim
-    tile_ok = row_ok[:, None] & d_ok[None, :]
-    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=tile_ok, other=0.0)
-    do = tl.load(DO + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-                 mask=tile_ok, other=0.0)
-    row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-    inv_sum = 1.0 / tl.load(ROW_SUM + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
-    arg = tl.load(ROW_ARG + pid_bh * n_ctx + offs_m, mask=row_ok, other=-1)
+    # -- this program's query tile of one (batch, head): q, its incoming gradient, row statistics --
+    pid_m, pid_bh, b, h, offs_m, offs_d = head_tile(H, BLOCK_M, BLOCK_D)
+    q = load_rows(Q + b * stride_qb + h * stride_qh, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
+    do = load_rows(DO + b * stride_ob + h * stride_oh, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
+    row_max = load_stat(ROW_MAX, pid_bh, n_ctx, offs_m, 0.0)
+    inv_sum = 1.0 / load_stat(ROW_SUM, pid_bh, n_ctx, offs_m, 1.0)
+    arg = load_stat(ROW_ARG, pid_bh, n_ctx, offs_m, -1)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
     hi = tl.minimum(n_ctx, (pid_m + 1) * BLOCK_M)
@@ -118,9 +106,8 @@ def sm_fir_bwd_dq_kernel(
         k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
         delta += tl.sum(p * (dp - dp_top[:, None]), axis=1)
-    rows = pid_bh * n_ctx + offs_m
-    tl.store(DELTA + rows, delta, mask=row_ok)
-    tl.store(DP_TOP + rows, dp_top, mask=row_ok)
+    store_stat(DELTA, delta, pid_bh, n_ctx, offs_m)
+    store_stat(DP_TOP, dp_top, pid_bh, n_ctx, offs_m)
 
     # -- sweep 2: ds = P (dP - delta) off the top key, dq; the top key's ds is minus the
     #    row's others (each row of ds sums to 0), added at the end with its key k~_a
@@ -137,11 +124,10 @@ def sm_fir_bwd_dq_kernel(
         ds_rest += tl.sum(ds.to(tl.float32), axis=1)
         k_top += tl.dot(at_top.to(k.dtype), k, input_precision="ieee")      # one-hot: exactly k~_a
     dq -= ds_rest[:, None] * k_top
-    tl.store(TOP_DS + rows, -ds_rest, mask=row_ok)
+    store_stat(TOP_DS, -ds_rest, pid_bh, n_ctx, offs_m)
 
     dq = dq * sm_scale
-    tl.store(DQ + b * stride_gb + h * stride_gh + offs_m[:, None] * stride_gn + offs_d[None, :] * stride_gd,
-             dq.to(DQ.dtype.element_ty), mask=tile_ok)
+    store_rows(DQ + b * stride_gb + h * stride_gh, dq, offs_m, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
 
 
 @triton.jit
@@ -160,17 +146,9 @@ def sm_fir_bwd_dkdv_kernel(
     N_TAPS: tl.constexpr, HALO: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a key tile of one (batch, head) -----------------
-    pid_n = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
+    # -- this program's key tile of one (batch, head) ----------------------
+    pid_n, pid_bh, b, h, offs_n, offs_d = head_tile(H, BLOCK_N, BLOCK_D)
     start_n = pid_n * BLOCK_N
-    offs_n = start_n + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, BLOCK_D)
-    col_ok = offs_n < n_ctx
-    d_ok = offs_d < head_dim
-    tile_ok = col_ok[:, None] & d_ok[None, :]
     Q += b * stride_qb + h * stride_qh
     DO += b * stride_ob + h * stride_oh
     K += b * stride_kb + h * stride_kh
@@ -181,18 +159,14 @@ def sm_fir_bwd_dkdv_kernel(
     dv = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
     for start_m in range((start_n // BLOCK_M) * BLOCK_M, n_ctx, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
-        row_ok = offs_m < n_ctx
-        q = tl.load(Q + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                    mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        do = tl.load(DO + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-                     mask=row_ok[:, None] & d_ok[None, :], other=0.0)
-        row_max = tl.load(ROW_MAX + pid_bh * n_ctx + offs_m, mask=row_ok, other=0.0)
-        inv_sum = 1.0 / tl.load(ROW_SUM + pid_bh * n_ctx + offs_m, mask=row_ok, other=1.0)
-        rows = pid_bh * n_ctx + offs_m
-        arg = tl.load(ROW_ARG + rows, mask=row_ok, other=-1)
-        delta = tl.load(DELTA + rows, mask=row_ok, other=0.0)
-        dp_top = tl.load(DP_TOP + rows, mask=row_ok, other=0.0)
-        top_ds = tl.load(TOP_DS + rows, mask=row_ok, other=0.0)
+        q = load_rows(Q, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
+        do = load_rows(DO, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
+        row_max = load_stat(ROW_MAX, pid_bh, n_ctx, offs_m, 0.0)
+        inv_sum = 1.0 / load_stat(ROW_SUM, pid_bh, n_ctx, offs_m, 1.0)
+        arg = load_stat(ROW_ARG, pid_bh, n_ctx, offs_m, -1)
+        delta = load_stat(DELTA, pid_bh, n_ctx, offs_m, 0.0)
+        dp_top = load_stat(DP_TOP, pid_bh, n_ctx, offs_m, 0.0)
+        top_ds = load_stat(TOP_DS, pid_bh, n_ctx, offs_m, 0.0)
         k, v, p, dp = sm_fir_tile(q, do, row_max, inv_sum, K, V, TAPS, offs_m, offs_n, offs_d, start_n, n_ctx, head_dim,
                                   sm_scale, stride_kn, stride_kd, stride_vn, stride_vd, N_TAPS, HALO, BLOCK_N, BLOCK_D)
         dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision="ieee")
@@ -200,9 +174,8 @@ def sm_fir_bwd_dkdv_kernel(
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision="ieee")
 
     dk = dk * sm_scale
-    out = b * stride_gb + h * stride_gh + offs_n[:, None] * stride_gn + offs_d[None, :] * stride_gd
-    tl.store(DKS + out, dk, mask=tile_ok)
-    tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=tile_ok)
+    store_rows(DKS + b * stride_gb + h * stride_gh, dk, offs_n, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
+    store_rows(DV + b * stride_gb + h * stride_gh, dv, offs_n, offs_d, n_ctx, head_dim, stride_gn, stride_gd)
 
 
 def sm_fir_bwd(do, q, k, v, row_max, row_sum, row_arg):

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from . import fir_launch
-from .tiles import fir_key_tile
+from .tiles import fir_kv_tile, head_tile, load_rows, store_rows, store_stat
 
 
 @triton.jit
@@ -35,17 +35,9 @@ def sm_fir_fwd_kernel(
     N_TAPS: tl.constexpr, HALO: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
-    # -- map program ids to a query tile of one (batch, head) ---------------
-    pid_m = tl.program_id(0)
-    pid_bh = tl.program_id(1)
-    b = pid_bh // H
-    h = pid_bh % H
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    row_ok = offs_m < n_ctx
-    d_ok = offs_d < head_dim
-    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=row_ok[:, None] & d_ok[None, :], other=0.0)
+    # -- this program's query tile of one (batch, head) --------------------
+    pid_m, pid_bh, b, h, offs_m, offs_d = head_tile(H, BLOCK_M, BLOCK_D)
+    q = load_rows(Q + b * stride_qb + h * stride_qh, offs_m, offs_d, n_ctx, head_dim, stride_qn, stride_qd)
     K += b * stride_kb + h * stride_kh
     V += b * stride_vb + h * stride_vh
 
@@ -60,12 +52,10 @@ def sm_fir_fwd_kernel(
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         col_ok = offs_n < n_ctx
-        k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
-                         BLOCK_N, BLOCK_D, N_TAPS, HALO)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=col_ok[:, None] & d_ok[None, :], other=0.0)
+        k, v = fir_kv_tile(K, V, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                           stride_vn, stride_vd, q.dtype, BLOCK_N, BLOCK_D, N_TAPS, HALO)
         visible = col_ok[None, :] & (offs_n[None, :] <= offs_m[:, None])
-        s = tl.dot(q, tl.trans(k.to(q.dtype)), input_precision="ieee") * sm_scale
+        s = tl.dot(q, tl.trans(k), input_precision="ieee") * sm_scale
         s_top = tl.where(visible, s, -float("inf"))
         arg = tl.where(tl.max(s_top, axis=1) > m_i, start_n + tl.argmax(s_top, axis=1).to(tl.int32), arg)
         m_new = tl.maximum(m_i, tl.max(tl.where(visible, s, float("-inf")), axis=1))
@@ -78,11 +68,10 @@ def sm_fir_fwd_kernel(
 
     # -- epilogue: normalise (every real row sees its own key), masked store -
     out = acc / tl.where(l_i > 0.0, l_i, 1.0)[:, None]
-    tl.store(ROW_MAX + pid_bh * n_ctx + offs_m, m_i, mask=row_ok)
-    tl.store(ROW_SUM + pid_bh * n_ctx + offs_m, l_i, mask=row_ok)
-    tl.store(ROW_ARG + pid_bh * n_ctx + offs_m, arg, mask=row_ok)
-    tl.store(OUT + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-             out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
+    store_stat(ROW_MAX, m_i, pid_bh, n_ctx, offs_m)
+    store_stat(ROW_SUM, l_i, pid_bh, n_ctx, offs_m)
+    store_stat(ROW_ARG, arg, pid_bh, n_ctx, offs_m)
+    store_rows(OUT + b * stride_ob + h * stride_oh, out, offs_m, offs_d, n_ctx, head_dim, stride_on, stride_od)
 
 
 def sm_fir_fwd(q, k, v):

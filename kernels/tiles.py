@@ -1,8 +1,56 @@
-"""Tile helpers shared by the kernels (``@triton.jit`` device functions)."""
+"""Tile helpers shared by the kernels (``@triton.jit`` device functions).
+
+Every kernel here has the shape of the Triton fused-attention tutorial: a
+prologue that finds this program's tile (:func:`head_tile`) and loads it, a
+loop over the other axis whose step is a helper of its own, and an epilogue
+that stores.  The helpers below are the strided loads and stores all six
+kernels share: a (rows, head_dim) tile of a (B, H, N, dh) tensor, zero past
+the last token and the head width (:func:`load_rows`, :func:`store_rows`),
+and one fp32/int32 statistic per row of a contiguous (B, H, N) tensor
+(:func:`load_stat`, :func:`store_stat`).
+"""
 from __future__ import annotations
 
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def head_tile(H, BLOCK: tl.constexpr, BLOCK_D: tl.constexpr):
+    """This program's place in the grid (tiles of BLOCK rows, batch * heads).
+
+    Returns (tile index, pid_bh, b, h, offs, offs_d): the tile's row offsets
+    ``offs`` and the head-dim offsets ``offs_d`` of its (batch, head) pair.
+    """
+    pid = tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    return pid, pid_bh, pid_bh // H, pid_bh % H, pid * BLOCK + tl.arange(0, BLOCK), tl.arange(0, BLOCK_D)
+
+
+@triton.jit
+def load_rows(X, offs, offs_d, n_ctx, head_dim, stride_n, stride_d):
+    """The (rows, head_dim) tile of one head's rows ``offs`` (``X`` at that head): 0 past n_ctx and head_dim."""
+    return tl.load(X + offs[:, None] * stride_n + offs_d[None, :] * stride_d,
+                   mask=(offs < n_ctx)[:, None] & (offs_d < head_dim)[None, :], other=0.0)
+
+
+@triton.jit
+def store_rows(X, tile, offs, offs_d, n_ctx, head_dim, stride_n, stride_d):
+    """Store ``tile`` at one head's rows ``offs`` of ``X`` in X's dtype, inside n_ctx and head_dim only."""
+    tl.store(X + offs[:, None] * stride_n + offs_d[None, :] * stride_d, tile.to(X.dtype.element_ty),
+             mask=(offs < n_ctx)[:, None] & (offs_d < head_dim)[None, :])
+
+
+@triton.jit
+def load_stat(X, pid_bh, n_ctx, offs, other):
+    """Row statistic of head ``pid_bh`` at rows ``offs`` from a contiguous (B, H, N) tensor; ``other`` past n_ctx."""
+    return tl.load(X + pid_bh * n_ctx + offs, mask=offs < n_ctx, other=other)
+
+
+@triton.jit
+def store_stat(X, value, pid_bh, n_ctx, offs):
+    """Store a row statistic of head ``pid_bh`` at rows ``offs`` of a contiguous (B, H, N) tensor."""
+    tl.store(X + pid_bh * n_ctx + offs, value, mask=offs < n_ctx)
 
 
 @triton.jit
@@ -26,6 +74,16 @@ def fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, s
 
 
 @triton.jit
+def fir_kv_tile(K, V, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd, stride_vn, stride_vd,
+                dtype: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, N_TAPS: tl.constexpr,
+                HALO: tl.constexpr):
+    """A key tile's smoothed keys k~ (``fir_key_tile``, rounded to ``dtype`` for the dot) and its values v."""
+    k = fir_key_tile(K, TAPS, offs_n, offs_d, start_n, n_ctx, head_dim, stride_kn, stride_kd,
+                     BLOCK_N, BLOCK_D, N_TAPS, HALO).to(dtype)
+    return k, load_rows(V, offs_n, offs_d, n_ctx, head_dim, stride_vn, stride_vd)
+
+
+@triton.jit
 def top_key_dp(do, V, arg, offs_d, hi, n_ctx, head_dim, stride_vn, stride_vd,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dP_ta = dO_t . v_a for each row t of the tile, a_t its top key (``arg``; -1: none, 0), from the same
@@ -33,19 +91,31 @@ def top_key_dp(do, V, arg, offs_d, hi, n_ctx, head_dim, stride_vn, stride_vd,
     acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=(offs_n < n_ctx)[:, None] & (offs_d < head_dim)[None, :], other=0.0)
+        v = load_rows(V, offs_n, offs_d, n_ctx, head_dim, stride_vn, stride_vd)
         dp = tl.dot(do, tl.trans(v), input_precision="ieee")
         acc += tl.sum(tl.where(offs_n[None, :] == arg[:, None], dp, 0.0), axis=1)
     return acc
 
 
 @triton.jit
-def power10(x):
-    """x**10 as x2 = x*x, x4 = x2*x2, x8 = x4*x4, x8*x2: multiplications only."""
+def _x2_x8(x):
+    """(x**2, x**8) by three squarings."""
     x2 = x * x
     x4 = x2 * x2
-    x8 = x4 * x4
+    return x2, x4 * x4
+
+
+@triton.jit
+def power9(x):
+    """x**9 as x2 = x*x, x4 = x2*x2, x8 = x4*x4, x8*x: multiplications only."""
+    _, x8 = _x2_x8(x)
+    return x8 * x
+
+
+@triton.jit
+def power10(x):
+    """x**10 as x2 = x*x, x4 = x2*x2, x8 = x4*x4, x8*x2: multiplications only."""
+    x2, x8 = _x2_x8(x)
     return x8 * x2
 
 

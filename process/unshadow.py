@@ -4,7 +4,7 @@ Installed, tokenlaw's folders are ``tokenlaw.operators``, ``tokenlaw.kernels``, 
 top-level.  But ``python3 -m pytest`` or ``python3 -m tokenlaw.app.cli`` run from a checkout put the
 checkout's root first on ``sys.path``, and there ``kernels/`` (a folder with an ``__init__.py``) is
 found before Hugging Face's ``kernels`` package, which ``transformers`` 5.x depends on and imports
-(``from kernels import CUDAProperties``: an ImportError that took 16 HF tests down in CI, 2026-12-04).
+(``from kernels import CUDAProperties``, an ImportError when our ``kernels/`` is found first).
 :func:`unshadow` moves the root to the *end* of ``sys.path``: every installed package is found first,
 and what only the root holds (``tests.fixtures``, a user's module beside the checkout) still imports.
 """

@@ -1,33 +1,22 @@
 """Solver budgets in z3's own resource units, so a verdict does not depend on the machine's load.
 
 A wall-clock timeout ends a query after so many seconds: the same query is
-then proved on an idle machine and ``unknown`` on a loaded one (measured here:
-``tokenlaw prove --operator oattention`` beside five busy processes left
-null_source_insertion and formula_equivalence unknown; alone it proves both).
-It also ends the query from z3's timer thread, which cancels the search
-asynchronously, wherever it is: z3's nlsat has a history of crashes on
-cancellation, and this suite's process died with SIGSEGV about once in 16
-runs of one canary test.
+then proved on an idle machine and ``unknown`` on a loaded one.  It also ends
+the query from z3's timer thread, which cancels the search asynchronously,
+wherever it is: z3's nlsat has a history of crashes on cancellation.
 
 z3's resource limit (``rlimit``) counts the solver's own steps and stops the
 search synchronously when they run out: the same query stops at the same step
 on every machine and under every load.  Budgets are still stated in seconds
 (``tokenlaw prove --timeout``); :data:`RATES` converts them with the steps per
-CPU second each tactic showed on this project's queries: 1,172 queries of the
-full default registry's ``prove`` (2026-12-02, idle machine, each query under
-its old wall-clock budget, steps read from z3's ``rlimit count``, CPU from
-``time.process_time``).  Steps per CPU second of the decided queries, median /
-90th percentile: nlsat 8.3 M / 10.4 M, smt 3.3 M / 8.4 M; the rates are above
-those, and :data:`MIN_UNITS` is the floor of a tiny slice (a query decided in
-4 ms took up to 250 k steps), so 947 of the 948 queries an idle machine decided
-within their slice still get the steps.  The same full ``prove`` then proves
-every row the wall-clock budgets proved and one more (54 proved, 0 unknown).  A slower-stepping query may take longer than
-its nominal seconds to spend its steps.  (An earlier calibration gave rates
-ten times lower -- nlsat 1.1 M, smt 450 k -- and lost proofs: pn_fir_tau's
-sub_simplex was unknown after 32 s instead of proved in 2 s.)  A wall-clock backstop of :data:`BACKSTOP` times the budget
-remains for the rare query whose work z3 does not count in steps (some
-preprocessing); a query it ends is reported as ended by the wall clock, so a
-reader knows that verdict alone is load-dependent.
+CPU second each tactic showed on this project's queries, set above the measured
+rates, and :data:`MIN_UNITS` is the floor of a tiny slice.  A slower-stepping
+query may take longer than its nominal seconds to spend its steps.  A
+wall-clock backstop of :data:`BACKSTOP` times the budget remains for the rare
+query whose work z3 does not count in steps (some preprocessing); a query it
+ends is reported as ended by the wall clock, so a reader knows that verdict
+alone is load-dependent.  The calibration (which queries, which rates, what an
+earlier one lost): ``docs/symbolic.md``, "Solver budgets in z3 steps".
 
 z3 keeps one step counter per context, read after each check
 (:func:`observe`), so a cell's budget (several queries) is also counted in

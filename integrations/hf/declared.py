@@ -138,7 +138,7 @@ def _body(fn: Callable, formats: tuple, causal: bool, name: str):
     return hf_attention
 
 
-# What the suite found HF's eager attention to break (2026-12-04, transformers 5.25): it takes its softmax
+# What the suite found HF's eager attention to break (docs/hf.md, "What the suite finds"): it takes its softmax
 # in float32 whatever the input dtype (``softmax(..., dtype=torch.float32).to(query.dtype)``).
 _FLOAT32_SOFTMAX = "HF's eager takes its softmax in float32 for every input dtype: a float64 run is float32-accurate"
 EAGER_IN_FLOAT64 = {
