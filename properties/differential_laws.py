@@ -154,7 +154,8 @@ def case_scores(case) -> torch.Tensor | None:
 def score_units(case, keep=None) -> float:
     """max |S| u_D over the kept rows of the case's scores (:func:`case_scores`): D's rounding of its largest
     score, in score units; 0 where the operator declares no weights, has no top-level scores, D is float64,
-    or its weights are homogeneous of degree 0 on these scores (W(2S) = W(S) to 1e-9: see above).
+    or its weights are homogeneous of degree 0 on these scores scaled to a largest |S| of 1 (W(2S) = W(S)
+    to 1e-9: see above).
     ``keep``: the output rows the comparison kept, (B, n); the others are left out."""
     if case.op.weights is None or case.dtype == torch.float64:
         return 0.0
@@ -173,10 +174,14 @@ def score_units(case, keep=None) -> float:
     rows = torch.ones(s.shape[0], 1, n, 1, dtype=torch.bool)
     if keep is not None and tuple(keep.shape) == (s.shape[0], n):
         rows = keep[:, None, :, None]
+    # tested at unit scale: on the case's own scores a saturated row (one-hot softmax or sparsemax at
+    # |S| 1.2e4, seed 2) answers W(2S) = W(S) without being homogeneous
+    top = float(torch.nan_to_num(s.abs(), nan=0.0, posinf=0.0).max())
+    unit = s / top if top > 0 else s
     try:
         with torch.no_grad():
-            w = case.op.weights(TORCH, s, mask, **kept).double()
-            w2 = case.op.weights(TORCH, 2.0 * s, mask, **kept).double()
+            w = case.op.weights(TORCH, unit, mask, **kept).double()
+            w2 = case.op.weights(TORCH, 2.0 * unit, mask, **kept).double()
     except (InvalidArgument, TypeError, RuntimeError):
         return 0.0                                      # weights this measure cannot call: no claim either way
     moved = torch.nan_to_num((w2 - w).abs(), nan=0.0, posinf=0.0) * rows
