@@ -58,6 +58,11 @@ def _scored(op, keys) -> bool:
     return op.domain.roles.query[0] in keys
 
 
+def scored(op) -> bool:
+    """Whether ``op`` has attention scores (its declared query weight is among its drawn parameters)."""
+    return _scored(op, _param_keys(op))
+
+
 def _power_edge(dtype) -> float:
     return torch.finfo(dtype).max ** 0.1
 

@@ -74,7 +74,11 @@ from tokenlaw.properties import backends
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
 from .core_strategies import core_cases
-from .regimes import LENGTH_BANDS, band_label
+from .regimes import LENGTH_BANDS, band_label, scored
+
+# A score whose rounding in the dtype passes this (|S| u_D, judging.unresolved's criterion for a score offset)
+# leaves an attention row's weights a function of the dtype's rounding, not a perturbation of the exact ones.
+FIRST_ORDER_LIMIT = 1 / 16
 
 # The longest n drawn: past two 128-token blocks plus one (2 * 128 + 1 = 257: a FlexAttention-style kernel's
 # blocks, the compiled Triton tiles' 64 twice over), with a few tokens to spare.  tests/fuzz/test_fuzz_strategies.py
@@ -289,11 +293,18 @@ def large_widths(op, dtype, *, scales=None, widths=None) -> tuple:
     """The widths at which the token scale :data:`LARGE` fits the operator's declared limit in ``dtype``
     (:func:`fitting`, strictly: no fallback to the smallest scale), among the widths the cell draws (``widths``,
     the declared ones when ``fixed_width``, else 1..D_MAX or the domain's ``d_max``); () where none does, or where
-    the contract bounds the token scales (``scales``: it declares the magnitudes it can judge).
+    the contract bounds the token scales (``scales``: it declares the magnitudes it can judge).  For an
+    operator with attention scores, also where the dtype resolves the nominal score (4e6 sqrt(d) at this scale)
+    to within :data:`FIRST_ORDER_LIMIT` of a unit, the criterion judging.unresolved applies to a score offset: in
+    float16, bfloat16 and float32 such scores are rounded by 0.5 to 3e4 units, the weights are a function of
+    the dtype's rounding, and no comparison can judge them (measured: entmax15 and sparsemax package_agreement
+    in bfloat16 at d = 1, seed 0, 0.75 against a bound of 0.0625).  So sdpa draws it in float64 only.
 
     >>> from tokenlaw.properties.catalogue import default_registry
     >>> reg = default_registry()
     >>> large_widths(reg["presence"], torch.float16), len(large_widths(reg["presence"], torch.float32))
+    ((), 128)
+    >>> large_widths(reg["sdpa"], torch.float32), len(large_widths(reg["sdpa"], torch.float64))
     ((), 128)
     """
     if scales is not None:
@@ -306,7 +317,9 @@ def large_widths(op, dtype, *, scales=None, widths=None) -> tuple:
         pool = tuple(op.domain.d_model)
     else:
         pool = tuple(range(1, (D_MAX if op.domain.d_max is None else min(D_MAX, op.domain.d_max)) + 1))
-    return tuple(d for d in pool if LARGE in fitting((1.0, LARGE), limit, d, host=host))
+    u = dtypes.UNIT_ROUNDOFF[dtype]
+    resolved = (lambda d: nominal_score(LARGE, d) * u <= FIRST_ORDER_LIMIT) if scored(op) else (lambda d: True)
+    return tuple(d for d in pool if LARGE in fitting((1.0, LARGE), limit, d, host=host) and resolved(d))
 
 
 def reachable_edges(op, dtype, *, eps_draws: bool = True, offsets: bool = True, core: str | None = None,
