@@ -22,7 +22,7 @@ import torch
 from .composition import Composition, block_layers, compose_layers
 from .composition import host_params as _composition_params
 from .composition import prefix_layers
-from . import limits
+from . import limits, references
 from .registry import Domain, declare
 
 DEPTH = 2
@@ -34,6 +34,15 @@ TABULAR_STANDARD = Composition("tabular_standard", norm="layernorm", attention="
                                standardize="standardize", inject="linear_inject")
 TABULAR_OTRANSFORMER = Composition("tabular_otransformer", norm="onorm_ln", attention="oattention", ffn="offn",
                                    standardize="ostandardize", inject="oinject")
+
+# Each host's independent reference (spec_reference): a loop over the blocks written from the component
+# references in operators/references.py, sharing no code with the composition (keyed by the depth-2 name;
+# the depth variants run the same reference on their own L blocks).
+REFERENCES = {"standard_host": references.standard_host_reference,
+              "oa_only_host": references.oa_only_host_reference,
+              "otransformer": references.otransformer_reference,
+              "tabular_standard": references.tabular_standard_reference,
+              "tabular_otransformer": references.tabular_otransformer_reference}
 
 
 def host_params(gen, d_model, dtype=None, *, depth=DEPTH, inject=False):
@@ -104,7 +113,7 @@ def _limits(comp, traits):
     return limits.SOFTMAX_HOST_LIMITS if comp.attention == "sdpa" else limits.STANDARD_HOST_LIMITS
 
 
-def _declare(comp, traits, claims, violates, layers=None):
+def _declare(comp, traits, claims, violates, layers=None, reference=None):
     """Declare host ``comp`` (its eager function generated from the composition) for the registry."""
     layers = _layers_of(comp) if layers is None else layers
     params = functools.partial(host_params, depth=comp.depth, inject=comp.inject is not None)
@@ -113,6 +122,7 @@ def _declare(comp, traits, claims, violates, layers=None):
     domain = Domain(params=params, mask="random", d_model=(4,), n_max=5, d_max=8, positive=("tau", "eps_den"),
                     limits=_limits(comp, traits))
     return declare(name=comp.name, domain=domain, traits=_HOST_TRAITS | traits, layers=layers,
+                   reference=REFERENCES[comp.name] if reference is None else reference,
                    claims=claims, violates=violates)(_host_of(comp, layers))
 
 
@@ -125,7 +135,8 @@ def _depth_variant(comp, depth, traits, claims, violates):
     # a variant whose host breaks closure states the universal differential claim it is judged on anyway
     kept = {k: v for k, v in claims.items() if k == "closure"} or {
         "differential": "each dtype agrees with float64 within its predicted rounding at depth L too"}
-    return _declare(variant, traits, kept, {k: v for k, v in violates.items() if k in ("closure", "finite")})
+    return _declare(variant, traits, kept, {k: v for k, v in violates.items() if k in ("closure", "finite")},
+                    reference=REFERENCES[comp.name])
 
 
 # -- the hosts the registry collects, each declared by name --------------------------------------

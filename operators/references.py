@@ -303,3 +303,75 @@ def standardize_reference(xp, x, *, eps=1e-5):
     d = x - x[..., :1, :]                      # shifted data, as in ostandardize_reference
     c = d - xp.mean(d, axis=-2, keepdims=True)
     return xp.div(c, xp.sqrt(xp.mean(c * c, axis=-2, keepdims=True) + eps))
+
+
+# -- docs/mathematics.md#hosts: pre-norm residual blocks, written as a loop over the blocks ----------
+# Each host is restated here block by block from the component references above (LayerNorm, ONorm,
+# SDPA, OAttention with its hidden carrier, the FFN, the standardisations and the embeddings); nothing
+# is shared with operators/composition.py (its slot tables, residual_block, compose_layers).  The depth
+# is len(blocks): the parameters the host is called with are the ones its reference receives.
+
+
+def _plain_block(xp, h, mask, b):
+    """h1 = h + SDPA(LN(h)),  h2 = h1 + FFN(LN(h1))."""
+    a = b["attn"]
+    h1 = h + sdpa_reference(xp, layernorm_reference(xp, h, **b["norm1"]), mask, **a)
+    f = b["ffn"]
+    return h1 + _ffn(xp, layernorm_reference(xp, h1, **b["norm2"]), f["w1"], f["b1"], f["w2"], f["b2"])
+
+
+def _oa_block(xp, h, mask, b, tau, eps_den):
+    """h1 = h + OAttn(LN(h); presence from h),  h2 = h1 + FFN(LN(h1))."""
+    h1 = h + oattention_reference(xp, layernorm_reference(xp, h, **b["norm1"]), mask, carrier=h, tau=tau,
+                                  eps_den=eps_den, **b["attn"])
+    f = b["ffn"]
+    return h1 + _ffn(xp, layernorm_reference(xp, h1, **b["norm2"]), f["w1"], f["b1"], f["w2"], f["b2"])
+
+
+def _o_block(xp, h, mask, b, tau, eps_den):
+    """h1 = h + OAttn(ONorm(h); presence from h),  h2 = h1 + rho(h1) FFN(ONorm(h1))."""
+    h1 = h + oattention_reference(xp, onorm_ln_reference(xp, h, tau=tau, **b["norm1"]), mask, carrier=h,
+                                  tau=tau, eps_den=eps_den, **b["attn"])
+    f = b["ffn"]
+    u = onorm_ln_reference(xp, h1, tau=tau, **b["norm2"])
+    return h1 + spec_presence(xp, h1, tau) * _ffn(xp, u, f["w1"], f["b1"], f["w2"], f["b2"])
+
+
+def standard_host_reference(xp, x, mask=None, *, blocks, tau=None, eps_den=None, inject=None):
+    """L pre-norm blocks h + SDPA(LN(h)), h + FFN(LN(h)) (standard_host and its depth variants)."""
+    h = x
+    for b in blocks:
+        h = _plain_block(xp, h, mask, b)
+    return h
+
+
+def oa_only_host_reference(xp, x, mask=None, *, blocks, tau, eps_den, inject=None):
+    """L pre-norm blocks h + OAttn(LN(h); p from h), h + FFN(LN(h)) (oa_only_host and its depth variants)."""
+    h = x
+    for b in blocks:
+        h = _oa_block(xp, h, mask, b, tau, eps_den)
+    return h
+
+
+def otransformer_reference(xp, x, mask=None, *, blocks, tau, eps_den, inject=None):
+    """L blocks h + OAttn(ONorm(h); p from h), h + rho(h) FFN(ONorm(h)) (otransformer and its depth variants)."""
+    h = x
+    for b in blocks:
+        h = _o_block(xp, h, mask, b, tau, eps_den)
+    return h
+
+
+def tabular_standard_reference(xp, x, mask=None, *, blocks, inject, tau=None, eps_den=None):
+    """Standardise over tokens, x W + b, then the standard blocks."""
+    h = linear_inject_reference(xp, standardize_reference(xp, x), **inject)
+    for b in blocks:
+        h = _plain_block(xp, h, mask, b)
+    return h
+
+
+def tabular_otransformer_reference(xp, x, mask=None, *, blocks, inject, tau, eps_den):
+    """OStandardise over tokens, rho(x) (x W + b), then the O-blocks."""
+    h = oinject_reference(xp, ostandardize_reference(xp, x, tau=tau), tau=tau, **inject)
+    for b in blocks:
+        h = _o_block(xp, h, mask, b, tau, eps_den)
+    return h

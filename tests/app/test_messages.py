@@ -1,6 +1,8 @@
 """The messages a new user meets (issue 21, point 10): each names what the user passed and shows what was found."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from torch import nn
@@ -95,9 +97,9 @@ def test_a_missing_reference_says_how_to_declare_one():
     from tokenlaw.properties.backends import EAGER
 
     contract = CONTRACTS["spec_reference"]
-    without = [op for op in default_registry() if op.reference is None]
-    assert without, "some registered operator declares no reference"
-    reason = contract.skip(without[0], "float64", EAGER)
+    # every built-in operator declares one (the hosts since issue 43): a copy of one without it
+    without = dataclasses.replace(next(iter(default_registry())), reference=None)
+    reason = contract.skip(without, "float64", EAGER)
     assert "reference=" in reason and "SPEC" not in reason and "@declare(" in reason
     with_ref = [op for op in default_registry() if op.reference is not None]
     assert with_ref and not contract.skip(with_ref[0], "float64", EAGER)

@@ -174,7 +174,7 @@ def test_survivors_are_classified_mechanically():
     # drawn only in blind rows while the operator claims a reference comparison: a gap of the draws, never equivalent
     assert A.classify(m, op, **self_only, judged_by={"differential", "finite"},
                       claimed={"differential", "finite", "spec_reference"})[0] == "gap"
-    # a host claims no law that compares its values with a reference: its uniform scale is equivalent
+    # an operator that claims no law comparing its values with a reference: its uniform scale is equivalent
     assert A.classify(m, op, **self_only, judged_by={"closure", "finite"},
                       claimed={"closure", "differential", "finite", "unmasked"})[0] == "equivalent"
     m = A.Mutant("presence", C.predicate("mask_none"), C.wrongness("scale"))      # mask=None is one side of unmasked
