@@ -643,9 +643,9 @@ def cases(traits: Traits, law: str | None = None):
 
     For ``window_locality`` the draws are the ones it can judge: the window and the chunk size always on
     (where the architecture has them), per-layer types drawn from its windowed kinds only (a full layer
-    reaches everything, so a model with one has no position beyond a token's field), and sequences of
-    ``MAX_TOKENS // 2`` tokens or more, long enough for a field of up to ``LAYERS * MAX_WINDOW`` to leave
-    positions beyond it.  Every other law draws the knobs on or off.
+    reaches everything, so a model with one has no position beyond a token's field), and sequences from just
+    past the drawn knobs' field (``LAYERS * max(w, chunk) + 2`` tokens) up to ``MAX_TOKENS``,
+    so a shrunk counterexample is as short as its window allows.  Every other law draws the knobs on or off.
     """
     local = law == "window_locality"
     none_or = lambda s, on: (s if local else st.one_of(st.none(), s)) if on else st.none()  # noqa: E731
@@ -666,8 +666,16 @@ def cases(traits: Traits, law: str | None = None):
         # half the draws (every window_locality draw) long enough for a window or chunk to leave
         # positions beyond a token's field
         long = st.integers(MAX_TOKENS // 2, MAX_TOKENS)
-        n = draw(long if local else st.one_of(st.integers(2, MAX_TOKENS // 2), long))
-        return Case(knobs=draw(knobs), tokens=n, batch=draw(st.integers(1, MAX_BATCH)),
+        if local:
+            # from just past the drawn field (receptive_field: at most LAYERS windows or chunks) up: the
+            # shrink then reaches the shortest sequence that still leaves a position beyond the field
+            k = draw(knobs)
+            w, c = k.sliding_window or 0, k.attention_chunk_size or 0
+            n = draw(st.integers(min(MAX_TOKENS // 2, LAYERS * max(w, c) + 2), MAX_TOKENS))
+        else:       # the other laws' draws as recorded in reports/hf-sweep (length first, then the knobs)
+            n = draw(st.one_of(st.integers(2, MAX_TOKENS // 2), long))
+            k = draw(knobs)
+        return Case(knobs=k, tokens=n, batch=draw(st.integers(1, MAX_BATCH)),
                     pad_left=draw(st.integers(0, MAX_PAD)), pad_right=draw(st.integers(0, MAX_PAD)),
                     edit=draw(st.integers(0, n - 1)), pass_mask=draw(st.booleans()),
                     seed=draw(st.integers(0, 2 ** 16)))
