@@ -12,6 +12,8 @@ import os
 import sys
 from importlib.metadata import entry_points
 
+from tokenlaw.process import dtype_names
+
 # The fuzz profiles (fuzz.engine.PROFILES, restated here so that parsing needs no torch; a test keeps
 # them equal), the old names still accepted, and the default.
 PROFILES = {"smoke": 10, "ci": 100, "thorough": 300, "deep": 2000}
@@ -22,9 +24,9 @@ PROFILE_HELP = ("examples per cell per dtype: " + ", ".join(f"{n} {k}" for n, k 
                 + ", ".join(f"{a} = {n}" for a, n in PROFILE_ALIASES.items()))
 
 
-# The dtypes a cell runs in (operators.dtypes.DTYPES, restated so that a typo is refused without torch: issue 47,
-# `--dtype float8` took 3.5 s to say so; a test keeps them equal).
-DTYPE_NAMES = ("bfloat16", "float16", "float32", "float64")
+# The dtypes a cell runs in, from the torch-free list operators.dtypes maps (a typo is refused without torch:
+# issue 47, `--dtype float8` took 3.5 s to say so).
+DTYPE_NAMES = tuple(sorted(dtype_names.NAMES))
 
 
 def dtype_name(text: str) -> str:

@@ -17,10 +17,11 @@ from types import MappingProxyType
 
 import torch
 
+from tokenlaw.process import dtype_names
+
 from .errors import InvalidArgument
 
-DTYPES = MappingProxyType({"float64": torch.float64, "float32": torch.float32,
-                           "float16": torch.float16, "bfloat16": torch.bfloat16})
+DTYPES = MappingProxyType({name: getattr(torch, name) for name in dtype_names.NAMES})
 NAMES: tuple = tuple(DTYPES)                 # every judged dtype, by name, in report order
 FLOATS: tuple = tuple(DTYPES.values())       # the same as torch dtypes
 REFERENCE = "float64"                        # the dtype every other is measured against

@@ -22,7 +22,7 @@ from tokenlaw.operators.roles import Adjustments, Roles, adjust
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("process", "operators", "properties", "symbolic", "fuzz", "kernels", "reports", "app", "experiments")
-OWNER = Path("operators") / "dtypes.py"
+OWNER = Path("process") / "dtype_names.py"
 FOUR = {"float64", "float32", "float16", "bfloat16"}
 
 
