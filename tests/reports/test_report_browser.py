@@ -111,7 +111,10 @@ def pages(tmp_path_factory):
     passing = report(tmp_path_factory, "passing", ["check", "--operator", "presence", "--operator", "pn",
                                                    "--operator", "otransformer", "--contract", "closure",
                                                    "--contract", "differential", "--contract", "zero_absorption",
-                                                   "--contract", "sub_simplex", "--examples", "3"])
+                                                   "--contract", "sub_simplex", "--examples", "3",
+                                                   # at 3 examples otransformer's bfloat16 differential is vacuous
+                                                   # (its near-null examples inconclusive): a smoke run, not a pass
+                                                   "--dtype", "float64", "--dtype", "float32", "--dtype", "float16"])
     return {"failing": failing, "passing": passing}
 
 
