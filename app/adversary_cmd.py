@@ -1,4 +1,4 @@
-"""``tokenlaw adversary``: the standing adversary's kill matrix (a thin call of :mod:`tokenlaw.fuzz.adversary`).
+"""``tokenlaw adversary``: the standing adversary's kill matrix (a thin call of :mod:`tokenlaw.fuzz.mutants.adversary`).
 
 Exit 0 when every non-equivalent conditional mutant run is killed, 1 when one survives (a gap: a
 finding about the check, listed with its reason) or made the check crash instead of judging it, 2 for bad
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tokenlaw.fuzz import adversary
+from tokenlaw.fuzz.mutants import adversary
 from tokenlaw.fuzz.engine import PROFILES, profile_name
 from tokenlaw.orchestration import runs
 from tokenlaw.process import command_line

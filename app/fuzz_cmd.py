@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from tokenlaw.app.progress import Progress
-from tokenlaw.fuzz.mutants import catalogue
-from tokenlaw.fuzz.mutation import run_mutants
+from tokenlaw.fuzz.mutants.seeded import catalogue
+from tokenlaw.fuzz.mutants.mutate import run_mutants
 from tokenlaw.fuzz.replay import load, replay, replay_dir
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.orchestration.runs import registry as load_registry

@@ -31,7 +31,7 @@ from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.plan import contracts_of
 
-from .mutants import catalogue
+from .mutants.seeded import catalogue
 
 DEFAULT_DIR = artifacts.DEFAULT_DIR
 MAX_STORED_ENTRIES = 1 << 14     # above this the inputs are regenerated from the seed only

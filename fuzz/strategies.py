@@ -102,7 +102,7 @@ BAND_WEIGHTS = (2, 18, 12, 4, 2, 1, 1)
 LONG_COST = 32
 LENGTH_EDGES = (7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 192, 255, 256, 257)
 # The block edges: n on either side of a 64-token tile's and a 128-token block's end, where a kernel starts
-# its second and third block (the adversary's length edges, fuzz.conditional.BLOCK_EDGES).  Every cell that
+# its second and third block (the adversary's length edges, fuzz.mutants.conditional.BLOCK_EDGES).  Every cell that
 # reaches one draws it (:func:`reachable_lengths`): banded_find gives each one the search and the band fill
 # never drew one example of its own, exactly at that length (``cases(band="n=256")``).  Drawn at random, an
 # exact length in the 129..256 band has a share of about 1 in 5000 per example.

@@ -17,7 +17,7 @@ import json
 import os
 
 from tokenlaw.fuzz import replay as R
-from tokenlaw.fuzz.mutants import catalogue
+from tokenlaw.fuzz.mutants.seeded import catalogue
 from tokenlaw.process import user_modules
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.case import Case

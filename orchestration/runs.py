@@ -30,7 +30,7 @@ import torch
 from tokenlaw.fuzz.campaign import parse_shard, run_rows, runs_here, shard
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
-from tokenlaw.fuzz.mutants import catalogue as mutant_catalogue
+from tokenlaw.fuzz.mutants.seeded import catalogue as mutant_catalogue
 from tokenlaw.operators import arguments, path_probe
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.process import command_line, interrupts, user_modules

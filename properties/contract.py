@@ -67,9 +67,9 @@ SHARED_AXES = frozenset({"control", "dtype", "batch", "width", "head_count"})
 
 @dataclasses.dataclass(frozen=True)
 class AdversaryOptions:
-    """What ``tokenlaw adversary`` (``tokenlaw.fuzz.adversary``) needs about a contract.
+    """What ``tokenlaw adversary`` (``tokenlaw.fuzz.mutants.adversary``) needs about a contract.
 
-    ``sees``: names of the conditional wrongnesses (``tokenlaw.fuzz.conditional.WRONGNESSES``) that are not a
+    ``sees``: names of the conditional wrongnesses (``tokenlaw.fuzz.mutants.conditional.WRONGNESSES``) that are not a
     plain change of value and that this law is meant to see (``position``, ``leak_future``, ``leak_null``,
     ``drop_key``); ``scale_blind``: the predicate axes on which a uniform scale of the output cancels from the
     law (it compares the operator only with itself, the predicate alike on both sides); ``rank``: where the

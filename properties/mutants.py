@@ -1,4 +1,4 @@
-"""A seeded bug (a *mutant*), the one type for every tier: eager mutants (``fuzz/mutants.py``) and a
+"""A seeded bug (a *mutant*), the one type for every tier: eager mutants (``fuzz/mutants/seeded.py``) and a
 backend's own (``Backend.mutants()``, e.g. the Triton backend's ``kernels/mutants.py``).
 
 A mutant never changes shared state.  An eager mutant's ``mutate(registry)``

@@ -218,6 +218,8 @@ def _copy(tmp_path: Path) -> Path:
     ("operators/xp.py", "from tokenlaw.properties import verdict", "climbs"),
     ("properties/verdict.py", "    from tokenlaw.kernels import capabilities", "climbs"),       # late, still counted
     ("fuzz/engine.py", "from tokenlaw.symbolic import prover", "peer"),
+    ("fuzz/mutants/seeded.py", "from tokenlaw.kernels import mutants", "peer"),   # the mutant room imports no plug-in
+    ("fuzz/mutants/adversary.py", "from tokenlaw.reports import mutations", "climbs"),
     ("symbolic/prover.py", "X = 'tokenlaw.reports.writers'", "climbs"),                        # a module-name string
     ("kernels/ops.py", "from ..reports import writers", "climbs"),                              # relative
     ("reports/writers.py", "from tokenlaw.orchestration import runs", "climbs"),

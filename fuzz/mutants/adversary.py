@@ -1,7 +1,7 @@
 """The standing adversary: predicate-conditional mutants of every operator, and the kill matrix.
 
 For each operator of a registry, :func:`mutants` builds
-:mod:`~tokenlaw.fuzz.conditional` mutants (the operator wrong only where a
+:mod:`~tokenlaw.fuzz.mutants.conditional` mutants (the operator wrong only where a
 predicate on its input holds), and :func:`run` judges each one with the
 operator's rows of the default check (``tokenlaw check``'s plan, the same
 profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
@@ -59,9 +59,9 @@ from tokenlaw.process.cpu_paths import one_thread
 from . import conditional as C
 from tokenlaw.operators.dtypes import DTYPES
 
-from .campaign import Campaign, shipped
-from .cluster import Pool
-from .engine import run_cell
+from ..campaign import Campaign, shipped
+from ..cluster import Pool
+from ..engine import run_cell
 
 # The predicates each wrongness other than ``scale`` is paired with: the control and one per axis.
 FOCUS = ("always", "n_9_32", "n_65_128", "d_odd", "batch_3", "heads_ge_2", "float16", "float32", "mask_none",

@@ -1,6 +1,6 @@
 """Predicate-conditional mutants: an operator that is wrong only when a predicate on its input holds.
 
-The standing adversary (:mod:`tokenlaw.fuzz.adversary`) wraps a registered
+The standing adversary (:mod:`tokenlaw.fuzz.mutants.adversary`) wraps a registered
 operator's callable ``op.fn`` in a :class:`Conditional`: the wrapper calls the
 real operator and, on the calls where its :class:`Predicate` holds for the
 input (``x`` and the keyword arguments the operator is called with), returns

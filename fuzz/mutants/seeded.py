@@ -1,7 +1,7 @@
 """The eager mutant catalogue: seeded bugs the suite must catch in the operators that ship.
 
 Every eager :class:`~tokenlaw.properties.mutants.Mutant` is an edit of the
-code that ships (:class:`~tokenlaw.fuzz.source_mutation.SourceEdit`): exact
+code that ships (:class:`~tokenlaw.fuzz.mutants.source_edit.SourceEdit`): exact
 snippets of one operator module's source are replaced (each must occur
 exactly once, so a refactor that removes one fails loudly) and the module is
 loaded as a fresh copy under its own name.  Modules that import the mutated
@@ -10,7 +10,7 @@ one bound in its place.  ``mutant.apply(registry)`` returns a *new* registry
 in which the affected operators are the mutated ones; the registry it is
 given, and every module, stay as they are.
 
-``tokenlaw mutate`` (:mod:`tokenlaw.fuzz.mutation`) runs those operators'
+``tokenlaw mutate`` (:mod:`tokenlaw.fuzz.mutants.mutate`) runs those operators'
 declared cells on the mutated registry: a mutant is *killed* when some row
 no longer matches its declaration.  A survivor is a defect of the suite (a
 law missing, or a strategy that never reaches the input that shows the bug).
@@ -24,7 +24,7 @@ from __future__ import annotations
 from tokenlaw.properties.backends import EAGER
 from tokenlaw.properties.mutants import Mutant, select
 
-from .source_mutation import SourceEdit
+from .source_edit import SourceEdit
 
 
 def _edit(name, operators, description, module, edits, users=()):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import types
 
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 from tokenlaw.operators import arguments, limits, normalisers, projections
 from tokenlaw.operators.registry import Domain, Registry, declare
 from tokenlaw.properties.catalogue import collect

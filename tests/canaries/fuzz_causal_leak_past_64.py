@@ -5,7 +5,7 @@ than one 64-token compiled tile: row t sees token t + 1.  Issue 43 (class 9) fou
 surviving the default check at seed 0, n > 64 being about 3 % of the draws; the length bands draw it in
 a third of the examples and at least once per cell.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "the causal mask leaks token t + 1 into row t, only for sequences longer than 64 tokens"
 OPERATOR = "sm_fir"

@@ -1,5 +1,5 @@
 """Canary: pn whose causal mask is strictly lower triangular (j < t), in every precision alike."""
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "a token cannot see its own key: a semantic bug float64 shares, invisible to the float64 differential"
 OPERATOR = "pn"

@@ -3,7 +3,7 @@
 Before eager float32 was judged, every differential row of it held: the float32 cell was not run and
 the half cells set the batch-3 examples aside (their float32 probe predicted a large error).
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "the output is 1.01 times the formula in float32 when the batch holds exactly 3 sequences"
 OPERATOR = "oattention"

@@ -3,7 +3,7 @@
 Eager float32 was once the error probe of the half cells and never judged itself: this operator read
 ``vacuous`` (every half example outside the first-order model) and no row said float32 was wrong.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "the output is 1.01 times the formula in every float32 call (and exact in every other dtype)"
 OPERATOR = "oattention"

@@ -1,5 +1,5 @@
 """Canary: OAttention with the pre-fix denominator eps_den * exp(-M) (the shipping module, one line reverted)."""
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = ("eps_den * exp(-M) overflows float16 once every score of a row is below -11 and eps_den <= 1.5e-5: "
           "the output collapses to 0 and the gradient to NaN")

@@ -3,7 +3,7 @@
 The comparison must work in both directions: a reference that disagrees with the host (here: every key
 visible to every query, whatever the mask) makes ``spec_reference`` violated, never ``holds``.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "otransformer's declared reference drops the mask (the host itself is right)"
 OPERATOR = "otransformer_l1"

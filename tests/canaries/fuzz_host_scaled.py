@@ -4,7 +4,7 @@ Before the hosts declared a ``reference=``, no claimed row of a host compared it
 closure, null laws and permutation are blind to a uniform scale, and ``differential`` compares the host with
 itself in float64.  ``spec_reference`` (the host against its block-by-block reference) must see it.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "every host's output is 1.01 times its last layer state (the layers themselves are right)"
 OPERATOR = "standard_host_l1"

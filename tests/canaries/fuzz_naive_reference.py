@@ -4,7 +4,7 @@ The naive reference overflows (or underflows to 0 / 0) exactly where the bug is,
 every such row aside and read ``holds`` on the others (269 rows set aside).  A regime every one of whose
 rows was set aside judged nothing: the cell must read vacuous, never holds.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 from tokenlaw.properties import verdict as V
 
 REASON = ("a row's weights are 1.01 times softmax where exp of its scores over- or underflows, where the declared naive reference "

@@ -1,5 +1,5 @@
 """Canary: sm_fir whose output row 0 is NaN for every input (NaN on both sides of every comparison)."""
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "row 0 is NaN in every dtype: NaN == NaN must not count as agreement where the float64 value is finite"
 OPERATOR = "sm_fir"

@@ -6,7 +6,7 @@ and the presence to 0 (or a few wrong bits just above): a tiny, non-null token i
 Only near-null rows with |h|^2 between the subnormal boundary and about eps * tau reach it.  The edit
 reaches OAttention through its `presence` import (`mutated_module(..., imports=...)`).
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "presence as 1 - tau/(tau + |h|^2) cancels: a token with |h|^2 below eps * tau gets presence 0 (or wrong bits)"
 OPERATOR = "oattention"

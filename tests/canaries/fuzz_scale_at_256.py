@@ -5,7 +5,7 @@ wrong exactly there.  Drawn at random, an exact length in 129..256 comes up abou
 examples; issue 43's standing adversary found n == 256 never drawn by the default check in any
 operator.  Every cell that takes a length now draws the block edges (strategies.BLOCK_EDGES).
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "wrong only at exactly n = 256 (two full 128-token blocks): presence scaled by 1.01"
 OPERATOR = "presence"

@@ -4,7 +4,7 @@ The drawn token scales stop at 100 (strategies.MAGNITUDES), so max |x| > 1e3 was
 43's standing adversary); the explicit edge ``magnitude`` draws the token scale 1e3 wherever the
 operator's declared limit allows it.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "wrong only when max |x| > 1e3 (a large-magnitude path): LayerNorm scaled by 1.01"
 OPERATOR = "layernorm"

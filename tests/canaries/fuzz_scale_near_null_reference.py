@@ -5,7 +5,7 @@ and the differential compares the operator with itself in float64, so a uniform 
 reached no reference comparison (issue 43's standing adversary).  spec_reference's explicit edge
 ``near_null`` draws one near-null row whose |h|^2 is normal in float32.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "wrong only on inputs with a near-null token (0 < max |x_i| < 1e-4): presence scaled by 1.01"
 OPERATOR = "presence"

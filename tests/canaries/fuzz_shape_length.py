@@ -4,7 +4,7 @@ Correct at every other shape, so a search (or a trace) that never reaches those 
 OAttention itself; real kernel bugs live exactly there (odd head dims, batch strides, tile edges).
 The symbolic tier traces at small shapes and must not call the path it never followed "proved".
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "wrong only for 7 to 12 tokens (one tile edge's path): every token gets presence 1"
 OPERATOR = "oattention"

@@ -3,7 +3,7 @@
 Two 128-token blocks plus one: where a kernel's third key block starts.  Issue 43 (class 7) found that
 nothing searched past 130 tokens; the 257+ band is drawn in one example in ten and at least once per cell.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "wrong only past two 128-token blocks (n >= 257): every token gets presence 1"
 OPERATOR = "oattention"

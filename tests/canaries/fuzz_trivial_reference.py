@@ -1,5 +1,5 @@
 """Canary: oattention at twice its value, declaring a reference that overflows (inf / inf) at every token but an exact null."""
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 from tokenlaw.properties import verdict as V
 
 REASON = ("twice the reference, which is finite only at exact nulls, where both sides are exactly 0: every "

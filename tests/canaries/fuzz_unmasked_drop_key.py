@@ -3,7 +3,7 @@
 Every law judged with a mask tensor sees SDPA itself; only a run with ``mask=None`` -- the call most
 users make -- takes the wrong path.  ``unmasked`` compares that run with the all-visible mask.
 """
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 
 REASON = "drops the last key only when no mask is passed (mask=None), correct with any mask tensor"
 OPERATOR = "sdpa"

@@ -1,5 +1,5 @@
 """Canary: sm_fir whose declared reference (the formula of docs/mathematics.md#fir) is NaN everywhere (the operator itself is the shipping one)."""
-from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 from tokenlaw.properties import verdict as V
 
 REASON = ("the reference is never finite: spec_reference sets every row of every example aside and judges "

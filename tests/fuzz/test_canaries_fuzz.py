@@ -182,7 +182,7 @@ def test_naive_reference_canary_reads_what_a_correct_operator_reads():
     same vacuous verdict with the same blind regimes, never violated: the canary's verdict is about the
     oracle (no finite reference where its bug lives), the most any search can say with that reference."""
     from tokenlaw.fuzz.engine import run_cell
-    from tokenlaw.fuzz.source_mutation import mutated_module, mutated_registry
+    from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
     from tokenlaw.properties.catalogue import CONTRACTS
 
     c = _canary("fuzz_naive_reference")

@@ -71,7 +71,7 @@ def test_dask_workers_give_the_same_verdicts_as_one_process(pool):
 def test_dask_workers_run_a_mutants_registry_copy(pool):
     """A mutant's registry holds functions of modules in no sys.modules: the Campaign ships them by value,
     and the mutant is caught on the workers as in one process."""
-    from tokenlaw.fuzz.mutants import EAGER_MUTANTS
+    from tokenlaw.fuzz.mutants.seeded import EAGER_MUTANTS
 
     mutant = next(m for m in EAGER_MUTANTS if m.name == "presence_floor")
     bad = mutant.apply(REG)

@@ -1,7 +1,7 @@
 """A subtle seeded bug the default check misses at seed 0, found by a campaign of 2 minutes, after which the
 check fails with the campaign's counterexample.
 
-The mutant (``oattn_running_max_two_tiles``, fuzz/mutants.py SUBTLE_MUTANTS): OAttention's running max
+The mutant (``oattn_running_max_two_tiles``, fuzz/mutants/seeded.py SUBTLE_MUTANTS): OAttention's running max
 covers the first two 64-key tiles only, so only a row of more than 128 keys whose late key scores above
 every earlier one by more than log(max) of the dtype overflows.  The default profile (100 examples a
 cell) at seed 0 never draws one; the campaign's rounds (fresh seeds, budgets that double where the

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokenlaw.fuzz import given as G
-from tokenlaw.fuzz.mutants import EAGER_MUTANTS
+from tokenlaw.fuzz.mutants.seeded import EAGER_MUTANTS
 from tokenlaw.properties.catalogue import default_registry
 
 REG = default_registry()

@@ -253,7 +253,7 @@ def test_a_regime_pins_only_inside_the_declared_limit():
 
 
 def test_a_cell_that_stopped_early_says_which_bands_and_block_edges_it_never_drew():
-    from tokenlaw.fuzz import conditional
+    from tokenlaw.fuzz.mutants import conditional
     reg = conditional.mutant_registry(default_registry(), "fir", conditional.predicate("always"),
                                       conditional.wrongness("scale"))
     v = run_cell(reg["fir"], CONTRACTS["spec_reference"], torch.float64, examples=40, seed=0, replay_dir=None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tokenlaw.fuzz.source_mutation import SourceEdit
+from tokenlaw.fuzz.mutants.source_edit import SourceEdit
 from tokenlaw.operators import normalisers
 from tokenlaw.operators.fir_attention import causal_mask
 from tokenlaw.operators.xp import TORCH

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tokenlaw.fuzz.source_mutation import SourceEdit
+from tokenlaw.fuzz.mutants.source_edit import SourceEdit
 from tokenlaw.operators.projections import attention_params
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties.case import Case

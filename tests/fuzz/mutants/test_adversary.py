@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from tokenlaw.app import cli
-from tokenlaw.fuzz import adversary as A
-from tokenlaw.fuzz import conditional as C
+from tokenlaw.fuzz.mutants import adversary as A
+from tokenlaw.fuzz.mutants import conditional as C
 from tokenlaw.operators.registry import Registry
 from tokenlaw.operators.xp import TORCH
 from tokenlaw.properties import verdict as V
@@ -227,7 +227,7 @@ def test_the_command_writes_the_report_and_exits_1_on_a_gap(tmp_path, capsys):
     assert cli.main(["adversary", "--mutant", "presence:always:scal"]) == 2                 # names the argument
 
 
-RECORD = Path(__file__).resolve().parents[2] / "reports" / "adversary" / "adversary.json"
+RECORD = Path(__file__).resolve().parents[3] / "reports" / "adversary" / "adversary.json"
 
 
 def _command(meta, out, operators) -> list:

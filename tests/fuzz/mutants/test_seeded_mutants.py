@@ -11,8 +11,8 @@ import torch
 
 import tokenlaw.operators
 from tokenlaw.app.fuzz_cmd import mutant_catalogue
-from tokenlaw.fuzz.mutants import EAGER_MUTANTS, catalogue
-from tokenlaw.fuzz.mutation import run_mutant, run_mutants
+from tokenlaw.fuzz.mutants.seeded import EAGER_MUTANTS, catalogue
+from tokenlaw.fuzz.mutants.mutate import run_mutant, run_mutants
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import Mutant
@@ -47,8 +47,8 @@ def test_the_eager_catalogue_does_not_import_the_kernels():
     import ast
     import inspect
 
-    import tokenlaw.fuzz.mutants as M
-    import tokenlaw.fuzz.source_mutation as S
+    import tokenlaw.fuzz.mutants.seeded as M
+    import tokenlaw.fuzz.mutants.source_edit as S
 
     for module in (M, S):
         names = [n.module or "" for n in ast.walk(ast.parse(inspect.getsource(module))) if isinstance(n, ast.ImportFrom)]
