@@ -97,7 +97,7 @@ def cmd_check(args) -> int:
         for i in summ["failing"] + summ["undecided"]:
             print(f"  {outcome[i]}: {i}")
             failed = [c.verdict for c in rows[i].cells if c.verdict is not None and c.verdict.violated]
-            if failed and failed[0].status == V.RAISED:
+            if failed and failed[0].status == V.Status.RAISED:
                 print(f"      {failed[0].detail.split(' [')[0]}")
             if failed and failed[0].replay:
                 print(f"      replay: {writers.replay_command(failed[0].replay, doc.meta)}")

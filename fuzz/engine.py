@@ -178,11 +178,11 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     impl = backends.get(backend)
     reason = contract.skip(op, dtype_name(dtype), impl) if contract.skip else None
     if reason:
-        status = V.NOT_RUNNABLE if isinstance(reason, Gap) else V.Status.NOT_APPLICABLE_BY_DESIGN
+        status = V.Status.NOT_RUNNABLE if isinstance(reason, Gap) else V.Status.NOT_APPLICABLE_BY_DESIGN
         return V.Verdict(status, detail=reason, dtype=dtype_name(dtype))
     why = impl.not_runnable(dtype_name(dtype))
     if why:
-        return V.Verdict(V.NOT_RUNNABLE, detail=why, dtype=dtype_name(dtype),
+        return V.Verdict(V.Status.NOT_RUNNABLE, detail=why, dtype=dtype_name(dtype),
                          tier="fuzz" if impl.reference else "kernel")
     start = time.perf_counter()
     seen = {"n": 0, "best": None, "set_aside": 0, "inconclusive": 0, "trivial": 0, "threshold": 0, "not_finite": 0,
@@ -242,10 +242,10 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         seen["threshold"] += v.extra.get("set_aside_threshold", 0)
         seen["not_finite"] += v.extra.get("set_aside_not_finite", 0)
         seen["set_aside"] = seen["threshold"] + seen["not_finite"]
-        if v.inconclusive or v.status == V.NOT_RUNNABLE:
+        if v.inconclusive or v.status == V.Status.NOT_RUNNABLE:
             # judged nothing: every row set aside, outside the error model, or unanswerable here
             seen["inconclusive"] += 1
-            seen["not_runnable"] += v.status == V.NOT_RUNNABLE
+            seen["not_runnable"] += v.status == V.Status.NOT_RUNNABLE
             seen["why"] = seen["why"] or v.detail     # the first such example's own reason
         elif trivially(v):
             seen["trivial"] += 1                      # compared only where every candidate is exactly 0
@@ -339,14 +339,14 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         # the budget: the profile's examples and FILL per band or regime filled (not Hypothesis' replays)
         judged = seen["n"] - seen["inconclusive"] - seen["trivial"] - seen["outside"]
         needed = min_judged(min(seen["n"], examples + sum(map(fill_size, filled))))
-        status, detail = V.HOLDS, best.detail
+        status, detail = V.Status.HOLDS, best.detail
         if judged < needed:
-            status, detail = V.VACUOUS, _vacuous(judged, needed, seen)
+            status, detail = V.Status.VACUOUS, _vacuous(judged, needed, seen)
             if seen["n"] and seen["not_runnable"] == seen["n"]:
-                status, detail = V.NOT_RUNNABLE, seen["why"]      # no example could be asked at all
+                status, detail = V.Status.NOT_RUNNABLE, seen["why"]      # no example could be asked at all
         regimes = unjudged(accounts)
-        if regimes.blind and status == V.HOLDS:
-            status = V.VACUOUS
+        if regimes.blind and status == V.Status.HOLDS:
+            status = V.Status.VACUOUS
             detail = (f"vacuous: every row of the regime(s) {', '.join(regimes.blind)} was set aside (" +
                       ", ".join(f"{name} {accounts[name].rows} rows" for name in regimes.blind) +
                       "; the oracle was not finite there): nothing was judged there; " + detail)
@@ -445,7 +445,7 @@ class Account:
         self.rows += v.extra.get("rows", 0)
         self.no_oracle_rows += not_finite
         self.withheld += withheld(v)
-        if v.inconclusive or v.status == V.NOT_RUNNABLE:
+        if v.inconclusive or v.status == V.Status.NOT_RUNNABLE:
             self.inconclusive += 1
         elif trivially(v):
             self.trivial += 1

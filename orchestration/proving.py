@@ -68,7 +68,7 @@ def wall_limit(timeout: float) -> float:
 
 
 def _unknown(detail: str) -> V.Verdict:
-    return V.Verdict(V.UNKNOWN, detail=detail, tier="symbolic", dtype="real")
+    return V.Verdict(V.Status.UNKNOWN, detail=detail, tier="symbolic", dtype="real")
 
 
 def _crashed(signum: int) -> V.Verdict:

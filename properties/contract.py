@@ -193,11 +193,11 @@ class Contract:
         try:
             verdict = self.fn(case)
         except NotRunnableHere as err:
-            return V.Verdict(V.NOT_RUNNABLE, detail=str(err))
+            return V.Verdict(V.Status.NOT_RUNNABLE, detail=str(err))
         except Exception as err:  # noqa: BLE001 (a crash on a valid input is a finding: 'operator raised')
             op = getattr(case, "op", None)
             return V.raised(err, getattr(op, "source", None))
-        if verdict.status == V.VIOLATED and self.name != "finite":
+        if verdict.status == V.Status.VIOLATED and self.name != "finite":
             verdict = non_finite_first(case, verdict, seen)
         return verdict
 

@@ -124,7 +124,7 @@ def _compare(what: str, a, b, allowed, rows) -> V.Verdict:
     gap = (a - b).abs()
     d, bd, idx = _worst(gap, allowed, rows)
     if idx is None:
-        return V.Verdict(V.HOLDS, 0.0, 0.0, f"{what}: no row sees a key", inconclusive=True)
+        return V.Verdict(V.Status.HOLDS, 0.0, 0.0, f"{what}: no row sees a key", inconclusive=True)
     return V.judge(d, bd, f"{what}: worst |difference| {d:.3g} vs derived bound {bd:.3g} at (b, h, i, c) {idx}")
 
 
@@ -169,7 +169,7 @@ def core_masked_row(case):
     out = run(case, q, k, v)
     empty = ~case.seen().any(-1)
     if not bool(empty.any()):
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "no fully masked row drawn", inconclusive=True), case)
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, "no fully masked row drawn", inconclusive=True), case)
     want = case.core.conventions.masked_row
     rows = out[empty]
     bad = ~rows.isnan() if math.isnan(want) else (rows != want)
@@ -190,7 +190,7 @@ def _hidden_change(case, seen, what: str) -> V.Verdict:
     rows = ~seen[:, heads, :, j]                                       # (B, g, L): rows of those heads hidden from j
     rows = rows & seen[:, heads].any(-1)                               # that still see some key
     if not bool(rows.any()):
-        return V.Verdict(V.HOLDS, 0.0, 0.0, f"key {j} of kv-head {hk} is hidden from no row that sees a key",
+        return V.Verdict(V.Status.HOLDS, 0.0, 0.0, f"key {j} of kv-head {hk} is hidden from no row that sees a key",
                          inconclusive=True)
     k2, v2 = k.clone(), v.clone()
     k2[:, hk, j] = case.random_like(k2[:, hk, j].shape, salt=11, scale=4.0)
@@ -210,7 +210,7 @@ def _hidden_change(case, seen, what: str) -> V.Verdict:
 def core_mask_respect(case):
     """A key the mask hides from row i never changes out_i (bit for bit)."""
     if case.attn_mask is None:
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "no mask drawn", inconclusive=True), case)
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, "no mask drawn", inconclusive=True), case)
     return _with(_hidden_change(case, case.seen(), "mask"), case)
 
 
@@ -243,7 +243,7 @@ def _two_runs(case, what, first, second, kw1, kw2, inputs1, inputs2=None) -> V.V
 def core_mask_forms(case):
     """Every accepted form of one visibility (bool, additive 0/-inf, broadcast or expanded) gives one output."""
     if case.attn_mask is None:
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "no mask drawn", inconclusive=True), case)
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, "no mask drawn", inconclusive=True), case)
     conv = case.core.conventions
     vis = case.visible
     q, k, v = case.qkv
@@ -260,7 +260,7 @@ def core_mask_forms(case):
                             dict(kw, attn_mask=base), dict(kw, attn_mask=m), (q, k, v))
         results.append(verdict)
     if not results:
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "one accepted form only", inconclusive=True), case)
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, "one accepted form only", inconclusive=True), case)
     worst = next((r for r in results if r.violated), max(results, key=lambda r: r.ratio))
     return _with(dataclasses.replace(worst, detail=f"{len(results)} forms compared; {worst.detail}"), case)
 
@@ -269,7 +269,7 @@ def core_mask_forms(case):
 def core_gqa(case):
     """Grouped kv heads give the output of the explicitly repeated kv heads (q-head h reads h // (Hq / Hkv))."""
     if case.hkv == case.hq:
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "Hkv = Hq: no grouping drawn", inconclusive=True), case)
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, "Hkv = Hq: no grouping drawn", inconclusive=True), case)
     q, k, v = case.qkv
     kr, vr = repeat_kv(k, case.hq), repeat_kv(v, case.hq)
     kw = dict(attn_mask=case.attn_mask, is_causal=case.causal, scale=case.scale_value)
@@ -314,7 +314,7 @@ def core_batch_head_independence(case):
     """Changing another batch element's or another kv group's q, k, v leaves an output bit-identical."""
     q, k, v = case.qkv
     if case.batch == 1 and case.hkv == 1:
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "one batch element and one kv head", inconclusive=True), case)
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, "one batch element and one kv head", inconclusive=True), case)
     base = run(case, q, k, v)
     q2, k2, v2 = q.clone(), k.clone(), v.clone()
     g = case.hq // case.hkv
@@ -380,7 +380,7 @@ def core_nan(case):
         cols = slice(None) if which == "k" else slice(c, c + 1)
         where = f"{which}[{b}, {hk}, {j}, {e if which == 'k' else c}]"
     if not bool(must.any()):
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, f"{bad_value} at {where}: no row reads it", inconclusive=True),
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, f"{bad_value} at {where}: no row reads it", inconclusive=True),
                      case)
     out = run(case, q2, k2, v2)[..., cols]
     missed = must & ~is_bad(out).all(-1)
@@ -446,10 +446,10 @@ def core_paths_agree(case):
     """Two declared paths of one implementation give one output (rows seeing a key within both bounds, others equal)."""
     peer = case.core.peer
     if peer is None:
-        return V.Verdict(V.NOT_RUNNABLE, detail="no agrees_with= path declared")
+        return V.Verdict(V.Status.NOT_RUNNABLE, detail="no agrees_with= path declared")
     conv = peer.conventions
     if peer.not_runnable:
-        return V.Verdict(V.NOT_RUNNABLE, detail=f"{peer.name}: {peer.not_runnable}")
+        return V.Verdict(V.Status.NOT_RUNNABLE, detail=f"{peer.name}: {peer.not_runnable}")
     outside = [why for why, bad in (
         ("its masks", case.core_mask != "none" and (case.core_mask not in conv.mask_kinds
                                                    or case.mask_shape not in conv.mask_shapes
@@ -460,10 +460,10 @@ def core_paths_agree(case):
         ("Ev != E", case.ev != case.d and not peer.distinct_ev),
         ("L != S", case.n != case.s and peer.square)) if bad]
     if outside:
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, f"outside {peer.name}'s domain: {', '.join(outside)}",
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, f"outside {peer.name}'s domain: {', '.join(outside)}",
                                inconclusive=True), case)
     if peer.conventions.causal != case.core.conventions.causal and case.causal and case.n != case.s:
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "the paths declare different causal alignments",
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, "the paths declare different causal alignments",
                                inconclusive=True), case)
     q, k, v = case.qkv
     a, b = run(case, q, k, v), run(case, q, k, v, core=peer)
@@ -514,14 +514,14 @@ def core_gradient(case):
     if mask is not None and mask.dtype != torch.bool:
         bias = torch.where(mask > -math.inf, mask, torch.zeros_like(mask))
     if math.isnan(case.core.conventions.masked_row) and not bool(seen.any(-1).all()):
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, "a fully masked row is declared NaN: it has no gradient",
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, "a fully masked row is declared NaN: it has no gradient",
                                inconclusive=True), case)
     sc = 1.0 / math.sqrt(case.d) if case.scale_value is None else case.scale_value
     cotangent = case.random_like((case.batch, case.hq, case.n, case.ev), salt=21)
     try:
         got = _implementation_gradients(case, q, k, v, cotangent, kw)
     except NotRunnableHere as why:            # no backward on this machine (FlexAttention on CPU)
-        return V.Verdict(V.NOT_RUNNABLE, detail=f"no backward here: {why}")
+        return V.Verdict(V.Status.NOT_RUNNABLE, detail=f"no backward here: {why}")
     low = _backward.gradients(q, k, v, cotangent, seen=seen, bias=bias, scale=sc, dtype=case.dtype)
     high = _backward.gradients(q, k, v, cotangent, seen=seen, bias=bias, scale=sc, dtype=torch.float64)
     verdicts, inconclusive = [], []
@@ -548,6 +548,6 @@ def core_gradient(case):
     note = (f"; inconclusive for {inconclusive} (bound past {_tolerance.BOUND_FRACTION:.3g} of the gradient's "
             f"scale)" if inconclusive else "")
     if not verdicts:
-        return _with(V.Verdict(V.HOLDS, 0.0, 0.0, f"every gradient inconclusive{note}", inconclusive=True), case)
+        return _with(V.Verdict(V.Status.HOLDS, 0.0, 0.0, f"every gradient inconclusive{note}", inconclusive=True), case)
     worst = next((x for x in verdicts if x.violated), max(verdicts, key=lambda x: x.ratio))
     return _with(dataclasses.replace(worst, detail=worst.detail + note), case)

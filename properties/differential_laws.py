@@ -238,7 +238,7 @@ def _judge(case, c, counts, what, keep=None) -> V.Verdict:
     # value: it is flagged, and the engine does not count it as a judged example (docs/fuzz.md)
     trivial = {"trivial": True} if c.trivial and c.ok else {}
     only_zeros = "; every compared entry is exactly 0 on both sides: trivially judged" if trivial else ""
-    return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
+    return V.Verdict(V.Status.HOLDS if c.ok else V.Status.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |difference| = {c.discrepancy:.3g} vs predicted bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside}{resampled}{only_zeros})",
                      extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, "least_bound": c.least_bound,
@@ -393,7 +393,7 @@ def _probe_disagrees(case, reference, probes, a64, keep, counts, first):
     c, _ = _float32(reference, a32, a64, keep, evaluated)
     if c is None or c.ok or c.predicted_relative > FIRST_ORDER_LIMIT or c.range_flushed:
         return None
-    return V.Verdict(V.VIOLATED, c.discrepancy, c.bound,
+    return V.Verdict(V.Status.VIOLATED, c.discrepancy, c.bound,
                      f"{_where(case)} vs float64: the eager float32 probe predicts a relative error of "
                      f"{first.predicted_relative:.2g} (outside the first-order model), but it is itself wrong: "
                      f"|float32 - float64| = {c.discrepancy:.3g} vs the bound {c.bound:.3g} the half formats "

@@ -364,7 +364,7 @@ def gradient_agreement(case):
                                               f"{dtype_name(case.dtype)} error {bound:.3g} (the prediction "
                                               f"{c.bound:.3g} misses the eager operator in D too)"))
             continue
-        verdicts.append(V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
+        verdicts.append(V.Verdict(V.Status.HOLDS if c.ok else V.Status.VIOLATED, c.discrepancy, c.bound,
                                   f"{where}: d/d{name} |diff| = {c.discrepancy:.3g} vs predicted bound "
                                   f"{c.bound:.3g} at {c.index} (max anywhere {c.max_discrepancy:.3g})",
                                   extra={"ratio": c.ratio}))
@@ -437,7 +437,7 @@ def _fir_scores(case, dtype):
 def silent_gradient(case):
     """A silent row (no score above tau in any head) has exactly zero gradient with respect to every input."""
     if case.op.domain.roles.threshold not in case.params:
-        return V.Verdict(V.NOT_RUNNABLE, detail="the operator has no threshold tau to silence a row", tier="kernel")
+        return V.Verdict(V.Status.NOT_RUNNABLE, detail="the operator has no threshold tau to silence a row", tier="kernel")
     # Each token's peak score over heads and visible keys (float64); tau goes
     # in the widest gap between two peaks, so the rows below it are silent.
     s64, sD = _fir_scores(case, torch.float64), _fir_scores(case, case.dtype)

@@ -83,7 +83,7 @@ def compared(c: Comparison, what: str, case=None) -> V.Verdict:
                        f"{dtype_name(case.dtype) if case is not None else 'the dtype'} alone moves a side by {c.input_relative:.2g} of its scale (> {BOUND_FRACTION:.3g}; "
                        f"|lhs - rhs| = {c.discrepancy:.3g}, bound {c.bound:.3g} not trusted)",
                        inconclusive=True, extra={"ratio": 0.0, "input_relative": c.input_relative})
-    return V.Verdict(V.HOLDS if c.ok else V.VIOLATED, c.discrepancy, c.bound,
+    return V.Verdict(V.Status.HOLDS if c.ok else V.Status.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |lhs - rhs| = {c.discrepancy:.3g} vs bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g})",
                      extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, "least_bound": c.least_bound})

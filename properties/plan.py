@@ -53,23 +53,23 @@ class Row:
         verdicts = [v for v in verdicts if v.status != V.Status.NOT_APPLICABLE_BY_DESIGN]
         if self.declared == "claims":
             outs = [V.outcome("claims", v) for v in verdicts]
-            for bad in (V.BAD_RAISED, V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.OUT_TRACE_DIFFERS, V.OUT_UNKNOWN, V.OUT_VACUOUS):
+            for bad in (V.Outcome.RAISED, V.Outcome.UNEXPECTED, V.Outcome.DOMAIN_MISMATCH, V.Outcome.TRACE_DIFFERS, V.Outcome.UNKNOWN, V.Outcome.VACUOUS):
                 if bad in outs:
                     return bad
             runnable = [o for o in outs if o not in V.NOT_RUN]
             if not runnable:
-                return V.OUT_NOT_TRACEABLE if V.OUT_NOT_TRACEABLE in outs else V.OUT_NOT_RUNNABLE
-            for same in (V.OK_PROVED, V.OK_SAMPLED):       # a mix of evidence reads "holds"
+                return V.Outcome.NOT_TRACEABLE if V.Outcome.NOT_TRACEABLE in outs else V.Outcome.NOT_RUNNABLE
+            for same in (V.Outcome.PROVED, V.Outcome.SAMPLED):       # a mix of evidence reads "holds"
                 if all(o == same for o in runnable):
                     return same
-            return V.OK_HOLDS
-        if any(v.status == V.RAISED for v in verdicts):
-            return V.BAD_RAISED          # a crash reproduces no violation
+            return V.Outcome.HOLDS
+        if any(v.status == V.Status.RAISED for v in verdicts):
+            return V.Outcome.RAISED          # a crash reproduces no violation
         if any(v.violated for v in verdicts):
-            return V.OK_EXPECTED
-        if all(v.status in (V.NOT_RUNNABLE, V.NOT_TRACEABLE) for v in verdicts):
-            return V.OUT_NOT_RUNNABLE
-        return V.BAD_NOT_REPRODUCED
+            return V.Outcome.EXPECTED
+        if all(v.status in (V.Status.NOT_RUNNABLE, V.Status.NOT_TRACEABLE) for v in verdicts):
+            return V.Outcome.NOT_RUNNABLE
+        return V.Outcome.NOT_REPRODUCED
 
     @property
     def failing(self) -> bool:

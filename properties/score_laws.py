@@ -360,5 +360,5 @@ def gate_below_one(case):
     top = float(mass[visible].max()) if bool(visible.any()) else 0.0
     if top != top:
         return V.violated(float("nan"), 1.0, "a row mass is NaN at peaks <= 1")
-    return V.Verdict(V.VIOLATED if top >= 1.0 else V.HOLDS, top, 1.0,
+    return V.Verdict(V.Status.VIOLATED if top >= 1.0 else V.Status.HOLDS, top, 1.0,
                      f"largest row mass {top:.6g} at peaks <= 1 (must stay strictly below 1)")

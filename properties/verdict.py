@@ -141,28 +141,6 @@ class Tier(_Named):
         return cls(meta.get("tier") or cls.FUZZ)
 
 
-# The members under their historical short names (each is the member itself, never a second string).
-HOLDS, PROVED = Status.HOLDS, Status.PROVED
-VIOLATED, REFUTED = Status.VIOLATED, Status.REFUTED
-UNKNOWN, NOT_RUNNABLE = Status.UNKNOWN, Status.NOT_RUNNABLE
-SAMPLED, VACUOUS, NOT_TRACEABLE = Status.SAMPLED, Status.VACUOUS, Status.NOT_TRACEABLE
-TRACE_DIFFERS, DOMAIN_MISMATCH = Status.TRACE_DIFFERS, Status.DOMAIN_MISMATCH
-RAISED = Status.RAISED
-STATUSES = tuple(Status)
-
-OK_HOLDS = Outcome.HOLDS
-OK_PROVED = Outcome.PROVED
-OK_SAMPLED = Outcome.SAMPLED
-OK_EXPECTED = Outcome.EXPECTED
-BAD_UNEXPECTED = Outcome.UNEXPECTED
-BAD_NOT_REPRODUCED = Outcome.NOT_REPRODUCED
-OUT_UNKNOWN = Outcome.UNKNOWN
-OUT_NOT_RUNNABLE = Outcome.NOT_RUNNABLE
-OUT_VACUOUS = Outcome.VACUOUS
-OUT_NOT_TRACEABLE = Outcome.NOT_TRACEABLE
-OUT_TRACE_DIFFERS = Outcome.TRACE_DIFFERS
-BAD_DOMAIN_MISMATCH = Outcome.DOMAIN_MISMATCH
-BAD_RAISED = Outcome.RAISED
 FAILING = frozenset({Outcome.UNEXPECTED, Outcome.NOT_REPRODUCED, Outcome.DOMAIN_MISMATCH, Outcome.RAISED})
 # Outcomes that decided nothing either way (reported, never green, never failing).
 UNDECIDED = frozenset({Outcome.UNKNOWN, Outcome.VACUOUS, Outcome.TRACE_DIFFERS})
@@ -210,14 +188,14 @@ class Verdict:
         steering = sorted(set(self.extra) & set(_FLAGS + _TEXTS))
         if steering:
             raise ValueError(f"extra: {steering} are typed fields of Verdict (pass them as keywords), not extra keys")
-        if self.status not in STATUSES:
+        if self.status not in tuple(Status):
             raise ValueError(f"status: expected one of {[s.value for s in Status]}, got {self.status!r}")
         object.__setattr__(self, "status", Status(self.status))   # normalising a field of a frozen record
 
     @property
     def violated(self) -> bool:
         """The example failed: the law was violated / refuted, or the operator raised (a search stops at both)."""
-        return self.status in (VIOLATED, REFUTED, RAISED)
+        return self.status in (Status.VIOLATED, Status.REFUTED, Status.RAISED)
 
     @property
     def ratio(self) -> float:
@@ -266,11 +244,11 @@ def _finite(v):
 
 
 def holds(discrepancy=0.0, bound=0.0, detail="", **kw) -> Verdict:
-    return Verdict(HOLDS, float(discrepancy), float(bound), detail, **kw)
+    return Verdict(Status.HOLDS, float(discrepancy), float(bound), detail, **kw)
 
 
 def violated(discrepancy, bound=0.0, detail="", **kw) -> Verdict:
-    return Verdict(VIOLATED, float(discrepancy), float(bound), detail, **kw)
+    return Verdict(Status.VIOLATED, float(discrepancy), float(bound), detail, **kw)
 
 
 def raised(err: BaseException, source: str | None = None) -> Verdict:
@@ -282,7 +260,7 @@ def raised(err: BaseException, source: str | None = None) -> Verdict:
     where = f"{frame.filename}:{frame.lineno}" if frame is not None else "?"
     message = (str(err).splitlines() or [""])[0][:300]
     note = "" if own or not source else " (no frame in the operator's own file)"
-    return Verdict(RAISED, float("nan"), 0.0, f"operator raised {type(err).__name__}: {message} at {where}{note}",
+    return Verdict(Status.RAISED, float("nan"), 0.0, f"operator raised {type(err).__name__}: {message} at {where}{note}",
                    extra={"raised": {"type": type(err).__name__, "message": message, "where": where}})
 
 
@@ -297,21 +275,21 @@ def judge(discrepancy, bound, detail="", **kw) -> Verdict:
     """holds iff discrepancy <= bound (a NaN discrepancy is a violation)."""
     d = float(discrepancy)
     ok = d == d and d <= float(bound)
-    return Verdict(HOLDS if ok else VIOLATED, d, float(bound), detail, **kw)
+    return Verdict(Status.HOLDS if ok else Status.VIOLATED, d, float(bound), detail, **kw)
 
 
 def outcome(declared: str | None, verdict: Verdict | None) -> Outcome:
     """Judge an observation against 'claims' / 'violates' / None."""
     if declared is None or verdict is None:
         return Outcome.UNDECLARED
-    if verdict.status == UNKNOWN:
-        return OUT_UNKNOWN
-    if verdict.status == VACUOUS:
-        return OUT_VACUOUS
-    if verdict.status == TRACE_DIFFERS:
-        return OUT_TRACE_DIFFERS
-    if verdict.status == DOMAIN_MISMATCH:
-        return BAD_DOMAIN_MISMATCH
+    if verdict.status == Status.UNKNOWN:
+        return Outcome.UNKNOWN
+    if verdict.status == Status.VACUOUS:
+        return Outcome.VACUOUS
+    if verdict.status == Status.TRACE_DIFFERS:
+        return Outcome.TRACE_DIFFERS
+    if verdict.status == Status.DOMAIN_MISMATCH:
+        return Outcome.DOMAIN_MISMATCH
     if verdict.status == Status.RAISED:
         return Outcome.RAISED
     if verdict.status == Status.NOT_APPLICABLE_BY_DESIGN:
@@ -320,7 +298,7 @@ def outcome(declared: str | None, verdict: Verdict | None) -> Outcome:
         return _NOT_RUN_STATUS[verdict.status]
     if declared == "claims":
         if verdict.violated:
-            return BAD_UNEXPECTED
+            return Outcome.UNEXPECTED
         # a sampled-weights proof is evidence like "holds": a pass, never "proved"
-        return {PROVED: OK_PROVED, SAMPLED: OK_SAMPLED}.get(verdict.status, OK_HOLDS)
-    return OK_EXPECTED if verdict.violated else BAD_NOT_REPRODUCED
+        return {Status.PROVED: Outcome.PROVED, Status.SAMPLED: Outcome.SAMPLED}.get(verdict.status, Outcome.HOLDS)
+    return Outcome.EXPECTED if verdict.violated else Outcome.NOT_REPRODUCED

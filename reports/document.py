@@ -80,7 +80,7 @@ def ratio(v: dict) -> float:
 
 
 # What a claimed row can have established: a pass of some tier.
-ESTABLISHED = frozenset({V.OK_HOLDS, V.OK_PROVED, V.OK_SAMPLED})
+ESTABLISHED = frozenset({V.Outcome.HOLDS, V.Outcome.PROVED, V.Outcome.SAMPLED})
 
 
 class Result(V._Named):
@@ -127,7 +127,7 @@ def standing(entries, *, proof: bool, interrupted: bool = False) -> Standing:
     failing = [i for i, _, _, bad in entries if bad]
     undecided = [i for i, _, out, bad in claimed if out in V.UNDECIDED and not bad]
     tally = {"rows": len(claimed),
-             "proved": sum(out == V.OK_PROVED for _, _, out, bad in claimed if not bad),
+             "proved": sum(out == V.Outcome.PROVED for _, _, out, bad in claimed if not bad),
              "established": sum(out in ESTABLISHED for _, _, out, bad in claimed if not bad),
              "undecided": len(undecided),
              "not_run": sum(out in V.NOT_RUN for _, _, out, bad in claimed if not bad),

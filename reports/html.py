@@ -28,15 +28,15 @@ from .document import Document, ratio
 from .text import (HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, interrupted_line,
                    run_line)
 
-CLASS = {V.OK_HOLDS: "ok", V.OK_PROVED: "ok", V.OK_EXPECTED: "exp", V.BAD_UNEXPECTED: "bad",
-         V.BAD_NOT_REPRODUCED: "bad", V.OUT_UNKNOWN: "unk", V.OUT_NOT_RUNNABLE: "unk",
-         V.Outcome.NOT_APPLICABLE_BY_DESIGN: "na", V.Outcome.UNDECLARED: "na", V.OK_SAMPLED: "ok", V.OUT_VACUOUS: "unk",
-         V.OUT_NOT_TRACEABLE: "unk", V.OUT_TRACE_DIFFERS: "unk", V.BAD_DOMAIN_MISMATCH: "bad", V.BAD_RAISED: "bad"}
+CLASS = {V.Outcome.HOLDS: "ok", V.Outcome.PROVED: "ok", V.Outcome.EXPECTED: "exp", V.Outcome.UNEXPECTED: "bad",
+         V.Outcome.NOT_REPRODUCED: "bad", V.Outcome.UNKNOWN: "unk", V.Outcome.NOT_RUNNABLE: "unk",
+         V.Outcome.NOT_APPLICABLE_BY_DESIGN: "na", V.Outcome.UNDECLARED: "na", V.Outcome.SAMPLED: "ok", V.Outcome.VACUOUS: "unk",
+         V.Outcome.NOT_TRACEABLE: "unk", V.Outcome.TRACE_DIFFERS: "unk", V.Outcome.DOMAIN_MISMATCH: "bad", V.Outcome.RAISED: "bad"}
 COLOR = {"ok": "#2b8a3e", "exp": "#e67700", "bad": "#c92a2a", "miss": "#9c36b5", "unk": "#868e96", "na": "#ced4da"}
 DTYPE_ORDER = _dtypes.NAMES
 # The matrix shows one short mark per row (the full outcome is in the cell's tooltip and the legend).
-MARK = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "viol.", V.BAD_UNEXPECTED: "FAIL",
-        V.BAD_NOT_REPRODUCED: "NOT REPR.", V.BAD_RAISED: "RAISED", V.OUT_UNKNOWN: "?", V.OUT_NOT_RUNNABLE: "n/r",
+MARK = {V.Outcome.HOLDS: "holds", V.Outcome.PROVED: "proved", V.Outcome.EXPECTED: "viol.", V.Outcome.UNEXPECTED: "FAIL",
+        V.Outcome.NOT_REPRODUCED: "NOT REPR.", V.Outcome.RAISED: "RAISED", V.Outcome.UNKNOWN: "?", V.Outcome.NOT_RUNNABLE: "n/r",
         V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a"}
 
 CSS = """
@@ -99,7 +99,7 @@ def _cell_class(row, cell) -> str:
     """The plot class of a cell.  'failing' only when its *row* fails: a dtype that did not reproduce an
     expected violation which another dtype reproduced is 'not reproduced in this dtype', not a failure."""
     out = cell["outcome"]
-    if out == V.BAD_NOT_REPRODUCED and row["outcome"] not in V.FAILING:
+    if out == V.Outcome.NOT_REPRODUCED and row["outcome"] not in V.FAILING:
         return "miss"
     return CLASS.get(out, "unk")
 
@@ -137,7 +137,7 @@ def discrepancy_charts(doc: dict) -> list[str]:
             for c in r["cells"]:
                 v = c["verdict"]
                 if c["dtype"] != dt or v is None or \
-                        v["status"] in (V.UNKNOWN, V.NOT_RUNNABLE, V.Status.NOT_APPLICABLE_BY_DESIGN):
+                        v["status"] in (V.Status.UNKNOWN, V.Status.NOT_RUNNABLE, V.Status.NOT_APPLICABLE_BY_DESIGN):
                     continue
                 d, b = _num(v["discrepancy"]), _num(v["bound"])
                 if not (math.isfinite(d) and math.isfinite(b)):
@@ -309,7 +309,7 @@ def _tensors(row) -> str:
     for c in row["cells"]:
         v = c["verdict"] or {}
         ce = v.get("counterexample") or {}
-        if v.get("status") in (V.VIOLATED, V.REFUTED, V.RAISED) and "x" in ce:
+        if v.get("status") in (V.Status.VIOLATED, V.Status.REFUTED, V.Status.RAISED) and "x" in ce:
             shown = [("x", ce["x"])] + ([("mask", ce["mask"])] if ce.get("mask") is not None else [])
             return "".join(f'<pre class="tensor">{name} ({c["dtype"]} cell; float64 values, 6 digits shown, '
                            f'exact in the JSON) =\n{escape(_tensor_text(t))}</pre>' for name, t in shown)
@@ -355,7 +355,7 @@ def html(document: Document, stem: str = "conformance", also=()) -> str:
         parts.append(f'<p id="interrupted"><strong>{inline_markdown(interrupted_line(meta))}</strong></p>')
     if summ["failing"]:
         parts.append(_failing(byid, summ["failing"], meta))
-    blocked = by_reason(rows, V.NOT_RUNNABLE)
+    blocked = by_reason(rows, V.Status.NOT_RUNNABLE)
     if blocked:
         items = "".join(f"<li>{escape(reason)} <details><summary>{counted(len(ids), 'cell')}</summary>"
                         f"<code>{escape(', '.join(ids))}</code></details></li>" for reason, ids in blocked.items())

@@ -23,12 +23,12 @@ def _case(row: dict, cell: dict) -> tuple[str, str]:
         return "skipped", "not run"
     out = cell["outcome"]      # computed once, by Document.to_json
     status = v["status"]
-    if out == V.BAD_UNEXPECTED:
+    if out == V.Outcome.UNEXPECTED:
         return "failure", (f"UNEXPECTED violation of claimed contract {row['contract']} ({row['law']}): "
                            f"{v.get('detail', '')}; counterexample {example(v.get('counterexample'))}"
                            + (f"; replay: {v['replay']}" if v.get("replay") else ""))
-    if out == V.BAD_NOT_REPRODUCED:
-        if row["outcome"] == V.BAD_NOT_REPRODUCED:
+    if out == V.Outcome.NOT_REPRODUCED:
+        if row["outcome"] == V.Outcome.NOT_REPRODUCED:
             return "failure", (f"expected violation of {row['contract']} NOT reproduced in any dtype "
                                f"({v['examples']} examples; declared reason: {row['reason']})")
         # Another dtype reproduces it (e.g. rounding hides it here): the row is fine.

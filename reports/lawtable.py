@@ -196,7 +196,7 @@ def members(docs) -> list[str]:
 
 
 def _evidence(row: dict, meta: dict) -> str:
-    if row["outcome"] != V.OK_EXPECTED and row["outcome"] not in V.FAILING and not mismatched(row):
+    if row["outcome"] != V.Outcome.EXPECTED and row["outcome"] not in V.FAILING and not mismatched(row):
         return ""
     if V.Tier.of(meta) is V.Tier.SYMBOLIC:
         v = (row["cells"][0]["verdict"] or {}) if row["cells"] else {}
@@ -257,9 +257,9 @@ def to_json(table: LawTable) -> dict:
 
 # -- rendering ---------------------------------------------------------------------------------
 
-SYMBOL = {V.OK_PROVED: "∎", V.OK_HOLDS: "✓", V.OK_SAMPLED: "✓s", V.OK_EXPECTED: "✗",
-          V.OUT_UNKNOWN: "?", V.OUT_VACUOUS: "?", V.OUT_TRACE_DIFFERS: "?", V.OUT_NOT_RUNNABLE: "n/r",
-          V.OUT_NOT_TRACEABLE: "n/r", V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a"}
+SYMBOL = {V.Outcome.PROVED: "∎", V.Outcome.HOLDS: "✓", V.Outcome.SAMPLED: "✓s", V.Outcome.EXPECTED: "✗",
+          V.Outcome.UNKNOWN: "?", V.Outcome.VACUOUS: "?", V.Outcome.TRACE_DIFFERS: "?", V.Outcome.NOT_RUNNABLE: "n/r",
+          V.Outcome.NOT_TRACEABLE: "n/r", V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a"}
 STATE_SYMBOL = {NOT_DECLARED: "·", NO_CONTRACT: "–", NOT_IN_RUN: "(not run)"}
 SYMBOL_LEGEND = ("∎ proved (z3, over the reals at the stated shapes) · ✓ holds (fuzz, every dtype) · "
                  "✓s holds for sampled weights · ✗ expected violation reproduced (a counterexample) · "
@@ -325,7 +325,7 @@ def markdown(table: LawTable) -> list[str]:
     return lines
 
 
-CLASS = {"ok": (V.OK_PROVED, V.OK_HOLDS, V.OK_SAMPLED), "exp": (V.OK_EXPECTED,)}
+CLASS = {"ok": (V.Outcome.PROVED, V.Outcome.HOLDS, V.Outcome.SAMPLED), "exp": (V.Outcome.EXPECTED,)}
 
 
 def _html_class(cell: LawCell) -> str:

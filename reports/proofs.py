@@ -68,7 +68,7 @@ def no_symbolic_form(rows: list[dict]) -> dict:
     not real-arithmetic statements"); rows of one contract with another reason are listed apart.
     """
     out: dict = {}
-    for r in _claimed(rows, V.OUT_NOT_RUNNABLE):
+    for r in _claimed(rows, V.Outcome.NOT_RUNNABLE):
         reason = r["cells"][0]["verdict"]["detail"] if r["cells"] and r["cells"][0]["verdict"] else ""
         out.setdefault(r["contract"], {}).setdefault(reason, []).append(r["id"])
     return out
@@ -84,12 +84,12 @@ def standing(doc: dict) -> dict:
     rows, summ = doc["rows"], doc["summary"]
     violates = [r for r in rows if r["declared"] == "violates"]
     return {"result": summ["result"], "proved": summ["claimed"]["proved"], "claimed": summ["claimed"]["rows"],
-            "sampled": len(_claimed(rows, V.OK_SAMPLED)),
+            "sampled": len(_claimed(rows, V.Outcome.SAMPLED)),
             "undecided": {i: next(r["outcome"] for r in rows if r["id"] == i) for i in summ["undecided"]},
             "no_symbolic_form": no_symbolic_form(rows),
-            "not_traceable": [r["id"] for r in _claimed(rows, V.OUT_NOT_TRACEABLE)],
+            "not_traceable": [r["id"] for r in _claimed(rows, V.Outcome.NOT_TRACEABLE)],
             "failing": list(summ["failing"]),
-            "expected": len(violates), "refuted": sum(r["outcome"] == V.OK_EXPECTED for r in violates)}
+            "expected": len(violates), "refuted": sum(r["outcome"] == V.Outcome.EXPECTED for r in violates)}
 
 
 def headline(st: dict) -> str:
@@ -146,13 +146,13 @@ def to_markdown(doc: Document) -> str:
                 lines.append(f"- `{contract}` ({rows_word(len(ids))}) - {reason}: " + ", ".join(f"`{i}`" for i in ids))
         lines.append("")
     lines += ["## Statuses", ""] + [f"- {x}" for x in LEGEND] + [""]
-    lines += _listed(rows, "Unknown and vacuous rows (with the reason)", (V.UNKNOWN, V.VACUOUS))
-    lines += _listed(rows, "Not symbolically traceable (file:line)", (V.NOT_TRACEABLE,))
-    lines += _listed(rows, "Holds for sampled weights only (not proved)", (V.SAMPLED,))
+    lines += _listed(rows, "Unknown and vacuous rows (with the reason)", (V.Status.UNKNOWN, V.Status.VACUOUS))
+    lines += _listed(rows, "Not symbolically traceable (file:line)", (V.Status.NOT_TRACEABLE,))
+    lines += _listed(rows, "Holds for sampled weights only (not proved)", (V.Status.SAMPLED,))
     arguments = {}
     for r in rows:
         v = r.cells[0].verdict
-        if v is not None and v.status in (V.PROVED, V.SAMPLED) and v.extra.get("argument"):
+        if v is not None and v.status in (V.Status.PROVED, V.Status.SAMPLED) and v.extra.get("argument"):
             arguments.setdefault(v.extra["argument"], []).append(r.id)
     for argument, ids in arguments.items():
         lines += ["## How the host rows follow (the composite argument)", "", argument, "",
@@ -167,7 +167,7 @@ def to_markdown(doc: Document) -> str:
         shapes = ", ".join(f"{k}={x}" for k, x in v.extra.get("shapes", {}).items())
         premises = "; ".join(v.extra.get("premises", ())) or ("none" if "shapes" in v.extra else "")
         evidence = v.detail
-        if v.status == V.REFUTED:
+        if v.status == V.Status.REFUTED:
             evidence += f"; counterexample {_short_ce(v)}"
         lines.append(f"| `{r.id}` | {r.declared} | {r.outcome} | {shapes} | {premises.replace('|', '/')} | "
                      f"{v.params or ''} | {v.seconds:.2f}s | {evidence.replace('|', '/')} |")

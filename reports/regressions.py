@@ -176,7 +176,7 @@ def compare(base: Document, cur: Document, *, bound_growth: float = BOUND_GROWTH
             out.regressions.append(Change("disappeared", key, r["outcome"], "missing", "row no longer in the report"))
     for key, r in crows.items():
         b = brows.get(key)
-        if r["outcome"] == V.BAD_NOT_REPRODUCED and (b is None or b["outcome"] != V.BAD_NOT_REPRODUCED):
+        if r["outcome"] == V.Outcome.NOT_REPRODUCED and (b is None or b["outcome"] != V.Outcome.NOT_REPRODUCED):
             out.regressions.append(Change("not-reproduced", key, b["outcome"] if b else "new row", r["outcome"],
                                           f"expected violation of {r['contract']} reproduced in no dtype"))
     for cid, (br, bc) in bcells.items():
@@ -192,7 +192,7 @@ def compare(base: Document, cur: Document, *, bound_growth: float = BOUND_GROWTH
         if cid in bcells:
             continue
         out.added.append(Change("added", cid, "", _describe(cr, cc)))
-        if cc["outcome"] == V.BAD_UNEXPECTED:
+        if cc["outcome"] == V.Outcome.UNEXPECTED:
             out.regressions.append(Change("unexpected-violation", cid, "new cell", _describe(cr, cc),
                                           (cc.get("verdict") or {}).get("detail", "")))
     _kernels(out, base, cur, disk_kernels)
@@ -225,29 +225,29 @@ def _compare_cell(out, cid, br, bc, cr, cc, same_draws, bound_growth, ratio_aler
     bs, cs = _status(bc), _status(cc)
     bv, cv = bc.get("verdict") or {}, cc.get("verdict") or {}
     was, now = _describe(br, bc), _describe(cr, cc)
-    if co == V.BAD_UNEXPECTED and bo != V.BAD_UNEXPECTED:
+    if co == V.Outcome.UNEXPECTED and bo != V.Outcome.UNEXPECTED:
         out.regressions.append(Change("unexpected-violation", cid, was, now, cv.get("detail", "")))
         return
-    if bs == V.PROVED and cs != V.PROVED:
+    if bs == V.Status.PROVED and cs != V.Status.PROVED:
         out.regressions.append(Change("proof-lost", cid, was, now,
                                       f"was proved, now {cs}" + (f": {cv.get('detail')}" if cv.get("detail") else "")))
         return
-    if bo == V.OK_EXPECTED and co != V.OK_EXPECTED:
-        if co == V.BAD_NOT_REPRODUCED and not same_draws:
+    if bo == V.Outcome.EXPECTED and co != V.Outcome.EXPECTED:
+        if co == V.Outcome.NOT_REPRODUCED and not same_draws:
             return   # another sample may simply miss it; the row-level check still applies
-        if co == V.BAD_NOT_REPRODUCED:
+        if co == V.Outcome.NOT_REPRODUCED:
             out.regressions.append(Change("not-reproduced", cid, was, now,
                                           f"same inputs no longer violate {cr['contract']} in {cc['dtype']}"))
             return
     if V.Outcome(co).severity > V.Outcome(bo).severity:
-        if co == V.BAD_NOT_REPRODUCED and cr["outcome"] != V.BAD_NOT_REPRODUCED and not same_draws:
+        if co == V.Outcome.NOT_REPRODUCED and cr["outcome"] != V.Outcome.NOT_REPRODUCED and not same_draws:
             return
         out.regressions.append(Change("worse", cid, was, now, cv.get("detail", "")))
         return
     if V.Outcome(co).severity < V.Outcome(bo).severity:
         out.improvements.append(Change("better", cid, was, now))
         return
-    if same_draws and not cr["exact"] and cs == V.HOLDS and bs == V.HOLDS:
+    if same_draws and not cr["exact"] and cs == V.Status.HOLDS and bs == V.Status.HOLDS:
         _tolerance(out, cid, bv, cv, bound_growth if cc.get("backend", "eager") == "eager" else None, ratio_alert)
 
 
@@ -315,7 +315,7 @@ def _kernels(out, base, cur, disk):
             continue
         ops = set(k.get("operators", ()))
         rerun = [c for r in cur["rows"] if r["operator"] in ops for c in r["cells"]
-                 if c["backend"] != "eager" and c.get("verdict") and c["verdict"]["status"] != V.NOT_RUNNABLE]
+                 if c["backend"] != "eager" and c.get("verdict") and c["verdict"]["status"] != V.Status.NOT_RUNNABLE]
         if not rerun:
             out.regressions.append(Change(
                 "kernel-not-rerun", name, _short(bsrc.get(hit[0])), _short(csrc.get(hit[0])),

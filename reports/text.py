@@ -87,12 +87,12 @@ def example(ce: dict | None) -> str:
     return ", ".join(f"{k}={ce[k]}" for k in keys)
 
 
-SHORT = {V.OK_HOLDS: "holds", V.OK_PROVED: "proved", V.OK_EXPECTED: "violated (expected)",
-         V.BAD_UNEXPECTED: "**UNEXPECTED**", V.BAD_NOT_REPRODUCED: "**NOT reproduced**",
-         V.OUT_UNKNOWN: "unknown", V.OUT_NOT_RUNNABLE: "not runnable", V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a",
-         V.Outcome.UNDECLARED: "-", V.OK_SAMPLED: "holds (sampled weights)", V.OUT_VACUOUS: "vacuous",
-         V.OUT_NOT_TRACEABLE: "not traceable", V.OUT_TRACE_DIFFERS: "**trace differs**",
-         V.BAD_DOMAIN_MISMATCH: "**domain mismatch**", V.BAD_RAISED: "**RAISED**"}
+SHORT = {V.Outcome.HOLDS: "holds", V.Outcome.PROVED: "proved", V.Outcome.EXPECTED: "violated (expected)",
+         V.Outcome.UNEXPECTED: "**UNEXPECTED**", V.Outcome.NOT_REPRODUCED: "**NOT reproduced**",
+         V.Outcome.UNKNOWN: "unknown", V.Outcome.NOT_RUNNABLE: "not runnable", V.Outcome.NOT_APPLICABLE_BY_DESIGN: "n/a",
+         V.Outcome.UNDECLARED: "-", V.Outcome.SAMPLED: "holds (sampled weights)", V.Outcome.VACUOUS: "vacuous",
+         V.Outcome.NOT_TRACEABLE: "not traceable", V.Outcome.TRACE_DIFFERS: "**trace differs**",
+         V.Outcome.DOMAIN_MISMATCH: "**domain mismatch**", V.Outcome.RAISED: "**RAISED**"}
 
 HOW_TO_READ = (
     "Each row is an operator and a contract it declares: **claims** (the law must hold in every dtype) "
@@ -206,7 +206,7 @@ def first_counterexample(row: dict, meta: dict | None = None) -> str:
     """The first failing cell's counterexample, its detail and the command that replays it (``meta``: the run's)."""
     for c in row["cells"]:
         v = c["verdict"]
-        if v and v["status"] in (V.VIOLATED, V.REFUTED, V.RAISED):
+        if v and v["status"] in (V.Status.VIOLATED, V.Status.REFUTED, V.Status.RAISED):
             ce = f"{c['dtype']}: {example(v.get('counterexample'))}; {v.get('detail', '')}"
             return ce + (f" (replay: `{replay_command(v['replay'], meta)}`)" if v.get("replay") else "")
     return ""

@@ -35,16 +35,16 @@ from .proofs import is_mismatch
 from .text import first_counterexample, rows_word
 
 # The order in which a combined row takes a tier's outcome when several tiers disagree.
-FAILING_FIRST = (V.BAD_RAISED, V.BAD_UNEXPECTED, V.BAD_DOMAIN_MISMATCH, V.BAD_NOT_REPRODUCED)
-UNDECIDED_FIRST = (V.OUT_TRACE_DIFFERS, V.OUT_UNKNOWN, V.OUT_VACUOUS)
-GREEN_FIRST = (V.OK_PROVED, V.OK_HOLDS, V.OK_SAMPLED, V.OK_EXPECTED)
+FAILING_FIRST = (V.Outcome.RAISED, V.Outcome.UNEXPECTED, V.Outcome.DOMAIN_MISMATCH, V.Outcome.NOT_REPRODUCED)
+UNDECIDED_FIRST = (V.Outcome.TRACE_DIFFERS, V.Outcome.UNKNOWN, V.Outcome.VACUOUS)
+GREEN_FIRST = (V.Outcome.PROVED, V.Outcome.HOLDS, V.Outcome.SAMPLED, V.Outcome.EXPECTED)
 MISMATCH = "refutation did not replay on eager"
 
 # What a tier's outcome says in that tier's own words (the row outcome otherwise).
-WORDS = {"symbolic": {V.OUT_NOT_RUNNABLE: "no symbolic form", V.OK_SAMPLED: "sampled weights only",
-                      V.OK_EXPECTED: "refuted (expected)", V.BAD_UNEXPECTED: "REFUTED",
-                      V.BAD_NOT_REPRODUCED: "proved away (expected violation)"},
-         "fuzz": {V.OK_EXPECTED: "violated (expected)", V.BAD_UNEXPECTED: "VIOLATED"}}
+WORDS = {"symbolic": {V.Outcome.NOT_RUNNABLE: "no symbolic form", V.Outcome.SAMPLED: "sampled weights only",
+                      V.Outcome.EXPECTED: "refuted (expected)", V.Outcome.UNEXPECTED: "REFUTED",
+                      V.Outcome.NOT_REPRODUCED: "proved away (expected violation)"},
+         "fuzz": {V.Outcome.EXPECTED: "violated (expected)", V.Outcome.UNEXPECTED: "VIOLATED"}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +95,7 @@ class CombinedRow:
         out = self.outcome
         if out in V.UNDECIDED:
             return "undecided"
-        return "green" if out in ESTABLISHED or out == V.OK_EXPECTED else "not run"
+        return "green" if out in ESTABLISHED or out == V.Outcome.EXPECTED else "not run"
 
     def tier(self, name: str) -> TierRow | None:
         return next((t for t in self.tiers if t.tier == name), None)

@@ -51,7 +51,7 @@ def markdown(document: Document, also=()) -> str:
     if summ.get("undecided"):
         lines += ["## Undecided claimed rows (why this run is not a PASS)", ""]
         lines += [f"- `{rid}`: {byid[rid]['outcome']} - {byid[rid]['reason']}" for rid in summ["undecided"]] + [""]
-    blocked = by_reason(rows, V.NOT_RUNNABLE)
+    blocked = by_reason(rows, V.Status.NOT_RUNNABLE)
     if blocked:
         lines += ["## Cells not runnable here", ""]
         lines += [f"- {reason} ({counted(len(ids), 'cell')}): " + ", ".join(f"`{i}`" for i in ids) for reason, ids in blocked.items()]
@@ -87,8 +87,8 @@ def markdown(document: Document, also=()) -> str:
             v = c["verdict"]
             if v is None:
                 continue
-            tag = "VIOLATED " if v["status"] in (V.VIOLATED, V.REFUTED) else ""
-            tag += "" if v["status"] in (V.HOLDS, V.VIOLATED) else f"{v['status']} "
+            tag = "VIOLATED " if v["status"] in (V.Status.VIOLATED, V.Status.REFUTED) else ""
+            tag += "" if v["status"] in (V.Status.HOLDS, V.Status.VIOLATED) else f"{v['status']} "
             parts.append(f"{c['dtype']}{'' if c['backend'] == 'eager' else '/' + c['backend']}: "
                          f"{tag}{v['examples']} ex, {_fmt(ratio(v))}")
         ce = first_counterexample(r, meta)
@@ -108,7 +108,7 @@ def markdown(document: Document, also=()) -> str:
 
 def not_runnable_cells(rows) -> list:
     """Cells whose verdict is 'not runnable here' (with the reason in ``verdict.detail``)."""
-    return [c for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.NOT_RUNNABLE]
+    return [c for r in rows for c in r.cells if c.verdict is not None and c.verdict.status == V.Status.NOT_RUNNABLE]
 
 
 def interrupted_marker(out_dir: Path, stem: str = "conformance") -> Path:

@@ -706,11 +706,11 @@ def shape_divergence(op, problem, traced_lines) -> Finding | None:
             run = eager_lines(op, shape, masked)
             text = _shape_text_of(shape, masked)
             if run.raised:
-                return Finding(V.TRACE_DIFFERS, f"at {text} the eager code raises {run.raised}, where it runs at the "
+                return Finding(V.Status.TRACE_DIFFERS, f"at {text} the eager code raises {run.raised}, where it runs at the "
                                f"trace's shape (batch=1, n={n0}, d={d0}): the proof does not cover that path", "", text)
             for line in run.lines or ():
                 if line not in base.lines and line not in traced_lines:
-                    return Finding(V.TRACE_DIFFERS,
+                    return Finding(V.Status.TRACE_DIFFERS,
                                    f"at {text} the eager code runs {where(line)}, which it does not run at the "
                                    f"trace's shape (batch=1, n={n0}, d={d0}) and the trace never ran: the proof "
                                    f"covers another path than the code takes there", where(line), text)
@@ -719,7 +719,7 @@ def shape_divergence(op, problem, traced_lines) -> Finding | None:
             if run.lines is not None and shape[1] >= n0 and shape[2] >= d0:
                 for line in base.lines:
                     if line in traced_lines and line not in run.lines:
-                        return Finding(V.TRACE_DIFFERS,
+                        return Finding(V.Status.TRACE_DIFFERS,
                                        f"at {text} the eager code skips {where(line)}, which it and the trace run "
                                        f"at the trace's shape (batch=1, n={n0}, d={d0}): the proof covers another "
                                        f"path than the code takes there", where(line), text)
@@ -735,7 +735,7 @@ def _line_divergence(traced_lines, eager, at: str) -> Finding | None:
         return None
     side, line = ("eager only", only_e[0]) if only_e else ("trace only", only_t[0])
     more = f"; {len(only_e)} eager-only and {len(only_t)} trace-only lines in all"
-    return Finding(V.TRACE_DIFFERS, f"first divergent line {where(line)} ({side}) {at}{more}", where(line), at)
+    return Finding(V.Status.TRACE_DIFFERS, f"first divergent line {where(line)} ({side}) {at}{more}", where(line), at)
 
 
 def _jsonable(values: dict) -> dict:
@@ -833,23 +833,23 @@ def _values_at(op, problem, points: int, seed: int, stats: dict, law: bool = Fal
             with torch.no_grad(), erec:
                 facts_e = problem.relation(TORCH, concrete)
         except InvalidArgument as err:
-            return Finding(V.DOMAIN_MISMATCH, f"the eager code rejects a point of the declared domain {at}: {err} "
+            return Finding(V.Status.DOMAIN_MISMATCH, f"the eager code rejects a point of the declared domain {at}: {err} "
                            f"(the declared domain is wider than the code accepts)", "", at,
                            _jsonable(values)), checked, traces, all_lines
         except Exception as err:  # noqa: BLE001 -- the trace ran, the eager code did not: they differ
-            return Finding(V.TRACE_DIFFERS, f"the eager code raised {type(err).__name__} ({str(err)[:200]}) {at}, "
+            return Finding(V.Status.TRACE_DIFFERS, f"the eager code raised {type(err).__name__} ({str(err)[:200]}) {at}, "
                            f"where the trace ran", "", at, _jsonable(values)), checked, traces, all_lines
         found = _line_divergence(traced_lines, erec.lines, at)
         if found:
             return dataclasses.replace(found, point=_jsonable(values)), checked, traces, all_lines
         differs = compare_values(ns, traced_run, (facts_e, erec.outputs), _env(problem, values), program, stats)
         if differs:
-            return Finding(V.TRACE_DIFFERS, f"traced value differs from the eager float64 value {at}: {differs}",
+            return Finding(V.Status.TRACE_DIFFERS, f"traced value differs from the eager float64 value {at}: {differs}",
                            "", at, _jsonable(values)), checked, traces, all_lines
         if law:
             disc, bound, what = measure(problem, concrete)
             if reproduces(disc, bound):
-                return Finding(V.TRACE_DIFFERS, f"the law fails on the eager code {at}: {what}: discrepancy "
+                return Finding(V.Status.TRACE_DIFFERS, f"the law fails on the eager code {at}: {what}: discrepancy "
                                f"{disc:.3g} > {bound:.3g} (replayed in float64)", "", at,
                                _jsonable(values)), checked, traces, all_lines
         checked += 1
@@ -883,7 +883,7 @@ def check(op, problem, *, points: int = POINTS, seed: int = SEED, rebuild=None,
     if found:
         return found, ""
     if checked == 0:
-        return Finding(V.TRACE_DIFFERS, f"no random point of the premises was found at {_shape_text(problem)}, so "
+        return Finding(V.Status.TRACE_DIFFERS, f"no random point of the premises was found at {_shape_text(problem)}, so "
                        f"the trace could not be compared with the eager code (not tied: never green)"), ""
     found = shape_divergence(op, problem, all_lines)
     if found:

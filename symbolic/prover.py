@@ -383,12 +383,12 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, budget: 
     extra["queries"] = queries
     where = f"at {shapes_text(problem)}" + (f" ({queries} enumerated mask/case queries)" if queries > 1 else "")
     if queries == 0:
-        return V.Verdict(V.VACUOUS, detail=f"vacuous {where}: no enumerated input (mask, case) satisfies the premises, "
+        return V.Verdict(V.Status.VACUOUS, detail=f"vacuous {where}: no enumerated input (mask, case) satisfies the premises, "
                          f"so nothing was checked: {problem.statement}", seconds=time.perf_counter() - start, **base)
     if unknown:
-        return V.Verdict(V.UNKNOWN, detail=f"z3 undecided ({reason}) on query {queries} {where} "
+        return V.Verdict(V.Status.UNKNOWN, detail=f"z3 undecided ({reason}) on query {queries} {where} "
                          f"(budget {timeout:g}s each, counted in z3 steps): {problem.statement}", seconds=time.perf_counter() - start, **base)
-    return V.Verdict(V.PROVED, detail=f"proved {where}: {problem.statement}",
+    return V.Verdict(V.Status.PROVED, detail=f"proved {where}: {problem.statement}",
                      seconds=time.perf_counter() - start, **base)
 
 
@@ -429,18 +429,18 @@ def _refute(q: Query, assignment, first_model, timeout, start, base) -> V.Verdic
             if q.steps and not host:
                 # only induction steps fail: a block is not closed on some state, which is
                 # no counterexample of the composed model (the caller then decides directly)
-                return V.Verdict(V.REFUTED, disc, bound,
+                return V.Verdict(V.Status.REFUTED, disc, bound,
                                  f"induction step refuted at {shapes_text(problem)} (not a counterexample of the "
                                  f"whole): '{failed[0] if failed else '?'}', replayed on the eager code: {what}: "
                                  f"discrepancy {disc:.3g} > {bound:.3g}", counterexample=ce,
                                  seconds=time.perf_counter() - start, step=True, **base)
-            return V.Verdict(V.REFUTED, disc, bound,
+            return V.Verdict(V.Status.REFUTED, disc, bound,
                              f"refuted at {shapes_text(problem)}: z3 model violates '{failed[0] if failed else '?'}'; "
                              f"replayed on the eager float64 code: {what}: discrepancy {disc:.3g} > {bound:.3g}",
                              counterexample=ce, seconds=time.perf_counter() - start, **base)
         # block this assignment of the inputs and ask again
         s.add(z3.Or([sym != model.eval(sym, model_completion=True) for sym in _input_terms(problem)]))
-    return V.Verdict(V.UNKNOWN, max(tried, default=0.0), 0.0,
+    return V.Verdict(V.Status.UNKNOWN, max(tried, default=0.0), 0.0,
                      f"MISMATCH: z3 found counterexamples at {shapes_text(problem)} but none of {len(tried)} replayed "
                      f"on the eager code (discrepancies {tried}): model/implementation mismatch",
                      seconds=time.perf_counter() - start, mismatch=True, **base)
@@ -455,7 +455,7 @@ def _domain_mismatch(problem, v, err, failed, start, base) -> V.Verdict:
     declared = [why for _, why in problem.sym.premises if argument and argument in why]
     base["extra"]["rejected"] = dict(argument=argument, value=value if isinstance(value, float) else None,
                                      error=str(err))
-    return V.Verdict(V.DOMAIN_MISMATCH, detail=f"domain mismatch at {shapes_text(problem)}: z3's counterexample has "
+    return V.Verdict(V.Status.DOMAIN_MISMATCH, detail=f"domain mismatch at {shapes_text(problem)}: z3's counterexample has "
                      f"{shown}, inside the declared domain ({'; '.join(declared) or 'no premise bounds it'}), but the "
                      f"eager code's validation rejects it ({err}): the declared domain is wider than the code "
                      f"accepts (the claim fails there: '{failed[0] if failed else '?'}')",
@@ -540,7 +540,7 @@ def untraceable(op, contract, err: BaseException, start: float) -> V.Verdict | N
         what = f"the code raised {type(err).__name__} on traced values ({str(err)[:160]}); a direct torch.* / " \
                f"math.* / numpy call cannot be traced: use the xp primitives"
         where = f"{os.path.abspath(frames[-1].filename)}:{frames[-1].lineno}"
-    return V.Verdict(V.NOT_TRACEABLE, detail=f"not symbolically traceable: {what} at {where}", tier="symbolic",
+    return V.Verdict(V.Status.NOT_TRACEABLE, detail=f"not symbolically traceable: {what} at {where}", tier="symbolic",
                      seconds=time.perf_counter() - start, extra=dict(where=where, construct=what))
 
 
@@ -572,7 +572,7 @@ def tied_to_eager(op, contract: str | Contract, verdict: V.Verdict, *, n=None, d
     lines, the same values at random points, no other path at other shapes.  Otherwise
     ``trace_differs`` (or ``domain_mismatch``), never green.  Other statuses pass unchanged
     (a refutation already replays on the eager code)."""
-    if verdict.status not in (V.PROVED, V.SAMPLED):
+    if verdict.status not in (V.Status.PROVED, V.Status.SAMPLED):
         return verdict
     mode = "concrete" if (verdict.params or "symbols") != "symbols" else "symbolic"
     problem = build_problem(op, contract, n=n, d=d, mode=mode)
@@ -585,7 +585,7 @@ def tied_to_eager(op, contract: str | Contract, verdict: V.Verdict, *, n=None, d
     extra.update(trace_check=found.detail, where=found.where, solver_said=verdict.status)
     if found.point is not None:
         extra["point"] = found.point
-    what = "trace differs from eager" if found.status == V.TRACE_DIFFERS else "domain mismatch"
+    what = "trace differs from eager" if found.status == V.Status.TRACE_DIFFERS else "domain mismatch"
     return dataclasses.replace(verdict, status=found.status, extra=extra, seconds=time.perf_counter() - start,
                                detail=f"{what}: {found.detail}; so the solver's '{verdict.status}' covers other code "
                                       f"than the eager run (it said: {verdict.detail[:300]})")
@@ -616,9 +616,9 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
     c = _contract(contract)
     none = c.symbolic.none if c is not None else ""
     if none:
-        return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic form: {none}", tier="symbolic")
+        return V.Verdict(V.Status.NOT_RUNNABLE, detail=f"no symbolic form: {none}", tier="symbolic")
     if c is None or not _stated(op, c):
-        return V.Verdict(V.NOT_RUNNABLE, detail=f"no symbolic law for {_name(contract)}", tier="symbolic")
+        return V.Verdict(V.Status.NOT_RUNNABLE, detail=f"no symbolic law for {_name(contract)}", tier="symbolic")
     contract = c
     checked = _host_checked(op, contract, n, d)
     whole = checked is not None and not checked.ok
@@ -636,7 +636,7 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
         except Exception as err:  # a law that cannot be stated for this operator is reported, not hidden
             if untraceable(op, contract, err, start) is not None:
                 raise
-            return V.Verdict(V.NOT_RUNNABLE, detail=f"cannot state {contract.name} for {op.name}: "
+            return V.Verdict(V.Status.NOT_RUNNABLE, detail=f"cannot state {contract.name} for {op.name}: "
                              f"{type(err).__name__}: {err}", tier="symbolic", seconds=time.perf_counter() - start)
         verdict = prove_problem(problem, timeout, effort.Budget(CELL_BUDGET * timeout), cache)
         if verdict.step and problem.fallback is not None:
@@ -644,12 +644,12 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
         params = "symbols" if m == "symbolic" else \
             "weights: drawn values rounded to rationals /100; scalars (tau, eps_den, taps) symbols"
         status, detail = verdict.status, verdict.detail
-        if m == "concrete" and status == V.PROVED:
+        if m == "concrete" and status == V.Status.PROVED:
             # one drawn sample of the weights: evidence, not a proof for every weight
-            status, detail = V.SAMPLED, "holds for sampled weights (NOT proved for all weights): " + detail
+            status, detail = V.Status.SAMPLED, "holds for sampled weights (NOT proved for all weights): " + detail
         verdict = dataclasses.replace(verdict, status=status, detail=detail + f" [parameters: {params}]",
                                       params=params)
-        if verdict.status != V.UNKNOWN or verdict.mismatch:
+        if verdict.status != V.Status.UNKNOWN or verdict.mismatch:
             break
     verdict = dataclasses.replace(verdict, seconds=time.perf_counter() - start)
     if checked is not None:
@@ -681,10 +681,10 @@ def _via(op, contract: Contract, implied_by: Contract, *, timeout, mode, start, 
     the output statement itself: it refutes null insertion only if op.fn breaks it there.  Any other
     failure of closure proves nothing about the output."""
     via = prove_cell(op, implied_by, timeout=timeout, mode=mode, cache=cache)
-    if via.status in (V.PROVED, V.SAMPLED, V.NOT_TRACEABLE):
+    if via.status in (V.Status.PROVED, V.Status.SAMPLED, V.Status.NOT_TRACEABLE):
         return dataclasses.replace(via, detail=f"{via.status} via {implied_by.name} (which implies it for the "
                                                f"output): " + via.detail, seconds=time.perf_counter() - start)
-    if via.status != V.REFUTED or not via.witness:
+    if via.status != V.Status.REFUTED or not via.witness:
         return None
     n, d = default_shape(op, contract)
     mode = "symbolic" if via.params == "symbols" else "concrete"
@@ -699,7 +699,7 @@ def _via(op, contract: Contract, implied_by: Contract, *, timeout, mode, start, 
     disc, bound, what = measure(direct, v)
     if not reproduces(disc, bound):
         return None
-    return V.Verdict(V.REFUTED, disc, bound,
+    return V.Verdict(V.Status.REFUTED, disc, bound,
                      f"refuted at {shapes_text(direct)} via {implied_by.name}'s host counterexample ({via.witness}), "
                      f"replayed on op.fn's output: {what}: discrepancy {disc:.3g} > {bound:.3g} "
                      f"[parameters: {via.params}]",
@@ -721,7 +721,7 @@ def _after_step(op, problem, first: V.Verdict, timeout, start, cache) -> V.Verdi
     if found is not None:
         extra = {k: v for k, v in first.extra.items() if k != "argument"}
         extra.update(statement=whole.statement)
-        return V.Verdict(V.REFUTED, found.discrepancy, found.bound,
+        return V.Verdict(V.Status.REFUTED, found.discrepancy, found.bound,
                          f"refuted at {shapes_text(whole)}: the induction was not proved (an induction step is "
                          f"refuted: '{ce.get('failed', ['?'])[0]}'), and a host input that reaches a violating "
                          f"state ({found.how}), replayed on the eager whole host: {found.what}: discrepancy "

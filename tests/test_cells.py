@@ -21,7 +21,7 @@ ROWS = plan(default_registry())
 def test_row_matches_declaration(row):
     (done,) = run_rows(default_registry(), [row], examples=EXAMPLES, progress=False)
     bad = [(c.dtype, c.verdict.detail, c.verdict.counterexample) for c in done.cells
-           if V.outcome(done.declared, c.verdict) == V.BAD_UNEXPECTED]
+           if V.outcome(done.declared, c.verdict) == V.Outcome.UNEXPECTED]
     assert done.outcome not in V.FAILING, f"{row.id}: {done.outcome}; {bad or [c.verdict.detail for c in done.cells]}"
     if done.declared == "violates":
         found = [c.verdict for c in done.cells if c.verdict.violated]

@@ -110,7 +110,7 @@ def test_example_backend_holds(operator, contract, dtype):
     op = default_registry()[operator]
     with registered(ExampleBackend()):
         v = run_cell(op, CONTRACTS[contract], dtype, examples=6, seed=0, backend="example", replay_dir=None)
-    assert v.status == V.HOLDS, v.detail
+    assert v.status == V.Status.HOLDS, v.detail
 
 
 @pytest.mark.parametrize("contract", ["eager_agreement", "null_source_insertion"])
@@ -131,7 +131,7 @@ def test_wrong_example_backend_passes_the_laws_its_bug_does_not_touch():
     with registered(WrongExampleBackend()):
         v = run_cell(op, CONTRACTS["null_receiver"], torch.float32, examples=6, seed=0, backend="example_wrong",
                      replay_dir=None)
-    assert v.status == V.HOLDS, v.detail
+    assert v.status == V.Status.HOLDS, v.detail
 
 
 def test_layout_does_not_change_a_bit():
@@ -141,7 +141,7 @@ def test_layout_does_not_change_a_bit():
     case = Case(op=op, dtype=torch.float32, seed=0, n=13, d=8, heads=1, backend="example")
     with registered(ExampleBackend()):
         v = CONTRACTS["nan_padding"](case)
-    assert v.status == V.HOLDS, v.detail
+    assert v.status == V.Status.HOLDS, v.detail
 
 
 def test_transcendentals_are_measured_not_declared():
@@ -190,7 +190,7 @@ def test_example_mutant_is_caught_only_while_active():
     shipped = backend.layers()["oattention"].func
     with registered(backend):
         assert run_cell(op, law, torch.float32, examples=4, seed=0, backend="example",
-                        replay_dir=None).status == V.HOLDS                                   # control
+                        replay_dir=None).status == V.Status.HOLDS                                   # control
         with mutant.patch():
             assert backend.layers()["oattention"].func is not shipped
             v = run_cell(op, law, torch.float32, examples=4, seed=0, backend="example", replay_dir=None)
@@ -304,7 +304,7 @@ def test_example_backend_from_a_fresh_venv(venv, tmp_path):
     failing = {r["contract"]: r for r in doc["rows"] if r["outcome"] in V.FAILING}
     assert {"null_source_insertion", "eager_agreement"} <= set(failing), sorted(failing)
     row = failing["null_source_insertion"]
-    cell = next(c for c in row["cells"] if c["verdict"] and c["verdict"]["status"] == V.VIOLATED)
+    cell = next(c for c in row["cells"] if c["verdict"] and c["verdict"]["status"] == V.Status.VIOLATED)
     example = cell["verdict"]["counterexample"]
     assert example["backend"] == "example_wrong" and example["n"] <= 3 and example["batch"] == 1, example
     replayed = _tokenlaw(venv, "replay", cell["verdict"]["replay"], "--replays", "bad/replays", cwd=run)

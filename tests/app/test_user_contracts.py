@@ -35,8 +35,8 @@ def test_check_runs_a_users_own_contract_and_refutes_the_false_claim(tmp_path):
                                         profile="smoke", workers=1, out=str(tmp_path)))
     got = _outcomes(doc)
     law = "F(c x) = c F(x) for every real c: the operator is homogeneous of degree 1."
-    assert got == {"user_double-homogeneity": (law, V.OK_HOLDS),
-                   "user_square-homogeneity": (law, V.BAD_UNEXPECTED)}, got
+    assert got == {"user_double-homogeneity": (law, V.Outcome.HOLDS),
+                   "user_square-homogeneity": (law, V.Outcome.UNEXPECTED)}, got
     bad = next(c.verdict for c in doc.cells if c.operator == "user_square")
     assert bad.violated and bad.discrepancy > bad.bound and bad.replay
     # the stored counterexample replays through the registry that knows the user's law
@@ -48,8 +48,8 @@ def test_check_runs_a_users_own_contract_and_refutes_the_false_claim(tmp_path):
 def test_prove_proves_a_users_own_contract_and_refutes_the_false_claim(tmp_path):
     doc = runs.prove(runs.ProveSettings(operator_modules=(FIXTURE,), contracts=("homogeneity",), out=str(tmp_path)))
     rows = {r["id"]: (r["outcome"], r["cells"][0]["verdict"]["status"]) for r in doc.to_json()["rows"]}
-    assert rows == {"user_double-homogeneity": (V.OK_PROVED, V.PROVED),
-                    "user_square-homogeneity": (V.BAD_UNEXPECTED, V.REFUTED)}, rows
+    assert rows == {"user_double-homogeneity": (V.Outcome.PROVED, V.Status.PROVED),
+                    "user_square-homogeneity": (V.Outcome.UNEXPECTED, V.Status.REFUTED)}, rows
     json.dumps(doc.to_json())                              # the report is written with the user's law
 
 

@@ -13,7 +13,7 @@ from tokenlaw.properties.catalogue import collect
 REASON = "f(x) = x + 1 claims zero absorption, and its limit's predicate refuses every drawn example"
 OPERATOR = "canary_limit_hides_everything"
 CAUGHT_BY = ("zero_absorption",)
-OUTCOME = V.OUT_VACUOUS
+OUTCOME = V.Outcome.VACUOUS
 
 
 def refuses_everything(x, params) -> bool:

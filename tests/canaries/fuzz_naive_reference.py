@@ -11,7 +11,7 @@ REASON = ("a row's weights are 1.01 times softmax where exp of its scores over- 
           "is NaN: spec_reference set every such row aside")
 OPERATOR = "sdpa"
 CAUGHT_BY = ("spec_reference",)
-OUTCOME = V.OUT_VACUOUS          # the regime where the bug lives was never judged (no oracle is finite there)
+OUTCOME = V.Outcome.VACUOUS          # the regime where the bug lives was never judged (no oracle is finite there)
 # ... and exactly why: the regimes where the bug lives (top score past exp's overflow edge, or below its
 # underflow edge) are the blind ones, every row of them set aside without a finite oracle.  Not violated:
 # the same search with a correct SDPA and this reference reads the same (test_canaries_fuzz), and where a

@@ -6,7 +6,7 @@ REASON = ("twice the reference, which is finite only at exact nulls, where both 
           "comparison is trivial and judges no value, so spec_reference must read vacuous, never holds")
 OPERATOR = "oattention"
 CAUGHT_BY = ("spec_reference",)
-OUTCOME = V.OUT_VACUOUS          # nothing but 0 == 0 was ever compared: no evidence either way
+OUTCOME = V.Outcome.VACUOUS          # nothing but 0 == 0 was ever compared: no evidence either way
 
 
 def registry(base):

@@ -6,7 +6,7 @@ REASON = ("the reference is never finite: spec_reference sets every row of every
           "nothing, so the row must read vacuous, never holds")
 OPERATOR = "sm_fir"
 CAUGHT_BY = ("spec_reference",)
-OUTCOME = V.OUT_VACUOUS          # not an UNEXPECTED violation: nothing was judged either way
+OUTCOME = V.Outcome.VACUOUS          # not an UNEXPECTED violation: nothing was judged either way
 
 
 def registry(base):

@@ -48,7 +48,7 @@ def test_default_profile_catches_each_core_canary_with_a_replayable_counterexamp
     assert {r.contract for r in rows} == set(c.CAUGHT_BY), "every catching law must be planned"
     run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=tmp_path, progress=False)
     for row in rows:
-        assert row.outcome == V.BAD_UNEXPECTED, f"{name}: {row.id} is {row.outcome!r} ({c.REASON})"
+        assert row.outcome == V.Outcome.UNEXPECTED, f"{name}: {row.id} is {row.outcome!r} ({c.REASON})"
         bad = [cell.verdict for cell in row.cells if cell.verdict is not None and cell.verdict.violated]
         assert bad and bad[0].counterexample and bad[0].replay, row.id
         again = replay(bad[0].replay, tmp_path, registry=reg)
@@ -65,4 +65,4 @@ def test_the_control_holds_where_the_canaries_fail():
     run_rows(reg, rows, examples=PROFILES["smoke"], seed=0, replay_dir=None, progress=False)
     assert {r.contract for r in rows} == set(laws)
     for row in rows:
-        assert row.outcome == V.OK_HOLDS, (row.id, [c.verdict.detail for c in row.cells])
+        assert row.outcome == V.Outcome.HOLDS, (row.id, [c.verdict.detail for c in row.cells])

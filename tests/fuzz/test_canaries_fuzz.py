@@ -58,11 +58,11 @@ def test_fuzz_tier_gives_no_canary_a_green_row(name):
                     backend=backends.EAGER.name if backend is None else backend.name)
         assert {r.contract for r in rows} == set(c.CAUGHT_BY), "every catching contract must be planned"
         run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
-    expected = getattr(c, "OUTCOME", V.BAD_UNEXPECTED)
-    assert expected == V.BAD_UNEXPECTED or expected in V.UNDECIDED, expected
+    expected = getattr(c, "OUTCOME", V.Outcome.UNEXPECTED)
+    assert expected == V.Outcome.UNEXPECTED or expected in V.UNDECIDED, expected
     for row in rows:
         assert row.outcome == expected, f"{name}: {row.id} is {row.outcome!r} ({c.REASON})"
-        if expected == V.BAD_UNEXPECTED:
+        if expected == V.Outcome.UNEXPECTED:
             bad = [cell.verdict for cell in row.cells if cell.verdict is not None and cell.verdict.violated]
             assert bad and bad[0].counterexample, row.id
             if getattr(c, "NONDETERMINISTIC", False):      # the finding says what it is
@@ -87,7 +87,7 @@ def test_fp16_collapse_is_found_by_the_default_profile_and_shrunk():
     rows = plan(reg, operators=["oattention"], contracts=["differential"], dtypes=["float16"])
     run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
     (row,) = rows
-    assert row.outcome == V.BAD_UNEXPECTED
+    assert row.outcome == V.Outcome.UNEXPECTED
     v = row.cells[0].verdict
     ce = v.counterexample
     assert ce["n"] <= 2 and ce["eps_den"] is not None and ce["eps_den"] <= 1.5e-5, ce
@@ -103,7 +103,7 @@ def test_the_fixed_operator_holds_where_the_canary_fails():
     reg = default_registry()
     rows = plan(reg, operators=["oattention"], contracts=["differential"], dtypes=["float16"])
     run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
-    assert rows[0].outcome == V.OK_HOLDS, rows[0].cells[0].verdict.detail
+    assert rows[0].outcome == V.Outcome.HOLDS, rows[0].cells[0].verdict.detail
     assert rows[0].cells[0].verdict.extra["regimes"]["scores_low"] > 0
 
 
@@ -151,7 +151,7 @@ def test_subnormal_token_canary_is_caught_through_a_near_null_row():
     old = run_cell(op, blind, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
     assert not old.violated, old.detail
     ok = run_cell(default_registry()["sdpa"], law, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
-    assert ok.status == V.HOLDS and ok.extra["regime_accounting"]["near_null_tokens"]["judged"] > 0, ok.detail
+    assert ok.status == V.Status.HOLDS and ok.extra["regime_accounting"]["near_null_tokens"]["judged"] > 0, ok.detail
 
 
 def test_flex_canary_is_the_defect_past_128_not_the_alibi():
@@ -173,7 +173,7 @@ def test_flex_canary_is_the_defect_past_128_not_the_alibi():
     module.alibi = declare_flex("alibi", score_mod=lambda s, b, h, q, kv: s - 0.125 * (q - kv), mask_mod=c.causal,
                                 causal=True, relative=True, module=module.__name__)
     ok = run_cell(collect(module)["alibi"], law, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
-    assert ok.status == V.HOLDS, ok.detail
+    assert ok.status == V.Status.HOLDS, ok.detail
 
 
 @pytest.mark.slow
@@ -190,5 +190,5 @@ def test_naive_reference_canary_reads_what_a_correct_operator_reads():
     ok = mutated_registry(default_registry(), mutated_module("tokenlaw.operators.sdpa", [
         ("\n@declare(", c.NAIVE), ("reference=references.sdpa_reference,", "reference=_naive_reference,")]))["sdpa"]
     v = run_cell(ok, law, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
-    assert v.status == V.VACUOUS and not v.violated, v.detail
+    assert v.status == V.Status.VACUOUS and not v.violated, v.detail
     assert set(c.BLIND) <= set(v.extra["unjudged_regimes"]), v.detail

@@ -60,7 +60,7 @@ def test_check_runs_an_operator_declared_with_domain(user, capsys):
     err = capsys.readouterr().err
     assert code == 1, err                       # not 70: it ran, and the wrong claim is a finding
     rows = {r["id"]: r["outcome"] for r in json.loads((user / "out" / "conformance.json").read_text())["rows"]}
-    assert rows == {"doubled-zero_absorption": V.OK_HOLDS, "shifted-zero_absorption": V.BAD_UNEXPECTED}, rows
+    assert rows == {"doubled-zero_absorption": V.Outcome.HOLDS, "shifted-zero_absorption": V.Outcome.UNEXPECTED}, rows
 
 
 def test_a_cell_of_a_parameterless_operator_is_judged(user):
@@ -69,4 +69,4 @@ def test_a_cell_of_a_parameterless_operator_is_judged(user):
     reg = collect(sys.modules["paramless"])
     assert applicable(reg["doubled"], ("long_row", "tau_far", "scores_low")) == ()
     v = run_cell(reg["shifted"], CONTRACTS["zero_absorption"], torch.float64, examples=5, replay_dir=None)
-    assert v.status == V.VIOLATED and v.examples >= 1
+    assert v.status == V.Status.VIOLATED and v.examples >= 1

@@ -72,9 +72,9 @@ def test_a_nondeterministic_user_operator_fails_the_check_with_its_report_writte
     assert code not in (EXIT_OK, EXIT_INTERNAL, EXIT_USAGE), capsys.readouterr().err
     doc = json.loads((tmp_path / "r" / "conformance.json").read_text())
     (row,) = [r for r in doc["rows"] if r["id"] == "user_flaky-spec_reference"]
-    assert row["outcome"] == V.BAD_UNEXPECTED
+    assert row["outcome"] == V.Outcome.UNEXPECTED
     (cell,) = row["cells"]
-    assert cell["verdict"]["status"] == V.VIOLATED and "nondeterministic operator" in cell["verdict"]["detail"]
+    assert cell["verdict"]["status"] == V.Status.VIOLATED and "nondeterministic operator" in cell["verdict"]["detail"]
     assert set(cell["verdict"]["extra"]["nondeterministic"]["judgements"]) == {"holds", "violated"}
 
 
@@ -89,14 +89,14 @@ def test_without_the_probe_the_search_still_never_unfinds_a_violation(monkeypatc
     monkeypatch.setattr(engine, "_probe", lambda contract, case, v, seen: v)
     reg = _canary("fuzz_nondeterministic_third_call").registry(default_registry())
     v = run_cell(reg["sm_fir"], CONTRACTS["spec_reference"], torch.float64, examples=30, seed=0, replay_dir=None)
-    assert v.status == V.VIOLATED, v.detail
+    assert v.status == V.Status.VIOLATED, v.detail
     assert "nondeterministic" in v.extra and v.counterexample, v.detail
 
 
 def test_the_determinism_probe_costs_two_judgements_and_finds_nothing_on_a_deterministic_operator():
     v = run_cell(default_registry()["sm_fir"], CONTRACTS["finite"], torch.float64, examples=20, seed=0,
                  replay_dir=None)
-    assert v.status == V.HOLDS and "nondeterministic" not in v.extra, v.detail
+    assert v.status == V.Status.HOLDS and "nondeterministic" not in v.extra, v.detail
     assert v.extra["judgement_probes"] == 2
 
 
@@ -151,7 +151,7 @@ def test_a_regime_judged_only_trivially_is_named_never_judged():
                                        "needs a declared limit first)")
 def test_a_regime_judged_only_trivially_makes_the_cell_vacuous():
     v = _withheld_in_long_row()
-    assert v.status == V.VACUOUS and "long_row" in v.detail, v.detail
+    assert v.status == V.Status.VACUOUS and "long_row" in v.detail, v.detail
 
 
 @pytest.mark.parametrize("blind", [
@@ -164,7 +164,7 @@ def test_a_regime_unjudged_for_no_declared_reason_is_reported_but_decides_nothin
     v = run_cell(default_registry()["sm_fir"], law, torch.float64, examples=60, seed=0, replay_dir=None)
     a = v.extra["regime_accounting"]["long_row"]
     assert a["visited"] > 0 and a["judged"] == 0 and a["withheld"] == 0, v.detail
-    assert v.status == V.HOLDS and v.extra["unjudged_regimes"] == ["long_row"], v.detail
+    assert v.status == V.Status.HOLDS and v.extra["unjudged_regimes"] == ["long_row"], v.detail
     assert "NEVER judged: long_row" in v.detail
 
 
@@ -230,7 +230,7 @@ def test_a_regime_nothing_judged_gets_examples_of_its_own():
                  seed=0, replay_dir=None)
     high = v.extra["regime_accounting"]["scores_high"]
     aside, rows = v.extra["set_aside_by_regime"]["scores_high"]
-    assert v.status == V.HOLDS and aside < rows and high["visited"] > 4, v.detail
+    assert v.status == V.Status.HOLDS and aside < rows and high["visited"] > 4, v.detail
     named = v.detail.rsplit("NEVER judged: ", 1)[-1].rstrip("]").split(", ")
     assert "scores_high" in v.extra["unjudged_regimes"] and "scores_high" in named
     assert set(v.extra["regime_accounting"]["scores_high"]) == set(engine.ACCOUNT)

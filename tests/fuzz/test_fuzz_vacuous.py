@@ -42,10 +42,10 @@ def test_the_minimum_is_a_tenth_of_each_profile_at_least_one():
 def test_a_reference_that_is_never_finite_gives_a_vacuous_row_not_holds():
     canary = importlib.import_module("canaries.fuzz_vacuous_reference")
     row = _row(canary.registry(REG), "sm_fir", "spec_reference")
-    assert row.outcome == V.OUT_VACUOUS and row.outcome in V.UNDECIDED and not row.failing
+    assert row.outcome == V.Outcome.VACUOUS and row.outcome in V.UNDECIDED and not row.failing
     (cell,) = [c for c in row.cells if c.verdict is not None]
     v = cell.verdict
-    assert v.status == V.VACUOUS and V.outcome("claims", v) == V.OUT_VACUOUS
+    assert v.status == V.Status.VACUOUS and V.outcome("claims", v) == V.Outcome.VACUOUS
     assert v.extra["judged_examples"] == 0 and v.examples >= min_judged(QUICK)
     # the detail says how many were judged, how many were needed, and why the others were set aside
     # a tenth of the examples run, banded_find's examples of the bands the search missed included (a cell
@@ -56,7 +56,7 @@ def test_a_reference_that_is_never_finite_gives_a_vacuous_row_not_holds():
 
 def test_the_shipping_reference_is_judged_and_holds():
     row = _row(REG, "sm_fir", "spec_reference")
-    assert row.outcome == V.OK_HOLDS
+    assert row.outcome == V.Outcome.HOLDS
     (cell,) = [c for c in row.cells if c.verdict is not None]
     assert cell.verdict.extra["judged_examples"] >= min_judged(cell.verdict.examples)
 
@@ -66,7 +66,7 @@ def _contract(judge):
     return dataclasses.replace(CONTRACTS["finite"], fn=judge)
 
 
-@pytest.mark.parametrize("share, status", [(0, V.VACUOUS), (2, V.HOLDS), (1, V.HOLDS)])
+@pytest.mark.parametrize("share, status", [(0, V.Status.VACUOUS), (2, V.Status.HOLDS), (1, V.Status.HOLDS)])
 def test_a_cell_is_vacuous_exactly_when_too_few_examples_were_judged(share, status):
     """share 0: no example judged; 2: about half; 1: all."""
     def judge(case):
@@ -75,13 +75,13 @@ def test_a_cell_is_vacuous_exactly_when_too_few_examples_were_judged(share, stat
 
     v = run_cell(REG["sm_fir"], _contract(judge), torch.float64, examples=40, seed=0, replay_dir=None)
     assert v.status == status, v.detail
-    assert (v.extra["judged_examples"] >= min_judged(v.examples)) == (status == V.HOLDS)
+    assert (v.extra["judged_examples"] >= min_judged(v.examples)) == (status == V.Status.HOLDS)
 
 
 def test_a_cell_no_example_could_answer_is_not_runnable_not_holds():
-    v = run_cell(REG["sm_fir"], _contract(lambda case: V.Verdict(V.NOT_RUNNABLE, detail="cannot say")),
+    v = run_cell(REG["sm_fir"], _contract(lambda case: V.Verdict(V.Status.NOT_RUNNABLE, detail="cannot say")),
                  torch.float64, examples=20, seed=0, replay_dir=None)
-    assert v.status == V.NOT_RUNNABLE and v.detail.startswith("cannot say")
+    assert v.status == V.Status.NOT_RUNNABLE and v.detail.startswith("cannot say")
 
 
 def test_a_violation_among_inconclusive_examples_is_still_found():
@@ -91,4 +91,4 @@ def test_a_violation_among_inconclusive_examples_is_still_found():
         return V.holds(inconclusive=True)
 
     v = run_cell(REG["sm_fir"], _contract(judge), torch.float64, examples=40, seed=0, replay_dir=None)
-    assert v.status == V.VIOLATED
+    assert v.status == V.Status.VIOLATED

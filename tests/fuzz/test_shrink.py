@@ -35,7 +35,7 @@ def look_ahead():
 def test_planted_look_ahead_shrinks_to_two_tokens(look_ahead):
     op, causality = look_ahead
     v = run_cell(op, causality, torch.float32, examples=PROFILES["quick"], seed=0, replay_dir=None)
-    assert v.status == V.VIOLATED
+    assert v.status == V.Status.VIOLATED
     assert v.counterexample["n"] == LOOK_AHEAD.MINIMAL_N == 2, v.counterexample
     record = v.extra["shrink"]
     assert record["final"]["n"] == 2 and record["final"]["batch"] == 1, record
@@ -47,11 +47,11 @@ def test_descent_from_a_large_example_reaches_the_smallest_shape(look_ahead):
     op, causality = look_ahead
     big = Case(op, torch.float64, seed=5, batch=2, n=40, d=16, heads=4, null=(3, 30), scale=4.0, pos=17)
     first = causality.judge(big)
-    assert first.status == V.VIOLATED
+    assert first.status == V.Status.VIOLATED
     small, spent = shrink.descend(big, causality, first, bounds=causality.fuzz_bounds)
     assert shrink.shape(small) == {"n": 2, "d": 1, "batch": 1, "heads": 1}, shrink.shape(small)
     assert small.null == () and small.scale == 1.0 and 0 < spent <= shrink.BUDGET
-    assert causality.judge(small).status == V.VIOLATED        # the shrunk example is a counterexample
+    assert causality.judge(small).status == V.Status.VIOLATED        # the shrunk example is a counterexample
 
 
 @dataclasses.dataclass
@@ -63,7 +63,7 @@ class _Law:
     def judge(self, case):
         self.calls += 1
         if case.d < 4:
-            return V.Verdict(V.RAISED, detail="operator raised InvalidArgument: d",
+            return V.Verdict(V.Status.RAISED, detail="operator raised InvalidArgument: d",
                              extra={"raised": {"type": "InvalidArgument"}})
         return V.violated(1.0, 0.0, "bad") if case.n >= 3 else V.holds()
 

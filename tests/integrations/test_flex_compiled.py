@@ -102,16 +102,16 @@ def test_compiled_gives_the_eager_verdicts_on_the_causal_mask_and_fails_the_peek
     differ = {n: (eager[n].outcome, compiled[n].outcome) for n in both if eager[n].outcome != compiled[n].outcome}
     assert set(differ) <= {"masked_row_lse"}, differ
     lse = compiled["masked_row_lse"]
-    assert lse.cells and lse.outcome == V.OUT_NOT_RUNNABLE and all("return_lse" in c.verdict.detail for c in lse.cells)
+    assert lse.cells and lse.outcome == V.Outcome.NOT_RUNNABLE and all("return_lse" in c.verdict.detail for c in lse.cells)
     assert not [n for n, r in compiled.items() if r.failing], {n: r.outcome for n, r in compiled.items()}
-    assert compiled["causality"].outcome == V.OK_HOLDS and compiled["eager_agreement"].outcome == V.OK_HOLDS
+    assert compiled["causality"].outcome == V.Outcome.HOLDS and compiled["eager_agreement"].outcome == V.Outcome.HOLDS
     # the gradient cells: flex has no CPU backward, compiled or not
     if not torch.cuda.is_available():
         grads = compiled["gradient_agreement"].cells
-        assert grads and all(c.verdict.status == V.NOT_RUNNABLE and "no CPU backward" in c.verdict.detail
+        assert grads and all(c.verdict.status == V.Status.NOT_RUNNABLE and "no CPU backward" in c.verdict.detail
                              for c in grads), [c.verdict.detail for c in grads]
     for contract in ("causality", "mod_mask_respect"):
-        assert peeking[contract].outcome == V.BAD_UNEXPECTED, (contract, peeking[contract].outcome)
+        assert peeking[contract].outcome == V.Outcome.UNEXPECTED, (contract, peeking[contract].outcome)
         assert any(c.verdict.counterexample for c in peeking[contract].cells)
 
 

@@ -33,13 +33,13 @@ REG = collect("tests.fixtures.hf_ops")
 def test_a_function_that_drops_the_mask_fails_mask_respect_with_a_counterexample_that_replays(tmp_path):
     v = run_cell(REG["hf_maskless"], CONTRACTS["mask_respect"], torch.float64, examples=10, seed=0,
                  replay_dir=tmp_path)
-    assert v.status == V.VIOLATED and V.outcome("claims", v) == V.BAD_UNEXPECTED, v.detail
+    assert v.status == V.Status.VIOLATED and V.outcome("claims", v) == V.Outcome.UNEXPECTED, v.detail
     assert v.counterexample["n"] <= REG["hf_maskless"].domain.n_max + 1, v.counterexample     # shrunk
     replayed = R.replay(v.replay, tmp_path, registry=REG)
     assert replayed.reproduced and replayed.verdict.violated
     # the same contract on HF's own sdpa, same seed and budget: the mask reaches it
     ok = run_cell(REG["hf_sdpa"], CONTRACTS["mask_respect"], torch.float64, examples=10, seed=0, replay_dir=None)
-    assert ok.status == V.HOLDS and ok.extra["judged_examples"] >= 5, ok.detail
+    assert ok.status == V.Status.HOLDS and ok.extra["judged_examples"] >= 5, ok.detail
 
 
 def _check(tmp_path, *operators) -> tuple[int, dict]:
@@ -57,15 +57,15 @@ def test_hf_sdpa_and_eager_pass_every_row_they_declare(tmp_path):
     assert code == 0, {k: o for k, o in rows.items() if o in {str(f) for f in V.FAILING}}
     for name in ("hf_sdpa", "hf_causal_sdpa"):
         for contract in ("mask_respect", "spec_reference", "finite", "gradcheck"):
-            assert rows[(name, contract)] == str(V.OK_HOLDS), (name, contract, rows[(name, contract)])
+            assert rows[(name, contract)] == str(V.Outcome.HOLDS), (name, contract, rows[(name, contract)])
         for contract in ("null_receiver", "null_source_insertion", "null_gradient"):
-            assert rows[(name, contract)] == str(V.OK_EXPECTED), (name, contract)
-    assert rows[("hf_sdpa", "permutation_equivariance")] == str(V.OK_HOLDS)
-    assert rows[("hf_causal_sdpa", "causality")] == str(V.OK_HOLDS)
+            assert rows[(name, contract)] == str(V.Outcome.EXPECTED), (name, contract)
+    assert rows[("hf_sdpa", "permutation_equivariance")] == str(V.Outcome.HOLDS)
+    assert rows[("hf_causal_sdpa", "causality")] == str(V.Outcome.HOLDS)
     # eager's float32 softmax: each float64 consequence reproduced, the mask still respected
     for contract in ("gradcheck", "permutation_equivariance", "spec_reference", "finite"):
-        assert rows[("hf_eager", contract)] == str(V.OK_EXPECTED), (contract, rows[("hf_eager", contract)])
-    assert rows[("hf_eager", "mask_respect")] == str(V.OK_HOLDS)
+        assert rows[("hf_eager", contract)] == str(V.Outcome.EXPECTED), (contract, rows[("hf_eager", contract)])
+    assert rows[("hf_eager", "mask_respect")] == str(V.Outcome.HOLDS)
 
 
 def test_the_mask_arrives_in_the_format_each_function_reads():

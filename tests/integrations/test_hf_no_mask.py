@@ -93,4 +93,4 @@ def test_the_bool_as_additive_canary_holds_where_only_additive_masks_are_declare
     reg = collect(module)
     rows = plan(reg, operators=["adds"], contracts=["mask_respect", "spec_reference"])
     run_rows(reg, rows, examples=PROFILES["smoke"], seed=0, replay_dir=None, progress=False)
-    assert [r.outcome for r in rows] == [V.OK_HOLDS] * 2, [c.verdict.detail for r in rows for c in r.cells]
+    assert [r.outcome for r in rows] == [V.Outcome.HOLDS] * 2, [c.verdict.detail for r in rows for c in r.cells]

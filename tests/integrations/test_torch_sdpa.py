@@ -42,14 +42,14 @@ def test_gpu_only_backends_are_not_runnable_here_with_the_reason(backend):
     if torch.cuda.is_available():
         pytest.skip("a CUDA machine runs these kernels")
     v = _cell(backend, "mask_respect")
-    assert v.status == V.NOT_RUNNABLE and V.outcome("claims", v) == V.OUT_NOT_RUNNABLE
+    assert v.status == V.Status.NOT_RUNNABLE and V.outcome("claims", v) == V.Outcome.NOT_RUNNABLE
     assert v.detail.startswith("not runnable here:") and "no CUDA device" in v.detail, v.detail
 
 
 @pytest.mark.parametrize("backend", [torch_sdpa.SDPA_MATH, torch_sdpa.SDPA_FLASH], ids=lambda b: b.name)
 def test_cpu_backends_run_and_respect_the_mask(backend):
     v = _cell(backend, "mask_respect", examples=2)
-    assert v.status == V.HOLDS and v.examples >= 1, v.detail
+    assert v.status == V.Status.HOLDS and v.examples >= 1, v.detail
 
 
 class _Unmasked(torch_sdpa.SdpaBackend):
@@ -113,7 +113,7 @@ def test_eager_agreement_holds_a_fully_masked_row_to_the_backends_declared_zero(
         case = _empty_row_case(backend)
         assert bool(torch.isnan(case.on_reference().runner.run(case.x, case.mask, dtype=torch.float64)).any())
         v = CONTRACTS["eager_agreement"](case)
-    assert v.status == V.HOLDS and "the backend's declared 0" in v.detail, v.detail
+    assert v.status == V.Status.HOLDS and "the backend's declared 0" in v.detail, v.detail
     wrong = _MaskedRowAs(1.0)
     with backends.register(wrong):
         bad = CONTRACTS["eager_agreement"](_empty_row_case(wrong))
@@ -249,7 +249,7 @@ def _grad(backend, fields):
                          ids=["math-one-hot", "flash-large-scores"])
 def test_the_standard_backwards_own_steps_are_bounded_a_priori(backend, fields):
     v = _grad(backend, fields)
-    assert v.status == V.HOLDS and "a-priori bound" in v.detail, v.detail
+    assert v.status == V.Status.HOLDS and "a-priori bound" in v.detail, v.detail
     bare = _NoBound(f"{backend.name}-bare", backend.kernel, cuda_only=False, what="no standard backward")
     w = _grad(bare, fields)
     assert w.violated, w.detail             # what the bound changes: the probes alone call it a violation
@@ -260,7 +260,7 @@ def test_a_flash_formula_backward_holds_and_its_seeded_bugs_fail():
     saturated = dict(dtype=torch.float32, seed=1, batch=1, n=2, d=4, bias_scale=10.0)
     for fields in (ordinary, saturated, MATH_ONE_HOT):
         good = _grad(_HandBackward("sdpa-hand"), fields)
-        assert good.status == V.HOLDS and "a-priori bound" in good.detail, (fields, good.detail)
+        assert good.status == V.Status.HOLDS and "a-priori bound" in good.detail, (fields, good.detail)
     for fields in (ordinary, saturated):
         no_row = _grad(_HandBackward("sdpa-no-row-term", row=False), fields)
         assert no_row.violated, (fields, no_row.detail)

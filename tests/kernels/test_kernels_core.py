@@ -28,7 +28,7 @@ def test_the_oattention_kernel_is_the_softmax_core_with_its_backward():
                     causal=True, core_mask="bool", mask_shape="square", mask_density=0.6, hidden_rows=(1,))
     for law in (core_laws.core_formula, core_laws.core_gradient, core_laws.core_masked_row):
         verdict = law(case)
-        assert verdict.status == V.HOLDS and not verdict.inconclusive, (law.__name__, verdict.detail)
+        assert verdict.status == V.Status.HOLDS and not verdict.inconclusive, (law.__name__, verdict.detail)
 
 
 def test_the_declaration_says_why_it_cannot_run_without_interpreter_or_gpu(monkeypatch):

@@ -41,7 +41,7 @@ def _case(registry, op, contract, backend, dtype, n=20):
 
 def _judge(registry, op, contract, backend, dtype, n=20):
     verdict = CONTRACTS[contract](_case(registry, op, contract, backend, dtype, n))
-    assert verdict.status == V.HOLDS, verdict.detail
+    assert verdict.status == V.Status.HOLDS, verdict.detail
     assert not verdict.inconclusive, verdict.detail        # a real judgement, not a pass by default
     return verdict
 
@@ -86,7 +86,7 @@ def test_bf16_gradient_cells_are_not_runnable_here(registry):
     from tokenlaw.fuzz.engine import run_cell
 
     v = run_cell(registry["sm_fir"], CONTRACTS["gradient_agreement"], torch.bfloat16, examples=2, backend="triton")
-    assert v.status == V.NOT_RUNNABLE and "triton-lang/triton#11584" in v.detail
+    assert v.status == V.Status.NOT_RUNNABLE and "triton-lang/triton#11584" in v.detail
 
 
 # -- the checks can fail: a wrong gradient is caught -------------------------------
@@ -243,7 +243,7 @@ def test_calibration_where_the_prediction_misses_eager_fp16_too(registry):
     eager = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], dict(fields, backend="eager")))
     assert eager.violated, eager.detail
     kernel = CONTRACTS["gradient_agreement"](Case.from_fields(registry["oattention"], dict(fields, backend="triton")))
-    assert kernel.status == V.HOLDS and "misses the eager operator in D too" in kernel.detail, kernel.detail
+    assert kernel.status == V.Status.HOLDS and "misses the eager operator in D too" in kernel.detail, kernel.detail
 
 
 def test_calibration_still_catches_a_kernel_worse_than_eager(registry, monkeypatch):
@@ -266,7 +266,7 @@ def test_null_receiver_over_a_subnormal_presence_source_gets_no_nan(registry):
     fields = dict(dtype="float32", seed=0, batch=1, n=2, d=4, pos=1, near_null=[0], tiny=5.421010862427522e-20,
                   tau=1.0, eps_den=1.0, backend="triton")
     verdict = CONTRACTS["null_carrier_gradient"](Case.from_fields(registry["oattention"], fields))
-    assert verdict.status == V.HOLDS, verdict.detail
+    assert verdict.status == V.Status.HOLDS, verdict.detail
 
 
 def test_backward_ops_reject_a_bad_incoming_gradient():
@@ -468,7 +468,7 @@ _PRESENCE_OLD = """        expo = tl.where(prob > 0.0, tl.exp(s - row_max[:, Non
 def test_each_found_case_holds_on_the_fixed_kernel(registry, operator, fields):
     """Every case above, found by a search and fixed in its kernel, holds (and is not set aside as inconclusive)."""
     verdict = _agreement(registry, operator, fields)
-    assert verdict.status == V.HOLDS and not verdict.inconclusive, verdict.detail
+    assert verdict.status == V.Status.HOLDS and not verdict.inconclusive, verdict.detail
 
 
 # Each case above with its kernel's old form put back (a source mutant of the fixed kernel):

@@ -52,7 +52,7 @@ def test_contracts_not_judged_on_the_kernel_are_listed_with_a_reason(registry):
 
 def test_bf16_cells_are_not_runnable_with_the_reason(registry):
     v = run_cell(registry["pn_fir_tau"], CONTRACTS["eager_agreement"], torch.bfloat16, examples=3, backend="triton")
-    assert v.status == V.NOT_RUNNABLE and "triton-lang/triton#11584" in v.detail
+    assert v.status == V.Status.NOT_RUNNABLE and "triton-lang/triton#11584" in v.detail
 
 
 def test_implementation_has_the_eager_signature_and_refuses_what_it_cannot_run(registry):
@@ -79,8 +79,8 @@ def test_cli_check_on_the_kernel_backend(tmp_path, capsys):
     report = json.loads((tmp_path / "conformance-triton.json").read_text())
     assert report["meta"]["backend"] == "triton"
     cells = {c["id"]: c["verdict"]["status"] for r in report["rows"] for c in r["cells"]}
-    assert cells["pn_fir_tau-eager_agreement-triton-bfloat16"] == V.NOT_RUNNABLE
-    assert cells["pn_fir_tau-eager_agreement-triton-float32"] == V.HOLDS
+    assert cells["pn_fir_tau-eager_agreement-triton-bfloat16"] == V.Status.NOT_RUNNABLE
+    assert cells["pn_fir_tau-eager_agreement-triton-float32"] == V.Status.HOLDS
     assert "Cells not runnable here" in (tmp_path / "conformance-triton.md").read_text()
 
 

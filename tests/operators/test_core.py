@@ -120,7 +120,7 @@ def test_the_example_kernels_hold_every_core_row():
     run_rows(reg, rows, examples=PROFILES["smoke"], seed=0, replay_dir=None, progress=False)
     assert len(rows) >= 20
     for row in rows:
-        assert row.outcome == V.OK_HOLDS, (row.id, [c.verdict.detail for c in row.cells])
+        assert row.outcome == V.Outcome.HOLDS, (row.id, [c.verdict.detail for c in row.cells])
 
 
 def test_default_check_finds_the_need_weights_nan_and_the_sdpa_path_holds():
@@ -131,11 +131,11 @@ def test_default_check_finds_the_need_weights_nan_and_the_sdpa_path_holds():
                 contracts=["core_masked_row", "core_paths_agree"])
     run_rows(reg, rows, examples=PROFILES["ci"], seed=0, replay_dir=None, progress=False)
     by = {r.id: r for r in rows}
-    assert by["mha_sdpa-core_masked_row"].outcome == V.OK_HOLDS
+    assert by["mha_sdpa-core_masked_row"].outcome == V.Outcome.HOLDS
     for op, cited in (("mha_weights", "160064"), ("mha_fast_path", "190486")):
         for law in ("core_masked_row", "core_paths_agree"):
             row = by[f"{op}-{law}"]
-            assert row.outcome == V.OK_EXPECTED and cited in row.reason
+            assert row.outcome == V.Outcome.EXPECTED and cited in row.reason
             ce = row.cells[0].verdict.counterexample
             assert ce["n"] == 1 and ce["s"] == 1 and ce["batch"] == 1 and ce["heads"] == 1, ce
 
@@ -147,7 +147,7 @@ def test_an_expected_violation_that_does_not_reproduce_fails():
     reg = collect(_module_with(op))
     rows = plan(reg, operators=["fixed_core"], contracts=["core_masked_row"])
     run_rows(reg, rows, examples=PROFILES["smoke"], seed=0, replay_dir=None, progress=False)
-    assert rows[0].outcome == V.BAD_NOT_REPRODUCED
+    assert rows[0].outcome == V.Outcome.NOT_REPRODUCED
 
 
 def test_the_core_strategy_reaches_every_part_of_its_domain():

@@ -41,7 +41,7 @@ def _cell(op, contract, dtype=torch.float32, examples=4, backend="eager", **kw):
                                                ("mod_mask_respect", 4)])
 def test_peeking_mask_fails_with_a_shrunk_counterexample_that_replays(tmp_path, contract, examples):
     v = _cell("peeking_flex", contract, torch.float64, examples=examples, replay_dir=tmp_path)
-    assert v.status == V.VIOLATED and V.outcome("claims", v) == V.BAD_UNEXPECTED, v.detail
+    assert v.status == V.Status.VIOLATED and V.outcome("claims", v) == V.Outcome.UNEXPECTED, v.detail
     # shrunk to the shortest length of the tier it was found in: 2 for causality (t = 0 sees t = 1), 7 (the
     # middle tier's first, n_max + 1) for mod_mask_respect, which Hypothesis does not move across tiers
     assert v.counterexample["n"] <= REG["peeking_flex"].domain.n_max + 1, v.counterexample
@@ -52,7 +52,7 @@ def test_peeking_mask_fails_with_a_shrunk_counterexample_that_replays(tmp_path, 
 @pytest.mark.parametrize("contract", [pytest.param("causality", marks=pytest.mark.slow), "mod_mask_respect"])
 def test_the_causal_mask_passes(contract):
     v = _cell("causal_flex", contract, torch.float64, examples=3)
-    assert v.status == V.HOLDS and v.extra["judged_examples"] >= 1, v.detail
+    assert v.status == V.Status.HOLDS and v.extra["judged_examples"] >= 1, v.detail
 
 
 # -- acceptance: a false claim about a score_mod is refuted ----------------------------------------------------
@@ -121,7 +121,7 @@ def test_block_layouts_reject_a_misread_block_mask(bug, what):
 @pytest.mark.slow
 def test_block_laws_search_the_block_edges_and_say_so():
     v = _cell("causal_flex", "block_prefix", examples=4)
-    assert v.status == V.HOLDS, v.detail
+    assert v.status == V.Status.HOLDS, v.detail
     lo, hi = v.extra["searched"]["n"]
     assert lo <= 128 and hi >= 129 and "searched n" in v.detail, v.extra["searched"]
     wrong = _cell("peeking_flex", "block_prefix", examples=4, replay_dir=None)
@@ -130,7 +130,7 @@ def test_block_laws_search_the_block_edges_and_say_so():
 
 @pytest.mark.slow
 def test_masked_row_holds_for_flex_and_rejects_a_nan_row():
-    assert _cell("causal_flex", "masked_row_lse", examples=3).status == V.HOLDS
+    assert _cell("causal_flex", "masked_row_lse", examples=3).status == V.Status.HOLDS
     with backends.register(_Mutant("flex-nan-row", lambda v: v.hide_row is not None)):
         v = _cell("causal_flex", "masked_row_lse", backend="flex-nan-row", examples=2, replay_dir=None)
     assert v.violated and "must be 0" in v.detail, v.detail
@@ -140,7 +140,7 @@ def test_gradient_cells_are_not_runnable_on_cpu():
     if torch.cuda.is_available():
         pytest.skip("a CUDA machine has flex's backward: the gradient cells run there")
     v = _cell("causal_flex", "gradcheck", torch.float64, examples=2)
-    assert v.status == V.NOT_RUNNABLE and "FlexAttention has no CPU backward" in v.detail, v.detail
+    assert v.status == V.Status.NOT_RUNNABLE and "FlexAttention has no CPU backward" in v.detail, v.detail
 
 
 def test_the_reference_is_the_dense_formula_of_the_mods():
@@ -195,6 +195,6 @@ def test_relative_mods_accepts_distance_mods_and_rejects_absolute_document_bound
 
     def judged(op):
         return run_cell(reg[op], CONTRACTS["relative_mods"], torch.float64, examples=20, seed=0, replay_dir=None)
-    assert judged("flex_alibi").status == V.HOLDS
+    assert judged("flex_alibi").status == V.Status.HOLDS
     wrong = judged("flex_document")           # documents start at multiples of 5: not a function of q - kv
     assert wrong.violated and "mask_mod changes" in wrong.detail, wrong.detail

@@ -162,7 +162,7 @@ def _cell(contract, dtype=torch.float32, examples=6, backend="eager"):
 def test_the_mods_hold_oattentions_null_contracts(contract):
     assert contract in BUILTIN.claims and contract in MODS.claims
     v = _cell(contract)
-    assert v.status == V.HOLDS and v.extra["judged_examples"] >= 1, v.detail
+    assert v.status == V.Status.HOLDS and v.extra["judged_examples"] >= 1, v.detail
 
 
 # (null_keys_seen is invisible to empty_support without a mask: every token null, the receiver gate zeros
@@ -180,7 +180,7 @@ def test_gradient_cells_are_not_runnable_on_cpu():
     if torch.cuda.is_available():
         pytest.skip("a CUDA machine has flex's backward: the gradient cells run there")
     v = _cell("null_gradient", torch.float64, examples=2)
-    assert v.status == V.NOT_RUNNABLE and "FlexAttention has no CPU backward" in v.detail, v.detail
+    assert v.status == V.Status.NOT_RUNNABLE and "FlexAttention has no CPU backward" in v.detail, v.detail
 
 
 def test_the_declaration_claims_what_the_mods_can_hold():

@@ -101,7 +101,7 @@ def test_masked_row_convention_in_every_dtype(name, dtype):
     for seed, bias in ((0, 1.0), (1, 100.0)):
         case = Case(op=op, dtype=dtype, seed=seed, n=5, d=8, pos=seed + 1, bias_scale=bias)
         verdict = CONTRACTS["masked_row"].judge(case)
-        assert verdict.status == V.HOLDS, verdict.detail
+        assert verdict.status == V.Status.HOLDS, verdict.detail
 
 
 def test_wrong_masked_row_declaration_is_rejected():
@@ -110,9 +110,9 @@ def test_wrong_masked_row_declaration_is_rejected():
         op = dataclasses.replace(REGISTRY[name], masked_row=wrong)
         case = Case(op=op, dtype=torch.float32, seed=0, n=4, d=8)
         verdict = CONTRACTS["masked_row"].judge(case)
-        assert verdict.status == V.VIOLATED, (name, verdict.detail)
+        assert verdict.status == V.Status.VIOLATED, (name, verdict.detail)
     sdpa = dataclasses.replace(REGISTRY["sdpa"], masked_row=float("nan"))
-    assert CONTRACTS["masked_row"].judge(Case(op=sdpa, dtype=torch.float16, seed=0, n=4, d=8)).status == V.HOLDS
+    assert CONTRACTS["masked_row"].judge(Case(op=sdpa, dtype=torch.float16, seed=0, n=4, d=8)).status == V.Status.HOLDS
 
 
 @pytest.mark.parametrize("name", ["sparsemax", "entmax15"])
@@ -124,7 +124,7 @@ def test_package_agreement(name):
         for seed in range(3):
             case = Case(op=op, dtype=dtype, seed=seed, n=7, d=8, mask_density=0.6, scale=2.0)
             verdict = CONTRACTS["package_agreement"].judge(case)
-            assert verdict.status == V.HOLDS, verdict.detail
+            assert verdict.status == V.Status.HOLDS, verdict.detail
 
 
 def test_wrong_package_pairing_is_rejected():
@@ -133,7 +133,7 @@ def test_wrong_package_pairing_is_rejected():
     op = dataclasses.replace(REGISTRY["sparsemax"], external=External("entmax", "entmax15", "pip install entmax"))
     verdicts = [CONTRACTS["package_agreement"].judge(Case(op=op, dtype=torch.float64, seed=s, n=6, d=8))
                 for s in range(3)]
-    assert any(v.status == V.VIOLATED for v in verdicts)
+    assert any(v.status == V.Status.VIOLATED for v in verdicts)
 
 
 def test_without_entmax_the_row_is_not_runnable_and_the_operators_still_run(monkeypatch):
@@ -203,4 +203,4 @@ def test_low_rows_keep_finite_gradients(name, dtype, bias, offset):
     case = Case(op=op, dtype=dtype, seed=0, n=1, d=8 if dtype == torch.float32 else 4, bias_scale=bias,
                 score_offset=offset)
     verdict = CONTRACTS["finite"].judge(case)
-    assert verdict.status == V.HOLDS, verdict.detail
+    assert verdict.status == V.Status.HOLDS, verdict.detail

@@ -8,11 +8,11 @@ from tokenlaw.properties import verdict as V
 
 
 def holds(ratio: float, regimes=None, examples=25) -> V.Verdict:
-    return V.Verdict(V.HOLDS, ratio, 1.0, "held", examples=examples, extra={"regimes": dict(regimes or {})})
+    return V.Verdict(V.Status.HOLDS, ratio, 1.0, "held", examples=examples, extra={"regimes": dict(regimes or {})})
 
 
 def violated(replay: str, examples=7) -> V.Verdict:
-    return V.Verdict(V.VIOLATED, 3.0, 1.0, "output at null tokens [searched n 1..3]", examples=examples,
+    return V.Verdict(V.Status.VIOLATED, 3.0, 1.0, "output at null tokens [searched n 1..3]", examples=examples,
                      counterexample="Case(n=2)", replay=replay, extra={"regimes": {}})
 
 

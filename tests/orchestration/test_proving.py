@@ -103,7 +103,7 @@ def test_a_row_whose_solver_always_crashes_is_unknown_and_the_rest_finish(planne
     monkeypatch.setattr(proving, "prove_rows", _segfault_on({rows[0].id}))
     out = proving.prove_isolated(reg, rows[:3], timeout=5.0, workers=1)
     v = out[0][2]
-    assert v.status == V.UNKNOWN and "signal 11" in v.detail and "nothing was established" in v.detail, v.detail
+    assert v.status == V.Status.UNKNOWN and "signal 11" in v.detail and "nothing was established" in v.detail, v.detail
     assert _judged(out[1:]) == _judged(alone)                  # the other rows: the verdicts they get alone
 
 
@@ -137,7 +137,7 @@ def test_a_row_that_hangs_is_ended_unknown_and_the_rest_finish(planned, monkeypa
     out = proving.prove_isolated(reg, rows[:3], timeout=5.0, workers=1, limit=2.0)
     assert time.monotonic() - start < 60
     v = out[0][2]
-    assert v.status == V.UNKNOWN and "wall-clock limit of 2 s" in v.detail and "nothing was established" in v.detail
+    assert v.status == V.Status.UNKNOWN and "wall-clock limit of 2 s" in v.detail and "nothing was established" in v.detail
     assert _judged(out[1:]) == _judged(alone)
 
 

@@ -58,7 +58,7 @@ def test_the_wrong_backend_is_rejected_and_the_honest_one_is_not(backend, law, r
     v = run_cell(registry["sm_fir"], CONTRACTS[law], torch.float32, examples=10, seed=0,
                  backend=backend.name, replay_dir=None)
     if backend.name == "borrowed":
-        assert v.status == V.HOLDS, v.detail
+        assert v.status == V.Status.HOLDS, v.detail
     else:
         assert v.violated and v.counterexample["backend"] == backend.name, v.detail
 
@@ -66,7 +66,7 @@ def test_the_wrong_backend_is_rejected_and_the_honest_one_is_not(backend, law, r
 def test_dtypes_the_backend_does_not_compute_in_are_not_runnable(backend, registry):
     v = run_cell(registry["sm_fir"], CONTRACTS["determinism"], torch.float16, examples=2, backend=backend.name,
                  replay_dir=None)
-    assert v.status == V.NOT_RUNNABLE and "computes in ['float32']" in v.detail
+    assert v.status == V.Status.NOT_RUNNABLE and "computes in ['float32']" in v.detail
 
 
 def test_unknown_backend_names_are_refused_naming_the_choices(registry):

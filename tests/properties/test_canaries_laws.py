@@ -27,7 +27,7 @@ from tokenlaw.properties.catalogue import CONTRACTS
 HERE = pathlib.Path(__file__).resolve().parents[1] / "canaries"
 PREFIXES = ("domain_", "weights_")
 FILES = sorted(p for p in HERE.glob("*.py") if p.name.startswith(PREFIXES))
-GREEN = {V.PROVED, V.HOLDS}
+GREEN = {V.Status.PROVED, V.Status.HOLDS}
 NO_SYMBOLIC = {"gradcheck"}            # concrete-only contracts: the fuzz tier alone judges them
 
 
@@ -82,7 +82,7 @@ def test_a_domain_counterexample_lies_in_the_declared_domain():
 
     (op,) = list(collect(load(HERE / "domain_accepts_zero.py")))
     v = prove_cell(op, "zero_absorption")
-    assert v.status == V.REFUTED, v.detail
+    assert v.status == V.Status.REFUTED, v.detail
     assert 0.0 <= v.counterexample["params"]["tau"] < 1e-3
 
 
@@ -91,5 +91,5 @@ def test_declared_all_reals_is_refuted_where_the_guess_proved():
 
     (op,) = list(collect(load(HERE / "domain_rejects_zero_reals.py")))
     v = prove_cell(op, "zero_absorption")
-    assert v.status == V.REFUTED and v.counterexample["params"]["tau"] < 0, v.detail
+    assert v.status == V.Status.REFUTED and v.counterexample["params"]["tau"] < 0, v.detail
     assert "tau real" in " ".join(v.extra["premises"]) or not v.extra["premises"]

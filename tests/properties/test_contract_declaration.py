@@ -53,26 +53,26 @@ def test_the_fuzz_tier_judges_the_new_law_and_refutes_the_false_claim():
     bad = run_cell(REG["user_square"], LAW, torch.float64, examples=20, seed=0, replay_dir=None)
     # the 20 examples of the seeded search, then examples of their own in each length band it never drew
     # and at each block edge (strategies.banded_find): every band and every edge is drawn
-    assert good.status == V.HOLDS and good.examples > 20, good.detail
+    assert good.status == V.Status.HOLDS and good.examples > 20, good.detail
     drawn_n = re.search(r"drawn n ([^;]*);", good.detail).group(1)
     assert ":0 " not in drawn_n + " ", good.detail
     assert all(f" {e}:" in " " + drawn_n for e in (64, 65, 128, 129, 256, 257)), good.detail
-    assert bad.status == V.VIOLATED and bad.discrepancy > bad.bound and bad.counterexample, bad.detail
-    assert V.outcome("claims", good) == V.OK_HOLDS and V.outcome("claims", bad) == V.BAD_UNEXPECTED
+    assert bad.status == V.Status.VIOLATED and bad.discrepancy > bad.bound and bad.counterexample, bad.detail
+    assert V.outcome("claims", good) == V.Outcome.HOLDS and V.outcome("claims", bad) == V.Outcome.UNEXPECTED
 
 
 def test_the_symbolic_tier_proves_the_new_law_and_refutes_the_false_claim():
     proved = prove_cell(REG["user_double"], LAW)
     refuted = prove_cell(REG["user_square"], LAW)
-    assert proved.status == V.PROVED, proved.detail
+    assert proved.status == V.Status.PROVED, proved.detail
     assert proved.extra["statement"] == "F(c x) = c F(x) for every real c, 2 tokens", proved.extra
-    assert refuted.status == V.REFUTED and refuted.discrepancy > refuted.bound, refuted.detail
+    assert refuted.status == V.Status.REFUTED and refuted.discrepancy > refuted.bound, refuted.detail
     ce = refuted.counterexample
     assert set(ce) >= {"x", "c"} and ce["failed"], ce
     # the model, replayed by hand on the eager code: (c x)^2 != c x^2 unless c in {0, 1} or x = 0
     x, c = torch.tensor(ce["x"], dtype=torch.float64), float(ce["c"])
     assert float(((c * x) ** 2 - c * x ** 2).abs().max()) > 0.0
-    assert V.outcome("claims", proved) == V.OK_PROVED and V.outcome("claims", refuted) == V.BAD_UNEXPECTED
+    assert V.outcome("claims", proved) == V.Outcome.PROVED and V.outcome("claims", refuted) == V.Outcome.UNEXPECTED
 
 
 def test_every_position_of_a_declared_statement_is_instantiated():
@@ -108,7 +108,7 @@ def test_a_statement_with_an_argument_nothing_provides_is_refused_naming_it():
     with pytest.raises(InvalidArgument, match="'z'.*no input, position or parameter of user_double"):
         L.build(REG["user_double"], law, 2, 1, "symbolic")
     v = prove_cell(REG["user_double"], law)
-    assert v.status == V.NOT_RUNNABLE and "'z'" in v.detail, v.detail
+    assert v.status == V.Status.NOT_RUNNABLE and "'z'" in v.detail, v.detail
 
 
 def test_contradictory_or_incomplete_symbolic_options_are_refused():
@@ -135,7 +135,7 @@ def test_an_unknown_host_strategy_is_refused_naming_it():
 
 def test_a_law_without_a_symbolic_declaration_says_so():
     v = prove_cell(REG["user_double"], _law())
-    assert v.status == V.NOT_RUNNABLE and v.detail == "no symbolic law for probe", v.detail
+    assert v.status == V.Status.NOT_RUNNABLE and v.detail == "no symbolic law for probe", v.detail
 
 
 ROOT = Path(__file__).resolve().parents[2]

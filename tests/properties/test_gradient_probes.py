@@ -61,7 +61,7 @@ def test_representable_sees_an_input_a_dtype_overflows():
 def test_a_probe_that_overflows_the_inputs_is_left_out_not_scored_as_a_crash():
     with registered(ExampleBackend()):
         v = CONTRACTS["gradient_agreement"].judge(Case(OP, backend="example", **CASE))
-    assert v.status == V.HOLDS and "no float16 probe (the inputs overflow it)" in v.detail, v.detail
+    assert v.status == V.Status.HOLDS and "no float16 probe (the inputs overflow it)" in v.detail, v.detail
 
 
 def test_wrong_gradients_are_still_caught_without_that_probe():
@@ -69,5 +69,5 @@ def test_wrong_gradients_are_still_caught_without_that_probe():
     with registered(ScaledGradients(), ExampleBackend()):
         right = CONTRACTS["gradient_agreement"].judge(Case(OP, backend="example", **LIVE))
         wrong = CONTRACTS["gradient_agreement"].judge(Case(OP, backend="example_scaled", **LIVE))
-    assert right.status == V.HOLDS and "no float16 probe" in right.detail, right.detail
-    assert wrong.status == V.VIOLATED and wrong.discrepancy > wrong.bound, wrong.detail
+    assert right.status == V.Status.HOLDS and "no float16 probe" in right.detail, right.detail
+    assert wrong.status == V.Status.VIOLATED and wrong.discrepancy > wrong.bound, wrong.detail

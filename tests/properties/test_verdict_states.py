@@ -40,11 +40,11 @@ def test_a_verdict_is_frozen_and_changed_with_replace():
 def test_a_steering_key_in_extra_is_refused():
     for key in ("mismatch", "step", "inconclusive", "params", "witness"):
         with pytest.raises(ValueError, match=key):
-            V.Verdict(V.UNKNOWN, extra={key: True})
+            V.Verdict(V.Status.UNKNOWN, extra={key: True})
 
 
 def test_typed_fields_are_written_where_the_schema_always_had_them_and_read_back():
-    v = V.Verdict(V.UNKNOWN, detail="MISMATCH", tier="symbolic", extra={"solver": "z3"}, mismatch=True,
+    v = V.Verdict(V.Status.UNKNOWN, detail="MISMATCH", tier="symbolic", extra={"solver": "z3"}, mismatch=True,
                   params="symbols")
     d = json.loads(json.dumps(v.to_json()))
     assert d["extra"] == {"solver": "z3", "params": "symbols", "mismatch": True}

@@ -13,13 +13,13 @@ from tokenlaw.reports.document import Document, ProofRow
 
 
 def _fuzz():
-    v = V.Verdict(V.HOLDS, 0.1, 1.0, examples=3, seconds=0.25)
+    v = V.Verdict(V.Status.HOLDS, 0.1, 1.0, examples=3, seconds=0.25)
     return Document([Row("a", "simplex", "claims", "r", [Cell("a", "simplex", "eager", "float64", v)])],
                     dict(tier="fuzz", backend="eager", seed=0, profile="smoke", examples=3, seconds=1.5))
 
 
 def _proof():
-    v = V.Verdict(V.PROVED, tier="symbolic", dtype="real", seconds=0.5)
+    v = V.Verdict(V.Status.PROVED, tier="symbolic", dtype="real", seconds=0.5)
     rows = [ProofRow("a", "simplex", "claims", "r", [Cell("a", "simplex", "symbolic", "real", v)])]
     return proofs.document(rows, dict(tier="symbolic", backend="z3", solver="z3", timeout=5, seconds=0.5))
 

@@ -28,17 +28,17 @@ def proof_row(op, contract, status, declared="claims", detail="", **fields):
 
 
 NO_GRAD = "no symbolic form: a float64 finite-difference check: no real-arithmetic statement"
-MIX = [proof_row("a", "zero_absorption", V.PROVED), proof_row("b", "zero_absorption", V.PROVED),
-       proof_row("c", "zero_absorption", V.SAMPLED),
-       proof_row("d", "null_receiver", V.UNKNOWN), proof_row("e", "mask_respect", V.VACUOUS),
-       proof_row("f", "null_receiver", V.TRACE_DIFFERS),
-       proof_row("a", "gradcheck", V.NOT_RUNNABLE, detail=NO_GRAD),
-       proof_row("b", "gradcheck", V.NOT_RUNNABLE, detail=NO_GRAD),
-       proof_row("a", "finite", V.NOT_RUNNABLE, detail="no symbolic law for finite"),
-       proof_row("g", "zero_absorption", V.NOT_TRACEABLE),
-       proof_row("h", "zero_absorption", V.REFUTED),
-       proof_row("s", "permutation_equivariance", V.REFUTED, declared="violates"),
-       proof_row("t", "permutation_equivariance", V.UNKNOWN, declared="violates")]
+MIX = [proof_row("a", "zero_absorption", V.Status.PROVED), proof_row("b", "zero_absorption", V.Status.PROVED),
+       proof_row("c", "zero_absorption", V.Status.SAMPLED),
+       proof_row("d", "null_receiver", V.Status.UNKNOWN), proof_row("e", "mask_respect", V.Status.VACUOUS),
+       proof_row("f", "null_receiver", V.Status.TRACE_DIFFERS),
+       proof_row("a", "gradcheck", V.Status.NOT_RUNNABLE, detail=NO_GRAD),
+       proof_row("b", "gradcheck", V.Status.NOT_RUNNABLE, detail=NO_GRAD),
+       proof_row("a", "finite", V.Status.NOT_RUNNABLE, detail="no symbolic law for finite"),
+       proof_row("g", "zero_absorption", V.Status.NOT_TRACEABLE),
+       proof_row("h", "zero_absorption", V.Status.REFUTED),
+       proof_row("s", "permutation_equivariance", V.Status.REFUTED, declared="violates"),
+       proof_row("t", "permutation_equivariance", V.Status.UNKNOWN, declared="violates")]
 
 
 def stand(rows):
@@ -48,8 +48,8 @@ def stand(rows):
 def test_prove_headline_counts_a_known_mix():
     st = stand(MIX)
     assert (st["proved"], st["claimed"], st["sampled"]) == (2, 11, 1)
-    assert st["undecided"] == {"d-null_receiver": V.OUT_UNKNOWN, "e-mask_respect": V.OUT_VACUOUS,
-                               "f-null_receiver": V.OUT_TRACE_DIFFERS}
+    assert st["undecided"] == {"d-null_receiver": V.Outcome.UNKNOWN, "e-mask_respect": V.Outcome.VACUOUS,
+                               "f-null_receiver": V.Outcome.TRACE_DIFFERS}
     assert st["no_symbolic_form"] == {"gradcheck": {NO_GRAD: ["a-gradcheck", "b-gradcheck"]},
                                       "finite": {"no symbolic law for finite": ["a-finite"]}}
     assert st["not_traceable"] == ["g-zero_absorption"] and st["failing"] == ["h-zero_absorption"]
@@ -83,21 +83,21 @@ def test_result_of_each_case(drop, result):
 
 
 def test_a_refutation_that_did_not_replay_fails_even_though_its_outcome_reads_unknown():
-    rows = [proof_row("a", "zero_absorption", V.PROVED), proof_row("m", "null_receiver", V.UNKNOWN, mismatch=True)]
+    rows = [proof_row("a", "zero_absorption", V.Status.PROVED), proof_row("m", "null_receiver", V.Status.UNKNOWN, mismatch=True)]
     st = stand(rows)
     assert st["result"] == "FAIL" and st["failing"] == ["m-null_receiver"] and st["undecided"] == {}
 
 
 def test_standing_is_one_rule_for_both_tiers():
     # The fuzz tier: an undecided claimed row is never PASS; a run whose claimed rows none holds is undecided.
-    fuzz = [("r1", "claims", V.OK_HOLDS, False), ("r2", "claims", V.OUT_VACUOUS, False)]
+    fuzz = [("r1", "claims", V.Outcome.HOLDS, False), ("r2", "claims", V.Outcome.VACUOUS, False)]
     assert standing(fuzz, proof=False).result is Result.UNDECIDED
     assert standing(fuzz[:1], proof=False).result is Result.PASS
     assert standing(fuzz[:1], proof=True).result is Result.UNDECIDED          # holds is not proved
-    assert standing([("r", "claims", V.OUT_NOT_RUNNABLE, False)], proof=False).result is Result.UNDECIDED
-    assert standing([("r", "violates", V.OK_EXPECTED, False)], proof=False).result is Result.PASS   # nothing claimed
-    assert standing(fuzz + [("r3", "violates", V.BAD_NOT_REPRODUCED, True)], proof=False).result is Result.FAIL
-    by_design = [("r1", "claims", V.OK_HOLDS, False), ("r4", "claims", V.Outcome.NOT_APPLICABLE_BY_DESIGN, False)]
+    assert standing([("r", "claims", V.Outcome.NOT_RUNNABLE, False)], proof=False).result is Result.UNDECIDED
+    assert standing([("r", "violates", V.Outcome.EXPECTED, False)], proof=False).result is Result.PASS   # nothing claimed
+    assert standing(fuzz + [("r3", "violates", V.Outcome.NOT_REPRODUCED, True)], proof=False).result is Result.FAIL
+    by_design = [("r1", "claims", V.Outcome.HOLDS, False), ("r4", "claims", V.Outcome.NOT_APPLICABLE_BY_DESIGN, False)]
     assert standing(by_design, proof=False).claimed["rows"] == 1
 
 
@@ -107,7 +107,7 @@ def conformance_row(op, *statuses):
 
 
 def test_conformance_report_is_not_pass_over_a_vacuous_cell():
-    doc = Document([conformance_row("a", V.HOLDS, V.HOLDS), conformance_row("b", V.HOLDS, V.VACUOUS)],
+    doc = Document([conformance_row("a", V.Status.HOLDS, V.Status.HOLDS), conformance_row("b", V.Status.HOLDS, V.Status.VACUOUS)],
                    dict(tier="fuzz", backend="eager"))
     summ = doc.to_json()["summary"]
     assert summ["result"] == "UNDECIDED" and summ["undecided"] == ["b-null_receiver"]
@@ -157,12 +157,12 @@ def test_check_exit_code_follows_the_same_rule(user_module, capsys, monkeypatch)
     out = json.loads(capsys.readouterr().out)
     assert out["result"] == "PASS" and out["claimed"]["established"] == out["claimed"]["rows"] - out["claimed"]["not_run"]
     # A claimed row the tier could not decide (a vacuous cell) is not a pass: the command says so.
-    undecided = Document([conformance_row("a", V.HOLDS, V.HOLDS), conformance_row("b", V.HOLDS, V.VACUOUS)],
+    undecided = Document([conformance_row("a", V.Status.HOLDS, V.Status.HOLDS), conformance_row("b", V.Status.HOLDS, V.Status.VACUOUS)],
                          dict(tier="fuzz", backend="eager"))
     monkeypatch.setattr(runs, "check", lambda settings, **kw: undecided)
     assert cli.main(["check", "--out", "c2", "--json"]) == EXIT_UNDECIDED
     out = json.loads(capsys.readouterr().out)
-    assert out["undecided"] == [{"id": "b-null_receiver", "outcome": V.OUT_VACUOUS}] and out["failing"] == []
+    assert out["undecided"] == [{"id": "b-null_receiver", "outcome": V.Outcome.VACUOUS}] and out["failing"] == []
     assert cli.main(["check", "--out", "c2"]) == EXIT_UNDECIDED
     assert "UNDECIDED: 1 of 2 claimed rows established" in capsys.readouterr().out
 
@@ -170,21 +170,21 @@ def test_check_exit_code_follows_the_same_rule(user_module, capsys, monkeypatch)
 def test_outcome_severity_is_one_explicit_order():
     """Outcome.worst picks by V.SEVERITY, which ranks every outcome; the gate compares by the same ranks."""
     assert {o for level in V.SEVERITY for o in level} == set(V.Outcome)
-    assert V.Outcome.worst(V.OK_PROVED, "holds", V.BAD_UNEXPECTED, V.OUT_UNKNOWN) is V.BAD_UNEXPECTED
-    assert V.Outcome.worst(V.OK_HOLDS, V.OUT_VACUOUS) is V.OUT_VACUOUS
-    assert V.Outcome.worst(V.BAD_RAISED, V.BAD_UNEXPECTED) is V.BAD_RAISED           # equally bad: the first
-    assert V.OK_PROVED.severity < V.OK_HOLDS.severity < V.OUT_UNKNOWN.severity < V.BAD_NOT_REPRODUCED.severity
+    assert V.Outcome.worst(V.Outcome.PROVED, "holds", V.Outcome.UNEXPECTED, V.Outcome.UNKNOWN) is V.Outcome.UNEXPECTED
+    assert V.Outcome.worst(V.Outcome.HOLDS, V.Outcome.VACUOUS) is V.Outcome.VACUOUS
+    assert V.Outcome.worst(V.Outcome.RAISED, V.Outcome.UNEXPECTED) is V.Outcome.RAISED           # equally bad: the first
+    assert V.Outcome.PROVED.severity < V.Outcome.HOLDS.severity < V.Outcome.UNKNOWN.severity < V.Outcome.NOT_REPRODUCED.severity
     with pytest.raises(ValueError):
         V.Outcome.worst()
 
 
 def test_document_standing_is_typed_and_agrees_with_the_summary():
-    rows = [conformance_row("oattention", V.HOLDS, V.HOLDS), conformance_row("sdpa", V.HOLDS, V.VIOLATED)]
+    rows = [conformance_row("oattention", V.Status.HOLDS, V.Status.HOLDS), conformance_row("sdpa", V.Status.HOLDS, V.Status.VIOLATED)]
     for kept, want in ((rows[:1], Result.PASS), (rows, Result.FAIL)):
         doc = Document(kept, {"tier": "fuzz"})
         st = doc.standing()
         assert st.result is want and doc.to_json()["summary"]["result"] == want.value
         assert st.to_json() == {k: doc.to_json()["summary"][k] for k in ("result", "failing", "undecided", "claimed")}
-    proved = proofs.document([proof_row("a", "zero_absorption", V.PROVED),
-                              proof_row("m", "null_receiver", V.UNKNOWN, mismatch=True)], dict(tier="symbolic"))
+    proved = proofs.document([proof_row("a", "zero_absorption", V.Status.PROVED),
+                              proof_row("m", "null_receiver", V.Status.UNKNOWN, mismatch=True)], dict(tier="symbolic"))
     assert proved.standing().result is Result.FAIL and proved.standing().failing == ["m-null_receiver"]

@@ -52,21 +52,21 @@ def col(key):
 
 
 def test_rows_are_picked_by_trait_in_document_order():
-    doc = fuzz_doc([(op, "permutation_equivariance", "claims", V.HOLDS) for op in ("local", "host", "gated", "soft")])
+    doc = fuzz_doc([(op, "permutation_equivariance", "claims", V.Status.HOLDS) for op in ("local", "host", "gated", "soft")])
     assert L.members([doc.stable_json()]) == ["gated", "soft"]
     assert L.is_member({"score_normaliser"}) and not L.is_member({"masked", "token_mixing", "host"})
 
 
 def test_without_recorded_traits_the_score_normalisers_are_the_rows():
     """An older report (no meta.traits): the operators declaring a contract that requires score_normaliser."""
-    doc = fuzz_doc([("soft", "simplex", "claims", V.HOLDS), ("gated", "mask_respect", "claims", V.HOLDS)],
+    doc = fuzz_doc([("soft", "simplex", "claims", V.Status.HOLDS), ("gated", "mask_respect", "claims", V.Status.HOLDS)],
                    traits=None)
     assert L.members([doc.stable_json()]) == ["soft"]
 
 
 def test_two_tiers_show_both_symbolic_first():
-    fz = fuzz_doc([("soft", "simplex", "claims", V.HOLDS), ("soft", "gradcheck", "claims", V.HOLDS)])
-    pr = proof_doc([("soft", "simplex", "claims", V.PROVED), ("soft", "gradcheck", "claims", V.NOT_RUNNABLE)])
+    fz = fuzz_doc([("soft", "simplex", "claims", V.Status.HOLDS), ("soft", "gradcheck", "claims", V.Status.HOLDS)])
+    pr = proof_doc([("soft", "simplex", "claims", V.Status.PROVED), ("soft", "gradcheck", "claims", V.Status.NOT_RUNNABLE)])
     t = L.build([fz, pr])
     cell = t.cell("soft", col("simplex"))
     assert [m.tier for m in cell.marks] == ["symbolic", "fuzz"]
@@ -75,16 +75,16 @@ def test_two_tiers_show_both_symbolic_first():
 
 
 def test_a_tier_with_no_form_adds_nothing_where_another_judged_but_is_shown_alone():
-    fz = fuzz_doc([("soft", "null_gradient", "claims", V.HOLDS)])
-    pr = proof_doc([("soft", "null_gradient", "claims", V.NOT_RUNNABLE), ("soft", "causality", "claims", V.NOT_RUNNABLE)])
+    fz = fuzz_doc([("soft", "null_gradient", "claims", V.Status.HOLDS)])
+    pr = proof_doc([("soft", "null_gradient", "claims", V.Status.NOT_RUNNABLE), ("soft", "causality", "claims", V.Status.NOT_RUNNABLE)])
     t = L.build([fz, pr])
     assert L._md_cell(t.cell("soft", col("null_grad"))) == "holds"
     assert L._md_cell(t.cell("soft", col("causal"))) == "not runnable"          # nothing judged it: said so
 
 
 def test_undecided_tiers_are_shown_never_folded_into_green():
-    fz = fuzz_doc([("soft", "simplex", "claims", V.HOLDS), ("soft", "sub_simplex", "claims", V.HOLDS)])
-    pr = proof_doc([("soft", "simplex", "claims", V.UNKNOWN), ("soft", "sub_simplex", "claims", V.VACUOUS)])
+    fz = fuzz_doc([("soft", "simplex", "claims", V.Status.HOLDS), ("soft", "sub_simplex", "claims", V.Status.HOLDS)])
+    pr = proof_doc([("soft", "simplex", "claims", V.Status.UNKNOWN), ("soft", "sub_simplex", "claims", V.Status.VACUOUS)])
     t = L.build([fz, pr])
     assert L._md_cell(t.cell("soft", col("simplex"))) == "unknown / holds"
     assert L._readme_cell(t.cell("soft", col("sub_simplex"))) == "?/✓"
@@ -92,7 +92,7 @@ def test_undecided_tiers_are_shown_never_folded_into_green():
 
 def test_expected_violation_links_to_its_counterexample_with_the_replay_command():
     ce = {"n": 2, "batch": 1, "d": 4, "seed": 7}
-    fz = fuzz_doc([("soft", "null_source_insertion", "violates", V.VIOLATED, ce)])
+    fz = fuzz_doc([("soft", "null_source_insertion", "violates", V.Status.VIOLATED, ce)])
     md = "\n".join(L.markdown(L.build([fz])))
     anchor = "lt-fuzz-soft-null_source_insertion"
     assert f"[violated (expected)](#{anchor})" in md
@@ -101,7 +101,7 @@ def test_expected_violation_links_to_its_counterexample_with_the_replay_command(
 
 
 def test_a_failing_row_reads_failing_everywhere():
-    fz = fuzz_doc([("soft", "simplex", "claims", V.VIOLATED, {"n": 1})])
+    fz = fuzz_doc([("soft", "simplex", "claims", V.Status.VIOLATED, {"n": 1})])
     t = L.build([fz])
     cell = t.cell("soft", col("simplex"))
     assert L._md_cell(cell).startswith("[**UNEXPECTED**](#") and L._readme_cell(cell) == "FAIL"
@@ -109,45 +109,45 @@ def test_a_failing_row_reads_failing_everywhere():
 
 
 def test_a_refutation_that_did_not_replay_is_failing_though_its_outcome_reads_unknown():
-    pr = proof_doc([("soft", "simplex", "claims", V.UNKNOWN, ("mismatch", True))])
+    pr = proof_doc([("soft", "simplex", "claims", V.Status.UNKNOWN, ("mismatch", True))])
     cell = L.build([pr]).cell("soft", col("simplex"))
-    assert cell.marks[0].outcome == V.OUT_UNKNOWN and L._readme_cell(cell) == "FAIL"
+    assert cell.marks[0].outcome == V.Outcome.UNKNOWN and L._readme_cell(cell) == "FAIL"
     assert "MISMATCH" in L._md_cell(cell)
 
 
 def test_not_declared_no_contract_and_not_in_this_run_are_told_apart():
-    fz = fuzz_doc([("soft", "simplex", "claims", V.HOLDS)], scope={"contracts": ["simplex"]})
+    fz = fuzz_doc([("soft", "simplex", "claims", V.Status.HOLDS)], scope={"contracts": ["simplex"]})
     t = L.build([fz])
     assert t.cell("soft", col("exact_zeros")).state == L.NO_CONTRACT
     assert t.cell("soft", col("shift")).state == L.NOT_IN_RUN          # --contract simplex: never judged
-    whole = L.build([fuzz_doc([("soft", "simplex", "claims", V.HOLDS)])])
+    whole = L.build([fuzz_doc([("soft", "simplex", "claims", V.Status.HOLDS)])])
     assert whole.cell("soft", col("shift")).state == L.NOT_DECLARED
     legend = "\n".join(L.legend(t))
     assert "**exact zeros**: " in legend and "no contract yet" in legend
 
 
 def test_one_report_per_tier():
-    fz = fuzz_doc([("soft", "simplex", "claims", V.HOLDS)])
+    fz = fuzz_doc([("soft", "simplex", "claims", V.Status.HOLDS)])
     with pytest.raises(InvalidArgument, match="more than one fuzz report"):
         L.build([fz, fz])
 
 
 def test_the_section_is_in_the_markdown_and_html_reports_and_verify_adds_the_proofs():
-    fz = fuzz_doc([("soft", "simplex", "claims", V.HOLDS), ("local", "gradcheck", "claims", V.HOLDS)])
-    pr = proof_doc([("soft", "simplex", "claims", V.PROVED)])
+    fz = fuzz_doc([("soft", "simplex", "claims", V.Status.HOLDS), ("local", "gradcheck", "claims", V.Status.HOLDS)])
+    pr = proof_doc([("soft", "simplex", "claims", V.Status.PROVED)])
     md = formats.render(fz, "md")
     assert "## Normaliser law table" in md and "| `soft` | holds |" in md and "`local`" not in md.split(
         "## Normaliser law table")[1].split("## Rows")[0]
     assert "| `soft` | proved / holds |" in formats.render(fz, "md", also=[pr])
     page = formats.render(fz, "html", also=[pr])
     assert '<table id="lawtable">' in page and "proved / holds" in page
-    only_local = fuzz_doc([("local", "gradcheck", "claims", V.HOLDS)])
+    only_local = fuzz_doc([("local", "gradcheck", "claims", V.Status.HOLDS)])
     assert "law table" not in formats.render(only_local, "md").lower()
     assert H.html(only_local).count("lawtable") == 0
 
 
 def test_readme_block_and_markers():
-    t = L.build([fuzz_doc([("soft", "simplex", "claims", V.HOLDS)])])
+    t = L.build([fuzz_doc([("soft", "simplex", "claims", V.Status.HOLDS)])])
     block = L.readme(t, ["r.json"])
     page = f"intro\n{L.BEGIN}\nold\n{L.END}\nrest\n"
     new = L.splice(page, block)

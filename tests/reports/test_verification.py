@@ -39,20 +39,20 @@ def proof_doc(*rows):
 
 
 CASES = [  # (operator, declared, fuzz status, symbolic status, typed fields, combined colour, combined outcome)
-    ("both_hold", "claims", V.HOLDS, V.PROVED, (), "green", V.OK_PROVED),
-    ("no_form", "claims", V.HOLDS, V.NOT_RUNNABLE, (), "green", V.OK_HOLDS),
-    ("fuzz_only_refutes", "claims", V.VIOLATED, V.PROVED, (), "red", V.BAD_UNEXPECTED),
-    ("prove_only_refutes", "claims", V.HOLDS, V.REFUTED, (), "red", V.BAD_UNEXPECTED),
-    ("unknown", "claims", V.HOLDS, V.UNKNOWN, (), "undecided", V.OUT_UNKNOWN),
-    ("trace", "claims", V.HOLDS, V.TRACE_DIFFERS, (), "undecided", V.OUT_TRACE_DIFFERS),
-    ("vacuous", "claims", V.HOLDS, V.VACUOUS, (), "undecided", V.OUT_VACUOUS),
-    ("mismatch", "claims", V.HOLDS, V.UNKNOWN, (("mismatch", True),), "red", V.OUT_UNKNOWN),
-    ("domain", "claims", V.HOLDS, V.DOMAIN_MISMATCH, (), "red", V.BAD_DOMAIN_MISMATCH),
-    ("sampled", "claims", V.HOLDS, V.SAMPLED, (), "green", V.OK_HOLDS),
-    ("nothing_ran", "claims", V.NOT_RUNNABLE, V.NOT_RUNNABLE, (), "not run", V.OUT_NOT_RUNNABLE),
-    ("expected", "violates", V.VIOLATED, V.REFUTED, (), "green", V.OK_EXPECTED),
-    ("proved_away", "violates", V.VIOLATED, V.PROVED, (), "red", V.BAD_NOT_REPRODUCED),
-    ("expected_unknown", "violates", V.VIOLATED, V.UNKNOWN, (), "green", V.OK_EXPECTED),
+    ("both_hold", "claims", V.Status.HOLDS, V.Status.PROVED, (), "green", V.Outcome.PROVED),
+    ("no_form", "claims", V.Status.HOLDS, V.Status.NOT_RUNNABLE, (), "green", V.Outcome.HOLDS),
+    ("fuzz_only_refutes", "claims", V.Status.VIOLATED, V.Status.PROVED, (), "red", V.Outcome.UNEXPECTED),
+    ("prove_only_refutes", "claims", V.Status.HOLDS, V.Status.REFUTED, (), "red", V.Outcome.UNEXPECTED),
+    ("unknown", "claims", V.Status.HOLDS, V.Status.UNKNOWN, (), "undecided", V.Outcome.UNKNOWN),
+    ("trace", "claims", V.Status.HOLDS, V.Status.TRACE_DIFFERS, (), "undecided", V.Outcome.TRACE_DIFFERS),
+    ("vacuous", "claims", V.Status.HOLDS, V.Status.VACUOUS, (), "undecided", V.Outcome.VACUOUS),
+    ("mismatch", "claims", V.Status.HOLDS, V.Status.UNKNOWN, (("mismatch", True),), "red", V.Outcome.UNKNOWN),
+    ("domain", "claims", V.Status.HOLDS, V.Status.DOMAIN_MISMATCH, (), "red", V.Outcome.DOMAIN_MISMATCH),
+    ("sampled", "claims", V.Status.HOLDS, V.Status.SAMPLED, (), "green", V.Outcome.HOLDS),
+    ("nothing_ran", "claims", V.Status.NOT_RUNNABLE, V.Status.NOT_RUNNABLE, (), "not run", V.Outcome.NOT_RUNNABLE),
+    ("expected", "violates", V.Status.VIOLATED, V.Status.REFUTED, (), "green", V.Outcome.EXPECTED),
+    ("proved_away", "violates", V.Status.VIOLATED, V.Status.PROVED, (), "red", V.Outcome.NOT_REPRODUCED),
+    ("expected_unknown", "violates", V.Status.VIOLATED, V.Status.UNKNOWN, (), "green", V.Outcome.EXPECTED),
 ]
 
 
@@ -80,7 +80,7 @@ def test_the_view_shows_what_each_tier_established():
     assert by["fuzz_only_refutes-zero_absorption"]["tiers"]["fuzz"]["says"] == "VIOLATED"
     assert by["fuzz_only_refutes-zero_absorption"]["tiers"]["symbolic"]["says"] == "proved"
     assert by["no_form-zero_absorption"]["tiers"]["symbolic"]["says"] == "no symbolic form"
-    assert by["trace-zero_absorption"]["tiers"]["symbolic"]["says"] == V.OUT_TRACE_DIFFERS
+    assert by["trace-zero_absorption"]["tiers"]["symbolic"]["says"] == V.Outcome.TRACE_DIFFERS
     assert by["mismatch-zero_absorption"]["tiers"]["symbolic"]["says"].startswith("MISMATCH")
     assert view["summary"]["result"] == "FAIL"
     assert sorted(view["summary"]["failing"]) == sorted(f"{c[0]}-zero_absorption" for c in CASES if c[5] == "red")
@@ -105,9 +105,9 @@ def test_the_result_of_the_combined_view(keep, result):
 
 def test_tiers_that_disagree_on_a_declaration_or_repeat_are_refused():
     with pytest.raises(InvalidArgument, match="declared"):
-        verification.combine([fuzz_doc(("a", "claims", V.HOLDS)), proof_doc(("a", "violates", V.REFUTED))])
+        verification.combine([fuzz_doc(("a", "claims", V.Status.HOLDS)), proof_doc(("a", "violates", V.Status.REFUTED))])
     with pytest.raises(InvalidArgument, match="more than one fuzz report"):
-        verification.combine([fuzz_doc(("a", "claims", V.HOLDS)), fuzz_doc(("a", "claims", V.HOLDS))])
+        verification.combine([fuzz_doc(("a", "claims", V.Status.HOLDS)), fuzz_doc(("a", "claims", V.Status.HOLDS))])
 
 
 @pytest.fixture
@@ -126,13 +126,13 @@ def test_verify_on_a_user_module_whose_tiers_disagree(user_module, capsys):
     view = json.loads(Path("v/verification.json").read_text())
     tiers = {r["id"]: (r["combined"], r["tiers"]["fuzz"]["outcome"], r["tiers"]["symbolic"]["outcome"])
              for r in view["rows"]}
-    assert tiers["hl_double-zero_absorption"] == ("green", V.OK_HOLDS, V.OK_PROVED)
+    assert tiers["hl_double-zero_absorption"] == ("green", V.Outcome.HOLDS, V.Outcome.PROVED)
     # holds on every drawn weight (w > 0), refuted in the reals (w < 0): red
-    assert tiers["hl_drawn-zero_absorption"] == ("red", V.OK_HOLDS, V.BAD_UNEXPECTED)
+    assert tiers["hl_drawn-zero_absorption"] == ("red", V.Outcome.HOLDS, V.Outcome.UNEXPECTED)
     # 1e200 * 1e200 * 0: 0 in the reals, NaN in float64: red.  (A trace check that compares the traced
     # expression with eager float64 may call the symbolic side "trace differs"; never green either way.)
     combined_, fuzz, sym = tiers["hl_overflow-zero_absorption"]
-    assert (combined_, fuzz) == ("red", V.BAD_UNEXPECTED) and sym in (V.OK_PROVED, V.OUT_TRACE_DIFFERS)
+    assert (combined_, fuzz) == ("red", V.Outcome.UNEXPECTED) and sym in (V.Outcome.PROVED, V.Outcome.TRACE_DIFFERS)
     assert [f["id"] for f in out["failing"]] == ["hl_drawn-zero_absorption", "hl_overflow-zero_absorption"]
     assert Path("v/conformance.json").exists() and Path("v/proofs.json").exists()
     assert "**RED** | holds | REFUTED |" in Path("v/verification.md").read_text()
@@ -149,15 +149,15 @@ def test_verify_exit_zero_and_four(user_module, capsys):
                      "--profile", "smoke", "--out", "v"]) == EXIT_OK
     assert "PASS: 1 claimed row: 1 green" in capsys.readouterr().out
     # the symbolic tier undecided on a row the fuzz tier holds: the combined view is undecided
-    fuzz = fuzz_doc(("a", "claims", V.HOLDS))
-    sym = proof_doc(("a", "claims", V.TRACE_DIFFERS))
+    fuzz = fuzz_doc(("a", "claims", V.Status.HOLDS))
+    sym = proof_doc(("a", "claims", V.Status.TRACE_DIFFERS))
     Path("u").mkdir()
     Path("u/conformance.json").write_text(json.dumps(fuzz.to_json()))
     Path("u/proofs.json").write_text(json.dumps(sym.to_json()))
     assert cli.main(["report", "merge", "u/conformance.json", "u/proofs.json", "--out", "u", "--json"]) \
         == EXIT_UNDECIDED
     out = json.loads(capsys.readouterr().out)
-    assert out["undecided"] == [{"id": "a-zero_absorption", "outcome": V.OUT_TRACE_DIFFERS}]
+    assert out["undecided"] == [{"id": "a-zero_absorption", "outcome": V.Outcome.TRACE_DIFFERS}]
     # bad arguments are refused before the fuzz run starts
     assert cli.main(["verify", "--timeout", "0", "--out", "v"]) == EXIT_USAGE
     assert "--timeout" in capsys.readouterr().err

@@ -60,32 +60,32 @@ def test_every_canary_says_why():
 @pytest.mark.parametrize("op,contract", CELLS, ids=[f"{o}-{c}" for o, c in CELLS])
 def test_symbolic_tier_never_proves_a_canary(op, contract):
     v = prove_cell(REGISTRY[op], contract, timeout=5)
-    assert v.status != V.PROVED, v.detail
-    assert V.outcome("claims", v) != V.OK_PROVED
-    if v.status == V.REFUTED:                      # a refutation is real: it replays on the eager code
+    assert v.status != V.Status.PROVED, v.detail
+    assert V.outcome("claims", v) != V.Outcome.PROVED
+    if v.status == V.Status.REFUTED:                      # a refutation is real: it replays on the eager code
         assert v.discrepancy != v.discrepancy or v.discrepancy > v.bound, v.detail
 
 
 # What each class must get, exactly (stronger than "not proved").
 EXPECTED = {
-    ("canary_prefix_host", "closure"): V.REFUTED,
-    ("canary_prefix_host", "null_source_insertion"): V.REFUTED,
-    ("canary_raw_division", "empty_support"): V.NOT_TRACEABLE,
-    ("canary_raw_division", "null_receiver"): V.NOT_TRACEABLE,
-    ("canary_python_branch", "zero_absorption"): V.NOT_TRACEABLE,
-    ("canary_torch_call", "zero_absorption"): V.NOT_TRACEABLE,
-    ("canary_drawn_weights", "zero_absorption"): V.REFUTED,
-    ("canary_vacuous_mask", "mask_respect"): V.REFUTED,
-    ("canary_misguarded_division", "empty_support"): V.REFUTED,
+    ("canary_prefix_host", "closure"): V.Status.REFUTED,
+    ("canary_prefix_host", "null_source_insertion"): V.Status.REFUTED,
+    ("canary_raw_division", "empty_support"): V.Status.NOT_TRACEABLE,
+    ("canary_raw_division", "null_receiver"): V.Status.NOT_TRACEABLE,
+    ("canary_python_branch", "zero_absorption"): V.Status.NOT_TRACEABLE,
+    ("canary_torch_call", "zero_absorption"): V.Status.NOT_TRACEABLE,
+    ("canary_drawn_weights", "zero_absorption"): V.Status.REFUTED,
+    ("canary_vacuous_mask", "mask_respect"): V.Status.REFUTED,
+    ("canary_misguarded_division", "empty_support"): V.Status.REFUTED,
     # hosts checked before induction (issue 19): judged as a whole, or refuted on a host input
-    ("canary_host_wrong_block", "closure"): V.REFUTED,
-    ("canary_host_wrong_block", "null_source_insertion"): V.REFUTED,
-    ("canary_host_output_shift", "closure"): V.REFUTED,
-    ("canary_host_output_shift", "null_source_insertion"): V.REFUTED,
-    ("canary_host_open_last", "closure"): V.REFUTED,
-    ("canary_host_open_last", "null_source_insertion"): V.REFUTED,
-    ("canary_tensor_branch", "zero_absorption"): V.TRACE_DIFFERS,
-    ("canary_domain_rejects_negative", "zero_absorption"): V.DOMAIN_MISMATCH,
+    ("canary_host_wrong_block", "closure"): V.Status.REFUTED,
+    ("canary_host_wrong_block", "null_source_insertion"): V.Status.REFUTED,
+    ("canary_host_output_shift", "closure"): V.Status.REFUTED,
+    ("canary_host_output_shift", "null_source_insertion"): V.Status.REFUTED,
+    ("canary_host_open_last", "closure"): V.Status.REFUTED,
+    ("canary_host_open_last", "null_source_insertion"): V.Status.REFUTED,
+    ("canary_tensor_branch", "zero_absorption"): V.Status.TRACE_DIFFERS,
+    ("canary_domain_rejects_negative", "zero_absorption"): V.Status.DOMAIN_MISMATCH,
 }
 
 
@@ -93,20 +93,20 @@ EXPECTED = {
 def test_symbolic_status_of_each_class(cell):
     v = prove_cell(REGISTRY[cell[0]], cell[1], timeout=5)
     assert v.status == EXPECTED[cell], v.detail
-    if v.status == V.NOT_TRACEABLE:                # names the operator's own line
+    if v.status == V.Status.NOT_TRACEABLE:                # names the operator's own line
         assert f"canaries/{cell[0].removeprefix('canary_')}.py:" in v.detail, v.detail
 
 
 def test_a_type_branch_names_its_eager_only_line():
     v = prove_cell(REGISTRY["canary_tensor_branch"], "zero_absorption", timeout=5)
-    assert v.status == V.TRACE_DIFFERS and V.outcome("claims", v) == V.OUT_TRACE_DIFFERS, v.detail
+    assert v.status == V.Status.TRACE_DIFFERS and V.outcome("claims", v) == V.Outcome.TRACE_DIFFERS, v.detail
     assert "canaries/tensor_branch.py:" in v.extra["where"] and "eager only" in v.detail, v.detail
-    assert V.OUT_TRACE_DIFFERS not in V.FAILING and v.extra["solver_said"] == V.PROVED
+    assert V.Outcome.TRACE_DIFFERS not in V.FAILING and v.extra["solver_said"] == V.Status.PROVED
 
 
 def test_a_counterexample_the_code_rejects_is_a_domain_mismatch():
     v = prove_cell(REGISTRY["canary_domain_rejects_negative"], "zero_absorption", timeout=5)
-    assert v.status == V.DOMAIN_MISMATCH and V.outcome("claims", v) in V.FAILING, v.detail
+    assert v.status == V.Status.DOMAIN_MISMATCH and V.outcome("claims", v) in V.FAILING, v.detail
     rejected = v.extra["rejected"]
     assert rejected["argument"] == "tau" and rejected["value"] < 0, rejected
     assert "tau = -" in v.detail and "wider than the code accepts" in v.detail, v.detail
@@ -122,8 +122,8 @@ def test_a_path_the_trace_never_took_is_trace_differs(stem, contract):
     module = MUTANTS[stem]
     op = module.registry(default_registry())[module.OPERATOR]
     v = prove_cell(op, contract, timeout=5)
-    assert v.status == V.TRACE_DIFFERS, v.detail
-    assert v.extra["solver_said"] in (V.PROVED, V.SAMPLED), v.extra
+    assert v.status == V.Status.TRACE_DIFFERS, v.detail
+    assert v.extra["solver_said"] in (V.Status.PROVED, V.Status.SAMPLED), v.extra
     if getattr(module, "SHAPE", None):             # the swept shape that takes the other path is named
         bad = {"d": "d=5", "n": "n=7", "batch": "batch=3"}[module.SHAPE]
         assert bad in v.detail and "oattention.py (mutated copy):" in v.extra["where"], v.detail
@@ -140,7 +140,7 @@ def test_the_shipping_operator_stays_proved_and_tied():
     op = default_registry()["oattention"]
     for contract in ("null_receiver", "empty_support"):
         v = prove_cell(op, contract, timeout=5)
-        assert v.status == V.PROVED, v.detail
+        assert v.status == V.Status.PROVED, v.detail
         assert v.extra["trace_check"].startswith("trace = eager"), v.extra
 
 
@@ -153,19 +153,19 @@ def test_prefix_host_induction_checks_blocks_on_every_state():
     two = op.fn(TORCH, torch.tensor([[[1.0], [0.0]]], dtype=torch.float64), None, **p)
     assert float(one[0, 0, 0]) == 1.0 and float(two[0, 0, 0]) == 0.0
     v = prove_cell(op, "closure", timeout=5)
-    assert v.status == V.REFUTED and "not proved" in v.detail      # the induction failed first, then the host
+    assert v.status == V.Status.REFUTED and "not proved" in v.detail      # the induction failed first, then the host
 
 
 def test_sampled_weights_are_never_proved():
     v = prove_cell(REGISTRY["canary_drawn_weights"], "zero_absorption", timeout=5, mode="concrete")
-    assert v.status == V.SAMPLED, v.detail
-    assert V.outcome("claims", v) == V.OK_SAMPLED and V.OK_SAMPLED not in V.FAILING
+    assert v.status == V.Status.SAMPLED, v.detail
+    assert V.outcome("claims", v) == V.Outcome.SAMPLED and V.Outcome.SAMPLED not in V.FAILING
 
 
 def test_zero_feasible_queries_is_vacuous():
     v = prove_cell(REGISTRY["canary_vacuous_mask"], "mask_respect", timeout=5, n=1)
-    assert v.status == V.VACUOUS, v.detail
-    assert V.outcome("claims", v) == V.OUT_VACUOUS
+    assert v.status == V.Status.VACUOUS, v.detail
+    assert V.outcome("claims", v) == V.Outcome.VACUOUS
 
 
 def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
@@ -202,13 +202,13 @@ def test_fuzz_tier_sees_a_tiny_term_in_an_exact_law(stem):
     module = MUTANTS[stem]
     op = module.registry(default_registry())[module.OPERATOR]
     v = run_cell(op, CONTRACTS["null_receiver"], torch.float64, examples=30, seed=0, replay_dir=None)
-    assert v.status != V.HOLDS and v.violated, v.detail
+    assert v.status != V.Status.HOLDS and v.violated, v.detail
 
 
 @pytest.mark.parametrize("op,contract", FUZZ, ids=[f"{o}-{c}" for o, c in FUZZ])
 def test_fuzz_tier_does_not_say_holds(op, contract):
     v = run_cell(REGISTRY[op], CONTRACTS[contract], torch.float64, examples=30, seed=0, replay_dir=None)
-    assert v.status != V.HOLDS and v.violated, v.detail
+    assert v.status != V.Status.HOLDS and v.violated, v.detail
 
 
 def test_a_where_guarded_division_is_proved_not_flagged():
@@ -216,4 +216,4 @@ def test_a_where_guarded_division_is_proved_not_flagged():
     control = collect(_load("guarded_division"))["control_guarded_division"]
     for contract in ("empty_support", "null_receiver"):
         v = prove_cell(control, contract, timeout=5)
-        assert v.status == V.PROVED, v.detail
+        assert v.status == V.Status.PROVED, v.detail

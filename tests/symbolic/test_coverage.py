@@ -41,7 +41,7 @@ def _op(body: str, name: str = "scratch"):
 def test_the_control_is_proved_and_tied():
     op = _op("return tau * x * x\n")
     v = prove_cell(op, "zero_absorption", timeout=5)
-    assert v.status == V.PROVED and v.extra["trace_check"].startswith("trace = eager"), v.detail
+    assert v.status == V.Status.PROVED and v.extra["trace_check"].startswith("trace = eager"), v.detail
 
 
 def test_a_line_only_the_trace_runs_is_named():
@@ -53,7 +53,7 @@ def test_a_line_only_the_trace_runs_is_named():
         return out
     """)
     v = prove_cell(op, "zero_absorption", timeout=5)
-    assert v.status == V.TRACE_DIFFERS and "(trace only)" in v.detail, v.detail
+    assert v.status == V.Status.TRACE_DIFFERS and "(trace only)" in v.detail, v.detail
     assert v.extra["where"].startswith("<scratch scratch>:"), v.extra
 
 
@@ -62,7 +62,7 @@ def test_a_value_off_by_one_millionth_is_caught():
     # (the bound is a few ulps, derived from the traced term), yet zero absorption still holds eagerly.
     op = _op("return tau * x * x * (1.000001 if torch.is_tensor(x) else 1.0)\n")
     v = prove_cell(op, "zero_absorption", timeout=5, n=2)
-    assert v.status == V.TRACE_DIFFERS and "traced value differs" in v.detail, v.detail
+    assert v.status == V.Status.TRACE_DIFFERS and "traced value differs" in v.detail, v.detail
 
 
 def test_a_random_point_the_code_rejects_is_a_domain_mismatch():
@@ -75,7 +75,7 @@ def test_a_random_point_the_code_rejects_is_a_domain_mismatch():
         return tau * x * x
     """)
     v = prove_cell(op, "zero_absorption", timeout=5)
-    assert v.status == V.DOMAIN_MISMATCH and "tau: must be <= 1" in v.detail, v.detail
+    assert v.status == V.Status.DOMAIN_MISMATCH and "tau: must be <= 1" in v.detail, v.detail
     assert v.extra["point"]["tau"] > 1.0 and V.outcome("claims", v) in V.FAILING, v.extra
 
 
@@ -93,7 +93,7 @@ def test_a_shape_only_path_is_named_with_its_shape():
         return out
     """)
     v = prove_cell(op, "zero_absorption", timeout=5)
-    assert v.status == V.TRACE_DIFFERS and "n=130" in v.detail, v.detail
+    assert v.status == V.Status.TRACE_DIFFERS and "n=130" in v.detail, v.detail
 
 
 def test_a_line_skipped_at_larger_shapes_is_named():
@@ -105,7 +105,7 @@ def test_a_line_skipped_at_larger_shapes_is_named():
         return out
     """)
     v = prove_cell(op, "zero_absorption", timeout=5)
-    assert v.status == V.TRACE_DIFFERS and "n=5" in v.detail and "skips" in v.detail, v.detail
+    assert v.status == V.Status.TRACE_DIFFERS and "n=5" in v.detail and "skips" in v.detail, v.detail
 
 
 def test_an_eager_failure_at_a_swept_shape_is_not_a_crash():
@@ -115,7 +115,7 @@ def test_an_eager_failure_at_a_swept_shape_is_not_a_crash():
         return tau * x * x
     """)
     v = prove_cell(op, "zero_absorption", timeout=5)
-    assert v.status == V.TRACE_DIFFERS and "batch=4" in v.detail and "RuntimeError" in v.detail, v.detail
+    assert v.status == V.Status.TRACE_DIFFERS and "batch=4" in v.detail and "RuntimeError" in v.detail, v.detail
 
 
 def test_the_sweep_reaches_the_shapes_the_issue_names():
@@ -158,7 +158,7 @@ def test_a_tiny_term_on_one_line_is_caught_where_the_law_still_holds():
     # absorption holds eagerly, but the values are not the traced term's (a 1e-9 tolerance missed it).
     op = _op("return tau * x * x * (1 + 1e-12 if isinstance(x, torch.Tensor) else 1)\n")
     v = prove_cell(op, "zero_absorption", timeout=5, n=2)
-    assert v.status == V.TRACE_DIFFERS and "traced value differs" in v.detail, v.detail
+    assert v.status == V.Status.TRACE_DIFFERS and "traced value differs" in v.detail, v.detail
     assert "float64 rounding bound of the traced term" in v.detail, v.detail
 
 
@@ -167,7 +167,7 @@ def test_reassociated_arithmetic_stays_tied():
     # derived rounding bound admits that, and the check reports how close it came.
     op = _op("return (x * tau + x * x * tau) - x * tau * (1 - x) - x * x * tau + tau * x * x\n")
     v = prove_cell(op, "zero_absorption", timeout=5, n=2)
-    assert v.status == V.PROVED, v.detail
+    assert v.status == V.Status.PROVED, v.detail
     assert "worst |diff| / bound" in v.extra["trace_check"], v.extra
 
 
@@ -187,4 +187,4 @@ def test_values_are_compared_at_a_second_traced_shape():
     # Right at the proof's shape (n = 2), wrong (1e-12) at n = 3 on one line both sides run.
     op = _op("return tau * x * x + (1e-12 if x.shape[1] == 3 else 0.0)\n")
     v = prove_cell(op, "zero_absorption", timeout=5, n=2)
-    assert v.status == V.TRACE_DIFFERS and "at n=3" in v.detail and "law fails" in v.detail, v.detail
+    assert v.status == V.Status.TRACE_DIFFERS and "at n=3" in v.detail and "law fails" in v.detail, v.detail

@@ -87,7 +87,7 @@ def test_open_last_block_host_is_refuted_on_a_host_input_replayed_on_eager():
     assert H.check(op, 1, 1).ok                              # the declarations are right: the host is wrong
     for contract in ("closure", "null_source_insertion"):
         v = prove_cell(op, contract, timeout=5)
-        assert v.status == V.REFUTED and v.discrepancy > v.bound, v.detail
+        assert v.status == V.Status.REFUTED and v.discrepancy > v.bound, v.detail
         assert "host" in v.detail and v.witness, v.detail
         # the counterexample is a host input: the eager host on it, with a null inserted at 0
         ce = v.counterexample
@@ -117,13 +117,13 @@ def test_an_unreachable_refuted_step_finds_no_witness_and_the_whole_host_decides
     # The control of the witness search: it must not make up a refutation for a closed host.
     op = _op("host_unreached_step")
     v = prove_cell(op, "closure", timeout=5)
-    assert v.status == V.PROVED, v.detail
+    assert v.status == V.Status.PROVED, v.detail
     assert "induction step refuted" in v.detail and "no host input found" in v.detail, v.detail
     assert "direct, no induction" in v.detail
 
 
 def test_controls_keep_their_verdicts_after_the_check():
-    for name, status in (("otransformer", V.PROVED), ("oa_only_host", V.REFUTED), ("standard_host", V.REFUTED)):
+    for name, status in (("otransformer", V.Status.PROVED), ("oa_only_host", V.Status.REFUTED), ("standard_host", V.Status.REFUTED)):
         for contract in ("closure", "null_source_insertion"):
             v = prove_cell(BASE[name], contract, timeout=5)
             assert v.status == status, (name, contract, v.detail)
@@ -140,7 +140,7 @@ def test_without_a_witness_the_open_last_host_is_unknown_with_the_reason(monkeyp
 
     monkeypatch.setattr(host_witness, "search", lambda *a: (None, "no host input found (forced by the test)"))
     v = prove_cell(_op("host_open_last"), "closure", timeout=1, mode="symbolic")
-    assert v.status in (V.UNKNOWN, V.REFUTED), v.detail
-    if v.status == V.REFUTED:
+    assert v.status in (V.Status.UNKNOWN, V.Status.REFUTED), v.detail
+    if v.status == V.Status.REFUTED:
         assert not v.mismatch and "replayed on the eager float64 code" in v.detail, v.detail
     assert "no host input found (forced by the test)" in v.detail and "induction step refuted" in v.detail

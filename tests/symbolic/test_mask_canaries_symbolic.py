@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # canary -> what the symbolic tier must say about its `unmasked` row
 EXPECTED = {
-    "fuzz_unmasked_drop_key": V.REFUTED,          # sdpa hiding its last key when mask is None
-    "fuzz_unmasked_acausal": V.REFUTED,           # causal only together with a mask tensor
-    "fuzz_hf_unmasked_drop": V.NOT_TRACEABLE,     # HF functions call torch: never proved
-    "fuzz_hf_unmasked_acausal": V.NOT_TRACEABLE,
+    "fuzz_unmasked_drop_key": V.Status.REFUTED,          # sdpa hiding its last key when mask is None
+    "fuzz_unmasked_acausal": V.Status.REFUTED,           # causal only together with a mask tensor
+    "fuzz_hf_unmasked_drop": V.Status.NOT_TRACEABLE,     # HF functions call torch: never proved
+    "fuzz_hf_unmasked_acausal": V.Status.NOT_TRACEABLE,
 }
 
 
@@ -32,13 +32,13 @@ def _op(stem):
 def test_symbolic_tier_never_proves_a_mask_none_canary(stem):
     v = prove_cell(_op(stem), "unmasked", timeout=5)
     assert v.status == EXPECTED[stem], v.detail
-    if v.status == V.REFUTED:                      # the counterexample replays on the eager code
+    if v.status == V.Status.REFUTED:                      # the counterexample replays on the eager code
         assert v.discrepancy != v.discrepancy or v.discrepancy > v.bound, v.detail
 
 
 def test_the_shipping_sdpa_is_proved_in_both_modes():
     v = prove_cell(default_registry()["sdpa"], "unmasked", timeout=5)
-    assert v.status == V.PROVED, v.detail
+    assert v.status == V.Status.PROVED, v.detail
     assert "mask=None" in v.detail or "mask=None" in str(v.extra), v.detail
 
 
@@ -47,5 +47,5 @@ def test_the_shipping_sdpa_is_proved_in_both_modes():
 @pytest.mark.parametrize("stem", ["fuzz_mass_token_norm", "fuzz_mass_long_narrow"])
 def test_symbolic_tier_never_proves_simplex_of_a_probe_only_distribution(stem):
     v = prove_cell(_op(stem), "simplex", timeout=5)
-    assert v.status == V.REFUTED, v.detail
+    assert v.status == V.Status.REFUTED, v.detail
     assert "real rows" in v.detail, v.detail

@@ -38,7 +38,7 @@ def _core_unguarded(xp, q, k, v, p_src, p_rcv, mask, *, eps_den):
 def test_broken_oattention_is_refuted_and_replays(monkeypatch):
     monkeypatch.setattr(oa_module, "oattention_core", _core_without_rescaled_eps)
     v = prove_cell(REGISTRY["oattention"], "formula_equivalence", timeout=5)
-    assert v.status == V.REFUTED, v.detail
+    assert v.status == V.Status.REFUTED, v.detail
     assert v.tier == "symbolic" and v.counterexample and "x" in v.counterexample
     assert v.discrepancy > v.bound > 0          # measured on the broken eager code, float64
 
@@ -53,28 +53,28 @@ def test_division_by_a_possibly_zero_denominator_is_not_proved(monkeypatch):
     # operator fails its obligation (a null-only row is 0/0), and the eager replay is NaN.
     monkeypatch.setattr(oa_module, "oattention_core", _core_unguarded)
     v = prove_cell(REGISTRY["oattention"], "null_receiver", timeout=5)
-    assert v.status == V.REFUTED, v.detail
+    assert v.status == V.Status.REFUTED, v.detail
     assert "denominator" in " ".join(v.counterexample["failed"])
     assert v.discrepancy != v.discrepancy or v.discrepancy == float("inf")
 
 
 FAST = [
-    ("offn", "zero_absorption", V.PROVED), ("onorm_ln", "zero_absorption", V.PROVED),
-    ("onorm_rms", "zero_absorption", V.PROVED), ("oinject", "zero_absorption", V.PROVED),
-    ("layernorm", "zero_absorption", V.REFUTED), ("ffn_update", "zero_absorption", V.REFUTED),
-    ("sdpa", "null_receiver", V.REFUTED), ("sdpa", "null_source_insertion", V.REFUTED),
-    ("sdpa", "empty_support", V.REFUTED), ("sm_fir", "score_shift_invariance", V.PROVED),
-    ("pn", "score_shift_invariance", V.REFUTED), ("pn_fir_tau", "tau_covariance", V.PROVED),
-    ("pn_fir_tau", "silence", V.PROVED), ("pn_fir_c", "silence", V.REFUTED),
-    ("fir", "causality", V.PROVED), ("fir", "linearity", V.PROVED), ("fir", "dc_gain", V.PROVED),
-    ("oa_only_host", "closure", V.REFUTED), ("ostandardize", "null_receiver", V.PROVED),
-    ("ostandardize", "empty_support", V.PROVED), ("oattention", "empty_support", V.PROVED),
+    ("offn", "zero_absorption", V.Status.PROVED), ("onorm_ln", "zero_absorption", V.Status.PROVED),
+    ("onorm_rms", "zero_absorption", V.Status.PROVED), ("oinject", "zero_absorption", V.Status.PROVED),
+    ("layernorm", "zero_absorption", V.Status.REFUTED), ("ffn_update", "zero_absorption", V.Status.REFUTED),
+    ("sdpa", "null_receiver", V.Status.REFUTED), ("sdpa", "null_source_insertion", V.Status.REFUTED),
+    ("sdpa", "empty_support", V.Status.REFUTED), ("sm_fir", "score_shift_invariance", V.Status.PROVED),
+    ("pn", "score_shift_invariance", V.Status.REFUTED), ("pn_fir_tau", "tau_covariance", V.Status.PROVED),
+    ("pn_fir_tau", "silence", V.Status.PROVED), ("pn_fir_c", "silence", V.Status.REFUTED),
+    ("fir", "causality", V.Status.PROVED), ("fir", "linearity", V.Status.PROVED), ("fir", "dc_gain", V.Status.PROVED),
+    ("oa_only_host", "closure", V.Status.REFUTED), ("ostandardize", "null_receiver", V.Status.PROVED),
+    ("ostandardize", "empty_support", V.Status.PROVED), ("oattention", "empty_support", V.Status.PROVED),
 ]
 SLOW = [
-    ("oattention", "null_receiver", V.PROVED), ("oattention", "null_source_insertion", V.PROVED),
-    ("oattention", "mask_respect", V.PROVED), ("oattention", "formula_equivalence", V.PROVED),
-    ("ostandardize", "null_source_insertion", V.PROVED), ("pn_fir_tau", "sub_simplex", V.PROVED),
-    ("otransformer", "closure", V.PROVED),
+    ("oattention", "null_receiver", V.Status.PROVED), ("oattention", "null_source_insertion", V.Status.PROVED),
+    ("oattention", "mask_respect", V.Status.PROVED), ("oattention", "formula_equivalence", V.Status.PROVED),
+    ("ostandardize", "null_source_insertion", V.Status.PROVED), ("pn_fir_tau", "sub_simplex", V.Status.PROVED),
+    ("otransformer", "closure", V.Status.PROVED),
 ]
 
 
@@ -82,7 +82,7 @@ SLOW = [
 def test_coverage_fast(op, contract, expected):
     v = prove_cell(REGISTRY[op], contract, timeout=5)
     assert v.status == expected, v.detail
-    if expected == V.REFUTED:
+    if expected == V.Status.REFUTED:
         assert v.discrepancy != v.discrepancy or v.discrepancy > v.bound
 
 
@@ -137,12 +137,12 @@ def test_new_statuses_count_and_render_honestly():
         return Row(op, "null_receiver", "claims", "reason",
                    [Cell(op, "null_receiver", "symbolic", "real", V.Verdict(s, tier="symbolic")) for s in statuses])
 
-    sampled, vacuous, untraceable = row("a", V.SAMPLED), row("b", V.VACUOUS), row("c", V.NOT_TRACEABLE)
-    assert sampled.outcome == V.OK_SAMPLED and not sampled.failing
-    assert row("a2", V.SAMPLED, V.PROVED).outcome == V.OK_HOLDS          # never "proved" as a whole
-    assert vacuous.outcome == V.OUT_VACUOUS and not vacuous.failing
-    assert untraceable.outcome == V.OUT_NOT_TRACEABLE and not untraceable.failing
-    assert V.outcome("violates", V.Verdict(V.SAMPLED)) == V.BAD_NOT_REPRODUCED
+    sampled, vacuous, untraceable = row("a", V.Status.SAMPLED), row("b", V.Status.VACUOUS), row("c", V.Status.NOT_TRACEABLE)
+    assert sampled.outcome == V.Outcome.SAMPLED and not sampled.failing
+    assert row("a2", V.Status.SAMPLED, V.Status.PROVED).outcome == V.Outcome.HOLDS          # never "proved" as a whole
+    assert vacuous.outcome == V.Outcome.VACUOUS and not vacuous.failing
+    assert untraceable.outcome == V.Outcome.NOT_TRACEABLE and not untraceable.failing
+    assert V.outcome("violates", V.Verdict(V.Status.SAMPLED)) == V.Outcome.NOT_REPRODUCED
     doc = Document([sampled, vacuous, untraceable], dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0))
     for fmt in CONFORMANCE + PROOFS:
         assert render(doc, fmt)
@@ -158,6 +158,6 @@ def test_proved_queries_are_kept_in_the_run_cache_passed_down_not_in_the_module(
     assert cache.tactic([x + y == y + x]) == "smt" and cache.tactic([x == y]) is None
     op = default_registry()["presence"]
     run, other = prover.ProofCache(), prover.ProofCache()
-    assert prove_cell(op, "zero_absorption", cache=run).status == V.PROVED
+    assert prove_cell(op, "zero_absorption", cache=run).status == V.Status.PROVED
     assert len(run) > 0 and len(other) == 0          # only the cache of the run that proved it
     assert not [n for n, v in vars(prover).items() if isinstance(v, dict) and n.startswith("_") and n != "__builtins__"]

@@ -152,7 +152,7 @@ def test_changing_the_eager_definition_changes_the_trace_and_the_verdict(monkeyp
     s = objects((1, 2, 2), lambda i: sympy.Symbol(f"s{i[1]}{i[2]}", real=True))
     tau = scalar(sympy.Symbol("tau", real=True))
     before = _trace(op.weights, s, None, tau=tau)
-    assert prove_cell(op, "sub_simplex", timeout=5).status == V.PROVED
+    assert prove_cell(op, "sub_simplex", timeout=5).status == V.Status.PROVED
 
     # a gate that can exceed 1: only normalisers.silence_gate is edited
     monkeypatch.setattr(normalisers, "silence_gate", lambda xp, peak: xp.div(peak + peak, 1.0 + peak))
@@ -161,7 +161,7 @@ def test_changing_the_eager_definition_changes_the_trace_and_the_verdict(monkeyp
     point[tau[()]] = sympy.Integer(0)
     assert any(evaluate(a, point) != evaluate(b, point) for a, b in zip(before.flat, after.flat))
     v = prove_cell(op, "sub_simplex", timeout=5)
-    assert v.status == V.REFUTED, v.detail
+    assert v.status == V.Status.REFUTED, v.detail
     assert v.discrepancy > v.bound          # and it replayed on the patched eager code
 
 
@@ -206,4 +206,4 @@ def test_library_calls_on_traced_arrays_are_reported_not_traceable(code):
     with pytest.raises(TypeError) as err:
         code(_X())
     v = untraceable(None, None, err.value, 0.0)
-    assert v is not None and v.status == V.NOT_TRACEABLE and f"{__file__}:" in v.detail, v
+    assert v is not None and v.status == V.Status.NOT_TRACEABLE and f"{__file__}:" in v.detail, v
