@@ -52,7 +52,7 @@ def usable_cores() -> int:
 
 class DefaultWorkers(int):
     """The ``--workers`` default (the usable cores), told apart from a count the user typed: a check of fewer
-    than ``fuzz.campaign.SMALL_RUN`` cells runs them in this process instead (``campaign.runs_here``), where a
+    than ``fuzz.rows.SMALL_RUN`` cells runs them in this process instead (``rows.runs_here``), where a
     LocalCluster's start-up costs more than it saves (issue 47: a small user module took 10.4 s on the default
     workers, 4.9 s with --workers 1)."""
 

@@ -28,7 +28,7 @@ def register(sub):
     rsub = sp.add_subparsers(dest="report_command", required=True)
     mp = rsub.add_parser("merge", help="join shard reports (conformance.json files) into one report, or a check's "
                                        "and a prove's reports into the combined verification.{md,json}")
-    mp.add_argument("reports", nargs="+", help="the JSON reports: shards of one campaign, and/or proofs.json")
+    mp.add_argument("reports", nargs="+", help="the JSON reports: shards of one run, and/or proofs.json")
     mp.add_argument("--out", required=True, help="directory for the merged conformance.{md,json} (one tier) or "
                                                  "verification.{md,json} (several tiers)")
     mp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")

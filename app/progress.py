@@ -1,12 +1,12 @@
 """Progress for long runs: a live line with an ETA on a terminal, plain lines in CI logs.
 
 The tiers write one line per finished unit, starting ``[done/total]`` (see
-``fuzz.campaign``).  :class:`Progress` is a text stream wrapped around stderr
+``fuzz.rows``).  :class:`Progress` is a text stream wrapped around stderr
 that adds the estimated time left to each such line; on a terminal it keeps
 one line updated in place (``\\r``), elsewhere (CI logs, files) it writes the
 plain lines so a log keeps every step.
 
-A campaign that tells it what is planned (:meth:`Progress.planned`) and what
+A run that tells it what is planned (:meth:`Progress.planned`) and what
 each finished cell cost (:meth:`Progress.cell_done`) gets an ETA predicted
 from those measured costs: each cell still to run costs what the finished
 cells of its (operator, contract) cost on average, else those of its
@@ -82,14 +82,14 @@ class Progress:
         self.clock, self.start, self._open = clock, clock(), False
         self.units, self.done = units, 0
         self.model: CostModel | None = None
-        self.counter = None                     # shared example count (set by the campaign)
+        self.counter = None                     # shared example count (set by the run)
         self._lock = threading.RLock()
         self._last_write, self._last_step = clock(), None
         self._beat: threading.Thread | None = None
         self._stop = threading.Event()
 
     def planned(self, keys, workers: int = 1) -> None:
-        """The campaign's cells, by cost key, in run order; starts the heartbeat on a terminal."""
+        """The run's cells, by cost key, in run order; starts the heartbeat on a terminal."""
         self.model = CostModel(keys, workers)
         self._total = sum(self.model.left.values())
         if self.live and self._beat is None:

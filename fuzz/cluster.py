@@ -1,11 +1,11 @@
 """Cells on a Dask cluster: an in-process ``LocalCluster`` of N worker processes, or a running scheduler.
 
 :class:`Pool` opens one (``Pool(workers=2)`` or ``Pool(scheduler="tcp://host:8786")``) and runs a
-campaign's cells there as Dask tasks, yielding each result as it finishes (so a progress line moves
+run's cells there as Dask tasks, yielding each result as it finishes (so a progress line moves
 with them).  Dask brings what a hand-written pool did not: work stealing, a dead worker's cells
 re-run on the others, workers on other machines (``dask worker tcp://HOST:8786``).
 
-What crosses to a worker is the :class:`~tokenlaw.fuzz.campaign.Campaign` (a task of its own,
+What crosses to a worker is the :class:`~tokenlaw.fuzz.rows.CellRunner` (a task of its own,
 replicated to every worker; it pickles its registry by value where a worker could not import it: a mutant's copy, a
 user's ``.py`` module) and, per cell, a small tuple.  What comes back is the verdict, the replay
 artifacts the cell stored (a worker on another machine writes them into a temporary folder; the
@@ -14,7 +14,7 @@ CPU-path record: a worker whose float paths differ from this process's would jud
 the run stops and says which (``process/cpu_paths.py``).
 
 >>> with Pool(workers=2) as pool:                                   # doctest: +SKIP
-...     for r, c, verdict in pool.run(campaign, tasks): ...
+...     for r, c, verdict in pool.run(runner, tasks): ...
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def _judged_here() -> int:
     return counter.value if counter is not None else 0
 
 
-def run_cell_task(campaign, task):
+def run_cell_task(runner, task):
     """A Dask task: one cell on this worker -> (row, cell, verdict, replay files, worker address, CPU paths)."""
     from distributed import get_worker  # optional: distributed is imported only where cells run on Dask
 
@@ -79,9 +79,9 @@ def run_cell_task(campaign, task):
     if engine.example_counter is None:
         engine.example_counter = Counter()
     with tempfile.TemporaryDirectory(prefix="tokenlaw-replays-") as tmp:
-        r, c, v = campaign.run(task, replay_dir=Path(tmp) if campaign.replay_dir is not None else None)
+        r, c, v = runner.run(task, replay_dir=Path(tmp) if runner.replay_dir is not None else None)
         files = {p.name: p.read_text() for p in sorted(Path(tmp).iterdir()) if p.is_file()}
-    return r, c, v, files, get_worker().address, campaign.cpu_paths(), os.environ.get(TRIM)
+    return r, c, v, files, get_worker().address, runner.cpu_paths(), os.environ.get(TRIM)
 
 
 # glibc's trim threshold, which Dask's nanny sets for the workers it starts (see Pool.__enter__)
@@ -90,9 +90,9 @@ TRIM = "MALLOC_TRIM_THRESHOLD_"
 UNTRIMMED = "DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON=\"{'MALLOC_TRIM_THRESHOLD_': None}\""
 
 
-def _hold(campaign):
-    """A Dask task whose result is the campaign itself (unpickled once on the worker that runs it)."""
-    return campaign
+def _hold(runner):
+    """A Dask task whose result is the cell runner itself (unpickled once on the worker that runs it)."""
+    return runner
 
 
 def _check_scheduler(address: str) -> str:
@@ -187,7 +187,7 @@ class Pool:
     def each(self, job, items, *, name: str = "job"):
         """``job.run(item)`` of each of ``items``, as they finish, run by the cluster's workers.
 
-        ``job`` is a task of its own, replicated to every worker once (as a campaign is, :meth:`run`); a worker
+        ``job`` is a task of its own, replicated to every worker once (as a cell runner is, :meth:`run`); a worker
         whose CPU-path record differs from this process's stops the run, as in :meth:`run` (a worker thread runs
         this process's own code: nothing to compare)."""
         from distributed import as_completed  # optional: see __enter__
@@ -216,7 +216,7 @@ class Pool:
                                   f"({paths} vs {self._paths}): its verdicts would differ; start it with "
                                   "the same tokenlaw and TOKENLAW_CPU_PATHS setting")
 
-    def run(self, campaign, tasks, *, replay_dir=None, until=None):
+    def run(self, runner, tasks, *, replay_dir=None, until=None):
         """(row, cell, verdict) of each of ``tasks``, as they finish, run by the cluster's workers.
 
         At ``until`` (a ``time.monotonic()`` instant) the cells still running are cancelled and the
@@ -227,9 +227,9 @@ class Pool:
         if self._paths is None:
             self._paths = path_probe.record()
         run_id = uuid.uuid4().hex[:8]
-        # the campaign is a task of its own, not scattered data: when a worker dies, the scheduler can
+        # the runner is a task of its own, not scattered data: when a worker dies, the scheduler can
         # compute it again for the cells that still need it (scattered data it could only lose)
-        shared = self.client.submit(_hold, campaign, key=f"tokenlaw-campaign-{run_id}", pure=False)
+        shared = self.client.submit(_hold, runner, key=f"tokenlaw-cells-{run_id}", pure=False)
         self.client.replicate([shared])          # every worker gets its copy once, before the cells
         futures = [self.client.submit(run_cell_task, shared, t, key=f"tokenlaw-cell-{run_id}-{t[0]}-{t[1]}",
                                       pure=False, priority=-k)

@@ -1,4 +1,4 @@
-"""The Hypothesis example database of a campaign: a local directory, or Redis shared by machines.
+"""The Hypothesis example database of a run (a check's, a campaign's): a local directory, or Redis shared by machines.
 
 ``open_database(spec)``:
 

@@ -82,7 +82,7 @@ def min_judged(examples: int) -> int:
 
 MIN_JUDGED = Profiles({name: min_judged(n) for name, n in PROFILES.items()})
 
-# Examples judged so far by this process (and, when a campaign shares one across its forked workers, by
+# Examples judged so far by this process (and, when a run shares one across its forked workers, by
 # all of them): anything with a ``value`` attribute (a ``multiprocessing.Value``); read by a progress
 # display's heartbeat during a long row.  None: not counted.
 example_counter = None

@@ -1,12 +1,12 @@
 """Run planned rows on the fuzz tier: shards, a Dask cluster's workers, progress with examples/second.
 
-A campaign is a list of rows (``tokenlaw.properties.plan``).  ``shard(rows,
-i, n)`` keeps every n-th row, so n machines split a campaign and ``tokenlaw
+A run is a list of rows (``tokenlaw.properties.plan``).  ``shard(rows,
+i, n)`` keeps every n-th row, so n machines split a run and ``tokenlaw
 report merge`` joins their reports; ``run_rows(..., workers=N)`` runs the
 cells of one machine as Dask tasks on a LocalCluster of N processes, and
 ``run_rows(..., scheduler="tcp://HOST:8786")`` on a running Dask cluster
 (:mod:`.cluster`); ``workers=1`` runs them here, in order.  Each worker gets
-the run's :class:`Campaign` (its registry, a mutant's copy included, shipped by
+the run's :class:`CellRunner` (its registry, a mutant's copy included, shipped by
 value).  Every cell is judged by :func:`tokenlaw.fuzz.engine.run_cell`, with
 the same seed wherever it runs, so the report does not depend on where.
 """
@@ -55,7 +55,7 @@ def shard(rows, i: int, n: int) -> list:
 
 
 @dataclasses.dataclass
-class Campaign:
+class CellRunner:
     """What every cell of one run needs: the registry (the mutant's copy under ``tokenlaw mutate``) and the options.
 
     ``run_rows`` makes one per run; on a cluster it is pickled once and sent to
@@ -133,8 +133,8 @@ def shipped(obj, modules=()) -> bytes:
             cloudpickle.unregister_pickle_by_value(module)
 
 
-def _unship(data: bytes) -> Campaign:
-    return Campaign(**cloudpickle.loads(data))
+def _unship(data: bytes) -> CellRunner:
+    return CellRunner(**cloudpickle.loads(data))
 
 
 def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, pool=None, database=None,
@@ -146,13 +146,13 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
     pool:      an open :class:`~tokenlaw.fuzz.cluster.Pool` to run them on (several runs, one cluster);
                its :class:`~tokenlaw.fuzz.cluster.Execution` then records which workers ran them;
     database:  a spec for :func:`tokenlaw.fuzz.database.open_database` (opened in each process);
-    patch:     a kernel mutant's ``patch()``, entered in whichever process runs a cell (:meth:`Campaign.patched`);
+    patch:     a kernel mutant's ``patch()``, entered in whichever process runs a cell (:meth:`CellRunner.patched`);
     by_value:  names of loaded modules a worker receives by value (a user's ``.py`` operators file).
     The verdicts do not depend on ``workers``, ``scheduler`` or ``pool``: every cell runs with ``seed``.
     """
     arguments.count(workers, "workers")
     check_spec(database)              # a bad --database is exit 2 before any cell runs, wherever cells run
-    campaign = Campaign(registry, examples, seed, database, replay_dir, mutant, tuple(by_value), patch)
+    runner = CellRunner(registry, examples, seed, database, replay_dir, mutant, tuple(by_value), patch)
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
     left = {ri: len(row.cells) for ri, row in enumerate(rows)}
@@ -179,9 +179,9 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
             stream.planned([_cost_key(t) for t in tasks], 1)
             engine.example_counter = stream.counter = multiprocessing.Value("q", 0)
         try:
-            with one_thread(), campaign.patched():
+            with one_thread(), runner.patched():
                 for t in tasks:
-                    finished(*campaign.run(t))
+                    finished(*runner.run(t))
         finally:
             if watch:
                 engine.example_counter = None
@@ -197,7 +197,7 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
         stream.planned([_cost_key(t) for t in tasks], pool.size())
         stream.counter = _Judged(pool)
     # each worker writes its replays into a temporary folder of its own; the pool writes them under replay_dir
-    for result in pool.run(campaign, tasks, replay_dir=replay_dir):
+    for result in pool.run(runner, tasks, replay_dir=replay_dir):
         finished(*result)
     return rows
 

@@ -18,7 +18,7 @@ import math
 import time
 from pathlib import Path
 
-from tokenlaw.fuzz.campaign import Campaign
+from tokenlaw.fuzz.rows import CellRunner
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
@@ -192,9 +192,9 @@ def _stream(reg, rows, pool, examples, seed, settings, replays, until):
     """(row, cell, verdict) of ``rows`` as the pool finishes them."""
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
-    campaign = Campaign(reg, examples, seed, settings.database, replays, settings.mutant,
+    runner = CellRunner(reg, examples, seed, settings.database, replays, settings.mutant,
                         runs.shipped_modules(settings.operator_modules))
-    yield from pool.run(campaign, tasks, replay_dir=replays, until=until)
+    yield from pool.run(runner, tasks, replay_dir=replays, until=until)
 
 
 def markdown(doc: dict) -> str:

@@ -12,7 +12,7 @@ empty cache and its own step budgets, whichever rows are selected beside it,
 in whatever order, and wherever it runs.
 
 Where the rows run is the same question as for ``check``'s cells
-(:func:`~tokenlaw.fuzz.campaign.runs_here`): one worker and no scheduler, one
+(:func:`~tokenlaw.fuzz.rows.runs_here`): one worker and no scheduler, one
 after another in this process; otherwise on the Dask cluster of
 :class:`~tokenlaw.fuzz.cluster.Pool` (``--workers N``: a LocalCluster of N
 worker threads of this process, each forking its rows' children from it;
@@ -45,7 +45,7 @@ import time
 import cloudpickle
 import torch
 
-from tokenlaw.fuzz.campaign import picklable, runs_here, shipped
+from tokenlaw.fuzz.rows import picklable, runs_here, shipped
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.operators import arguments
 from tokenlaw.properties import verdict as V
@@ -148,7 +148,7 @@ class Job:
     """What every row of one ``prove`` needs on a Dask worker: the registry and the budget.
 
     Pickled once per run and replicated to every worker, with cloudpickle, the modules named in
-    ``by_value`` (a user's ``.py`` file) by value, as a check's :class:`~tokenlaw.fuzz.campaign.Campaign`."""
+    ``by_value`` (a user's ``.py`` file) by value, as a check's :class:`~tokenlaw.fuzz.rows.CellRunner`."""
 
     registry: object
     timeout: float

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from tokenlaw.fuzz.campaign import parse_shard, run_rows, runs_here, shard
+from tokenlaw.fuzz.rows import parse_shard, run_rows, runs_here, shard
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
 from tokenlaw.fuzz.mutants.seeded import catalogue as mutant_catalogue

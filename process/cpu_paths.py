@@ -57,7 +57,7 @@ def one_thread():
     (measured: an oattention cell's float32 bound and the example the search steered to differed between
     2 threads and 1), so a verdict would depend on the machine's cores and on ``--workers``.  And a tiny
     model's matmuls are microseconds: on a loaded machine two threads waiting on each other made each
-    forward of a tiny Hugging Face model 0.55 s instead of 2.5 ms.  The fuzz campaigns, every Dask cell
+    forward of a tiny Hugging Face model 0.55 s instead of 2.5 ms.  The fuzz runs, every Dask cell
     and the model laws' searches run under it.
     """
     before = torch.get_num_threads()

@@ -11,7 +11,7 @@ written report back, so ``Document.from_json(d).to_json() == d`` for every
 field of the schema (``docs/report-schema.md``).
 
 Merging lives here too: :func:`merge_shards` joins the reports of ``--shard
-i/n`` runs of one campaign (a union of whole rows), :func:`merge_runs` joins
+i/n`` shards of one run (a union of whole rows), :func:`merge_runs` joins
 the reports of different runs (eager and a kernel backend) into the gate's
 document, keeping each run's meta under ``meta["runs"]``.
 """
@@ -315,7 +315,7 @@ def key(row: Row, backend: str) -> str:
 
 
 def merge_shards(docs: list[Document], sources: list[str]) -> Document:
-    """The union of the reports of one campaign's shards, rows in the order first seen.
+    """The union of the reports of one run's shards, rows in the order first seen.
 
     ``--shard i/n`` never splits a row, so a row id present in two reports is an error unless
     both hold the same content (the same shard passed twice).

@@ -217,7 +217,7 @@ def build(documents) -> LawTable:
     tiers = [tier_name(d.get("meta") or {}) for d in docs]
     twice = sorted({t for t in tiers if tiers.count(t) > 1})
     if twice:
-        raise InvalidArgument(f"law table: more than one {twice[0]} report (merge a campaign's shards first)")
+        raise InvalidArgument(f"law table: more than one {twice[0]} report (merge a run's shards first)")
     ops = members(docs)
     rows = {(t, r["operator"], r["contract"]): (r, d.get("meta") or {}) for d, t in zip(docs, tiers)
             for r in d["rows"]}

@@ -171,7 +171,7 @@ def _tier_rows(doc: Document, name: str) -> dict:
 
 
 def combine(docs: list[Document]) -> Verification:
-    """The combined view of single-tier documents (at most one per tier; merge a campaign's shards first).
+    """The combined view of single-tier documents (at most one per tier; merge a run's shards first).
 
     Rows are lined up by (operator, contract) in the order first seen; a row one tier lacks has no
     column there.  Two tiers that declare a row differently were made from different registries:
@@ -180,7 +180,7 @@ def combine(docs: list[Document]) -> Verification:
     names = [tier_name(d.meta) for d in docs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise InvalidArgument(f"reports: more than one {dup[0]} report; join a campaign's shards with "
+        raise InvalidArgument(f"reports: more than one {dup[0]} report; join a run's shards with "
                               "`tokenlaw report merge` first, then combine the tiers")
     order: dict = {}
     for doc, name in zip(docs, names):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tokenlaw.fuzz.campaign import run_rows
+from tokenlaw.fuzz.rows import run_rows
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import plan

@@ -4,7 +4,7 @@ For each operator of a registry, :func:`mutants` builds
 :mod:`~tokenlaw.fuzz.mutants.conditional` mutants (the operator wrong only where a
 predicate on its input holds), and :func:`run` judges each one with the
 operator's rows of the default check (``tokenlaw check``'s plan, the same
-profile, seed and cells, via :func:`~tokenlaw.fuzz.campaign.run_rows`):
+profile, seed and cells, via :func:`~tokenlaw.fuzz.rows.run_rows`):
 
 1. *Baseline.*  The rows run once with every operator wrapped in a recorder
    (identity output) that notes, per (operator, contract), which predicates
@@ -59,7 +59,7 @@ from tokenlaw.process.cpu_paths import one_thread
 from . import conditional as C
 from tokenlaw.operators.dtypes import DTYPES
 
-from ..campaign import Campaign, shipped
+from ..rows import CellRunner, shipped
 from ..cluster import Pool
 from ..engine import run_cell
 
@@ -148,8 +148,8 @@ def _key(cell) -> str:
     return f"{cell.backend}/{cell.dtype}"
 
 
-class _CellCampaign(Campaign):
-    """A :class:`~tokenlaw.fuzz.campaign.Campaign` whose cells run inside :class:`conditional.in_cell`, so the
+class _InCellRunner(CellRunner):
+    """A :class:`~tokenlaw.fuzz.rows.CellRunner` whose cells run inside :class:`conditional.in_cell`, so the
     recorder notes per cell which predicates held."""
 
     def run(self, task, replay_dir=dataclasses.MISSING):
@@ -161,28 +161,28 @@ class _CellCampaign(Campaign):
         return _unship_cells, (shipped(fields, self.by_value),)
 
 
-def _unship_cells(data: bytes) -> _CellCampaign:
-    return _CellCampaign(**cloudpickle.loads(data))
+def _unship_cells(data: bytes) -> _InCellRunner:
+    return _InCellRunner(**cloudpickle.loads(data))
 
 
 def baseline(registry, operators, *, examples, seed, pool, folder, by_value=()) -> Baseline:
-    """Run the operators' default rows through the recorder (see the module doc, step 1), one campaign for
+    """Run the operators' default rows through the recorder (see the module doc, step 1), one run for
     all of them (on the pool: every cell in flight at once), each cell recording what held in it."""
     start, cpu = time.perf_counter(), time.process_time()
     rows = [r for r in plan(registry, operators=sorted(operators)) if r.cells]
     rec = C.recording_registry(registry, {r.operator for r in rows}, None, folder)
-    campaign = _CellCampaign(rec, examples, seed, None, None, None, tuple(by_value))
+    runner = _InCellRunner(rec, examples, seed, None, None, None, tuple(by_value))
     tasks = [(ri, ci, row.operator, row.contract, cell.dtype, cell.backend)
              for ri, row in enumerate(rows) for ci, cell in enumerate(row.cells)]
     if pool is None:
         with one_thread():
-            done = [campaign.run(t) for t in tasks]
+            done = [runner.run(t) for t in tasks]
     else:
-        done = pool.run(campaign, tasks)
+        done = pool.run(runner, tasks)
     for ri, ci, v in done:
         rows[ri].cells[ci].verdict = v
     cells, drawn = {}, {}
-    for line in C.read_log(folder):     # operator, contract, cell key, predicate (see _CellCampaign)
+    for line in C.read_log(folder):     # operator, contract, cell key, predicate (see _InCellRunner)
         op, contract, key, pred = line.split("\t")
         cells.setdefault((op, contract, key), set()).add(pred)
         if pred != C.CALLED:

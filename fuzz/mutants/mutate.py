@@ -14,7 +14,7 @@ import time
 
 from tokenlaw.properties.plan import plan
 
-from ..campaign import run_rows
+from ..rows import run_rows
 
 
 @dataclasses.dataclass

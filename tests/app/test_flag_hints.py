@@ -39,7 +39,7 @@ def test_a_mistyped_contract_in_claims_names_the_closest(tmp_path, monkeypatch, 
 def test_default_workers_run_a_small_check_in_this_process():
     """Issue 47, point 9: the default --workers started a LocalCluster for a small module (2x slower)."""
     from tokenlaw.app.argtypes import DefaultWorkers
-    from tokenlaw.fuzz.campaign import SMALL_RUN, runs_here
+    from tokenlaw.fuzz.rows import SMALL_RUN, runs_here
     args = cli.build_parser().parse_args(["check"])
     assert isinstance(args.workers, DefaultWorkers)
     assert runs_here(DefaultWorkers(2), None, SMALL_RUN - 1)          # the default: one process below SMALL_RUN

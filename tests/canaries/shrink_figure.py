@@ -36,7 +36,7 @@ def canaries() -> list[str]:
 def shrunk(names, examples: int, seed: int = SEED) -> list[tuple[str, dict]]:
     """("canary/cell id", extra.shrink) of every violating cell of the canaries ``names`` (their CAUGHT_BY rows;
     a canary that edits a shipped operator keeps its name, so the cell is named with the canary's)."""
-    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.fuzz.rows import run_rows
     from tokenlaw.properties.catalogue import default_registry
     from tokenlaw.properties.plan import plan
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.fuzz.campaign import run_rows
+from tokenlaw.fuzz.rows import run_rows
 from tokenlaw.fuzz.engine import PROFILES
 from tokenlaw.fuzz.replay import replay
 from tokenlaw.properties import verdict as V

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokenlaw.fuzz.campaign import run_rows
+from tokenlaw.fuzz.rows import run_rows
 from tokenlaw.fuzz.engine import PROFILES
 from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry

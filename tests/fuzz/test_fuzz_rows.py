@@ -1,4 +1,4 @@
-"""Campaign control: profiles, shards, Dask workers and merging shard reports."""
+"""CellRunner control: profiles, shards, Dask workers and merging shard reports."""
 from __future__ import annotations
 
 import functools
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.fuzz import campaign as campaign_module
-from tokenlaw.fuzz.campaign import Campaign, parse_shard, run_rows, shard
+from tokenlaw.fuzz import rows as rows_module
+from tokenlaw.fuzz.rows import CellRunner, parse_shard, run_rows, shard
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.fuzz.replay import replay
 from tokenlaw.fuzz.engine import PROFILES
@@ -69,7 +69,7 @@ def test_dask_workers_give_the_same_verdicts_as_one_process(pool):
 
 
 def test_dask_workers_run_a_mutants_registry_copy(pool):
-    """A mutant's registry holds functions of modules in no sys.modules: the Campaign ships them by value,
+    """A mutant's registry holds functions of modules in no sys.modules: the CellRunner ships them by value,
     and the mutant is caught on the workers as in one process."""
     from tokenlaw.fuzz.mutants.seeded import EAGER_MUTANTS
 
@@ -84,7 +84,7 @@ def test_dask_workers_run_a_mutants_registry_copy(pool):
 
 
 def test_a_worker_error_is_raised_in_the_parent(pool):
-    empty = Campaign(registry={}, examples=1, seed=0)
+    empty = CellRunner(registry={}, examples=1, seed=0)
     with pytest.raises(KeyError, match="nosuchop"):
         list(pool.run(empty, [(0, 0, "nosuchop", "finite", "float64", "eager")]))
 
@@ -101,15 +101,15 @@ USER_LAW = Path(__file__).resolve().parents[1] / "fixtures" / "user_law.py"   # 
 
 
 def test_a_users_py_module_travels_by_value_to_a_process_that_cannot_import_it(tmp_path):
-    """The Campaign of a run whose --operators is a .py file pickles that module by value: a process where the
+    """The CellRunner of a run whose --operators is a .py file pickles that module by value: a process where the
     file does not exist runs its operator; pickled by reference (no by_value), the same process cannot."""
 
     src = tmp_path / "ops" / "tl_shipped_ops.py"
     src.parent.mkdir()
     src.write_text(USER_LAW.read_text())
     reg = runs.registry((str(src),))
-    shipped = pickle.dumps(Campaign(reg, 3, 0, by_value=runs.shipped_modules((str(src),))))
-    by_name = pickle.dumps(Campaign(reg, 3, 0))
+    shipped = pickle.dumps(CellRunner(reg, 3, 0, by_value=runs.shipped_modules((str(src),))))
+    by_name = pickle.dumps(CellRunner(reg, 3, 0))
     src.unlink()                                      # the worker's machine has no such file
     code = ("import pickle, sys; c = pickle.loads(sys.stdin.buffer.read()); "
             "print(c.run((0, 0, 'user_square', 'homogeneity', 'float64', 'eager'), replay_dir=None)[2].status)")
@@ -128,7 +128,7 @@ def test_tokenlaws_own_operators_reach_a_worker_by_reference():
     A copy is another object, and identities the runner relies on break silently: a host's
     ``fn.last_state_of is op.layers`` failed on every Dask worker (the layers functions had no importable
     name), so each closure cell computed the host's layers twice, 1.6x slower, with the same verdicts."""
-    shipped = pickle.loads(pickle.dumps(Campaign(REG, 1, 0))).registry
+    shipped = pickle.loads(pickle.dumps(CellRunner(REG, 1, 0))).registry
     copies = [f"{op.name}.{attr}" for op in REG for attr in ("fn", "layers", "weights", "reference")
               if getattr(op, attr, None) is not None and getattr(shipped[op.name], attr) is not getattr(op, attr)
               and not isinstance(getattr(op, attr), functools.partial)]
@@ -137,12 +137,12 @@ def test_tokenlaws_own_operators_reach_a_worker_by_reference():
     assert hosts and all(op.fn.last_state_of is op.layers for op in hosts)
 
 
-def test_the_campaign_keeps_no_module_state():
-    """Everything a run needs travels in its Campaign: the module holds no dict, list or set of its own to fill."""
-    mutable = {n for n, v in vars(campaign_module).items() if isinstance(v, (dict, list, set))}
-    assert mutable == {"__builtins__"}          # the contracts travel in the Campaign's registry (Registry.contracts)
+def test_the_row_runner_keeps_no_module_state():
+    """Everything a run needs travels in its CellRunner: the module holds no dict, list or set of its own to fill."""
+    mutable = {n for n, v in vars(rows_module).items() if isinstance(v, (dict, list, set))}
+    assert mutable == {"__builtins__"}          # the contracts travel in the CellRunner's registry (Registry.contracts)
     with pytest.raises(TypeError):              # operators.dtypes.DTYPES is a read-only mapping
-        campaign_module.DTYPES["float128"] = None
+        rows_module.DTYPES["float128"] = None
 
 
 def test_shard_reports_merge_into_the_full_report(tmp_path, capsys):

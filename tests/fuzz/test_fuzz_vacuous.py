@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tokenlaw.fuzz.campaign import run_rows
+from tokenlaw.fuzz.rows import run_rows
 from tokenlaw.fuzz.engine import MIN_JUDGED, PROFILES, min_judged, run_cell
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS, default_registry

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from tokenlaw.fuzz import shrink
-from tokenlaw.fuzz.campaign import run_rows
+from tokenlaw.fuzz.rows import run_rows
 from tokenlaw.fuzz.engine import PROFILES, run_cell
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case

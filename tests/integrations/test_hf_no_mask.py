@@ -83,7 +83,7 @@ def test_the_bool_as_additive_canary_holds_where_only_additive_masks_are_declare
     """The canary fuzz_hf_bool_as_additive's function is right for the kind it would be given alone."""
     from canaries.fuzz_hf_bool_as_additive import adds_the_mask
 
-    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.fuzz.rows import run_rows
     from tokenlaw.fuzz.engine import PROFILES
     from tokenlaw.properties import verdict as V
     from tokenlaw.properties.plan import plan

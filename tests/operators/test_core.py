@@ -14,7 +14,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from tokenlaw.fuzz.campaign import run_rows
+from tokenlaw.fuzz.rows import run_rows
 from tokenlaw.fuzz.core_strategies import core_cases
 from tokenlaw.fuzz.engine import PROFILES
 from tokenlaw.operators.core import Conventions, core_of, declare_core, formula

@@ -69,7 +69,7 @@ def test_scratch_operator_is_picked_up_with_no_other_file_touched():
     # + the universal ones (no reference= declared: spec_reference is not runnable, with that reason)
     assert [r.id for r in rows] == ["double-zero_absorption", "double-differential", "double-spec_reference",
                                     "double-finite"]
-    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.fuzz.rows import run_rows
     done = run_rows(reg, rows, examples=5, progress=False)
     assert [r.outcome for r in done] == ["holds", "holds", "not runnable here", "holds"]
 

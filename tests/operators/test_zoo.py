@@ -24,7 +24,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.catalogue import CONTRACTS, collect, default_registry
 from tokenlaw.properties.plan import plan
-from tokenlaw.fuzz.campaign import run_rows
+from tokenlaw.fuzz.rows import run_rows
 
 ZOO = ("sparsemax", "entmax15", "softmax_one", "sink_softmax", "sigmoid_attn", "rela", "softpick")
 REGISTRY = collect("tokenlaw.operators", "tokenlaw.operators.zoo")    # the zoo is opt-in (operators/zoo/__init__.py)

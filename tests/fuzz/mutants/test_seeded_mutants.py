@@ -105,7 +105,7 @@ def _shared_state():
 def test_running_every_eager_mutant_leaves_the_default_registry_and_operator_modules_unchanged():
     before = _shared_state()
     reg = default_registry()
-    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.fuzz.rows import run_rows
     from tokenlaw.properties.plan import plan
 
     for m in EAGER_MUTANTS:            # what a run does (apply, plan, judge), on one row of each at 1 example
@@ -175,7 +175,7 @@ KILLED_BY = {
 
 @pytest.mark.parametrize("name", sorted(KILLED_BY))
 def test_new_mutants_are_killed_through_the_law_they_break(name):
-    from tokenlaw.fuzz.campaign import run_rows
+    from tokenlaw.fuzz.rows import run_rows
     from tokenlaw.properties.plan import plan
 
     m = next(m for m in EAGER_MUTANTS if m.name == name)
