@@ -21,7 +21,7 @@ from tokenlaw.properties import backends
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.mutants import select
 from tokenlaw.reports import document, formats, verification, writers
-from tokenlaw.reports.mutations import write
+from tokenlaw.reports.mutations import MutationReport
 from tokenlaw.orchestration import counterexamples
 
 from .exits import EXIT_FAIL, EXIT_OK, of_result
@@ -133,7 +133,9 @@ def cmd_mutate(args) -> int:
     results, baseline = run_mutants(default_registry(), mutants, examples=args.examples, seed=args.seed,
                                     workers=args.workers, replay_dir=args.replays,
                                     stream=Progress(units=(len(mutants), "  ")))
-    md, js = write(results, baseline, Path(args.out), meta=dict(examples=args.examples, seed=args.seed))
+    report = MutationReport(tuple(results), frozenset(baseline), dict(examples=args.examples, seed=args.seed))
+    paths = formats.write(report, Path(args.out), formats.MUTATION, stem="mutation")
+    md, js = paths["mutation-md"], paths["mutation-json"]
     killed = sum(r.killed for r in results)
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "mutants": len(results), "killed": killed,

@@ -24,7 +24,7 @@ from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.process import command_line
 from tokenlaw.properties.plan import plan, validate_dtypes
-from tokenlaw.reports.text import campaign_replay
+from tokenlaw.reports.campaign import CampaignReport
 
 from . import runs
 
@@ -107,8 +107,9 @@ class CellRecord:
         return d
 
 
-def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_round=None) -> dict:
-    """Run the campaign of ``settings`` until its time box; returns the report (a JSON-able dict).
+def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_round=None) -> CampaignReport:
+    """Run the campaign of ``settings`` until its time box; returns its report
+    (:class:`~tokenlaw.reports.campaign.CampaignReport`).
 
     Replays of violations are stored under ``OUT/replays``; the report is not written (the caller does).
     on_round: called with the report so far (``meta["finished"]`` False) once the cluster is up and after
@@ -128,7 +129,7 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_rou
     rounds, interrupted = 0, False
     pool = Pool(settings.workers, settings.scheduler)
 
-    def report(finished: bool) -> dict:
+    def report(finished: bool) -> CampaignReport:
         return _report(settings, cells, pool, replays, seconds=clock() - start, rounds=rounds,
                        interrupted=interrupted, finished=finished)
 
@@ -154,7 +155,7 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_rou
     return report(True)
 
 
-def _report(settings, cells, pool, replays, *, seconds, rounds, interrupted, finished) -> dict:
+def _report(settings, cells, pool, replays, *, seconds, rounds, interrupted, finished) -> CampaignReport:
     """The campaign's report as it stands (every finished round folded in)."""
     meta = dict(kind="campaign", minutes=settings.minutes, seconds=seconds, rounds=rounds,
                 interrupted=interrupted, finished=finished, seed=settings.seed, backend=settings.backend,
@@ -164,9 +165,9 @@ def _report(settings, cells, pool, replays, *, seconds, rounds, interrupted, fin
                        "contracts": list(settings.contracts or ()) or None,
                        "dtypes": list(settings.dtypes or ()) or None,
                        "operator_modules": list(settings.operator_modules or ()) or None})
-    return {"meta": meta, "cells": [c.to_json() for c in cells.values()],
-            "violations": sum(len(c.violations) for c in cells.values()),
-            "unexpected": [c.id for c in cells.values() if c.violations and c.declared == "claims"]}
+    return CampaignReport(meta, tuple(c.to_json() for c in cells.values()),
+                          sum(len(c.violations) for c in cells.values()),
+                          tuple(c.id for c in cells.values() if c.violations and c.declared == "claims"))
 
 
 def _round(reg, settings, pool, cells, round_no, replays, deadline, clock) -> int:
@@ -195,25 +196,3 @@ def _stream(reg, rows, pool, examples, seed, settings, replays, until):
     runner = CellRunner(reg, examples, seed, settings.database, replays, settings.mutant,
                         runs.shipped_modules(settings.operator_modules))
     yield from pool.run(runner, tasks, replay_dir=replays, until=until)
-
-
-def markdown(doc: dict) -> str:
-    """The campaign report as Markdown: per cell the examples, regimes, best ratio and violations."""
-    meta = doc["meta"]
-    lines = [f"# tokenlaw campaign", "",
-             f"{meta['rounds']} rounds in {meta['seconds']:.0f} s (time box {meta['minutes']} min"
-             f"{', interrupted' if meta['interrupted'] else ''}), seed {meta['seed']}, backend {meta['backend']}, "
-             f"database {meta['database']}"
-             + (f", mutant {meta['mutant']} (a seeded bug)" if meta.get("mutant") else "") + ".", "",
-             "Dask workers (cells run): " + ", ".join(f"{a} ({n})" for a, n in meta["dask"]["workers"].items()), "",
-             "| cell | rounds | examples | best ratio | regimes visited | violations |", "|---|---|---|---|---|---|"]
-    for c in doc["cells"]:
-        ratio = "inf" if c["best_ratio"] is None else f"{c['best_ratio']:.3g}"
-        regimes = ", ".join(f"{n} {k}" for n, k in c["regimes"].items()) or "-"
-        found = ", ".join(f"`{v['replay']}`" for v in c["violations"]) or "-"
-        lines.append(f"| `{c['id']}` | {c['rounds']} | {c['examples']} | {ratio} | {regimes} | {found} |")
-    for c in doc["cells"]:
-        for v in c["violations"]:
-            lines += ["", f"## {c['id']} (round {v['round']})", "", v["detail"], "",
-                      f"    {campaign_replay(v['replay'], meta)}"]
-    return "\n".join(lines) + "\n"

@@ -44,6 +44,24 @@ class Mutant:
         return registry if self.mutate is None else self.mutate(registry)
 
 
+@dataclasses.dataclass(frozen=True)
+class MutantResult:
+    """What ``tokenlaw mutate`` found about one mutant: the rows it ran and the ones that no longer match."""
+
+    name: str
+    backend: str
+    description: str
+    operators: tuple
+    killers: list            # row ids (operator-contract) that caught the mutant
+    replays: dict            # row id -> replay id of the killing counterexample
+    rows: int
+    seconds: float
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.killers)
+
+
 def select(mutants, *, backend: str | None = None) -> tuple:
     """The mutants of ``backend`` (all when None), in catalogue order."""
     return tuple(m for m in mutants if backend is None or m.backend == backend)

@@ -8,8 +8,9 @@ examples, examples per second, the next round's budget, the best discrepancy / b
 reached (and those never reached) and the violations, each with the command that replays it.
 Everything is inline (no script or style from elsewhere), so it opens from a file, offline.
 
->>> "http-equiv" in page({"meta": {"finished": False, "rounds": 0, "seconds": 0, "minutes": 1,
-...                                 "dask": {"workers": {}}}, "cells": []})
+>>> from tokenlaw.reports.campaign import CampaignReport
+>>> "http-equiv" in page(CampaignReport({"finished": False, "rounds": 0, "seconds": 0, "minutes": 1,
+...                                      "dask": {"workers": {}}}, ()))
 True
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from xml.sax.saxutils import escape
 
+from .campaign import CampaignReport
 from .text import campaign_replay
 
 REFRESH_S = 5
@@ -57,9 +59,9 @@ def _findings(cell: dict) -> str:
     return ", ".join(f'<code class="{cls}">{_e(v["replay"])}</code>' for v in cell["violations"]) or "-"
 
 
-def page(doc: dict) -> str:
+def page(report: CampaignReport) -> str:
     """The HTML page of a campaign report (``orchestration.campaigns.run``'s, finished or not)."""
-    meta, cells = doc["meta"], doc["cells"]
+    meta, cells = report.meta, report.cells
     finished = meta.get("finished", True)
     examples = sum(c["examples"] for c in cells)
     dask = meta.get("dask") or {}

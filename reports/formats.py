@@ -14,11 +14,18 @@ are byte-identical for a seed; the timings go to ``stem.timings.json`` (and
 ``stem.timings.js``, which the HTML page loads).  The proofs report keeps its
 seconds inside its JSON (``timed-json``), as it always has.
 
+Each format renders one kind of record (``Format.takes``): a tier's
+:class:`~.document.Document`, the :class:`~.verification.Verification` of
+several, a :class:`~.campaign.CampaignReport` or a
+:class:`~.mutations.MutationReport`; :func:`render` refuses any other.
+
 The groups a command writes:
 
 - ``check``: :data:`CONFORMANCE` as ``OUT/conformance.*`` (``conformance-<backend>.*`` for a kernel backend);
 - ``prove``: :data:`PROOFS` as ``OUT/proofs.*``;
-- ``verify`` / ``report merge`` of several tiers: each tier's, and :data:`VERIFICATION` as ``OUT/verification.*``.
+- ``verify`` / ``report merge`` of several tiers: each tier's, and :data:`VERIFICATION` as ``OUT/verification.*``;
+- ``campaign``: :data:`CAMPAIGN` as ``OUT/campaign.*`` (the page alone, ``campaign-html``, as rounds finish);
+- ``mutate``: :data:`MUTATION` as ``OUT/mutation.*``.
 """
 from __future__ import annotations
 
@@ -30,7 +37,7 @@ from typing import Callable
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.process.files import atomic_write
 
-from . import backends, lawtable, proofs, verification, writers
+from . import backends, campaign, campaign_page, lawtable, mutations, proofs, verification, writers
 from .document import Document
 from .html import html
 from .junit import junit
@@ -38,11 +45,13 @@ from .junit import junit
 
 @dataclasses.dataclass(frozen=True)
 class Format:
-    """A report format: the file ``<stem><suffix>`` it writes and its renderer ``render(doc, stem, also)``."""
+    """A report format: the file ``<stem><suffix>`` it writes, its renderer ``render(doc, stem, also)`` and the
+    record it renders (``takes``)."""
 
     suffix: str
     render: Callable
     what: str
+    takes: type = Document
 
 
 def _json(view: dict) -> str:
@@ -69,23 +78,39 @@ FORMATS = {
     "backends-md": Format(".md", lambda doc, stem, also: backends.markdown([doc, *also]),
                           "this backend's cells beside those of ``also`` (other backends)"),
     "verification-json": Format(".json", lambda ver, stem, also: _json(verification.stable(ver.to_json())),
-                                "the combined view of several tiers, without timings"),
+                                "the combined view of several tiers, without timings", verification.Verification),
     "verification-md": Format(".md", lambda ver, stem, also: verification.to_markdown(ver),
-                              "the combined view of several tiers in Markdown"),
+                              "the combined view of several tiers in Markdown", verification.Verification),
+    "campaign-json": Format(".json", lambda rep, stem, also: json.dumps(rep.to_json(), indent=1, sort_keys=True) + "\n",
+                            "the campaign's report: per cell its rounds, examples, regimes, violations",
+                            campaign.CampaignReport),
+    "campaign-md": Format(".md", lambda rep, stem, also: campaign.markdown(rep), "the campaign's report in Markdown",
+                          campaign.CampaignReport),
+    "campaign-html": Format(".html", lambda rep, stem, also: campaign_page.page(rep),
+                            "the page to watch while a campaign runs (it reloads until the campaign ends)",
+                            campaign.CampaignReport),
+    "mutation-json": Format(".json", lambda rep, stem, also: _json(rep.to_json()),
+                            "each mutant, the rows it ran and the contracts that killed it", mutations.MutationReport),
+    "mutation-md": Format(".md", lambda rep, stem, also: mutations.to_markdown(rep),
+                          "the mutation report in Markdown", mutations.MutationReport),
 }
 
 CONFORMANCE = ("json", "md", "xml", "html", "timings", "timings-js")
 PROOFS = ("timed-json", "proofs-md")
 VERIFICATION = ("verification-json", "verification-md")
+CAMPAIGN = ("campaign-html", "campaign-json", "campaign-md")
+MUTATION = ("mutation-json", "mutation-md")
 
 
 def render(doc, name: str, stem: str = "conformance", also=()) -> str:
     """``doc`` rendered in the format ``name`` of :data:`FORMATS`."""
     if name not in FORMATS:
         raise InvalidArgument(f"format: expected one of {sorted(FORMATS)}, got {name!r}")
-    if not isinstance(doc, (Document, verification.Verification)):
-        raise InvalidArgument(f"doc: expected a Document (or a Verification), got {type(doc).__name__}; "
-                              "read a written report with Document.from_json")
+    takes = FORMATS[name].takes
+    if not isinstance(doc, takes):
+        raise InvalidArgument(f"doc: expected a {takes.__name__} (what the format {name!r} renders), "
+                              f"got {type(doc).__name__}"
+                              + ("; read a written report with Document.from_json" if takes is Document else ""))
     return FORMATS[name].render(doc, stem, tuple(also))
 
 

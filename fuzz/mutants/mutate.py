@@ -8,29 +8,13 @@ unmutated: a row that already fails there cannot count as a kill.
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 
+from tokenlaw.properties.mutants import MutantResult
 from tokenlaw.properties.plan import plan
 
 from ..rows import run_rows
-
-
-@dataclasses.dataclass
-class MutantResult:
-    name: str
-    backend: str
-    description: str
-    operators: tuple
-    killers: list            # row ids (operator-contract) that caught the mutant
-    replays: dict            # row id -> replay id of the killing counterexample
-    rows: int
-    seconds: float
-
-    @property
-    def killed(self) -> bool:
-        return bool(self.killers)
 
 
 def baseline_failures(registry, operators, backend, *, examples, seed, workers) -> set:

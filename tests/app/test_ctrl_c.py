@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from tokenlaw.app import campaign_cmd, cli
+from tokenlaw.app import cli
 from tokenlaw.orchestration import campaigns
+from tokenlaw.reports import campaign_page
 
 OPS = str(Path(__file__).resolve().parents[1] / "fixtures" / "sigint_ops.py")
 REFRESH = 'http-equiv="refresh"'
@@ -134,14 +135,14 @@ def test_a_campaign_stopped_anywhere_ends_the_same_way(at, tmp_path, monkeypatch
     monkeypatch.setattr(campaigns, "Pool", lambda *a, **k: HerePool(at))
     if at == "page":                  # Ctrl-C while the page of round 1 is written
         pages = []
-        real = campaign_cmd.page
+        real = campaign_page.page
 
         def page(doc):
             pages.append(doc)
             if len(pages) == 2:
                 raise KeyboardInterrupt
             return real(doc)
-        monkeypatch.setattr(campaign_cmd, "page", page)
+        monkeypatch.setattr(campaign_page, "page", page)       # the renderer formats.write calls
     out = tmp_path / "out"
     code = cli.main(["--operators", OPS, "campaign", "--operator", "sigint_quick", "--contract", "zero_absorption",
                      "--dtype", "float64", "--minutes", "5", "--workers", "1", "--out", str(out)])

@@ -18,8 +18,8 @@ import torch
 
 from tokenlaw.app import cli
 from tokenlaw.fuzz import replay as R
-from tokenlaw.orchestration import campaigns
 from tokenlaw.orchestration.counterexamples import load
+from tokenlaw.reports.campaign import CampaignReport, markdown
 from tokenlaw.reports.campaign_page import page
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -100,9 +100,9 @@ def test_campaign_replay_lines_name_the_operators_module():
     cell = {"id": "user_peek-causality-float64-eager", "rounds": 1, "examples": 3, "best_ratio": None, "regimes": {},
             "violations": [{"round": 1, "replay": "user_peek-causality-float64-abc", "detail": "d"}],
             "declared": "claims", "budget": 3, "seconds": 1.0}
-    doc = {"meta": meta, "cells": [cell], "violations": 1, "unexpected": [cell["id"]]}
+    doc = CampaignReport.from_json({"meta": meta, "cells": [cell], "violations": 1, "unexpected": [cell["id"]]})
     want = "tokenlaw --operators peek_ops.py replay user_peek-causality-float64-abc --replays out/replays"
-    assert want in campaigns.markdown(doc)
+    assert want in markdown(doc)
     assert want in page(doc)
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import json
 
-from tokenlaw.orchestration.campaigns import FIRST_BUDGET, MAX_BUDGET, CellRecord, markdown
+from tokenlaw.orchestration.campaigns import FIRST_BUDGET, MAX_BUDGET, CellRecord
+from tokenlaw.reports.campaign import CampaignReport, markdown
 from tokenlaw.properties import verdict as V
 
 
@@ -55,12 +56,12 @@ def test_a_violation_is_recorded_once_per_replay_id_and_does_not_raise_the_best_
     assert json.loads(json.dumps(cell.to_json()))["violations"][0]["counterexample"] == "Case(n=2)"
 
 
-def _doc(cells, **meta) -> dict:
+def _doc(cells, **meta) -> CampaignReport:
     base = dict(kind="campaign", minutes=0.5, seconds=31.2, rounds=3, interrupted=False, seed=4, backend="eager",
                 database="redis://h:6379/0", mutant=None, replays="reports/replays",
                 dask={"workers": {"tcp://10.0.0.1:4000": 5, "tcp://10.0.0.2:4001": 4}})
     base.update(meta)
-    return {"meta": base, "cells": [c.to_json() for c in cells]}
+    return CampaignReport.from_json({"meta": base, "cells": [c.to_json() for c in cells]})
 
 
 def test_the_markdown_lists_every_cell_and_a_replay_command_per_violation():

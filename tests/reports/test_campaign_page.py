@@ -9,12 +9,13 @@ import subprocess
 
 import pytest
 
+from tokenlaw.reports.campaign import CampaignReport
 from tokenlaw.reports.campaign_page import REFRESH_S, page
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 
 
-def _doc(finished: bool) -> dict:
+def _doc(finished: bool) -> CampaignReport:
     meta = dict(kind="campaign", minutes=2, seconds=40.0, rounds=3, interrupted=False, finished=finished, seed=0,
                 backend="eager", database="none", mutant=None, replays="reports/replays",
                 dask={"scheduler": "tcp://127.0.0.1:8786", "dashboard": "http://127.0.0.1:8787/status",
@@ -28,7 +29,7 @@ def _doc(finished: bool) -> dict:
                   examples=6, seconds=0.5, best_ratio=0.0, regimes={}, violations=[
                       dict(round=1, replay="sdpa-null_receiver-float32-aaaa", status="violated", detail="null out",
                            counterexample="Case(n=1)", from_database=True)])]
-    return {"meta": meta, "cells": cells}
+    return CampaignReport.from_json({"meta": meta, "cells": cells})
 
 
 def test_the_page_shows_cells_rates_regimes_and_findings():
