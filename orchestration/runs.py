@@ -372,7 +372,8 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     start = time.perf_counter()
     stopped = False
     try:
-        with _pool(settings, sum(len(r.cells) for r in rows)) as pool:
+        # a Ctrl-C the interpreter drops (raised in a garbage collector's callback) is raised again
+        with interrupts.remembered(), _pool(settings, sum(len(r.cells) for r in rows)) as pool:
             if pool is not None and stream is not None:      # where the cells go, and the dashboard
                 stream.write(pool.describe() + "\n")
             run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
