@@ -155,3 +155,24 @@ def test_a_campaign_stopped_anywhere_ends_the_same_way(at, tmp_path, monkeypatch
                      "--dtype", "float64", "--minutes", "5", "--workers", "1", "--out", str(out)])
     err = capsys.readouterr().err
     assert_campaign_interrupted(out, code, err, judged=at != "enter")
+
+
+def test_a_ctrl_c_while_the_report_is_built_keeps_every_judged_row(tmp_path, monkeypatch, capsys):
+    """Every cell judged, then Ctrl-C while the report is assembled (recording the CPU paths takes seconds):
+    held until the report is whole, then 130 with every row in it, marked interrupted, nothing left out."""
+    from tokenlaw.orchestration import runs
+    real = runs.path_probe.record
+
+    def record():
+        os.kill(os.getpid(), signal.SIGINT)
+        return real()
+    monkeypatch.setattr(runs.path_probe, "record", record)
+    out = tmp_path / "out"
+    code = cli.main(["--operators", OPS, "check", "--operator", "sigint_quick", "--contract", "zero_absorption",
+                     "--examples", "5", "--database", "none", "--workers", "1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 130, err
+    doc = json.loads((out / "conformance.json").read_text())
+    assert doc["meta"]["interrupted"] == {"planned_cells": 2, "judged_cells": 2, "rows": [], "judged": {}}
+    assert [r["id"] for r in doc["rows"]] == ["sigint_quick-zero_absorption"]
+    assert doc["summary"]["result"] == "UNDECIDED" and "tokenlaw: interrupted: 2 of 2 cells judged" in err
