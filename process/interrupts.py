@@ -98,7 +98,8 @@ def remembered():
 
     The KeyboardInterrupt is raised where the signal lands, as Python's own handler does, except in a frame
     that would drop it (:func:`_swallowing`); either way :func:`checkpoint` raises it (again) in this block,
-    and the block itself raises it on leaving without an exception.  Off the main thread nothing changes.
+    and the block itself raises it on leaving without an exception.  Off the main thread, or where SIGINT is
+    ignored (a shell starts a background command so), nothing changes.
 
     >>> with remembered() as stop:
     ...     checkpoint()                 # no Ctrl-C yet: goes on
@@ -107,7 +108,8 @@ def remembered():
     """
     global _pending
     caught = Caught()
-    if not _main_thread():
+    if not _main_thread() or signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # a process started with Ctrl-C ignored (``nohup``, ``cmd &`` from a script) keeps ignoring it
         yield caught
         return
 

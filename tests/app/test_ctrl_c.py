@@ -35,8 +35,11 @@ def interrupt_after(argv, started: str, tmp_path, *, timeout=240):
     SIGINT (a terminal's Ctrl-C). Returns (exit code, stdout, stderr)."""
     err = tmp_path / "stderr.txt"
     with open(err, "w") as sink:
+        # SIGINT at its default, as in a terminal's foreground job: a shell script's background job (`pytest &`)
+        # starts with it ignored, inherited by this command, which then rightly ignores Ctrl-C
         p = subprocess.Popen([sys.executable, "-m", "tokenlaw.app.cli", *argv], stdout=subprocess.PIPE,
-                             stderr=sink, text=True, start_new_session=True, cwd=tmp_path)
+                             stderr=sink, text=True, start_new_session=True, cwd=tmp_path,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + timeout
         while not re.search(started, err.read_text()):
             assert p.poll() is None, f"the command ended before it judged anything:\n{err.read_text()}"

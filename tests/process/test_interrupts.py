@@ -74,3 +74,15 @@ def test_a_ctrl_c_elsewhere_raises_at_once_and_the_handler_is_restored():
             pytest.fail("not raised")
     assert signal.getsignal(signal.SIGINT) is before
     interrupts.checkpoint()                      # outside a block: a no-op
+
+
+def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it():
+    """``nohup tokenlaw check &``: started with SIGINT ignored, the run is not stopped by one."""
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interrupts.remembered() as stop:
+            os.kill(os.getpid(), signal.SIGINT)
+            interrupts.checkpoint()
+        assert not stop.value and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
