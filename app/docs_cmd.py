@@ -24,21 +24,11 @@ from tokenlaw.process import command_line
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.reports import measurements
 
-from . import docs_topics
-from .docs_topics import GENERATED, TEMPLATES
+from .docs_topics import GENERATED, topics  # noqa: F401 (topics re-exported)
 from .exits import EXIT_OK
 
 MEASUREMENTS = "measurements"
 CHECKOUT = Path(__file__).resolve().parent.parent
-
-
-def topics() -> dict:
-    """{topic: text} of every shipped Markdown page and of the user-project templates (:data:`TEMPLATES`)."""
-    folder = docs_topics.folder()
-    pages = {p.name[:-3]: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir(), key=lambda p: p.name)
-             if p.name.endswith(".md")}
-    pages.update({topic: (folder / name).read_text(encoding="utf-8") for topic, name in TEMPLATES.items()})
-    return pages
 
 
 def laws(registry) -> str:

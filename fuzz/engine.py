@@ -49,6 +49,7 @@ try:        # optional: Hypothesis internals (the pool of mined constants; see p
 except ImportError:
     _providers = None
 
+from tokenlaw.process import interrupts
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.contract import Gap
@@ -204,6 +205,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         seen["nondeterministic"] = {"case": case, "first": earlier, "second": later, "how": how}
 
     def is_violation(case) -> bool:
+        interrupts.checkpoint()         # a Ctrl-C the interpreter dropped (issue 47) stops the run here
         if "nondeterministic" in seen:
             # decided: every further example "fails", so Hypothesis shrinks a predicate that never changes
             # its answer (cheap, and no FlakyFailure); the verdict is the recorded disagreement

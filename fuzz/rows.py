@@ -27,6 +27,7 @@ from tokenlaw.operators.dtypes import DTYPES
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import contracts_of
+from tokenlaw.process import interrupts
 from tokenlaw.process.cpu_paths import one_thread
 
 from . import engine
@@ -172,6 +173,7 @@ def run_rows(registry, rows, *, examples=25, seed=0, workers=1, scheduler=None, 
             stream.cell_done(_cost_key(tasks_by_cell[ri, ci]), v.seconds)
         if progress and left[ri] == 0:
             _report_row(rows[ri], done, len(tasks), time.perf_counter() - start, stream)
+        interrupts.checkpoint()         # a Ctrl-C the interpreter dropped while the cell ran stops here (issue 47)
 
     tasks_by_cell = {(t[0], t[1]): t for t in tasks}
     if here:

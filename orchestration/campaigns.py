@@ -22,7 +22,7 @@ from tokenlaw.fuzz.rows import CellRunner
 from tokenlaw.fuzz.cluster import Pool
 from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.process import command_line
+from tokenlaw.process import command_line, interrupts
 from tokenlaw.properties.plan import plan, validate_dtypes
 from tokenlaw.reports.campaign import CampaignReport
 
@@ -136,7 +136,8 @@ def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_rou
     # Ctrl-C wherever it lands (the cluster starting, a round, the page being written, the cluster closing)
     # ends the campaign the same way: the cells finished so far are the report, marked interrupted (issue 47)
     try:
-        with pool:
+        # a Ctrl-C the interpreter drops (raised in a garbage collector's callback) is raised again
+        with interrupts.remembered(), pool:
             if stream is not None:
                 stream.write(pool.describe() + "\n")
             if on_round is not None:
@@ -184,6 +185,7 @@ def _round(reg, settings, pool, cells, round_no, replays, deadline, clock) -> in
                                        replays, deadline):
             cells[rows[ri].cells[ci].id].learn(verdict, round_no)
             finished += 1
+            interrupts.checkpoint()      # a Ctrl-C the interpreter dropped stops here, this cell learnt
             if clock() >= deadline:
                 return finished          # leaving the generator cancels the cells still in flight
     return finished

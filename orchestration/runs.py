@@ -372,7 +372,8 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     start = time.perf_counter()
     stopped = False
     try:
-        with _pool(settings, sum(len(r.cells) for r in rows)) as pool:
+        # a Ctrl-C the interpreter drops (raised in a garbage collector's callback) is raised again
+        with interrupts.remembered(), _pool(settings, sum(len(r.cells) for r in rows)) as pool:
             if pool is not None and stream is not None:      # where the cells go, and the dashboard
                 stream.write(pool.describe() + "\n")
             run_rows(reg, rows, examples=examples, seed=settings.seed, progress=progress, workers=settings.workers,
@@ -387,18 +388,26 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
     # the report is built with a further Ctrl-C held (recording the CPU paths takes seconds): it then stops
     # the run as interrupted, its cells all judged, instead of losing them
     with interrupts.held() as late:
-        doc = _document(settings, reg, rows, pool, examples, replays, shard_i, shard_n, start, stopped)
+        reported, record = _record(settings, reg, rows, pool, examples, replays, shard_i, shard_n, start, stopped)
     if late.value and not stopped:            # every cell judged, then Ctrl-C: nothing left out
         n = sum(len(r.cells) for r in rows)
-        doc.meta["interrupted"] = dict(planned_cells=n, judged_cells=n, rows=[], judged={})
+        record = dataclasses.replace(record, extra=_interrupted(n, n, {"rows": [], "judged": {}}))
+    doc = Document(reported, record.to_json(), laws=laws(reg, reported))
     if stopped or late.value:
         raise Interrupted(doc)
     return doc
 
 
-def _document(settings, reg, rows, pool, examples, replays, shard_i, shard_n, start, stopped) -> Document:
-    """The report of a check's ``rows``; those of a ``stopped`` run are cut to :func:`whole_rows`, and
-    ``meta.interrupted`` says what was left out."""
+def _interrupted(planned: int, judged: int, left_out: dict) -> dict:
+    """The report meta's ``interrupted`` entry of a run Ctrl-C stopped (issue 47): cells planned and judged, and
+    what the report leaves out (:func:`whole_rows`); the one place it is made, for a Ctrl-C during the cells and
+    for one while the report was built."""
+    return {"interrupted": dict(planned_cells=planned, judged_cells=judged, **left_out)}
+
+
+def _record(settings, reg, rows, pool, examples, replays, shard_i, shard_n, start, stopped) -> tuple:
+    """(the rows reported, their :class:`RunMeta`) of a check's ``rows``; those of a ``stopped`` run are cut to
+    :func:`whole_rows`, and ``meta.interrupted`` says what was left out."""
     planned = sum(len(r.cells) for r in rows)
     if stopped:
         rows, left_out = whole_rows(rows)
@@ -422,9 +431,9 @@ def _document(settings, reg, rows, pool, examples, replays, shard_i, shard_n, st
                   # are this run's alone, and would make two runs of one seed differ for nothing)
                   dask=executed(pool.execution) if pool is not None and settings.scheduler is not None else None),
         # Ctrl-C (issue 47): what the report leaves out
-        extra=dict(interrupted=dict(planned_cells=planned, judged_cells=sum(len(r.cells) for r in rows)
-                                    + len(left_out["judged"]), **left_out)) if stopped else {})
-    return Document(rows, record.to_json(), laws=laws(reg, rows))
+        extra=_interrupted(planned, sum(len(r.cells) for r in rows) + len(left_out["judged"]), left_out)
+        if stopped else {})
+    return rows, record
 
 
 class Interrupted(KeyboardInterrupt):

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 
 from tokenlaw.app import cli
 from tokenlaw.operators import projections
@@ -32,3 +34,15 @@ def test_docs_prints_templates_for_a_users_project(capsys):
     assert cli.main(["docs"]) == 0
     listed = capsys.readouterr().out
     assert "ci-workflow" in listed and "pre-commit" in listed and "xp" in listed
+
+
+def test_a_shipped_page_and_the_list_load_no_torch():
+    """Issue 47: `tokenlaw docs xp` (like every shipped page) is printed without importing torch; `laws`
+    (the installed registry) is the topic that needs it."""
+    probe = ("import sys; from tokenlaw.app import cli; code = cli.main(sys.argv[1:]); "
+             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', code, file=sys.stderr)")
+    for argv, torch_expected in ((["docs", "xp"], False), (["docs", "fuzz"], False), (["docs"], False),
+                                 (["docs", "ci-workflow", "--json"], False), (["docs", "laws"], True)):
+        got = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120)
+        said = got.stderr.strip().splitlines()[-1]
+        assert said == f"{'TORCH' if torch_expected else 'NO-TORCH'} 0", (argv, got.stderr[-2000:])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 
 import pytest
@@ -27,12 +26,8 @@ OPS = textwrap.dedent('''
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    (tmp_path / "twice_ops.py").write_text(OPS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    yield tmp_path
-    sys.modules.pop("twice_ops", None)
+def project(user_module):
+    return user_module("twice_ops", OPS)
 
 
 def test_gate_update_baseline_records_only_the_users_cells(project, capsys):

@@ -7,7 +7,6 @@ the domain" before the causality comparison (it read "|lhs - rhs| = inf vs bound
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 
 from tokenlaw.app import cli
@@ -29,15 +28,10 @@ OPS = textwrap.dedent('''
 ''')
 
 
-def test_non_finite_output_is_named_before_the_law(tmp_path, monkeypatch, capsys):
-    (tmp_path / "user_nan.py").write_text(OPS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    try:
-        code = cli.main(["--operators", "user_nan.py", "check", "--contract", "causality", "--workers", "1",
-                         "--profile", "smoke", "--out", str(tmp_path / "r")])
-    finally:
-        sys.modules.pop("user_nan", None)
+def test_non_finite_output_is_named_before_the_law(user_module, capsys):
+    tmp_path = user_module("user_nan", OPS)
+    code = cli.main(["--operators", "user_nan.py", "check", "--contract", "causality", "--workers", "1",
+                     "--profile", "smoke", "--out", str(tmp_path / "r")])
     assert code == 1, capsys.readouterr()
     doc = json.loads((tmp_path / "r" / "conformance.json").read_text())
     (row,) = [r for r in doc["rows"] if r["contract"] == "causality"]

@@ -7,7 +7,6 @@ file:line, and the run's other rows still finish: no exit 70 (it was ``Z3Excepti
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 
 from tokenlaw.app import cli
@@ -46,15 +45,10 @@ OPS = textwrap.dedent('''
 ''')
 
 
-def test_prove_models_list_constants_and_names_the_line_of_an_inf(tmp_path, monkeypatch, capsys):
-    (tmp_path / "user_consts.py").write_text(OPS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    try:
-        code = cli.main(["--operators", "user_consts.py", "prove", "--contract", "causality", "--workers", "1",
-                         "--out", str(tmp_path / "r")])
-    finally:
-        sys.modules.pop("user_consts", None)
+def test_prove_models_list_constants_and_names_the_line_of_an_inf(user_module, capsys):
+    tmp_path = user_module("user_consts", OPS)
+    code = cli.main(["--operators", "user_consts.py", "prove", "--contract", "causality", "--workers", "1",
+                     "--out", str(tmp_path / "r")])
     out = capsys.readouterr()
     assert "internal error" not in out.err and code != 70, out.err
     doc = json.loads((tmp_path / "r" / "proofs.json").read_text())

@@ -43,12 +43,8 @@ OPS = textwrap.dedent('''
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    (tmp_path / "peek_ops.py").write_text(OPS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    yield tmp_path
-    sys.modules.pop("peek_ops", None)
+def project(user_module):
+    return user_module("peek_ops", OPS)
 
 
 def run(capsys, *argv):

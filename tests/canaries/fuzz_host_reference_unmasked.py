@@ -3,7 +3,7 @@
 The comparison must work in both directions: a reference that disagrees with the host (here: every key
 visible to every query, whatever the mask) makes ``spec_reference`` violated, never ``holds``.
 """
-from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
+from ._build import edited
 
 REASON = "otransformer's declared reference drops the mask (the host itself is right)"
 OPERATOR = "otransformer_l1"
@@ -13,5 +13,4 @@ WRONG = ('              "otransformer": lambda xp, x, mask=None, **p: references
          '**p),\n')
 
 
-def registry(base):
-    return mutated_registry(base, mutated_module("tokenlaw.operators.hosts", [(LINE, WRONG)]))
+registry = edited("hosts", (LINE, WRONG))

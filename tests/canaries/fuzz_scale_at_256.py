@@ -5,7 +5,7 @@ wrong exactly there.  Drawn at random, an exact length in 129..256 comes up abou
 examples; issue 43's standing adversary found n == 256 never drawn by the default check in any
 operator.  Every cell that takes a length now draws the block edges (strategies.BLOCK_EDGES).
 """
-from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
+from ._build import edited
 
 REASON = "wrong only at exactly n = 256 (two full 128-token blocks): presence scaled by 1.01"
 OPERATOR = "presence"
@@ -14,6 +14,4 @@ SHAPE = "n"
 LINE = "    return presence(xp, x, tau=tau)\n"
 
 
-def registry(base):
-    return mutated_registry(base, mutated_module("tokenlaw.operators.presence", [(
-        LINE, "    if x.shape[-2] == 256:\n        return 1.01 * presence(xp, x, tau=tau)\n" + LINE)]))
+registry = edited("presence", (LINE, "    if x.shape[-2] == 256:\n        return 1.01 * presence(xp, x, tau=tau)\n" + LINE))

@@ -4,7 +4,7 @@ Hypothesis draws a batch in 1..4 towards 1 (89 of 106 examples at batch 1, one a
 spec_reference cell at seed 0): the standing adversary's layernorm batch >= 4 mutant reached only laws
 that compare the operator with itself.  The explicit edge ``batch`` draws the largest batch.
 """
-from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
+from ._build import edited
 
 REASON = "wrong only for a batch of 4 or more (a batch-stride path): LayerNorm scaled by 1.01"
 OPERATOR = "layernorm"
@@ -13,6 +13,5 @@ SHAPE = "batch"
 LINE = "    return layer_norm(xp, x, gamma=gamma, beta=beta)\n"
 
 
-def registry(base):
-    return mutated_registry(base, mutated_module("tokenlaw.operators.norms", [(
-        LINE, "    if x.shape[0] >= 4:\n        return 1.01 * layer_norm(xp, x, gamma=gamma, beta=beta)\n" + LINE)]))
+registry = edited("norms", (
+    LINE, "    if x.shape[0] >= 4:\n        return 1.01 * layer_norm(xp, x, gamma=gamma, beta=beta)\n" + LINE))

@@ -4,7 +4,7 @@ The drawn token scales stop at 100 (strategies.MAGNITUDES), so max |x| > 1e3 was
 43's standing adversary); the explicit edge ``magnitude`` draws the token scale 1e3 wherever the
 operator's declared limit allows it.
 """
-from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
+from ._build import edited
 
 REASON = "wrong only when max |x| > 1e3 (a large-magnitude path): LayerNorm scaled by 1.01"
 OPERATOR = "layernorm"
@@ -12,7 +12,5 @@ CAUGHT_BY = ("spec_reference",)
 LINE = "    return layer_norm(xp, x, gamma=gamma, beta=beta)\n"
 
 
-def registry(base):
-    return mutated_registry(base, mutated_module("tokenlaw.operators.norms", [(
-        LINE, "    if float(x.detach().abs().max()) > 1e3:\n"
-              "        return 1.01 * layer_norm(xp, x, gamma=gamma, beta=beta)\n" + LINE)]))
+registry = edited("norms", (LINE, "    if float(x.detach().abs().max()) > 1e3:\n"
+                                  "        return 1.01 * layer_norm(xp, x, gamma=gamma, beta=beta)\n" + LINE))

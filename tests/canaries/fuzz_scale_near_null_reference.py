@@ -5,7 +5,7 @@ and the differential compares the operator with itself in float64, so a uniform 
 reached no reference comparison (issue 43's standing adversary).  spec_reference's explicit edge
 ``near_null`` draws one near-null row whose |h|^2 is normal in float32.
 """
-from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
+from ._build import edited
 
 REASON = "wrong only on inputs with a near-null token (0 < max |x_i| < 1e-4): presence scaled by 1.01"
 OPERATOR = "presence"
@@ -13,8 +13,6 @@ CAUGHT_BY = ("spec_reference",)
 LINE = "    return presence(xp, x, tau=tau)\n"
 
 
-def registry(base):
-    return mutated_registry(base, mutated_module("tokenlaw.operators.presence", [(
-        LINE, "    top = x.detach().abs().amax(dim=-1)\n"
-              "    if bool(((top > 0) & (top < 1e-4)).any()):\n"
-              "        return 1.01 * presence(xp, x, tau=tau)\n" + LINE)]))
+registry = edited("presence", (LINE, "    top = x.detach().abs().amax(dim=-1)\n"
+                                     "    if bool(((top > 0) & (top < 1e-4)).any()):\n"
+                                     "        return 1.01 * presence(xp, x, tau=tau)\n" + LINE))
