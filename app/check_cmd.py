@@ -98,7 +98,7 @@ def cmd_check(args) -> int:
             print(f"  {outcome[i]}: {i}")
             failed = [c.verdict for c in rows[i].cells if c.verdict is not None and c.verdict.violated]
             if failed and failed[0].status == V.Status.RAISED:
-                print(f"      {failed[0].detail.split(' [')[0]}")
+                print(f"      {failed[0].detail}")
             if failed and failed[0].replay:
                 print(f"      replay: {writers.replay_command(failed[0].replay, doc.meta)}")
         for c in writers.not_runnable_cells(doc.rows):

@@ -53,6 +53,7 @@ from tokenlaw.process import interrupts
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.contract import Gap
+from tokenlaw.properties.evidence import FuzzEvidence
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.profiles import ALIASES, DEFAULT_PROFILE, PROFILES, Profiles, profile_name  # noqa: F401 (re-exported)
 
@@ -271,20 +272,19 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             raise _FirstViolation
         return False
 
-    def finish(v, judged, case, detail, extra):
-        """``v`` with the search's notes; ``judged``: the contract's own verdict on ``case`` (what a replay
+    def finish(v, judged, case, evidence):
+        """``v`` with the search's evidence; ``judged``: the contract's own verdict on ``case`` (what a replay
         re-judges, stored as the artifact's evidence)."""
-        extra["draws"] = ran.hexdigest()[:16]
-        extra["judgement_probes"] = seen["probes"]
-        v = dataclasses.replace(v, detail=detail, extra=extra, counterexample=case.describe(), examples=seen["n"],
+        evidence = dataclasses.replace(evidence, draws=ran.hexdigest()[:16], probes=seen["probes"])
+        v = dataclasses.replace(v, evidence=evidence, counterexample=case.describe(), examples=seen["n"],
                                 seconds=time.perf_counter() - start, dtype=dtype_name(dtype))
         if replay_dir is not None and v.violated:
             evidence = V.Verdict(judged.status, judged.discrepancy, judged.bound, judged.detail)
             v = dataclasses.replace(v, replay=R.store(case, contract.name, evidence, replay_dir, mutant=mutant))
         return v
 
-    def report(v, detail):
-        return _coverage(detail, dict(v.extra), visits, seen, searched, limit, accounts, drawn_bands, bands, lengths)
+    def coverage(**fields) -> FuzzEvidence:
+        return _coverage(visits, seen, searched, limit, accounts, drawn_bands, bands, lengths, **fields)
 
     strategy = cases(op, dtype, backend=backend, **contract.fuzz_bounds)
     # the length bands the cell can reach (a q/k/v core case draws its own lengths L and S: no band of n)
@@ -321,9 +321,9 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     except _FirstViolation:
         record = seen.get("nondeterministic")
         v = _nondeterminism(record) if record is not None else seen["violation"]["first"]
-        extra = dict(v.extra, found_at=seen.get("found_at", seen["n"]), first_violation=True)
-        return dataclasses.replace(v, detail=f"{v.detail} [the search stopped at its first violation, unshrunk]",
-                                   extra=extra, examples=seen["n"], seconds=time.perf_counter() - start,
+        evidence = dataclasses.replace(v.evidence or FuzzEvidence(), found_at=seen.get("found_at", seen["n"]),
+                                       first_violation=True)
+        return dataclasses.replace(v, evidence=evidence, examples=seen["n"], seconds=time.perf_counter() - start,
                                    dtype=dtype_name(dtype),
                                    counterexample=(record or seen["violation"])["case"].describe())
     except Flaky:
@@ -352,19 +352,15 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             detail = (f"vacuous: every row of the regime(s) {', '.join(regimes.blind)} was set aside (" +
                       ", ".join(f"{name} {accounts[name].rows} rows" for name in regimes.blind) +
                       "; the oracle was not finite there): nothing was judged there; " + detail)
-        detail, extra = report(best, detail)
-        if any(a.rows for a in accounts.values()):
-            extra["set_aside_by_regime"] = {name: [a.set_aside_rows, a.rows] for name, a in accounts.items() if a.rows}
-        extra["judged_examples"] = judged
-        extra["draws"] = ran.hexdigest()[:16]
-        extra["judgement_probes"] = seen["probes"]
-        if seen["worst"] is not None and not contract.exact:
+        evidence = coverage(
+            set_aside_by_regime={name: [a.set_aside_rows, a.rows] for name, a in accounts.items() if a.rows} or None,
+            judged=judged, draws=ran.hexdigest()[:16], probes=seen["probes"],
             # the example the reported bound is from (a digest of its drawn choices): the gate compares two
             # cells' bounds only on the same example (regressions._tolerance)
-            extra["worst"] = seen["worst"]
+            worst=seen["worst"] if not contract.exact else None)
         return V.Verdict(status, best.discrepancy, best.bound, detail, examples=seen["n"],
-                         seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra,
-                         inconclusive=best.inconclusive)
+                         seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=dict(best.extra),
+                         inconclusive=best.inconclusive, evidence=evidence)
     if "nondeterministic" not in seen:
         # the smallest shape and plainest values that still violate (fuzz/shrink.py: a band fill or a stored
         # example shrinks no further than its draws), then judged once more: a violation found is never
@@ -383,18 +379,14 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
     if "nondeterministic" in seen:
         record = seen["nondeterministic"]
         v = _nondeterminism(record)
-        detail, extra = report(v, v.detail)
-        extra["found_at"] = seen.get("found_at", seen["n"])
+        evidence = coverage(nondeterministic=v.evidence.nondeterministic, found_at=seen.get("found_at", seen["n"]))
         bad = record["first"] if record["first"].violated else record["second"]
-        return finish(v, bad, record["case"], detail, extra)
-    detail, extra = report(v, v.detail)
-    extra["found_at"] = seen.get("found_at", seen["n"])
-    extra["shrink"] = {"first": seen.get("found_shape", shrunk_from), "hypothesis": shrunk_from,
-                       "final": shrink.shape(found), "judgements": spent}
-    if replayed:
-        extra["from_database"] = True        # a stored counterexample, replayed: no search ran
-        detail += " [replayed from the example database]"
-    return finish(v, v, found, detail, extra)
+        return finish(v, bad, record["case"], evidence)
+    evidence = coverage(found_at=seen.get("found_at", seen["n"]),
+                        shrink={"first": seen.get("found_shape", shrunk_from), "hypothesis": shrunk_from,
+                                "final": shrink.shape(found), "judgements": spent},
+                        from_database=replayed)      # a stored counterexample, replayed: no search ran
+    return finish(v, v, found, evidence)
 
 
 def trivially(v: V.Verdict) -> bool:
@@ -547,13 +539,13 @@ def _nondeterminism(record: dict) -> V.Verdict:
     """The finding for two judgements of one input that disagree: the violation stands, the disagreement stated."""
     a, b = record["first"], record["second"]
     bad, other = (a, b) if a.violated else (b, a)
-    extra = {k: x for k, x in bad.extra.items()}
-    extra["nondeterministic"] = {"how": record["how"], "judgements": [str(a.status), str(b.status)],
-                                 "discrepancies": [_num(a.discrepancy), _num(b.discrepancy)],
-                                 "bounds": [_num(a.bound), _num(b.bound)], "other": other.detail}
+    record = {"how": record["how"], "judgements": [str(a.status), str(b.status)],
+              "discrepancies": [_num(a.discrepancy), _num(b.discrepancy)],
+              "bounds": [_num(a.bound), _num(b.bound)], "other": other.detail}
     detail = (f"nondeterministic operator: one input judged twice gave {a.status} then {b.status} "
               f"({record['how']}); the violation stands: {bad.detail}")
-    return V.Verdict(bad.status, bad.discrepancy, bad.bound, detail, extra=extra)
+    return V.Verdict(bad.status, bad.discrepancy, bad.bound, detail, extra=dict(bad.extra), raised=bad.raised,
+                     evidence=FuzzEvidence(nondeterministic=record))
 
 
 def _num(x: float):
@@ -676,44 +668,39 @@ def searched_text(searched: dict) -> str:
     return ", ".join(f"{a} {searched[a][0]}..{searched[a][1]}" for a in axes)
 
 
-def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict | None = None,
-              limit=None, accounts: dict | None = None, drawn: dict | None = None, bands: tuple = (),
-              lengths: tuple = ()) -> tuple[str, dict]:
-    """Add the shapes searched and drawn (examples per band), the length bands and block edges the cell could
-    reach (``bands``, ``lengths``) and never drew, the declared limit, the regimes visited (examples per regime)
-    and their accounting, the unvisited ones and the set-aside counts."""
-    extra["searched"] = {a: list(r) for a, r in (searched or {}).items()}
-    extra["drawn"] = {a: dict(c) for a, c in (drawn or {}).items()}
+def _coverage(visits: dict, seen: dict, searched: dict | None = None, limit=None, accounts: dict | None = None,
+              drawn: dict | None = None, bands: tuple = (), lengths: tuple = (), **fields) -> FuzzEvidence:
+    """The search's evidence: the shapes searched and drawn (examples per band), the length bands and block
+    edges the cell could reach (``bands``, ``lengths``) and never drew, the declared limit, the regimes visited
+    (examples per regime) and their accounting, the unvisited ones and the set-aside counts, with the notes
+    that word them; ``fields``: the further fields of :class:`~tokenlaw.properties.evidence.FuzzEvidence`."""
     n_drawn = (drawn or {}).get("n", {})
-    extra["missed_bands"] = list(missed_bands(n_drawn, bands))
-    extra["missed_lengths"] = [n for n in lengths if not n_drawn.get(length_label(n))]
-    extra["regime_accounting"] = {n: a.json() for n, a in (accounts or {}).items()}
-    extra["trivial_examples"] = seen.get("trivial", 0)
-    extra["unjudged_regimes"] = list(unjudged(accounts or {}).named)
-    if limit is not None:
-        extra["limit"] = {"scores": limit.scores, "norm2": limit.norm2, "offset": limit.offset, "reason": limit.reason}
-        if limit.predicate is not None:
-            extra["limit"]["predicate"] = limit.predicate_name
-    if seen.get("outside"):
-        extra["outside_limit"] = seen["outside"]     # examples set aside by Limit.predicate, unjudged
-    extra["regimes"] = dict(visits)
-    extra["unvisited_regimes"] = [n for n, k in visits.items() if k == 0]
-    extra["set_aside_rows"] = seen["set_aside"]
-    extra["inconclusive_examples"] = seen["inconclusive"]
+    e = FuzzEvidence(
+        searched={a: list(r) for a, r in (searched or {}).items()},
+        drawn={a: dict(c) for a, c in (drawn or {}).items()}, missed_bands=list(missed_bands(n_drawn, bands)),
+        missed_lengths=[n for n in lengths if not n_drawn.get(length_label(n))],
+        accounting={n: a.json() for n, a in (accounts or {}).items()}, trivial=seen.get("trivial", 0),
+        unjudged=list(unjudged(accounts or {}).named),
+        limit=None if limit is None else {"scores": limit.scores, "norm2": limit.norm2, "offset": limit.offset,
+                                          "reason": limit.reason,
+                                          **({"predicate": limit.predicate_name} if limit.predicate is not None
+                                             else {})},
+        outside=seen.get("outside", 0),      # examples set aside by Limit.predicate, unjudged
+        regimes=dict(visits), unvisited=[n for n, k in visits.items() if k == 0],
+        set_aside=seen["set_aside"], inconclusive=seen["inconclusive"], **fields)
     notes = []
     if searched:
         notes.append("searched " + searched_text(searched))
     if drawn:
         notes.append(drawn_text(drawn))
-    if extra["missed_bands"] or extra["missed_lengths"]:
-        notes.append("NEVER drawn: n " + ", ".join(extra["missed_bands"] + [length_label(n) for n in
-                                                                            extra["missed_lengths"]]))
+    if e.missed_bands or e.missed_lengths:
+        notes.append("NEVER drawn: n " + ", ".join(list(e.missed_bands) + [length_label(n) for n in e.missed_lengths]))
     if limit is not None:
         notes.append(f"declared limit {limit.bounds()}: {limit.reason}")
     if visits:
         notes.append("regimes " + ", ".join(f"{n} {k}" for n, k in visits.items()))
-    if extra["unvisited_regimes"]:
-        notes.append("NEVER visited: " + ", ".join(extra["unvisited_regimes"]))
+    if e.unvisited:
+        notes.append("NEVER visited: " + ", ".join(e.unvisited))
     if seen["set_aside"]:
         notes.append(f"{seen['set_aside']} rows set aside over the run")
     if seen["inconclusive"]:
@@ -726,6 +713,6 @@ def _coverage(detail: str, extra: dict, visits: dict, seen: dict, searched: dict
     short = [f"{n} {a.judged}/{a.visited}" for n, a in (accounts or {}).items() if a.visited and a.judged < a.visited]
     if short:
         notes.append("judged/visited per regime " + ", ".join(short))
-    if extra["unjudged_regimes"]:
-        notes.append("visited but NEVER judged: " + ", ".join(extra["unjudged_regimes"]))
-    return (detail + (" [" + "; ".join(notes) + "]" if notes else "")), extra
+    if e.unjudged:
+        notes.append("visited but NEVER judged: " + ", ".join(e.unjudged))
+    return dataclasses.replace(e, notes="; ".join(notes))

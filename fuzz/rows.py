@@ -249,7 +249,7 @@ def rate(v) -> float:
 def _report_row(row, done, total, elapsed, stream):
     cells = " ".join(f"{c.dtype}:{c.verdict.examples}ex/{rate(c.verdict):.0f}eps/r{_ratio(c.verdict)}"
                      for c in row.cells if c.verdict is not None)
-    raised = next((c.verdict.detail.split(" [")[0] for c in row.cells
+    raised = next((c.verdict.detail for c in row.cells
                    if c.verdict is not None and c.verdict.status == V.Status.RAISED), "")
     stream.write(f"[{done:4d}/{total}] {elapsed:6.1f}s  {row.id:<42} {row.outcome:<30} {cells}"
                  + (f"  {raised}" if raised else "") + "\n")

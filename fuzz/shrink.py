@@ -35,7 +35,7 @@ def shape(case) -> dict:
 
 def _kind(v) -> tuple:
     """How an example violates: its status, and for a raise the exception type (the detail's first word)."""
-    return v.status, (v.extra.get("raised") or {}).get("type", "")
+    return v.status, v.raised.type if v.raised is not None else ""
 
 
 def _regimes(case) -> tuple:

@@ -249,8 +249,8 @@ def _core_cell(reg, op_name: str, contract_name: str, dtype, examples: int, seed
     contract = _counting(reg.contracts[contract_name], clock)
     v = engine.run_cell(reg[op_name], contract, dtype, examples=examples, seed=seed, replay_dir=None)
     first = clock["first"] if v.violated else None
-    judged = (v.extra or {}).get("judged_examples")
-    what = v.detail.split(" [searched")[0]
+    judged = v.evidence.judged if v.evidence is not None else None
+    what = v.detail
     return Found(contract_name, str(v.status), what if judged is None else f"{judged} of {v.examples} examples "
                  f"judged; e.g. {what}",
                  first[0] if first else None, round(first[1], 3) if first else None,

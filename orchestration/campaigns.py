@@ -86,7 +86,7 @@ class CellRecord:
         self.status = str(verdict.status)
         self.examples += verdict.examples
         self.seconds += verdict.seconds if math.isfinite(verdict.seconds or 0.0) else 0.0
-        regimes = (verdict.extra or {}).get("regimes") or {}
+        regimes = verdict.evidence.regimes if verdict.evidence is not None else {}
         new = any(k and not self.regimes.get(name) for name, k in regimes.items())
         for name, k in regimes.items():
             self.regimes[name] = self.regimes.get(name, 0) + k
@@ -96,9 +96,9 @@ class CellRecord:
             self.best_ratio = max(self.best_ratio, ratio)
         if verdict.violated and verdict.replay not in {v["replay"] for v in self.violations}:
             self.violations.append({"round": round_no, "replay": verdict.replay, "status": str(verdict.status),
-                                    "detail": verdict.detail.split(" [")[0], "counterexample": verdict.counterexample,
+                                    "detail": verdict.detail, "counterexample": verdict.counterexample,
                                     # replayed from the example database (another campaign's), not searched
-                                    "from_database": bool((verdict.extra or {}).get("from_database"))})
+                                    "from_database": verdict.evidence is not None and verdict.evidence.from_database})
         return rose or new
 
     def to_json(self) -> dict:

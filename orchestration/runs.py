@@ -37,7 +37,7 @@ from tokenlaw.process import command_line, interrupts, user_modules
 from tokenlaw.properties import backends
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import collect, default_registry, with_user_contracts
-from tokenlaw.properties.plan import plan, validate_dtypes
+from tokenlaw.properties.plan import plan, proved, validate_dtypes
 from tokenlaw.properties.verdict import Tier
 from tokenlaw.reports import formats, proofs, verification
 from tokenlaw.reports.document import Document
@@ -542,7 +542,7 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
     results = proving.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
                                      scheduler=settings.scheduler, progress=progress,
                                      by_value=shipped_modules(settings.operator_modules), execution=clusters)
-    rows = proofs.rows_from(results, planned)
+    rows = proved(planned, results)
     record = RunMeta(Tier.SYMBOLIC, settings, Environment(cpu_paths=path_probe.record()), Provenance(traits(reg, planned)),
                      Execution(seconds=time.perf_counter() - start,
                                # the running cluster the user named, as check records it

@@ -4,6 +4,10 @@ A row is one (operator, contract) pair of the matrix; it holds one cell per
 dtype.  Its outcome aggregates the cells: a claimed law must hold in every
 dtype; an expected violation is reproduced when some dtype shows it (a law
 broken in the reals can hide under low-precision rounding).
+
+Both tiers fill the same rows: the fuzz tier a verdict per planned dtype
+cell, the symbolic tier one cell per row (backend "symbolic", dtype "real":
+:func:`proved`), and :attr:`Row.outcome` judges either, once.
 """
 from __future__ import annotations
 
@@ -67,6 +71,10 @@ class Row:
             return V.Outcome.RAISED          # a crash reproduces no violation
         if any(v.violated for v in verdicts):
             return V.Outcome.EXPECTED
+        if all(c.backend == SYMBOLIC for c in self.cells):
+            # a proof that refuted nothing says why itself: undecided (unknown, vacuous, trace differs) is not
+            # "NOT reproduced", and only a proof of the law is
+            return V.Outcome.worst(*(V.outcome(self.declared, v) for v in verdicts))
         if all(v.status in (V.Status.NOT_RUNNABLE, V.Status.NOT_TRACEABLE) for v in verdicts):
             return V.Outcome.NOT_RUNNABLE
         return V.Outcome.NOT_REPRODUCED
@@ -74,6 +82,19 @@ class Row:
     @property
     def failing(self) -> bool:
         return self.outcome in V.FAILING
+
+
+# The backend name of the symbolic tier's cells (dtype "real"): z3 over the reals, not a backend of properties.backends.
+SYMBOLIC = V.Tier.SYMBOLIC.value
+REAL = "real"
+
+
+def proved(planned, results) -> list:
+    """The planned rows filled by the symbolic tier: each row's one cell (backend "symbolic", dtype "real")
+    holds its verdict from ``results`` ([(operator, contract, Verdict)]; None for a row not proved)."""
+    by = {(op, c): v for op, c, v in results}
+    return [Row(r.operator, r.contract, r.declared, r.reason,
+                [Cell(r.operator, r.contract, SYMBOLIC, REAL, by.get((r.operator, r.contract)))]) for r in planned]
 
 
 class Plan(list):

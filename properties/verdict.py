@@ -47,6 +47,8 @@ import os
 import traceback
 from typing import Any
 
+from .evidence import FUZZ_KEYS, FuzzEvidence, Raised
+
 
 class _Named(str, enum.Enum):
     """A ``str``-valued enum: equal to, hashed like, formatted and JSON-encoded as its value, so a report
@@ -157,8 +159,11 @@ _TEXTS = ("params", "witness")
 class Verdict:
     """What one check observed; ``discrepancy <= bound`` for a law that holds.
 
-    Frozen: a tier that adds to a verdict builds a new one (``dataclasses.replace``).  The
-    fields the tiers branch on are typed, the rest of the evidence lives in ``extra``:
+    Frozen: a tier that adds to a verdict builds a new one (``dataclasses.replace``).  ``detail`` is the
+    short sentence of what was measured; what the fuzz tier's search did to reach it is ``evidence``
+    (:class:`~.evidence.FuzzEvidence`), an exception the operator raised is ``raised``
+    (:class:`~.evidence.Raised`).  The fields the tiers branch on are typed, the law's own measurements
+    (ratios, set-aside counts, ...) live in ``extra``:
 
     * ``mismatch``: a symbolic refutation that did not replay on the eager code (a failure of the suite);
     * ``step``: only an induction step of a host proof is refuted (no counterexample of the host by itself);
@@ -183,11 +188,14 @@ class Verdict:
     inconclusive: bool = False
     params: str | None = None
     witness: str | None = None
+    evidence: FuzzEvidence | None = None
+    raised: Raised | None = None
 
     def __post_init__(self):
-        steering = sorted(set(self.extra) & set(_FLAGS + _TEXTS))
+        steering = sorted(set(self.extra) & set(_FLAGS + _TEXTS + FUZZ_KEYS + ("raised",)))
         if steering:
-            raise ValueError(f"extra: {steering} are typed fields of Verdict (pass them as keywords), not extra keys")
+            raise ValueError(f"extra: {steering} are typed fields of Verdict (pass them as keywords, the search's "
+                             "record as evidence=FuzzEvidence, an exception as raised=Raised), not extra keys")
         if self.status not in tuple(Status):
             raise ValueError(f"status: expected one of {[s.value for s in Status]}, got {self.status!r}")
         object.__setattr__(self, "status", Status(self.status))   # normalising a field of a frozen record
@@ -204,9 +212,22 @@ class Verdict:
             return 0.0
         return float("inf") if self.bound == 0 else self.discrepancy / self.bound
 
+    @property
+    def written_detail(self) -> str:
+        """``detail`` as the report writes it: with the search's notes (:meth:`FuzzEvidence.written_detail`)."""
+        return self.detail if self.evidence is None else self.evidence.written_detail(self.detail)
+
     def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(dataclasses.replace(self, extra=dict(self.extra)))
+        """The report's verdict (docs/report-schema.md): the typed evidence goes back under its ``extra`` keys,
+        the search's notes after the detail."""
+        d = dataclasses.asdict(dataclasses.replace(self, extra=dict(self.extra), evidence=None, raised=None))
+        del d["evidence"], d["raised"]
+        d["detail"] = self.written_detail
         extra = d["extra"]
+        if self.raised is not None:
+            extra["raised"] = self.raised.to_json()
+        if self.evidence is not None:
+            extra.update(self.evidence.to_extra())
         for k in _TEXTS:
             value = d.pop(k)
             if value is not None:
@@ -224,6 +245,9 @@ class Verdict:
         """The inverse of :meth:`to_json` (reports of every schema version: the typed fields come out of ``extra``)."""
         kw = dict(d)
         extra = dict(kw.get("extra") or {})
+        if "raised" in extra:
+            kw["raised"] = Raised.from_json(extra.pop("raised"))
+        kw["evidence"], kw["detail"], extra = FuzzEvidence.read(kw.get("detail", ""), extra)
         for k in _FLAGS:
             kw[k] = bool(extra.pop(k, False))
         for k in _TEXTS:
@@ -261,7 +285,7 @@ def raised(err: BaseException, source: str | None = None) -> Verdict:
     message = (str(err).splitlines() or [""])[0][:300]
     note = "" if own or not source else " (no frame in the operator's own file)"
     return Verdict(Status.RAISED, float("nan"), 0.0, f"operator raised {type(err).__name__}: {message} at {where}{note}",
-                   extra={"raised": {"type": type(err).__name__, "message": message, "where": where}})
+                   raised=Raised(type(err).__name__, message, where))
 
 
 def _same_file(a: str, b: str) -> bool:

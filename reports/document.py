@@ -41,24 +41,10 @@ EXECUTION = ("meta.command", "meta.workers", "meta.dask")
 VERDICT_FIELDS = tuple(f.name for f in dataclasses.fields(V.Verdict))
 
 
-class ProofRow(Row):
-    """A symbolic-tier row: one cell, and its outcome is that cell's outcome
-    (so an undecided expected violation reads "unknown", not "NOT reproduced")."""
-
-    @property
-    def outcome(self) -> str:
-        return V.outcome(self.declared, self.cells[0].verdict)
-
-
 def tier_name(meta: dict) -> str:
     """A run's tier as the combined reports name it: ``fuzz``, ``symbolic``, or ``kernel:<backend>``."""
     tier = meta.get("tier", V.Tier.FUZZ)        # a combined report's meta names its own ("combined")
     return f"kernel:{meta.get('backend')}" if tier == V.Tier.KERNEL else tier
-
-
-def row_type(meta: dict) -> type:
-    """The row class a run's rows are judged with: the symbolic tier's rows are :class:`ProofRow`."""
-    return ProofRow if V.Tier.of(meta) is V.Tier.SYMBOLIC else Row
 
 
 def _number(v):
@@ -285,7 +271,6 @@ class Document:
         """A written report read back; a merged document keeps which run each row came from."""
         meta = json.loads(json.dumps(doc.get("meta", {})))
         runs = meta.get("runs")
-        kind = row_type(meta)
         rows, laws, backends, timed = [], {}, [], False
         for r in doc["rows"]:
             cells = []
@@ -293,7 +278,7 @@ class Document:
                 v = c.get("verdict")
                 timed = timed or (v is not None and "seconds" in v)
                 cells.append(Cell(r["operator"], r["contract"], c["backend"], c["dtype"], verdict_from_json(v)))
-            rows.append(kind(r["operator"], r["contract"], r["declared"], r["reason"], cells))
+            rows.append(Row(r["operator"], r["contract"], r["declared"], r["reason"], cells))
             if "law" in r and "exact" in r:
                 laws[r["contract"]] = (r["law"], r["exact"])
             backends.append(r.get("backend") or meta.get("backend") or "eager")

@@ -1,9 +1,9 @@
 """The proofs report: the symbolic tier's rows as Markdown and JSON (reports/proofs.{md,json}, written by
 ``formats.write(doc, out, formats.PROOFS, stem="proofs")``).
 
-The same :class:`~.document.Document` as the conformance report (its rows are
-:class:`~.document.ProofRow`, one cell per row: backend "symbolic", dtype
-"real"), written as JSON with a top-level ``note``.  The Markdown shows, per cell, the shapes, the solver, the time
+The same :class:`~.document.Document` as the conformance report (its rows are the
+planned rows the symbolic tier filled, :func:`~tokenlaw.properties.plan.proved`:
+one cell per row, backend "symbolic", dtype "real"), written as JSON with a top-level ``note``.  The Markdown shows, per cell, the shapes, the solver, the time
 and, for a refutation, the counterexample and its measured eager replay.
 """
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 
 from tokenlaw.properties import verdict as V
-from tokenlaw.properties.plan import Cell
 
-from .document import Document, ProofRow
+from .document import Document
 from .text import rows_word
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
@@ -40,16 +39,6 @@ def is_mismatch(verdict: V.Verdict) -> bool:
     """A refutation that did not replay (the symbolic tier marks it so): a failure of the suite, whatever the
     declaration.  Read off the verdict here, so that rendering a proofs document needs no solver."""
     return bool(verdict.mismatch)
-
-
-def rows_from(results, planned) -> list:
-    """Planned (operator, contract) rows, each with its single symbolic cell."""
-    by = {(op, c): v for op, c, v in results}
-    out = []
-    for r in planned:
-        cell = Cell(r.operator, r.contract, "symbolic", "real", by.get((r.operator, r.contract)))
-        out.append(ProofRow(r.operator, r.contract, r.declared, r.reason, [cell]))
-    return out
 
 
 def failing(rows) -> list:

@@ -2,7 +2,8 @@
 # Make the reports of one checkout for a small fixed selection at seed 0, for a byte-for-byte comparison
 # with another checkout's (compare.py).  Every command the issue-46 acceptance names is run once:
 # check (and a two-shard check merged), prove, report merge (fuzz + proofs), verify, gate (re-run and
-# --current), lawtable, and a check of the Triton backend under the CPU interpreter.
+# --current), lawtable, a check and a prove of expected violations, and a check of the Triton backend under
+# the CPU interpreter.
 #
 # usage: benchmarks/arch/reports.sh TREE OUT
 #   TREE  a checkout or worktree with .dev-setup.sh (imported as is, nothing installed)
@@ -31,6 +32,11 @@ run gate tokenlaw gate --baseline "$out/check/conformance.json" --out "$out/gate
 run gate-current tokenlaw gate --baseline "$out/check/conformance.json" --current "$out/merged/conformance.json" \
     --json > "$out/gate-current.json"
 run lawtable tokenlaw report lawtable "$out/check/conformance.json" "$out/prove/proofs.json" > "$out/lawtable.md"
+# expected violations (a search that finds and shrinks one, the symbolic tier refuting one) beside a claimed row
+VIOL=(--operator pn_fir_tau --contract score_shift_invariance --contract null_receiver)
+run check-violation tokenlaw check "${VIOL[@]}" --seed 0 --workers 1 --examples 5 --progress off \
+    --out "$out/check-violation"
+run prove-violation tokenlaw prove "${VIOL[@]}" --workers 1 --out "$out/prove-violation"
 # the kernels: forward and backward of all three Triton operators, interpreted
 TRITON_INTERPRET=1 run check-triton tokenlaw check --backend triton --operator oattention --operator sm_fir \
     --operator pn_fir_tau --contract null_receiver --contract gradient_agreement --dtype float32 \

@@ -316,7 +316,7 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
 def _differs(row: Row, wave: Row) -> str | None:
     """How the identity control's re-run of ``row``'s cells (``wave``) differs from the baseline's, or None:
     another status, or other inputs drawn (the engine's digest of every example a search drew,
-    ``extra["draws"]``).  The control's outputs are the operator's own on every call, so a deterministic
+    ``evidence.draws``).  The control's outputs are the operator's own on every call, so a deterministic
     seeded check gives each cell the baseline's verdict on the same draws: the evidence every skip rests on."""
     before = {c.id: c.verdict for c in row.cells}
     for c in wave.cells:
@@ -325,7 +325,7 @@ def _differs(row: Row, wave: Row) -> str | None:
             continue
         if a.status != b.status:
             return f"cell {c.id} to {b.status} (the baseline: {a.status})"
-        da, db = a.extra.get("draws"), b.extra.get("draws")
+        da, db = (v.evidence.draws if v.evidence is not None else None for v in (a, b))
         if da and db and da != db:
             return f"cell {c.id} on other draws (digest {db}, the baseline's {da})"
     return None

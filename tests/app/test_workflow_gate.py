@@ -187,9 +187,9 @@ def test_a_held_cell_records_where_its_bound_sits_and_the_digest_of_its_draws():
     law = contracts_of(reg)["permutation_equivariance"]
     v1, v2, v3 = (run_cell(reg["sdpa"], law, DTYPES["float32"], examples=6, seed=s, replay_dir=None)
                   for s in (0, 0, 1))
-    assert v1.status == "holds" and v1.bound >= v1.extra["least_bound"] > 0 and len(v1.extra["worst"]) == 16
-    assert (v1.extra["draws"], v1.extra["worst"]) == (v2.extra["draws"], v2.extra["worst"])
-    assert v1.extra["draws"] != v3.extra["draws"]
+    assert v1.status == "holds" and v1.bound >= v1.extra["least_bound"] > 0 and len(v1.evidence.worst) == 16
+    assert (v1.evidence.draws, v1.evidence.worst) == (v2.evidence.draws, v2.evidence.worst)
+    assert v1.evidence.draws != v3.evidence.draws
 
 
 def test_rules_a_kernel_cells_bound_is_not_its_tolerance():

@@ -66,15 +66,15 @@ def test_fuzz_tier_gives_no_canary_a_green_row(name):
             bad = [cell.verdict for cell in row.cells if cell.verdict is not None and cell.verdict.violated]
             assert bad and bad[0].counterexample, row.id
             if getattr(c, "NONDETERMINISTIC", False):      # the finding says what it is
-                assert "nondeterministic" in bad[0].extra, bad[0].detail
+                assert bad[0].evidence.nondeterministic is not None, bad[0].detail
         for cell in row.cells:
             if getattr(c, "BLIND", ()):      # vacuous for the stated reason: these regimes had no finite oracle
                 v = cell.verdict
                 blind = v.detail.split("every row of the regime(s) ", 1)[-1].split(" was set aside", 1)[0].split(", ")
                 assert v.detail.startswith("vacuous: every row of the regime(s) "), v.detail
                 assert set(c.BLIND) <= set(blind), (blind, v.detail)
-                assert all(v.extra["set_aside_by_regime"][r][0] == v.extra["set_aside_by_regime"][r][1] > 0
-                           for r in c.BLIND), v.extra["set_aside_by_regime"]
+                assert all(v.evidence.set_aside_by_regime[r][0] == v.evidence.set_aside_by_regime[r][1] > 0
+                           for r in c.BLIND), v.evidence.set_aside_by_regime
     # the default registry is untouched
     assert default_registry() is base
 
@@ -95,7 +95,7 @@ def test_fp16_collapse_is_found_by_the_default_profile_and_shrunk():
     # found within the run's budget: the search, then banded_find's FILL examples per missed band and per
     # explicit edge (at seed 0 the combined-extremes edge finds it, example 107; v.examples adds the shrinking)
     from tokenlaw.fuzz.strategies import EDGES, FILL, LENGTH_BANDS
-    assert v.extra["found_at"] <= DEFAULT_EXAMPLES + FILL * (len(LENGTH_BANDS) + len(EDGES)), v.extra["found_at"]
+    assert v.evidence.found_at <= DEFAULT_EXAMPLES + FILL * (len(LENGTH_BANDS) + len(EDGES)), v.evidence.found_at
 
 
 def test_the_fixed_operator_holds_where_the_canary_fails():
@@ -104,7 +104,7 @@ def test_the_fixed_operator_holds_where_the_canary_fails():
     rows = plan(reg, operators=["oattention"], contracts=["differential"], dtypes=["float16"])
     run_rows(reg, rows, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None, progress=False)
     assert rows[0].outcome == V.Outcome.HOLDS, rows[0].cells[0].verdict.detail
-    assert rows[0].cells[0].verdict.extra["regimes"]["scores_low"] > 0
+    assert rows[0].cells[0].verdict.evidence.regimes["scores_low"] > 0
 
 
 def test_presence_cancellation_is_caught_through_near_null_rows_alone():
@@ -121,7 +121,7 @@ def test_presence_cancellation_is_caught_through_near_null_rows_alone():
     law = CONTRACTS["formula_equivalence"]
     narrow = dataclasses.replace(law, fuzz=FuzzOptions(**{**law.fuzz_bounds, "wide_params": False}))
     v = run_cell(reg["oattention"], narrow, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
-    assert v.violated and v.extra["found_at"] <= DEFAULT_EXAMPLES, v.detail
+    assert v.violated and v.evidence.found_at <= DEFAULT_EXAMPLES, v.detail
     ce = v.counterexample
     # |h|^2 far below tau (drawn in 0.1..2): the quotient tau / (tau + |h|^2) rounds and presence loses its bits
     assert ce["near_null"] and 0 < ce["tiny"] ** 2 <= 2.0 ** -20, ce
@@ -144,14 +144,14 @@ def test_subnormal_token_canary_is_caught_through_a_near_null_row():
     op = _canary("fuzz_subnormal_tokens_fp16").registry(default_registry())["sdpa"]
     law = CONTRACTS["differential"]
     v = run_cell(op, law, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
-    assert v.violated and v.extra["found_at"] <= DEFAULT_EXAMPLES, v.detail
+    assert v.violated and v.evidence.found_at <= DEFAULT_EXAMPLES, v.detail
     ce = v.counterexample
     assert ce["near_null"] and 0 < ce["tiny"] <= 2.0 ** -14 * ce["d"] ** 0.5, ce
     blind = dataclasses.replace(law, fuzz=FuzzOptions(near_null=False, wide_params=False))
     old = run_cell(op, blind, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
     assert not old.violated, old.detail
     ok = run_cell(default_registry()["sdpa"], law, torch.float16, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
-    assert ok.status == V.Status.HOLDS and ok.extra["regime_accounting"]["near_null_tokens"]["judged"] > 0, ok.detail
+    assert ok.status == V.Status.HOLDS and ok.evidence.accounting["near_null_tokens"]["judged"] > 0, ok.detail
 
 
 def test_flex_canary_is_the_defect_past_128_not_the_alibi():
@@ -191,4 +191,4 @@ def test_naive_reference_canary_reads_what_a_correct_operator_reads():
         ("\n@declare(", c.NAIVE), ("reference=references.sdpa_reference,", "reference=_naive_reference,")]))["sdpa"]
     v = run_cell(ok, law, torch.float64, examples=DEFAULT_EXAMPLES, seed=0, replay_dir=None)
     assert v.status == V.Status.VACUOUS and not v.violated, v.detail
-    assert set(c.BLIND) <= set(v.extra["unjudged_regimes"]), v.detail
+    assert set(c.BLIND) <= set(v.evidence.unjudged), v.detail

@@ -20,14 +20,14 @@ KEY = database_key("sdpa", "null_receiver", "eager", "float32")
 def test_a_stored_counterexample_is_replayed_first_as_stored(tmp_path):
     db = DirectoryBasedExampleDatabase(tmp_path / "db")
     first = run_cell(SDPA, NULL_RECEIVER, torch.float32, examples=40, seed=3, database=db, replay_dir=None)
-    assert first.violated and not first.extra.get("from_database")
+    assert first.violated and not first.evidence.from_database
     assert len(list(db.fetch(KEY))) == 1                   # the shrunk counterexample, stored by the search
     again = run_cell(SDPA, NULL_RECEIVER, torch.float32, examples=40, seed=99, database=db, replay_dir=None)
     # no search: the stored example is judged by its replay and by Hypothesis' final run of the failure
-    assert again.extra.get("from_database") and again.extra["found_at"] == 1 and again.examples == 2
+    assert again.evidence.from_database and again.evidence.found_at == 1 and again.examples == 2
     assert again.counterexample == first.counterexample
     assert (again.discrepancy, again.bound) == (first.discrepancy, first.bound)
-    assert "replayed from the example database" in again.detail
+    assert "replayed from the example database" in again.written_detail
     alone = run_cell(SDPA, NULL_RECEIVER, torch.float32, examples=40, seed=99, database=None, replay_dir=None)
     assert alone.examples > 1                             # without the database, seed 99 searches
 
@@ -38,7 +38,7 @@ def test_with_a_database_the_seed_orders_the_search(tmp_path):
     op, law = REG["presence"], CONTRACTS["zero_absorption"]
     runs = [run_cell(op, law, torch.float64, examples=15, seed=s, database=db, replay_dir=None) for s in (1, 1, 2)]
     assert all(not v.violated for v in runs)
-    assert runs[0].extra["draws"] == runs[1].extra["draws"] != runs[2].extra["draws"]
+    assert runs[0].evidence.draws == runs[1].evidence.draws != runs[2].evidence.draws
     assert list(db.fetch(database_key("presence", "zero_absorption", "eager", "float64"))) == []
 
 
@@ -54,7 +54,7 @@ def test_a_stored_example_that_holds_now_is_kept_and_the_search_runs(tmp_path):
     db.save(key, stored[0])
     v = run_cell(op, law, torch.float64, examples=15, seed=1, database=db, replay_dir=None)
     plain = run_cell(op, law, torch.float64, examples=15, seed=1, database=None, replay_dir=None)
-    assert not v.violated and not v.extra.get("from_database")
+    assert not v.violated and not v.evidence.from_database
     assert v.examples == plain.examples + 1                # the replay, then the same seeded search
     assert list(db.fetch(key)) == stored[:1]               # replaying never edits the database
 

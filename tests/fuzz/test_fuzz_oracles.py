@@ -79,20 +79,20 @@ def test_verdict_lists_the_regimes_visited_and_never_visited():
     # seed 0's first 30 examples drew none (the verdict said "NEVER visited: scores_low"); 60 visit it at
     # seeds 0-2 (8, 5 and more)
     v = run_cell(REG["oattention"], CONTRACTS["differential"], torch.float16, examples=60, replay_dir=None)
-    regimes = v.extra["regimes"]
+    regimes = v.evidence.regimes
     assert set(regimes) == set(applicable(REG["oattention"], CONTRACTS["differential"].regimes))
     assert regimes["scores_low"] > 0 and regimes["eps_den_small"] > 0
     # one example: the regimes it never reached are either filled (a regime that pins: scores_low and
     # scores_high in float16, fuzz.regimes._offset_pin) or listed as never visited, and the list is the truth
     few = run_cell(REG["oattention"], CONTRACTS["differential"], torch.float16, examples=1, replay_dir=None)
-    assert few.extra["regimes"]["scores_low"] > 0 and few.extra["regimes"]["scores_high"] > 0
-    never = [r for r, k in few.extra["regimes"].items() if k == 0]
-    assert sorted(few.extra["unvisited_regimes"]) == sorted(never)
-    assert ("NEVER visited" in few.detail) == bool(never), few.detail
+    assert few.evidence.regimes["scores_low"] > 0 and few.evidence.regimes["scores_high"] > 0
+    never = [r for r, k in few.evidence.regimes.items() if k == 0]
+    assert sorted(few.evidence.unvisited) == sorted(never)
+    assert ("NEVER visited" in few.written_detail) == bool(never), few.detail
     # scores_low does not pin in float64 (no oracle there has a value it can trust): one example of
     # spec_reference leaves it unvisited, and the verdict says so
     ref = run_cell(REG["oattention"], CONTRACTS["spec_reference"], torch.float64, examples=1, replay_dir=None)
-    assert "scores_low" in ref.extra["unvisited_regimes"] and "NEVER visited: scores_low" in ref.detail, ref.detail
+    assert "scores_low" in ref.evidence.unvisited and "NEVER visited: scores_low" in ref.written_detail, ref.detail
 
 
 def test_regimes_apply_only_where_they_mean_something():

@@ -31,7 +31,7 @@ def test_failing_examples_are_saved_to_and_replayed_from_redis(redis_url, tmp_pa
     assert keys, "the shrunk failing example must be stored in Redis"
     # a second campaign (another process or machine in practice) replays it first, and searches no further
     second = run_cell(op, law, torch.float32, examples=30, seed=99, database=open_database(url), replay_dir=None)
-    assert second.violated and second.extra.get("from_database")
+    assert second.violated and second.evidence.from_database
     assert second.counterexample == first.counterexample
 
 

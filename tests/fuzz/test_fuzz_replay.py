@@ -35,8 +35,9 @@ def test_replay_reproduces_bit_for_bit(tmp_path):
     res = R.replay(v.replay, tmp_path)
     assert res.reproduced
     assert res.verdict.discrepancy == v.discrepancy and res.verdict.bound == v.bound
-    # the cell's detail is the contract's own, plus the search's notes (shapes searched, regimes)
-    assert res.verdict.detail == res.artifact.verdict["detail"] and v.detail.startswith(res.verdict.detail)
+    # the cell's detail is the contract's own; the search's notes (shapes searched, regimes) are its evidence
+    assert res.verdict.detail == res.artifact.verdict["detail"] == v.detail
+    assert v.written_detail.startswith(v.detail + " [searched ")
 
 
 def test_replay_cli_exit_codes(tmp_path, capsys):

@@ -90,14 +90,14 @@ def test_without_the_probe_the_search_still_never_unfinds_a_violation(monkeypatc
     reg = _canary("fuzz_nondeterministic_third_call").registry(default_registry())
     v = run_cell(reg["sm_fir"], CONTRACTS["spec_reference"], torch.float64, examples=30, seed=0, replay_dir=None)
     assert v.status == V.Status.VIOLATED, v.detail
-    assert "nondeterministic" in v.extra and v.counterexample, v.detail
+    assert v.evidence.nondeterministic is not None and v.counterexample, v.detail
 
 
 def test_the_determinism_probe_costs_two_judgements_and_finds_nothing_on_a_deterministic_operator():
     v = run_cell(default_registry()["sm_fir"], CONTRACTS["finite"], torch.float64, examples=20, seed=0,
                  replay_dir=None)
-    assert v.status == V.Status.HOLDS and "nondeterministic" not in v.extra, v.detail
-    assert v.extra["judgement_probes"] == 2
+    assert v.status == V.Status.HOLDS and v.evidence.nondeterministic is None, v.detail
+    assert v.evidence.probes == 2
 
 
 def test_a_cell_reports_per_regime_accounting_and_the_drawn_bands():
@@ -105,16 +105,16 @@ def test_a_cell_reports_per_regime_accounting_and_the_drawn_bands():
                  replay_dir=None)
     bands = [band_label(b) for b in LENGTH_BANDS]
     assert bands[0] == "1" and bands[-1] == "257+" and "129..256" in bands
-    drawn = v.extra["drawn"]
+    drawn = v.evidence.drawn
     assert list(drawn["n"])[:len(bands)] == bands and sum(drawn["n"][b] for b in bands) == v.examples
     assert sum(drawn["d"][b] for b in bands) == v.examples and 0 <= drawn["d"]["prime"] <= v.examples
-    assert "drawn n 1:" in v.detail
+    assert "drawn n 1:" in v.written_detail
     # every block edge drawn, exactly, and reported; no band or edge missed
     from tokenlaw.fuzz.strategies import BLOCK_EDGES, length_label
     assert all(drawn["n"][length_label(e)] >= 1 for e in BLOCK_EDGES), drawn["n"]
-    assert v.extra["missed_bands"] == [] and v.extra["missed_lengths"] == [] and "edges 64:" in v.detail
-    for name, a in v.extra["regime_accounting"].items():
-        assert a["visited"] == v.extra["regimes"][name]
+    assert v.evidence.missed_bands == [] and v.evidence.missed_lengths == [] and "edges 64:" in v.written_detail
+    for name, a in v.evidence.accounting.items():
+        assert a["visited"] == v.evidence.regimes[name]
         assert a["judged"] + a["inconclusive"] + a["trivial"] == a["visited"], (name, a)
 
 
@@ -141,9 +141,9 @@ def _withheld_in_long_row():
 
 def test_a_regime_judged_only_trivially_is_named_never_judged():
     v = _withheld_in_long_row()
-    a = v.extra["regime_accounting"]["long_row"]
+    a = v.evidence.accounting["long_row"]
     assert a["visited"] > 0 and a["judged"] == 0 and a["trivial"] == a["visited"] and a["withheld"] > 0, v.detail
-    assert "long_row" in v.extra["unjudged_regimes"] and "NEVER judged: long_row" in v.detail, v.detail
+    assert "long_row" in v.evidence.unjudged and "NEVER judged: long_row" in v.written_detail, v.detail
 
 
 @pytest.mark.xfail(strict=True, reason="issue 43, open: a regime whose values were withheld is reported, not yet "
@@ -162,10 +162,10 @@ def test_a_regime_unjudged_for_no_declared_reason_is_reported_but_decides_nothin
     operator is 0 on the whole input): reported, the cell still holds."""
     law = _blind_in_long_row(CONTRACTS["spec_reference"], blind)
     v = run_cell(default_registry()["sm_fir"], law, torch.float64, examples=60, seed=0, replay_dir=None)
-    a = v.extra["regime_accounting"]["long_row"]
+    a = v.evidence.accounting["long_row"]
     assert a["visited"] > 0 and a["judged"] == 0 and a["withheld"] == 0, v.detail
-    assert v.status == V.Status.HOLDS and v.extra["unjudged_regimes"] == ["long_row"], v.detail
-    assert "NEVER judged: long_row" in v.detail
+    assert v.status == V.Status.HOLDS and v.evidence.unjudged == ["long_row"], v.detail
+    assert "NEVER judged: long_row" in v.written_detail
 
 
 def test_the_shared_comparison_flags_a_comparison_of_exact_zeros_only():
@@ -204,7 +204,7 @@ def test_a_flaky_error_from_hypothesis_after_a_violation_is_the_finding_not_exit
     monkeypatch.setattr(strategies, "find", flaky_after_first_violation)   # the seeded search's (banded_find)
     reg = _canary("fuzz_nan_row").registry(default_registry())
     v = run_cell(reg["sm_fir"], CONTRACTS["finite"], torch.float64, examples=10, seed=0, replay_dir=None)
-    assert v.violated and v.extra["nondeterministic"]["how"].startswith("Hypothesis ran"), v.detail
+    assert v.violated and v.evidence.nondeterministic["how"].startswith("Hypothesis ran"), v.detail
     with pytest.raises(Flaky):
         run_cell(default_registry()["sm_fir"], _always_flaky(CONTRACTS["finite"]), torch.float64, examples=3,
                  seed=0, replay_dir=None)
@@ -228,13 +228,13 @@ def test_a_regime_nothing_judged_gets_examples_of_its_own():
     reported visited but never judged, as at seeds 1-3, where the search itself drew such rows."""
     v = run_cell(default_registry()["standard_host"], CONTRACTS["differential"], torch.bfloat16, examples=100,
                  seed=0, replay_dir=None)
-    high = v.extra["regime_accounting"]["scores_high"]
-    aside, rows = v.extra["set_aside_by_regime"]["scores_high"]
+    high = v.evidence.accounting["scores_high"]
+    aside, rows = v.evidence.set_aside_by_regime["scores_high"]
     assert v.status == V.Status.HOLDS and aside < rows and high["visited"] > 4, v.detail
-    named = v.detail.rsplit("NEVER judged: ", 1)[-1].rstrip("]").split(", ")
-    assert "scores_high" in v.extra["unjudged_regimes"] and "scores_high" in named
-    assert set(v.extra["regime_accounting"]["scores_high"]) == set(engine.ACCOUNT)
-    assert all(len(pair) == 2 and pair[0] <= pair[1] for pair in v.extra["set_aside_by_regime"].values())
+    named = v.written_detail.rsplit("NEVER judged: ", 1)[-1].rstrip("]").split(", ")
+    assert "scores_high" in v.evidence.unjudged and "scores_high" in named
+    assert set(v.evidence.accounting["scores_high"]) == set(engine.ACCOUNT)
+    assert all(len(pair) == 2 and pair[0] <= pair[1] for pair in v.evidence.set_aside_by_regime.values())
 
 
 def test_a_regime_pins_only_inside_the_declared_limit():
@@ -258,5 +258,5 @@ def test_a_cell_that_stopped_early_says_which_bands_and_block_edges_it_never_dre
                                       conditional.wrongness("scale"))
     v = run_cell(reg["fir"], CONTRACTS["spec_reference"], torch.float64, examples=40, seed=0, replay_dir=None)
     assert v.violated
-    assert "257+" in v.extra["missed_bands"] and 256 in v.extra["missed_lengths"], v.extra
-    assert "NEVER drawn: n " in v.detail and "n=256" in v.detail, v.detail
+    assert "257+" in v.evidence.missed_bands and 256 in v.evidence.missed_lengths, v.extra
+    assert "NEVER drawn: n " in v.written_detail and "n=256" in v.written_detail, v.detail

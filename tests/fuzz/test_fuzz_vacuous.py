@@ -46,7 +46,7 @@ def test_a_reference_that_is_never_finite_gives_a_vacuous_row_not_holds():
     (cell,) = [c for c in row.cells if c.verdict is not None]
     v = cell.verdict
     assert v.status == V.Status.VACUOUS and V.outcome("claims", v) == V.Outcome.VACUOUS
-    assert v.extra["judged_examples"] == 0 and v.examples >= min_judged(QUICK)
+    assert v.evidence.judged == 0 and v.examples >= min_judged(QUICK)
     # the detail says how many were judged, how many were needed, and why the others were set aside
     # a tenth of the examples run, banded_find's examples of the bands the search missed included (a cell
     # whose fill examples are all inconclusive must not hold on the budget's tenth alone: engine.run_cell)
@@ -58,7 +58,7 @@ def test_the_shipping_reference_is_judged_and_holds():
     row = _row(REG, "sm_fir", "spec_reference")
     assert row.outcome == V.Outcome.HOLDS
     (cell,) = [c for c in row.cells if c.verdict is not None]
-    assert cell.verdict.extra["judged_examples"] >= min_judged(cell.verdict.examples)
+    assert cell.verdict.evidence.judged >= min_judged(cell.verdict.examples)
 
 
 def _contract(judge):
@@ -75,7 +75,7 @@ def test_a_cell_is_vacuous_exactly_when_too_few_examples_were_judged(share, stat
 
     v = run_cell(REG["sm_fir"], _contract(judge), torch.float64, examples=40, seed=0, replay_dir=None)
     assert v.status == status, v.detail
-    assert (v.extra["judged_examples"] >= min_judged(v.examples)) == (status == V.Status.HOLDS)
+    assert (v.evidence.judged >= min_judged(v.examples)) == (status == V.Status.HOLDS)
 
 
 def test_a_cell_no_example_could_answer_is_not_runnable_not_holds():

@@ -68,5 +68,5 @@ def test_a_predicate_that_refuses_every_draw_makes_the_cell_vacuous_never_holds(
     nothing = Limit(predicate=lambda x, params: False, reason="refuses every draw")
     op = dataclasses.replace(op, domain=dataclasses.replace(op.domain, limits={"float16": nothing}))
     v = engine.run_cell(op, CONTRACTS["finite"], torch.float16, examples=10, seed=0, replay_dir=None)
-    assert v.status == V.Status.VACUOUS and v.extra["outside_limit"] == v.examples > 0
+    assert v.status == V.Status.VACUOUS and v.evidence.outside == v.examples > 0
     assert "outside the declared limit (Limit.predicate), set aside unjudged" in v.detail

@@ -37,7 +37,7 @@ def test_planted_look_ahead_shrinks_to_two_tokens(look_ahead):
     v = run_cell(op, causality, torch.float32, examples=PROFILES["quick"], seed=0, replay_dir=None)
     assert v.status == V.Status.VIOLATED
     assert v.counterexample["n"] == LOOK_AHEAD.MINIMAL_N == 2, v.counterexample
-    record = v.extra["shrink"]
+    record = v.evidence.shrink
     assert record["final"]["n"] == 2 and record["final"]["batch"] == 1, record
     assert record["first"]["n"] >= record["final"]["n"]
 

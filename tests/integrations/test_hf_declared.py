@@ -39,7 +39,7 @@ def test_a_function_that_drops_the_mask_fails_mask_respect_with_a_counterexample
     assert replayed.reproduced and replayed.verdict.violated
     # the same contract on HF's own sdpa, same seed and budget: the mask reaches it
     ok = run_cell(REG["hf_sdpa"], CONTRACTS["mask_respect"], torch.float64, examples=10, seed=0, replay_dir=None)
-    assert ok.status == V.Status.HOLDS and ok.extra["judged_examples"] >= 5, ok.detail
+    assert ok.status == V.Status.HOLDS and ok.evidence.judged >= 5, ok.detail
 
 
 def _check(tmp_path, *operators) -> tuple[int, dict]:

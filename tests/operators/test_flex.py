@@ -52,7 +52,7 @@ def test_peeking_mask_fails_with_a_shrunk_counterexample_that_replays(tmp_path, 
 @pytest.mark.parametrize("contract", [pytest.param("causality", marks=pytest.mark.slow), "mod_mask_respect"])
 def test_the_causal_mask_passes(contract):
     v = _cell("causal_flex", contract, torch.float64, examples=3)
-    assert v.status == V.Status.HOLDS and v.extra["judged_examples"] >= 1, v.detail
+    assert v.status == V.Status.HOLDS and v.evidence.judged >= 1, v.detail
 
 
 # -- acceptance: a false claim about a score_mod is refuted ----------------------------------------------------
@@ -122,8 +122,8 @@ def test_block_layouts_reject_a_misread_block_mask(bug, what):
 def test_block_laws_search_the_block_edges_and_say_so():
     v = _cell("causal_flex", "block_prefix", examples=4)
     assert v.status == V.Status.HOLDS, v.detail
-    lo, hi = v.extra["searched"]["n"]
-    assert lo <= 128 and hi >= 129 and "searched n" in v.detail, v.extra["searched"]
+    lo, hi = v.evidence.searched["n"]
+    assert lo <= 128 and hi >= 129 and "searched n" in v.written_detail, v.evidence.searched
     wrong = _cell("peeking_flex", "block_prefix", examples=4, replay_dir=None)
     assert wrong.violated and "prefix" in wrong.detail, wrong.detail
 

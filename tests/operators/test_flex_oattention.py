@@ -162,7 +162,7 @@ def _cell(contract, dtype=torch.float32, examples=6, backend="eager"):
 def test_the_mods_hold_oattentions_null_contracts(contract):
     assert contract in BUILTIN.claims and contract in MODS.claims
     v = _cell(contract)
-    assert v.status == V.Status.HOLDS and v.extra["judged_examples"] >= 1, v.detail
+    assert v.status == V.Status.HOLDS and v.evidence.judged >= 1, v.detail
 
 
 # (null_keys_seen is invisible to empty_support without a mask: every token null, the receiver gate zeros

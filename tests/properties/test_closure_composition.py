@@ -99,7 +99,7 @@ def test_closure_fuzzed_per_depth_and_dtype(name, dtype):
         contract = CONTRACTS["closure"]
         bands = () if contract.fuzz_bounds.get("core") else reachable_bands(**contract.fuzz_bounds)
         assert 8 <= v.examples <= 8 + FILL * (len(bands) + len(EDGES)), (v.examples, bands)
-        drawn = v.extra.get("drawn", {}).get("n", {})
+        drawn = (v.evidence.drawn if v.evidence is not None else {}).get("n", {})
         assert [b for b in bands if not drawn.get(b)] == [], drawn
     else:
         assert v.violated, v.detail

@@ -54,7 +54,7 @@ def _ran_the_budget(v, contract, examples):
     band the search missed and at each explicit edge (strategies.banded_find), and drew every reachable band."""
     bands = () if contract.fuzz_bounds.get("core") else reachable_bands(**contract.fuzz_bounds)
     assert examples <= v.examples <= examples + FILL * (len(bands) + len(EDGES)), (v.examples, bands)
-    drawn = v.extra.get("drawn", {}).get("n", {})
+    drawn = (v.evidence.drawn if v.evidence is not None else {}).get("n", {})
     assert [b for b in bands if not drawn.get(b)] == [], drawn
 
 

@@ -9,7 +9,7 @@ from tokenlaw.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.reports import formats, proofs, verification, writers
-from tokenlaw.reports.document import Document, ProofRow
+from tokenlaw.reports.document import Document
 
 
 def _fuzz():
@@ -20,7 +20,7 @@ def _fuzz():
 
 def _proof():
     v = V.Verdict(V.Status.PROVED, tier="symbolic", dtype="real", seconds=0.5)
-    rows = [ProofRow("a", "simplex", "claims", "r", [Cell("a", "simplex", "symbolic", "real", v)])]
+    rows = [Row("a", "simplex", "claims", "r", [Cell("a", "simplex", "symbolic", "real", v)])]
     return proofs.document(rows, dict(tier="symbolic", backend="z3", solver="z3", timeout=5, seconds=0.5))
 
 

@@ -17,14 +17,14 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.orchestration import runs
 from tokenlaw.reports import formats, proofs
-from tokenlaw.reports.document import Document, ProofRow, Result, standing
+from tokenlaw.reports.document import Document, Result, standing
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def proof_row(op, contract, status, declared="claims", detail="", **fields):
     v = V.Verdict(status, detail=detail or status, tier="symbolic", **fields)
-    return ProofRow(op, contract, declared, "reason", [Cell(op, contract, "symbolic", "real", v)])
+    return Row(op, contract, declared, "reason", [Cell(op, contract, "symbolic", "real", v)])
 
 
 NO_GRAD = "no symbolic form: a float64 finite-difference check: no real-arithmetic statement"

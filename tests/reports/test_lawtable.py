@@ -15,7 +15,7 @@ from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.reports import html as H
 from tokenlaw.reports import lawtable as L
 from tokenlaw.reports import formats, proofs
-from tokenlaw.reports.document import Document, ProofRow
+from tokenlaw.reports.document import Document
 
 TRAITS = {"soft": ["masked", "score_normaliser", "token_mixing"],
           "gated": ["masked", "presence", "token_mixing"],          # OAttention-like: no W(S), still a row
@@ -40,7 +40,7 @@ def fuzz_doc(rows, traits=TRAITS, scope=None):
 
 
 def proof_doc(rows, traits=TRAITS):
-    out = [ProofRow(op, contract, declared, "reason",
+    out = [Row(op, contract, declared, "reason",
                     [Cell(op, contract, "symbolic", "real", V.Verdict(status, tier="symbolic", detail=f"{status} why",
                                                                      **dict(extra)))])
            for op, contract, declared, status, *extra in rows]

@@ -17,7 +17,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.reports import proofs, verification
-from tokenlaw.reports.document import Document, ProofRow
+from tokenlaw.reports.document import Document
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -31,7 +31,7 @@ def fuzz_doc(*rows):
 
 
 def proof_doc(*rows):
-    out = [ProofRow(op, "zero_absorption", declared, "reason",
+    out = [Row(op, "zero_absorption", declared, "reason",
                     [Cell(op, "zero_absorption", "symbolic", "real",
                           V.Verdict(status, tier="symbolic", detail=status, **dict(extra)))])
            for op, declared, status, *extra in rows]

@@ -169,12 +169,12 @@ def test_zero_feasible_queries_is_vacuous():
 
 
 def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
-    from tokenlaw.properties.plan import plan
+    from tokenlaw.properties.plan import plan, proved
     from tokenlaw.reports import proofs as report
     from tokenlaw.symbolic.prover import prove_rows
 
     rows = plan(REGISTRY, operators=["canary_torch_call", "canary_drawn_weights"], dtypes=["float64"])
-    done = report.rows_from(prove_rows(REGISTRY, rows, timeout=5), rows)
+    done = proved(rows, prove_rows(REGISTRY, rows, timeout=5))
     from tokenlaw.reports import formats
     paths = formats.write(report.document(done, dict(solver="z3", timeout=5, seconds=0.0)), tmp_path,
                           formats.PROOFS, stem="proofs")

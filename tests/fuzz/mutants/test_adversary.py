@@ -281,12 +281,12 @@ def test_a_claimed_cell_stopped_at_its_first_violation_fails_as_the_full_search_
     leaky = C.mutant_registry(REG, "presence", C.predicate("always"), C.wrongness("leak_null"))["presence"]
     full = run_cell(leaky, law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None)
     first = run_cell(leaky, law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None, first_violation=True)
-    assert full.violated and first.violated and first.extra["first_violation"]
+    assert full.violated and first.violated and first.evidence.first_violation
     assert first.examples <= full.examples and "shrink" in full.extra and "shrink" not in first.extra
     good = [run_cell(REG["presence"], law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None,
                      first_violation=stop) for stop in (False, True)]
     assert good[0].status == good[1].status == "holds"
-    assert good[0].extra["draws"] == good[1].extra["draws"] and good[0].examples == good[1].examples
+    assert good[0].evidence.draws == good[1].evidence.draws and good[0].examples == good[1].examples
 
 
 def test_the_identity_control_catches_a_check_that_does_not_repeat_itself(tmp_path):
