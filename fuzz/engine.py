@@ -256,6 +256,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         if not v.violated and (seen["best"] is None or v.ratio > seen["best"].ratio):
             seen["best"] = v
             seen["worst"] = digest     # the example the reported bound is from
+            seen["worst_case"] = case
         if v.violated and "found_at" not in seen:
             seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
             seen["found_shape"] = shrink.shape(case)
@@ -360,6 +361,9 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             # the example the reported bound is from (a digest of its drawn choices): the gate compares two
             # cells' bounds only on the same example (regressions._tolerance)
             extra["worst"] = seen["worst"]
+            # its drawn fields (Case.from_fields rebuilds it): the gate judges the baseline's worst example
+            # again in its re-run, so a bound that grew is compared on that example (orchestration.gate)
+            extra["worst_case"] = seen["worst_case"].fields()
         return V.Verdict(status, best.discrepancy, best.bound, detail, examples=seen["n"],
                          seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra,
                          inconclusive=best.inconclusive)
