@@ -44,6 +44,8 @@ def _run_checks(args, base: document.Document | None, planned: list) -> document
     for settings in planned:
         _say(args, f"tokenlaw gate: re-running the {settings.label} run ({_describe(settings)})")
         doc = settings.run(progress=not args.json, stream=Progress())
+        if base is not None:    # the baseline's worst examples judged again where the re-run's moved
+            gate.rejudge_worst(base, doc, [settings])
         settings.write(doc)
         docs.append(doc)
     return document.merge_runs(docs)

@@ -259,6 +259,7 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
         if not v.violated and (seen["best"] is None or v.ratio > seen["best"].ratio):
             seen["best"] = v
             seen["worst"] = digest     # the example the reported bound is from
+            seen["worst_case"] = case
         if v.violated and "found_at" not in seen:
             seen["found_at"] = seen["n"]       # the search's first violation; the rest is shrinking
             seen["found_shape"] = shrink.shape(case)
@@ -358,8 +359,13 @@ def run_cell(op, contract, dtype: torch.dtype, *, examples: int = 25, seed: int 
             # the example the reported bound is from (a digest of its drawn choices): the gate compares two
             # cells' bounds only on the same example (regressions._tolerance)
             worst=seen["worst"] if not contract.exact else None)
+        extra = dict(best.extra)
+        if seen["worst"] is not None and not contract.exact:
+            # the worst example's drawn fields (Case.from_fields rebuilds it): the gate judges the baseline's
+            # worst example again in its re-run, so a bound that grew is compared on that example (orchestration.gate)
+            extra["worst_case"] = seen["worst_case"].fields()
         return V.Verdict(status, best.discrepancy, best.bound, detail, examples=seen["n"],
-                         seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=dict(best.extra),
+                         seconds=time.perf_counter() - start, dtype=dtype_name(dtype), extra=extra,
                          inconclusive=best.inconclusive, evidence=evidence)
     if "nondeterministic" not in seen:
         # the smallest shape and plainest values that still violate (fuzz/shrink.py: a band fill or a stored

@@ -107,6 +107,58 @@ def gate(baseline: document.Document | None, current: document.Document | None =
         docs = [s.run() for s in baseline_settings(baseline, out=out, workers=workers,
                                                      operator_modules=operator_modules)]
         current, disk = document.merge_runs(docs), None
+        if baseline is not None:
+            rejudge_worst(baseline, current, baseline_settings(baseline, out=out, workers=workers,
+                                                               operator_modules=operator_modules))
     else:
         disk = provenance.sources()
     return judge(baseline, current, entries=entries, today=today, bound_growth=bound_growth, disk_kernels=disk)
+
+
+def rejudge_worst(base: document.Document, cur: document.Document, settings: list) -> int:
+    """Judge each baseline cell's worst example (``extra.worst_case``: the example its bound is from) again,
+    where the re-run reports its bound from another example, and record the result in the current cell
+    (``extra.baseline_worst``); returns how many were judged.
+
+    The search is steered by discrepancy / bound, so a small change of the operator's rounding (or the edge
+    draws) moves which example is worst, and two bounds from two examples are two inputs' errors: the gate
+    compared bounds only on the same example, and a grown bound went unflagged whenever the worst example
+    moved.  Judged again now, the baseline's worst example gives this operator's bound on that input, which
+    :func:`tokenlaw.reports.regressions.compare` compares with the baseline's.  Eager fuzz cells of a
+    tolerance law that holds in both runs only (another backend's bound is not its own)."""
+    import dataclasses
+
+    from tokenlaw.properties import verdict as V
+    from tokenlaw.properties.case import Case
+    from tokenlaw.properties.plan import contracts_of
+
+    registries = {}
+    for s in settings:
+        if s.tier is Tier.FUZZ and getattr(s, "backend", "eager") == "eager":
+            registries.setdefault("eager", runs.mutated(runs.registry(s.operator_modules), getattr(s, "mutant", None)))
+    reg = registries.get("eager")
+    if reg is None:
+        return 0
+    contracts = contracts_of(reg)
+    before = {c.id: c for c in base.cells}
+    judged = 0
+    for cell in cur.cells:
+        old = before.get(cell.id)
+        if cell.backend != "eager" or old is None or old.verdict is None or cell.verdict is None:
+            continue
+        b, c = old.verdict, cell.verdict
+        if b.status != V.Status.HOLDS or c.status != V.Status.HOLDS or "worst_case" not in (b.extra or {}):
+            continue
+        if b.extra.get("worst") == (c.extra or {}).get("worst"):
+            continue             # the same example: its bounds compare as they are
+        contract = contracts.get(cell.contract)
+        if contract is None or contract.exact or cell.operator not in reg:
+            continue
+        v = contract.judge(Case.from_fields(reg[cell.operator], b.extra["worst_case"]))
+        again = dict(worst=b.extra["worst"], status=str(v.status), violated=bool(v.violated), bound=v.bound,
+                     discrepancy=v.discrepancy, ratio=v.ratio, detail=v.detail)
+        if "least_bound" in (v.extra or {}):
+            again["least_bound"] = v.extra["least_bound"]
+        cell.verdict = dataclasses.replace(c, extra={**(c.extra or {}), "baseline_worst": again})
+        judged += 1
+    return judged

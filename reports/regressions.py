@@ -255,8 +255,35 @@ def _num(x) -> float:
     return float(x) if isinstance(x, (int, float)) else float(str(x))   # "nan" / "inf" strings
 
 
+def _rejudged(bv: dict, cv: dict) -> dict | None:
+    """The baseline's worst example judged again in the current run (``extra.baseline_worst``, written by
+    :func:`tokenlaw.orchestration.gate.rejudge_worst` where the re-run reported another example), as a verdict
+    view on that example, or None."""
+    b, c = bv.get("extra") or {}, cv.get("extra") or {}
+    again = c.get("baseline_worst")
+    if not again or "worst" not in b or again.get("worst") != b["worst"]:
+        return None
+    extra = {"worst": b["worst"]} | ({"least_bound": again["least_bound"]} if "least_bound" in again else {})
+    return {"bound": again["bound"], "discrepancy": again["discrepancy"], "extra": extra,
+            "violated": again.get("violated", False), "detail": again.get("detail", "")}
+
+
 def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
     """bound_growth None: the bound is not the implementation's own (a non-reference backend's cell)."""
+    again = _rejudged(bv, cv)
+    if again is not None:
+        if again["violated"]:
+            out.regressions.append(Change("tolerance-grew", cid, "holds on its worst example",
+                                          "violated there now", "the baseline's worst example, judged again "
+                                          f"in this run, violates the law: {again['detail']}"))
+            return
+        if bound_growth is not None:
+            what, b0, b1 = _bound(bv, again)
+            if b0 > 0 and b1 > bound_growth * b0:
+                out.regressions.append(Change("tolerance-grew", cid, f"{what} {b0:.3g}", f"{what} {b1:.3g}",
+                                              f"{what} grew x{b1 / b0:.3g} (> x{bound_growth:g}) on the baseline's "
+                                              "worst example, judged again in this run"))
+                return
     what, b0, b1 = _bound(bv, cv)
     r0, r1 = ratio(bv), ratio(cv)
     same = _same_example(bv, cv)

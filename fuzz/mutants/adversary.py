@@ -24,14 +24,21 @@ profile, seed and cells, via :func:`~tokenlaw.fuzz.rows.run_rows`):
    status and draws with the baseline: the evidence of the determinism the
    skips rest on.
 3. *Verdict.*  ``killed`` (some row no longer matches its declaration),
+   ``inert`` (inert where drawn: the predicate held on k calls of the
+   judged cells and the mutant's output equalled the operator's own, bit
+   for bit, on every one of them -- standardising one token gives 0 whatever
+   the scale; a softmax host's output is NaN on every row wherever a row is
+   fully masked -- so no law could see it on what the check draws; not a gap
+   of the search and not equivalent by construction, reported with k and never
+   counted as killed),
    ``equivalent`` (no claimed law can see it, for a reason decided
    mechanically: the identity control; a predicate outside the operator's
    declared dtypes or widths; a change that is nothing by construction, such
    as a position-dependent change at n = 1 or 1 + 1e-6 in float16; a uniform
    scale seen only by laws that compare the operator with itself,
    ``AdversaryOptions.scale_blind``) or ``gap`` (the predicate was
-   never drawn; the wrong output was never produced on a drawn input; or it
-   was, and no row failed).
+   never drawn; or the wrong output was produced on a drawn input, and no row
+   failed).
 
 Mutants: every predicate with the generic wrongness ``scale`` (the *axis*
 matrix), and each other wrongness the operator's claimed laws target with the
@@ -83,7 +90,7 @@ class Mutant:
 @dataclasses.dataclass
 class Outcome:
     mutant: Mutant
-    status: str               # killed | equivalent | gap | crashed (the check raised instead of judging)
+    status: str               # killed | equivalent | inert | gap | crashed (the check raised instead of judging)
     reason: str
     killers: list
     cells: int                # cells run
@@ -306,7 +313,7 @@ def judge(registry, m: Mutant, base: Baseline, *, examples, seed, folder, by_val
     status, reason = classify(m, op, drawn=bool(drawn), changed=changed, meant=meant,
                               meant_drawn=any(r.contract in meant for r in drawn),
                               judged_by={r.contract for r in drawn}, contracts=contracts, closest=closest,
-                              claimed=claimed)
+                              claimed=claimed, held=bad[m.operator].fn.held)
     if control and status == "equivalent":
         reason += (f"; its re-run of {ran} cell(s), {'every cell' if every_row else 'the cheapest of each row'} "
                    "where the operator was called, repeated the baseline's status and draws in each")
@@ -345,8 +352,9 @@ def expected_cost(m: Mutant, base: Baseline) -> float:
 
 
 def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: bool,
-             judged_by=frozenset(), contracts=None, closest=None, claimed=None) -> tuple[str, str]:
-    """(equivalent | gap, why) for a surviving mutant; ``judged_by``: the contracts of the rows where its
+             judged_by=frozenset(), contracts=None, closest=None, claimed=None, held=None) -> tuple[str, str]:
+    """(equivalent | inert | gap, why) for a surviving mutant; ``held``: the calls on which its predicate held
+    in the cells it ran (None: not counted); ``judged_by``: the contracts of the rows where its
     predicate held; ``contracts``: those they are declared in (none: the catalogue); ``closest``: per
     tolerance law, the largest discrepancy / bound its cells reached on the mutant (named in a gap's reason);
     ``claimed``: the contracts of every row of the operator the adversary runs (None: ``judged_by``) -- a
@@ -367,7 +375,12 @@ def classify(m: Mutant, op, *, drawn: bool, changed: bool, meant, meant_drawn: b
     if blind:
         return "equivalent", blind
     if not changed:
-        return "gap", f"never effective: the wrong output was never produced on a drawn input with {p.text}"
+        # drawn, and on every call where the predicate held the wrong output was the operator's own: the
+        # mutant is inert on what the check draws (a fact about the operator there, e.g. its output at n = 1
+        # is 0, or NaN on every row), not a region the search missed
+        k = "" if held is None else f"{held} times "
+        return "inert", (f"inert where drawn: the predicate ({p.text}) held {k}in the cells run, and the "
+                         f"mutant's output equalled the operator's own every time ({w.text} changes nothing there)")
     if not meant_drawn:
         return "gap", (f"the predicate held only in rows of laws not meant to see {w.name} "
                        f"(meant: {', '.join(sorted(meant))}); no row failed")
@@ -513,32 +526,71 @@ class _NoPool:
         return False
 
 
-def _tally(outcomes, key) -> dict:
+def _tally(mutants, key) -> dict:
+    """Per ``key`` (a field of a mutant's JSON: axis, family, operator), how many of each status."""
     out = {}
-    for o in outcomes:
-        t = out.setdefault(key(o), dict(total=0, killed=0, equivalent=0, gap=0, crashed=0))
+    for m in mutants:
+        t = out.setdefault(m[key], dict(total=0, killed=0, equivalent=0, inert=0, gap=0, crashed=0))
         t["total"] += 1
-        t[o.status] += 1
+        t[m["status"]] += 1
     return out
+
+
+def _matrix(mutants: list) -> dict:
+    """The figure and the kill matrices of a list of mutants' JSON (:meth:`Outcome.to_json`)."""
+    count = lambda status: sum(m["status"] == status for m in mutants)   # noqa: E731
+    equivalent = count("equivalent")
+    return dict(figure=dict(killed=count("killed"), non_equivalent=len(mutants) - equivalent, equivalent=equivalent,
+                            gaps=count("gap"), inert=count("inert"), crashed=count("crashed")),
+                axes=_tally(mutants, "axis"), families=_tally(mutants, "family"),
+                operators=_tally(mutants, "operator"))
 
 
 def report(outcomes, *, every, baseline, seconds, meta) -> dict:
     """The kill matrix (per axis, per law family, per operator), every survivor and its reason."""
-    killable = [o for o in outcomes if o.status != "equivalent"]
+    mutants = [o.to_json() for o in outcomes]
     return dict(
         meta=dict(meta, mutants_built=every, mutants_run=len(outcomes), seconds=round(seconds, 1),
                   baseline_seconds=round(baseline.seconds, 1), baseline_cpu_seconds=round(baseline.cpu, 1),
                   mutants_cpu_seconds=round(sum(o.cpu for o in outcomes), 1)),
-        figure=dict(killed=sum(o.status == "killed" for o in outcomes), non_equivalent=len(killable),
-                    equivalent=len(outcomes) - len(killable), gaps=sum(o.status == "gap" for o in outcomes),
-                    crashed=sum(o.status == "crashed" for o in outcomes)),
-        axes=_tally(outcomes, lambda o: o.mutant.predicate.axis),
-        families=_tally(outcomes, lambda o: o.mutant.wrongness.family),
-        operators=_tally(outcomes, lambda o: o.mutant.operator),
+        **_matrix(mutants),
         baseline_failing=sorted(baseline.failing),
         not_implemented=dict(C.NOT_IMPLEMENTED),
-        mutants=[o.to_json() for o in outcomes],
+        mutants=mutants,
     )
+
+
+def splice(recorded: dict, fresh: dict) -> dict:
+    """``recorded`` with every mutant of ``fresh``'s operators replaced by ``fresh``'s (a re-run of all their
+    mutants at the recorded seed and examples), the figure and the matrices recomputed over the whole, and the
+    re-run stated in ``meta.spliced`` (its operators, when, its own timings); the recorded run's timings stay
+    what they were, for the operators they were measured on.  Raises InvalidArgument when ``fresh`` is not a
+    whole re-run of its operators at the recorded settings."""
+    rm, fm = recorded["meta"], fresh["meta"]
+    for key, flag in (("seed", "--seed"), ("examples", "--examples")):
+        if rm.get(key) != fm.get(key):
+            raise C.InvalidArgument(f"{flag}: the recorded report ran {key} {rm.get(key)}, this run "
+                                    f"{fm.get(key)}: a splice keeps one setting")
+    if fm.get("sample") is not None or fm["mutants_run"] != fm["mutants_built"]:
+        raise C.InvalidArgument("--splice: a splice replaces every mutant of the operators it re-runs "
+                                "(no --sample, no --mutant)")
+    ops = set(fm["operators"])
+    unknown = ops - set(rm["operators"])
+    kept = [m for m in recorded["mutants"] if m["operator"] not in ops]
+    mutants = kept + list(fresh["mutants"])
+    order = {name: i for i, name in enumerate(rm["operators"] + sorted(unknown))}
+    mutants.sort(key=lambda m: order[m["operator"]])       # stable: each operator's mutants in run order
+    runs = list(rm.get("spliced", ())) + [dict(operators=sorted(ops), seconds=fm["seconds"],
+                                               baseline_seconds=fm["baseline_seconds"],
+                                               mutants_cpu_seconds=fm["mutants_cpu_seconds"],
+                                               workers=fm["workers"], mutants_run=fm["mutants_run"],
+                                               **{k: fm[k] for k in ("commit", "date") if k in fm})]
+    meta = dict(rm, operators=sorted(set(rm["operators"]) | ops), spliced=runs,
+                mutants_run=len(mutants), mutants_built=rm["mutants_built"] - sum(
+                    1 for m in recorded["mutants"] if m["operator"] in ops) + fm["mutants_built"])
+    failing = sorted({r for r in recorded["baseline_failing"] if r.split("-")[0] not in ops}
+                     | set(fresh["baseline_failing"]))
+    return dict(recorded, meta=meta, **_matrix(mutants), baseline_failing=failing, mutants=mutants)
 
 
 def markdown(doc: dict) -> str:
@@ -546,18 +598,25 @@ def markdown(doc: dict) -> str:
     f, meta = doc["figure"], doc["meta"]
     lines = ["# Standing adversary: conditional mutants", "",
              f"{f['killed']} of {f['non_equivalent']} non-equivalent conditional mutants killed "
-             f"({f['gaps']} gaps, {f['crashed']} crashed the check; {f['equivalent']} equivalent, not counted); {meta['mutants_run']} of "
+             f"({f['gaps']} gaps, {f.get('inert', 0)} inert where drawn, {f['crashed']} crashed the check; "
+             f"{f['equivalent']} equivalent, not counted); {meta['mutants_run']} of "
              f"{meta['mutants_built']} mutants run, seed {meta['seed']}, {meta['examples']} examples per cell, "
              f"{meta['workers']} worker(s), {meta['seconds']}s (baseline {meta['baseline_seconds']}s); CPU of this "
              f"process: baseline {meta['baseline_cpu_seconds']}s, mutants {meta['mutants_cpu_seconds']}s.", ""]
+    for run in meta.get("spliced", ()):
+        lines += [f"Spliced in: every mutant of {', '.join(run['operators'])} re-run ({run['mutants_run']} "
+                  f"mutants, {run['workers']} worker(s), {run['seconds']}s, baseline {run['baseline_seconds']}s"
+                  + (f", {run['date']}" if run.get("date") else "") + "); the other operators' mutants as "
+                  "recorded by the run above.", ""]
     for title, key, col in (("Per axis (predicate family)", "axes", "axis"),
                             ("Per law family (wrongness)", "families", "family"),
                             ("Per operator", "operators", "operator")):
-        lines += [f"## {title}", "", f"| {col} | killed | non-equivalent | equivalent | gap | check crashed |",
-                  "|---|---|---|---|---|---|"]
+        lines += [f"## {title}", "",
+                  f"| {col} | killed | non-equivalent | equivalent | gap | inert where drawn | check crashed |",
+                  "|---|---|---|---|---|---|---|"]
         for name, t in sorted(doc[key].items()):
             lines.append(f"| {name} | {t['killed']} | {t['total'] - t['equivalent']} | {t['equivalent']} "
-                         f"| {t['gap']} | {t['crashed']} |")
+                         f"| {t['gap']} | {t.get('inert', 0)} | {t['crashed']} |")
         lines.append("")
     surv = [m for m in doc["mutants"] if m["status"] != "killed"]
     lines += ["## Survivors by kind", "", "| status | kind | mutants |", "|---|---|---|"]
@@ -575,6 +634,7 @@ def markdown(doc: dict) -> str:
 
 
 _KINDS = ("not deterministic", "control", "at n = 1", "rounds to 1", "outside the declared", "compares the operator with itself",
+          "inert where drawn",
           "never drawn", "never effective", "held only in rows of laws not meant", "wrong outputs reached",
           "the check crashed")
 

@@ -344,6 +344,7 @@ class Conditional:
                  wrong: Wrongness | None = None, watch: tuple = ()):
         self.fn, self.tag, self.folder, self.when, self.wrong, self.watch = fn, tag, folder, when, wrong, watch
         self.calls = 0
+        self.held = 0             # calls where ``when`` held (this object's, in the process that judges it)
         self.__signature__ = inspect.signature(fn)
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", "fn")
@@ -363,6 +364,7 @@ class Conditional:
         if self.when is None or not holds(self.when, x, kw, call):
             return out
         _log(self.folder, f"{self.tag}\t{self.when.name}")
+        self.held += 1
         bad = self.wrong.make(self.fn, xp, x, kw, out)
         if bad is not out and torch.is_tensor(bad) and torch.is_tensor(out) and not _equal(bad, out):
             _log(self.folder, f"{self.tag}\tchanged")

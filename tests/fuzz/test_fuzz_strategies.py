@@ -370,3 +370,33 @@ def test_non_contiguous_layouts_keep_values():
     for layout in ("transposed", "strided"):
         y = lay_out(x, layout)
         assert not y.is_contiguous() and torch.equal(y, x)
+
+
+def test_every_masked_cell_draws_a_fully_masked_row_and_every_width_cell_a_wide_width():
+    """The explicit edges ``empty_row`` and ``wide`` (issue 43, the standing adversary's survivors: at seed 0
+    the softmax hosts' spec_reference cells drew no fully masked row in 111 examples, and onorm_ln's drew no
+    d >= 17): FILL examples of each after the search, in every cell of a masked operator whose mask kinds
+    include one, and in every cell that draws its own widths up to past 16; a near-null or fully masked row is
+    drawn beside other rows (n >= 2), the near-null row placed second in the simplest draw (a change to what
+    sees token 0 meets an ordinary key)."""
+    from tokenlaw.fuzz.strategies import EMPTY_ROW, WIDE, WIDE_FROM
+    host, onorm = REG["standard_host_l1"], REG["onorm_ln"]
+    assert EMPTY_ROW in reachable_edges(host, torch.float64) and EMPTY_ROW not in reachable_edges(onorm, torch.float64)
+    assert EMPTY_ROW not in reachable_edges(host, torch.float64, mask_kinds=("random", "causal"))
+    assert WIDE in reachable_edges(onorm, torch.float64) and WIDE not in reachable_edges(host, torch.float64)  # d_max 8
+    assert WIDE not in reachable_edges(onorm, torch.float64, widths=(3, 4))
+    for c in _edge_cases(host, torch.float64, EMPTY_ROW):
+        assert c.n >= 2 and bool((c.mask.sum(-1) == 0).any()) and c.null == () and c.near_null == (), c
+        out = c.runner.run(c.x, c.mask)
+        assert bool(torch.isfinite(out).all(-1).any()), c     # depth 1: the other rows stay finite, judged
+    for c in _edge_cases(onorm, torch.float32, WIDE):
+        assert WIDE_FROM <= c.d <= D_MAX and c.x.shape[-1] == c.d and c.near_null == () and c.n <= EDGE_LENGTH, c
+    first = _edge_cases(REG["presence"], torch.float64, NEAR_NULL, k=1, near_null=False, near_null_edge=True)[0]
+    assert first.n >= 2 and first.near_null == (1,), first
+    seen = []
+    cfg = settings(max_examples=3, database=None, suppress_health_check=list(HealthCheck), phases=(Phase.generate,))
+    with pinned_constants(), pytest.raises(NoSuchExample):
+        banded_find(lambda band: cases(host, torch.float64, band=band), lambda c: seen.append(c), cfg, 0, (),
+                    reachable_edges(host, torch.float64))
+    fully = [c for c in seen[3:] if bool((c.mask.sum(-1) == 0).any())]
+    assert len(fully) >= FILL, [(c.mask_kind, c.n) for c in seen]

@@ -191,8 +191,10 @@ def test_survivors_are_classified_mechanically():
     assert A.classify(m, op, **self_only, judged_by={"causality"})[0] == "gap"
     m = A.Mutant("presence", C.predicate("float16"), C.wrongness("scale_tiny"))       # 1 + 1e-6 is 1 in float16
     assert A.classify(m, op, drawn=True, changed=False, meant={"x"}, meant_drawn=True)[0] == "equivalent"
+    # drawn, and the wrong output never differed from the operator's own: inert where drawn, with its count
     m = A.Mutant("presence", C.predicate("float32"), C.wrongness("scale_tiny"))
-    assert A.classify(m, op, drawn=True, changed=False, meant={"x"}, meant_drawn=True)[0] == "gap"
+    status, why = A.classify(m, op, drawn=True, changed=False, meant={"x"}, meant_drawn=True, held=12)
+    assert status == "inert" and "held 12 times" in why, why
     narrow = dataclasses.replace(op.domain, dtypes=("float32", "float64"), limits=())
     assert "declared dtypes" in A.unreachable(C.predicate("float16"), dataclasses.replace(op, domain=narrow))
     assert A.unreachable(C.predicate("float16"), op) is None
@@ -212,7 +214,7 @@ def test_the_command_writes_the_report_and_exits_1_on_a_gap(tmp_path, capsys):
     base = ["adversary", "--operator", "presence", "--examples", str(EXAMPLES), "--workers", "1", "--json"]
     assert cli.main(base + ["--mutant", "presence:always:scale", "--out", str(tmp_path / "a")]) == 0
     doc = json.loads((tmp_path / "a" / "adversary.json").read_text())
-    assert doc["figure"] == {"killed": 1, "non_equivalent": 1, "equivalent": 0, "gaps": 0, "crashed": 0}
+    assert doc["figure"] == {"killed": 1, "non_equivalent": 1, "equivalent": 0, "gaps": 0, "inert": 0, "crashed": 0}
     assert "Per axis" in (tmp_path / "a" / "adversary.md").read_text()
     capsys.readouterr()
     # a user's operator with no reference: a 1 % scale of every output is seen by no row it has (a gap the
@@ -321,3 +323,48 @@ def test_mutants_unchanged_by_construction_are_classified_without_running(tmp_pa
         out = A.judge(REG, m, base, examples=EXAMPLES, seed=0, folder=str(tmp_path))
         assert out.status == "equivalent" and out.cells == 0 and A.expected_cost(m, base) == 0.0
     assert A.unchanged(A.Mutant("presence", C.predicate("float32"), C.wrongness("scale_tiny"))) is None
+
+
+def test_a_mutant_that_changes_nothing_where_drawn_is_inert_not_a_gap_nor_killed(tmp_path):
+    """Standardising one token gives 0 whatever the scale (issue 43's n_1 survivors): the predicate is drawn,
+    the wrong output equals the operator's own on every such call, so the mutant is ``inert`` with its count
+    of calls -- never killed, never equivalent by construction, and not a gap of the search."""
+    doc = A.run(REG, operators={"standardize"}, examples=EXAMPLES, mutant_ids={"standardize:n_1:scale"},
+                stream=None)
+    m = _outcomes(doc)["standardize:n_1:scale"]
+    assert m["status"] == "inert" and "held" in m["reason"] and "times" in m["reason"], m
+    assert doc["figure"]["inert"] == 1 and doc["figure"]["killed"] == 0 and doc["figure"]["non_equivalent"] == 1
+
+
+def _fake(ops_mutants, **meta):
+    mutants = [dict(id=f"{op}:{p}:scale", operator=op, predicate=p, axis="length", family="values", status=st,
+                    reason="r", killers=[]) for op, p, st in ops_mutants]
+    base = dict(seed=0, examples=100, workers=2, sample=None, operators=sorted({o for o, _, _ in ops_mutants}),
+                mutants_built=len(mutants), mutants_run=len(mutants), seconds=1.0, baseline_seconds=0.5,
+                baseline_cpu_seconds=0.1, mutants_cpu_seconds=0.5)
+    return dict(meta=dict(base, **meta), **A._matrix(mutants), baseline_failing=[], not_implemented={},
+                mutants=mutants)
+
+
+def test_a_splice_replaces_only_the_re_run_operators_and_recomputes_the_figure():
+    recorded = _fake([("a", "n_1", "killed"), ("b", "n_1", "gap"), ("b", "n_2_8", "killed")])
+    fresh = _fake([("b", "n_1", "inert"), ("b", "n_2_8", "killed")])
+    doc = A.splice(recorded, fresh)
+    assert [(m["id"], m["status"]) for m in doc["mutants"]] == [("a:n_1:scale", "killed"), ("b:n_1:scale", "inert"),
+                                                                ("b:n_2_8:scale", "killed")]
+    assert doc["figure"] == dict(killed=2, non_equivalent=3, equivalent=0, gaps=0, inert=1, crashed=0)
+    assert doc["meta"]["spliced"][0]["operators"] == ["b"] and doc["meta"]["seconds"] == 1.0
+    assert "Spliced in: every mutant of b re-run" in A.markdown(doc)
+    with pytest.raises(C.InvalidArgument, match="--seed"):
+        A.splice(recorded, _fake([("b", "n_1", "killed")], seed=1))
+    with pytest.raises(C.InvalidArgument, match="--splice"):
+        A.splice(recorded, _fake([("b", "n_1", "killed")], sample=3))
+
+
+def test_splice_refuses_what_it_cannot_update(tmp_path):
+    out = ["adversary", "--out", str(tmp_path), "--splice"]
+    assert cli.main(out) == 2                                            # no --operator
+    assert cli.main(out + ["--operator", "presence"]) == 2               # nothing recorded there yet
+    (tmp_path / "adversary.json").write_text(json.dumps(_fake([("presence", "n_1", "killed")], examples=7)))
+    assert cli.main(out + ["--operator", "presence"]) == 2               # recorded at 7 examples, not 100
+    assert cli.main(out + ["--operator", "presence", "--sample", "2", "--examples", "7"]) == 2
