@@ -19,7 +19,9 @@ import dataclasses
 import datetime as dt
 
 from tokenlaw.errors import InvalidArgument
-from tokenlaw.properties.plan import plan
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.case import Case
+from tokenlaw.properties.plan import contracts_of, plan
 from tokenlaw.properties.verdict import Tier
 from tokenlaw.reports import document, regressions
 
@@ -126,12 +128,6 @@ def rejudge_worst(base: document.Document, cur: document.Document, settings: lis
     moved.  Judged again now, the baseline's worst example gives this operator's bound on that input, which
     :func:`tokenlaw.reports.regressions.compare` compares with the baseline's.  Eager fuzz cells of a
     tolerance law that holds in both runs only (another backend's bound is not its own)."""
-    import dataclasses
-
-    from tokenlaw.properties import verdict as V
-    from tokenlaw.properties.case import Case
-    from tokenlaw.properties.plan import contracts_of
-
     registries = {}
     for s in settings:
         if s.tier is Tier.FUZZ and getattr(s, "backend", "eager") == "eager":
@@ -149,13 +145,14 @@ def rejudge_worst(base: document.Document, cur: document.Document, settings: lis
         b, c = old.verdict, cell.verdict
         if b.status != V.Status.HOLDS or c.status != V.Status.HOLDS or "worst_case" not in (b.extra or {}):
             continue
-        if b.extra.get("worst") == (c.extra or {}).get("worst"):
+        worst = b.evidence.worst if b.evidence else None
+        if worst is None or worst == (c.evidence.worst if c.evidence else None):
             continue             # the same example: its bounds compare as they are
         contract = contracts.get(cell.contract)
         if contract is None or contract.exact or cell.operator not in reg:
             continue
         v = contract.judge(Case.from_fields(reg[cell.operator], b.extra["worst_case"]))
-        again = dict(worst=b.extra["worst"], status=str(v.status), violated=bool(v.violated), bound=v.bound,
+        again = dict(worst=worst, status=str(v.status), violated=bool(v.violated), bound=v.bound,
                      discrepancy=v.discrepancy, ratio=v.ratio, detail=v.detail)
         if "least_bound" in (v.extra or {}):
             again["least_bound"] = v.extra["least_bound"]
