@@ -13,6 +13,8 @@ from tokenlaw.fuzz.mutants import adversary
 from tokenlaw.fuzz.engine import PROFILES, profile_name
 from tokenlaw.orchestration import runs
 from tokenlaw.process import command_line
+from tokenlaw.reports import formats
+from tokenlaw.reports.kill_matrix import KillMatrix
 
 from . import selection
 from .exits import EXIT_FAIL, EXIT_OK
@@ -43,11 +45,11 @@ def cmd_adversary(args) -> int:
                         workers=args.workers, mutant_ids=set(args.mutant or ()) or None,
                         by_value=runs.shipped_modules(getattr(args, "operators_module", None)), log=log)
     doc["meta"]["profile"] = profile_name(args.profile)
-    md, js = out / "adversary.md", out / "adversary.json"
-    js.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    md.write_text(adversary.markdown(doc), encoding="utf-8")
-    f = doc["figure"]
-    gaps = [m for m in doc["mutants"] if m["status"] in ("gap", "crashed")]
+    report = KillMatrix.from_json(doc)
+    paths = formats.write(report, out, formats.ADVERSARY, stem="adversary")
+    md, js = paths["adversary-md"], paths["adversary-json"]
+    f = report.figure
+    gaps = [m for m in report.mutants if m["status"] in ("gap", "crashed")]
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), **f,
                           "gaps": [{"id": m["id"], "reason": m["reason"]} for m in gaps]}, indent=1))
