@@ -27,9 +27,10 @@ from tokenlaw.errors import DeclarationError, InvalidArgument, NotRunnableHere, 
 
 # name -> the module that defines it (loaded on first access); a module itself where the name is one:
 # ``arguments`` (validating an operator's inputs: tokens, mask, positive ...), ``limits`` (a Domain's
-# magnitude limits), ``cells`` (a registry's rows as plain pytest tests, what ``tokenlaw new`` writes)
+# magnitude limits), ``cells`` (a registry's rows as plain pytest tests, what ``tokenlaw new`` writes),
+# ``hf_attention`` (OAttention as a Hugging Face model's attention: ``hf_attention.attach(model, ...)``)
 _MODULES = {"arguments": "tokenlaw.operators.arguments", "limits": "tokenlaw.operators.limits",
-            "cells": "tokenlaw.app.cells"}
+            "cells": "tokenlaw.app.cells", "hf_attention": "tokenlaw.integrations.hf.attention"}
 _LAZY = {
     # declaring operators and contracts
     "declare": "tokenlaw.operators.registry",

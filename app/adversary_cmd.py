@@ -16,6 +16,8 @@ from tokenlaw.fuzz.mutants import adversary
 from tokenlaw.fuzz.engine import PROFILES, profile_name
 from tokenlaw.orchestration import runs
 from tokenlaw.process import command_line
+from tokenlaw.reports import formats
+from tokenlaw.reports.kill_matrix import KillMatrix
 
 from . import selection
 from .exits import EXIT_FAIL, EXIT_OK
@@ -40,8 +42,7 @@ def cmd_adversary(args) -> int:
     command_line.writable_dir(args.out, "--out")
     examples = args.examples or PROFILES[profile_name(args.profile)]
     out = Path(args.out)
-    md, js = out / "adversary.md", out / "adversary.json"
-    recorded = _recorded(args, js, examples) if args.splice else None
+    recorded = _recorded(args, out / "adversary.json", examples) if args.splice else None
     log = out / "adversary.jsonl"          # each outcome as it finishes (what a stopped run judged)
     log.write_text("", encoding="utf-8")
     doc = adversary.run(reg, operators=operators, sample_k=args.sample, seed=args.seed, examples=examples,
@@ -51,11 +52,12 @@ def cmd_adversary(args) -> int:
     if recorded is not None:
         doc["meta"]["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         doc = adversary.splice(recorded, doc)
-    js.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    md.write_text(adversary.markdown(doc), encoding="utf-8")
-    f = doc["figure"]
-    gaps = [m for m in doc["mutants"] if m["status"] in ("gap", "crashed")]
-    inert = [m for m in doc["mutants"] if m["status"] == "inert"]     # reported, not killed, not a failure
+    report = KillMatrix.from_json(doc)
+    paths = formats.write(report, out, formats.ADVERSARY, stem="adversary")
+    md, js = paths["adversary-md"], paths["adversary-json"]
+    f = report.figure
+    gaps = [m for m in report.mutants if m["status"] in ("gap", "crashed")]
+    inert = [m for m in report.mutants if m["status"] == "inert"]     # reported, not killed, not a failure
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), **f,
                           "gaps": [{"id": m["id"], "reason": m["reason"]} for m in gaps],

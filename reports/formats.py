@@ -16,8 +16,8 @@ seconds inside its JSON (``timed-json``), as it always has.
 
 Each format renders one kind of record (``Format.takes``): a tier's
 :class:`~.document.Document`, the :class:`~.verification.Verification` of
-several, a :class:`~.campaign.CampaignReport` or a
-:class:`~.mutations.MutationReport`; :func:`render` refuses any other.
+several, a :class:`~.campaign.CampaignReport`, a
+:class:`~.mutations.MutationReport` or a :class:`~.kill_matrix.KillMatrix`; :func:`render` refuses any other.
 
 The groups a command writes:
 
@@ -25,7 +25,8 @@ The groups a command writes:
 - ``prove``: :data:`PROOFS` as ``OUT/proofs.*``;
 - ``verify`` / ``report merge`` of several tiers: each tier's, and :data:`VERIFICATION` as ``OUT/verification.*``;
 - ``campaign``: :data:`CAMPAIGN` as ``OUT/campaign.*`` (the page alone, ``campaign-html``, as rounds finish);
-- ``mutate``: :data:`MUTATION` as ``OUT/mutation.*``.
+- ``mutate``: :data:`MUTATION` as ``OUT/mutation.*``;
+- ``adversary``: :data:`ADVERSARY` as ``OUT/adversary.*``.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from typing import Callable
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.process.files import atomic_write
 
-from . import backends, campaign, campaign_page, lawtable, mutations, proofs, verification, writers
+from . import backends, campaign, campaign_page, kill_matrix, lawtable, mutations, proofs, verification, writers
 from .document import Document
 from .html import html
 from .junit import junit
@@ -93,6 +94,10 @@ FORMATS = {
                             "each mutant, the rows it ran and the contracts that killed it", mutations.MutationReport),
     "mutation-md": Format(".md", lambda rep, stem, also: mutations.to_markdown(rep),
                           "the mutation report in Markdown", mutations.MutationReport),
+    "adversary-json": Format(".json", lambda rep, stem, also: _json(rep.to_json()),
+                             "the standing adversary's kill matrix and every survivor", kill_matrix.KillMatrix),
+    "adversary-md": Format(".md", lambda rep, stem, also: kill_matrix.markdown(rep),
+                           "the kill matrix in Markdown", kill_matrix.KillMatrix),
 }
 
 CONFORMANCE = ("json", "md", "xml", "html", "timings", "timings-js")
@@ -100,6 +105,7 @@ PROOFS = ("timed-json", "proofs-md")
 VERIFICATION = ("verification-json", "verification-md")
 CAMPAIGN = ("campaign-html", "campaign-json", "campaign-md")
 MUTATION = ("mutation-json", "mutation-md")
+ADVERSARY = ("adversary-json", "adversary-md")
 
 
 def render(doc, name: str, stem: str = "conformance", also=()) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,43 @@ def test_an_example_reaching_past_the_face_is_caught(tmp_path, line):
     target.write_text(target.read_text() + "\n" + line + "\n")
     found = reaches(tmp_path)
     assert len(found) == 1 and "examples/core_kernel/mykernel.py" in found[0], found
+
+
+# Reaches past the face a page of docs/ makes on purpose, each with its reason (a new one fails the test).
+DOCS_ON_PURPOSE = {
+    ("docs/flex.md", "tokenlaw.integrations.flex_compiled"): "a measurement recipe, run in a checkout: it times",
+    ("docs/flex.md", "tokenlaw.properties.runner"): "one compiled backend call on the runner's own inputs",
+}
+DOC_CODE = re.compile(r"^(?:\s*>>> |\s*)((?:from|import) tokenlaw\b.*)$", re.M)
+
+
+def docs_reaching(root: Path = ROOT) -> list[str]:
+    """Every import statement in a page of docs/ (a code line, indented or in a fence) naming a tokenlaw
+    module past the face."""
+    out = []
+    for page in sorted((root / "docs").glob("*.md")):
+        for line in DOC_CODE.findall(page.read_text()):
+            try:
+                names = past_the_face(line.strip())
+            except SyntaxError:          # prose that starts like an import
+                continue
+            out += [f"{page.relative_to(root)}: {m}" for m in names
+                    if (str(page.relative_to(root)), m) not in DOCS_ON_PURPOSE]
+    return out
+
+
+def test_the_docs_import_only_from_the_face():
+    assert docs_reaching() == []
+
+
+def test_a_page_reaching_past_the_face_is_caught(tmp_path):
+    (tmp_path / "docs").mkdir()
+    for page in (ROOT / "docs").glob("*.md"):
+        (tmp_path / "docs" / page.name).write_text(page.read_text())
+    assert docs_reaching(tmp_path) == []
+    page = tmp_path / "docs" / "hf.md"
+    page.write_text(page.read_text() + "\n    from tokenlaw.integrations.hf import attention\n")
+    assert docs_reaching(tmp_path) == ["docs/hf.md: tokenlaw.integrations.hf"]
 
 
 def test_the_scaffold_writes_imports_of_the_face_only():

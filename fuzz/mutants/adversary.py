@@ -445,7 +445,8 @@ def unreachable(p: C.Predicate, op) -> str | None:
 
 def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, workers=1, mutant_ids=None,
         by_value=(), every_row=False, stream=sys.stderr, log=None) -> dict:
-    """Build, sample, run and classify the mutants; returns the report (JSON-able, see :func:`report`).
+    """Build, sample, run and classify the mutants; returns the report's JSON view (:func:`report`; the app
+    writes it as a :class:`~tokenlaw.reports.kill_matrix.KillMatrix`).
 
     operators: only these operators' mutants (None: all); sample_k: a seeded sample of K of them; mutant_ids:
     only these ids; by_value: a user's ``.py`` modules, shipped to Dask workers by value (as ``check`` does);
@@ -592,59 +593,3 @@ def splice(recorded: dict, fresh: dict) -> dict:
                      | set(fresh["baseline_failing"]))
     return dict(recorded, meta=meta, **_matrix(mutants), baseline_failing=failing, mutants=mutants)
 
-
-def markdown(doc: dict) -> str:
-    """The report as Markdown."""
-    f, meta = doc["figure"], doc["meta"]
-    lines = ["# Standing adversary: conditional mutants", "",
-             f"{f['killed']} of {f['non_equivalent']} non-equivalent conditional mutants killed "
-             f"({f['gaps']} gaps, {f.get('inert', 0)} inert where drawn, {f['crashed']} crashed the check; "
-             f"{f['equivalent']} equivalent, not counted); {meta['mutants_run']} of "
-             f"{meta['mutants_built']} mutants run, seed {meta['seed']}, {meta['examples']} examples per cell, "
-             f"{meta['workers']} worker(s), {meta['seconds']}s (baseline {meta['baseline_seconds']}s); CPU of this "
-             f"process: baseline {meta['baseline_cpu_seconds']}s, mutants {meta['mutants_cpu_seconds']}s.", ""]
-    for run in meta.get("spliced", ()):
-        lines += [f"Spliced in: every mutant of {', '.join(run['operators'])} re-run ({run['mutants_run']} "
-                  f"mutants, {run['workers']} worker(s), {run['seconds']}s, baseline {run['baseline_seconds']}s"
-                  + (f", {run['date']}" if run.get("date") else "") + "); the other operators' mutants as "
-                  "recorded by the run above.", ""]
-    for title, key, col in (("Per axis (predicate family)", "axes", "axis"),
-                            ("Per law family (wrongness)", "families", "family"),
-                            ("Per operator", "operators", "operator")):
-        lines += [f"## {title}", "",
-                  f"| {col} | killed | non-equivalent | equivalent | gap | inert where drawn | check crashed |",
-                  "|---|---|---|---|---|---|---|"]
-        for name, t in sorted(doc[key].items()):
-            lines.append(f"| {name} | {t['killed']} | {t['total'] - t['equivalent']} | {t['equivalent']} "
-                         f"| {t['gap']} | {t.get('inert', 0)} | {t['crashed']} |")
-        lines.append("")
-    surv = [m for m in doc["mutants"] if m["status"] != "killed"]
-    lines += ["## Survivors by kind", "", "| status | kind | mutants |", "|---|---|---|"]
-    kinds = {}
-    for m in surv:
-        kinds.setdefault((m["status"], kind(m["reason"])), []).append(m["id"])
-    lines += [f"| {st} | {k} | {len(ids)} |" for (st, k), ids in sorted(kinds.items())] + [""]
-    lines += ["## Survivors", ""]
-    lines += [f"- `{m['id']}` **{m['status']}**: {m['reason']}" for m in surv] or ["none"]
-    lines += ["", "## Rows failing unmutated (never counted as kills)", ""]
-    lines += [f"- {r}" for r in doc["baseline_failing"]] or ["none"]
-    lines += ["", "## Wrongness not implemented", ""]
-    lines += [f"- {k}: {v}" for k, v in doc["not_implemented"].items()]
-    return "\n".join(lines) + "\n"
-
-
-_KINDS = ("not deterministic", "control", "at n = 1", "rounds to 1", "outside the declared", "compares the operator with itself",
-          "inert where drawn",
-          "never drawn", "never effective", "held only in rows of laws not meant", "wrong outputs reached",
-          "the check crashed")
-
-
-def kind(reason: str) -> str:
-    """The kind of a survivor's reason (the first of :data:`_KINDS` it names), for the report's tally."""
-    return next((k for k in _KINDS if k in reason), "other")
-
-
-def unit_rate(doc: dict) -> float:
-    """Mean seconds per mutant run (for extrapolating a sample to the full matrix)."""
-    ms = doc["mutants"]
-    return sum(m["seconds"] for m in ms) / len(ms) if ms else math.nan
