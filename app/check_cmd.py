@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 import sys
 from pathlib import Path
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.orchestration import provenance, runs
-from tokenlaw.process import interrupts
 from tokenlaw.reports import writers
 
-from . import selection
-from .exits import EXIT_INTERRUPTED, EXIT_OK, of_result
+from . import selection, stopped
+from .stopped import command_line
+from .exits import EXIT_OK, of_result
 from .progress import Progress
 
 
@@ -65,14 +64,7 @@ def cmd_check(args) -> int:
                          stream=Progress())
     except runs.Interrupted as stop:
         # Ctrl-C (issue 47): the report of the rows judged, marked interrupted, written whole, then 130
-        with interrupts.held():
-            doc = dataclasses.replace(stop.doc, meta={**stop.doc.meta, "command": command_line(args)})
-            paths = settings.write(doc)
-        cut = doc.meta["interrupted"]
-        print(f"\ntokenlaw: interrupted: {cut['judged_cells']} of {cut['planned_cells']} cells judged; the report "
-              f"of the {writers.rows_word(len(doc.rows))} judged in every dtype (marked interrupted, never a PASS): "
-              f"{paths['md']}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return stopped.report(args, [(stop.doc, settings.write)])
     except KeyboardInterrupt:
         # stopped before any cell ran: the reports already in --out are an earlier run's; say so beside them
         marker = writers.mark_interrupted(Path(args.out), settings.stem, command_line(args))
@@ -111,6 +103,3 @@ def cmd_check(args) -> int:
     return of_result(summ["result"])
 
 
-def command_line(args) -> str:
-    """``tokenlaw ARGS`` as this process was given them (shell-quoted, so it can be pasted)."""
-    return "tokenlaw " + shlex.join(getattr(args, "argv", None) or [])

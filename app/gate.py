@@ -26,10 +26,11 @@ from pathlib import Path
 
 
 from tokenlaw.operators.errors import InvalidArgument
-from tokenlaw.orchestration import environment, gate, provenance
+from tokenlaw.orchestration import environment, gate, provenance, runs
 from tokenlaw.process import command_line
 from tokenlaw.reports import document, formats, known_failures, writers
 
+from . import stopped
 from .progress import Progress
 
 from .exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE  # noqa: F401
@@ -43,12 +44,25 @@ def _run_checks(args, base: document.Document | None, planned: list) -> document
     docs = []
     for settings in planned:
         _say(args, f"tokenlaw gate: re-running the {settings.label} run ({_describe(settings)})")
-        doc = settings.run(progress=not args.json, stream=Progress())
+        try:
+            doc = settings.run(progress=not args.json, stream=Progress())
+        except runs.Interrupted as stop:
+            # Ctrl-C (issue 47): the re-run's report of what it judged, marked interrupted; no verdict against
+            # the baseline (a cut run is no comparison) and the baseline is never updated from it: 130
+            raise _Stopped(stopped.report(args, [(stop.doc, settings.write)])) from None
         if base is not None:    # the baseline's worst examples judged again where the re-run's moved
             gate.rejudge_worst(base, doc, [settings])
         settings.write(doc)
         docs.append(doc)
     return document.merge_runs(docs)
+
+
+class _Stopped(Exception):
+    """The gate's re-run was interrupted and its report written: ``code`` is the exit code to return."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
 
 
 def _describe(settings) -> str:
@@ -94,7 +108,10 @@ def cmd_gate(args) -> int:
                                          operator_modules=getattr(args, "operators_module", None))
         # a typo in the known-failures file is said before the re-run (minutes), not after it
         _entries_match(entries, [base] if base else [], args.known_failures, gate.planned_ids(planned))
-        cur = _run_checks(args, base, planned)
+        try:
+            cur = _run_checks(args, base, planned)
+        except _Stopped as stop:
+            return stop.code
     _entries_match(entries, [d for d in (base, cur) if d], args.known_failures)
     disk = provenance.sources() if args.current else None
     result = gate.judge(base, cur, entries=entries, today=_today(args), bound_growth=args.bound_growth,

@@ -24,7 +24,7 @@ from tokenlaw.orchestration import runs
 from tokenlaw.reports import proofs
 from tokenlaw.reports.text import rows_word
 
-from . import selection
+from . import selection, stopped
 from .exits import of_result
 from .progress import Progress
 
@@ -46,7 +46,12 @@ def cmd_prove(args) -> int:
         if not args.json:
             stream.write(f"[{done[0]:4d}/{total}] {row.id:<44} {v.status:<12} {v.seconds:6.2f}s\n")
 
-    doc = runs.prove(settings, progress=progress)
+    try:
+        doc = runs.prove(settings, progress=progress)
+    except runs.Interrupted as stop:
+        # Ctrl-C (issue 47): the rows proved so far, marked interrupted, written whole, then 130 (as check)
+        stream.close_line()
+        return stopped.report(args, [(stop.doc, settings.write)])
     stream.close_line()
     paths = settings.write(doc)
     md, js = paths["proofs-md"], paths["timed-json"]

@@ -12,11 +12,13 @@ tier, or nothing established), 2 bad arguments.
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from tokenlaw.orchestration import runs
-from tokenlaw.reports import formats, verification
+from tokenlaw.reports import formats, verification, writers
 
-from . import selection
+from . import selection, stopped
 from .exits import of_result
 from .progress import Progress
 
@@ -28,7 +30,18 @@ def cmd_verify(args) -> int:
                                out=args.out, operator_modules=modules)
     prove = runs.ProveSettings(operators=selection.operators(args), contracts=args.contract, timeout=args.timeout, out=args.out,
                                operator_modules=modules, workers=args.workers)
-    conformance, proved, ver = runs.verify(check, prove, progress=not args.json, stream=Progress())
+    try:
+        conformance, proved, ver = runs.verify(check, prove, progress=not args.json, stream=Progress())
+    except runs.Interrupted as stop:
+        # Ctrl-C (issue 47): each tier's report of what it judged, marked interrupted (the combined view is
+        # not made from a tier cut short), then 130; a verification.* of an earlier run is marked as such
+        marker = writers.mark_interrupted(Path(args.out), "verification", stopped.command_line(args))
+        if marker is not None:
+            print(f"tokenlaw: the verification report in {args.out} is from an earlier run (marked: {marker})",
+                  file=sys.stderr)
+        writes = {"fuzz": check.write, "symbolic": prove.write}
+        return stopped.report(args, [(doc, writes["symbolic" if doc.meta.get("tier") == "symbolic" else "fuzz"])
+                                     for doc in stop.docs])
     paths = formats.write(conformance, args.out, stem=check.stem, also=[proved])   # law table: both tiers
     formats.write(proved, args.out, formats.PROOFS, stem="proofs")
     written = formats.write(ver, args.out, formats.VERIFICATION, stem="verification")

@@ -100,13 +100,20 @@ def _in_child(registry, row, timeout: float, limit: float) -> tuple:
     """One try of ``row`` in a forked child: ('verdict', v), ('error', exc), ('signal', n), ('exit', code)
     or ('hung', None)."""
     read, write = os.pipe()
+    # A terminal's Ctrl-C reaches the whole process group: the parent alone stops, and ends the child (issue
+    # 47).  SIGINT is blocked across the fork, so the child ignores it from its first instruction (else it
+    # could raise the parent's KeyboardInterrupt in the parent's code); the parent gets a pending one after.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     pid = os.fork()
     if pid == 0:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(read)
         _child(registry, row, timeout, write)
     os.close(write)
     chunks, deadline = [], time.monotonic() + limit
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         while True:
             ready, _, _ = select.select([read], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
@@ -117,6 +124,10 @@ def _in_child(registry, row, timeout: float, limit: float) -> tuple:
             if not chunk:
                 break
             chunks.append(chunk)
+    except BaseException:                 # Ctrl-C while the child proves: it ends with this process's run
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     finally:
         os.close(read)
     _, status = os.waitpid(pid, 0)

@@ -437,12 +437,15 @@ def _record(settings, reg, rows, pool, examples, replays, shard_i, shard_n, star
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during :func:`check`: ``doc`` is the report of the rows judged before it, ``meta.interrupted``
-    saying what was left out (a KeyboardInterrupt still: a caller that knows nothing of it stops as before)."""
+    """Ctrl-C during :func:`check` or :func:`prove`: ``doc`` is the report of the rows judged before it,
+    ``meta.interrupted`` saying what was left out (a KeyboardInterrupt still: a caller that knows nothing of it
+    stops as before).  From :func:`verify`, ``docs`` are every report it has (the check's, and the proofs'
+    when the Ctrl-C came while proving), ``doc`` the last of them."""
 
-    def __init__(self, doc: Document):
+    def __init__(self, doc: Document, docs: tuple = ()):
         super().__init__("interrupted")
         self.doc = doc
+        self.docs = tuple(docs) or (doc,)
 
 
 def whole_rows(rows) -> tuple[list, dict]:
@@ -525,8 +528,11 @@ def verify(check_settings: CheckSettings, prove_settings: ProveSettings, *, prog
             (prove_settings.operators, prove_settings.contracts, prove_settings.operator_modules):
         raise InvalidArgument("verify: the check and the prove settings must select the same rows")
     validate_prove(prove_settings)
-    conformance = check(check_settings, progress=progress, stream=stream)
-    proofs_doc = prove(prove_settings, progress=prove_progress)
+    conformance = check(check_settings, progress=progress, stream=stream)     # Ctrl-C: Interrupted(its report)
+    try:
+        proofs_doc = prove(prove_settings, progress=prove_progress)
+    except Interrupted as stop:             # the check finished: its report and the rows proved so far
+        raise Interrupted(stop.doc, (conformance, stop.doc)) from None
     return conformance, proofs_doc, verification.combine([conformance, proofs_doc])
 
 
@@ -538,16 +544,38 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
     reg = validate_prove(settings)
     planned = plan(reg, operators=settings.operators, contracts=settings.contracts, dtypes=["float64"])
     start = time.perf_counter()
-    clusters = []
-    results = proving.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
-                                     scheduler=settings.scheduler, progress=progress,
-                                     by_value=shipped_modules(settings.operator_modules), execution=clusters)
-    rows = proved(planned, results)
-    record = RunMeta(Tier.SYMBOLIC, settings, Environment(cpu_paths=path_probe.record()), Provenance(traits(reg, planned)),
-                     Execution(seconds=time.perf_counter() - start,
-                               # the running cluster the user named, as check records it
-                               dask=executed(clusters[0]) if clusters and settings.scheduler is not None else None))
-    return proofs.document(rows, record.to_json(), laws(reg, rows))
+    clusters, done = [], {}
+
+    def finished(row, verdict):
+        done[row.id] = (row.operator, row.contract, verdict)
+        if progress:
+            progress(row, verdict)
+
+    stopped = False
+    try:
+        # a Ctrl-C the interpreter drops is raised again (as in check)
+        with interrupts.remembered():
+            proving.prove_isolated(reg, planned, timeout=settings.timeout, workers=settings.workers,
+                                   scheduler=settings.scheduler, progress=finished,
+                                   by_value=shipped_modules(settings.operator_modules), execution=clusters)
+    except KeyboardInterrupt:
+        # Ctrl-C (issue 47): the rows proved so far are the report, marked interrupted, as check's
+        stopped = True
+    with interrupts.held() as late:
+        kept = [r for r in planned if r.id in done]
+        rows = proved(kept, [done[r.id] for r in kept])
+        cut = _interrupted(len(planned), len(kept), {"rows": [r.id for r in planned if r.id not in done],
+                                                     "judged": {}})
+        record = RunMeta(Tier.SYMBOLIC, settings, Environment(cpu_paths=path_probe.record()),
+                         Provenance(traits(reg, planned)),
+                         Execution(seconds=time.perf_counter() - start,
+                                   # the running cluster the user named, as check records it
+                                   dask=executed(clusters[0]) if clusters and settings.scheduler is not None else None),
+                         extra=cut if stopped or late.value else {})
+        doc = proofs.document(rows, record.to_json(), laws(reg, rows))
+    if stopped or late.value:
+        raise Interrupted(doc)
+    return doc
 
 
 def planned_count(settings: ProveSettings) -> int:

@@ -13,7 +13,7 @@ import json
 from tokenlaw.properties import verdict as V
 
 from .document import Document
-from .text import rows_word
+from .text import interrupted_line, rows_word
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
           "operators' own code traced to z3 terms (the axioms: `tokenlaw docs symbolic`).")
@@ -120,7 +120,9 @@ def to_markdown(doc: Document) -> str:
     for r in rows:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
     bad = failing(rows)
+    cut = interrupted_line(meta)
     lines = ["# tokenlaw symbolic proofs", "", f"**{st['result']}** - {headline(st)}.", "",
+             *([f"**{cut}**", ""] if cut else []),
              f"{len(rows)} rows: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".", "", HEADER, "",
              f"Solver {meta['solver']}, timeout {meta['timeout']:g} s per query, total {meta['seconds']:.1f} s.", ""]
     if bad:

@@ -161,14 +161,18 @@ def limit_legend(rows: list[dict]) -> list[str]:
 
 
 def interrupted_line(meta: dict) -> str | None:
-    """What an interrupted check's report holds (``meta.interrupted``), or None for a run that finished."""
+    """What an interrupted check's or prove's report holds (``meta.interrupted``), or None for a run that finished."""
     cut = meta.get("interrupted")
     if not cut:
         return None
     left, judged = cut.get("rows") or [], cut.get("judged") or {}
-    return (f"Interrupted (Ctrl-C) after {cut.get('judged_cells')} of {cut.get('planned_cells')} cells were judged: "
-            f"the rows below are those judged in every dtype, never a PASS. "
-            + (f"Left out, not judged in every dtype: {', '.join(f'`{r}`' for r in left)}"
+    # a proofs report's row is one cell (the reals): its rows were proved or not, no dtype is left half done
+    done, whole = (("rows were proved", "the rows below are those the solver finished") if meta.get("tier") == "symbolic"
+                   else ("cells were judged", "the rows below are those judged in every dtype"))
+    return (f"Interrupted (Ctrl-C) after {cut.get('judged_cells')} of {cut.get('planned_cells')} {done}: "
+            f"{whole}, never a PASS. "
+            + (f"Left out, {'not proved' if meta.get('tier') == 'symbolic' else 'not judged in every dtype'}: "
+               f"{', '.join(f'`{r}`' for r in left)}"
                + (f" (their cells judged: {', '.join(f'`{c}` {o}' for c, o in judged.items())})" if judged else "")
                + "." if left else ""))
 

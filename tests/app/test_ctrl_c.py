@@ -180,3 +180,51 @@ def test_a_ctrl_c_while_the_report_is_built_keeps_every_judged_row(tmp_path, mon
     assert doc["meta"]["interrupted"] == {"planned_cells": 2, "judged_cells": 2, "rows": [], "judged": {}}
     assert [r["id"] for r in doc["rows"]] == ["sigint_quick-zero_absorption"]
     assert doc["summary"]["result"] == "UNDECIDED" and "tokenlaw: interrupted: 2 of 2 cells judged" in err
+
+
+def assert_proofs_interrupted(out_dir: Path, code: int, err: str):
+    assert code == 130, err
+    assert "Traceback" not in err, err
+    doc = json.loads((out_dir / "proofs.json").read_text())
+    cut = doc["meta"]["interrupted"]
+    assert cut["planned_cells"] == 2 and cut["judged_cells"] == 1 and cut["rows"] == ["sigint_slow-zero_absorption"]
+    assert [(r["id"], r["outcome"]) for r in doc["rows"]] == [("sigint_quick-zero_absorption", "proved")]
+    assert doc["summary"]["result"] == "UNDECIDED"
+    assert "Interrupted (Ctrl-C) after 1 of 2 rows were proved" in (out_dir / "proofs.md").read_text()
+    assert "tokenlaw: interrupted: 1 of 2 rows proved" in err
+
+
+def test_ctrl_c_during_prove_writes_the_rows_proved_marked_interrupted(tmp_path):
+    """The row's forked child ignores the Ctrl-C; the parent ends it and writes what was proved (issue 47)."""
+    code, _, err = interrupt_after(["--operators", OPS, "prove", "--contract", "zero_absorption", "--workers", "1",
+                                    "--out", "out"], re.escape(sigint_ops.PROVING), tmp_path)
+    assert_proofs_interrupted(tmp_path / "out", code, err)
+
+
+def test_ctrl_c_during_verify_keeps_the_finished_check_and_the_rows_proved(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "verification.md").write_text("an earlier run's\n")
+    code, _, err = interrupt_after(["--operators", OPS, "verify", "--contract", "zero_absorption", "--examples", "3",
+                                    "--workers", "1", "--out", "out"], re.escape(sigint_ops.PROVING), tmp_path)
+    assert_proofs_interrupted(tmp_path / "out", code, err)
+    check = json.loads((tmp_path / "out" / "conformance.json").read_text())
+    assert "interrupted" not in check["meta"] and len(check["rows"]) == 2        # finished before the Ctrl-C
+    assert "the fuzz tier finished before the Ctrl-C" in err
+    assert (tmp_path / "out" / "verification.md").read_text() == "an earlier run's\n"      # not rewritten
+    assert "earlier run" in (tmp_path / "out" / "verification.INTERRUPTED.txt").read_text()
+
+
+def test_ctrl_c_during_the_gates_rerun_writes_its_report_and_leaves_the_baseline(tmp_path):
+    base = tmp_path / "base"
+    subprocess.run([sys.executable, "-m", "tokenlaw.app.cli", "--operators", OPS, "check", "--contract",
+                    "zero_absorption", "--examples", "20", "--database", "none", "--workers", "1", "--out",
+                    str(base)], check=True, capture_output=True, cwd=tmp_path)
+    baseline = (base / "conformance.json").read_text()
+    code, out, err = interrupt_after(["--operators", OPS, "gate", "--baseline", str(base / "conformance.json"),
+                                      "--update-baseline", "--known-failures", "none.txt", "--out", "out"],
+                                     SLOW_CELL, tmp_path)
+    assert code == 130 and "Traceback" not in err, err
+    assert (base / "conformance.json").read_text() == baseline        # never updated from a cut run
+    doc = json.loads((tmp_path / "out" / "conformance.json").read_text())
+    assert doc["meta"]["interrupted"]["judged_cells"] == 3 and doc["summary"]["result"] == "UNDECIDED"
+    assert "PASS" not in out and "FAIL" not in out and "tokenlaw: interrupted: 3 of 4 cells judged" in err
