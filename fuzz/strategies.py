@@ -506,10 +506,13 @@ def _banded(top: int, band: str | None = None):
     The band is drawn first, as an integer mapped monotonically to bands (0: n = 1, where it shrinks), so
     a counterexample that does not need a long sequence shrinks to a shorter band, then within it."""
     bands = [(lo, top if hi is None else min(hi, top)) for lo, hi in LENGTH_BANDS if lo <= top]
+    weights = BAND_WEIGHTS[:len(bands)]
+    if band == PAST_ONE:
+        bands, weights = bands[1:], weights[1:]
+        band = None
     if band is not None:
         lo, hi = next(b for b in bands if length_band(b[0]) == band)
         return _within(lo, hi)
-    weights = BAND_WEIGHTS[:len(bands)]
     strategies = [_within(lo, hi) for lo, hi in bands]
     bounds = [sum(weights[:t + 1]) for t in range(len(weights))]
     pick = st.integers(0, bounds[-1] - 1).map(lambda i: next(t for t, b in enumerate(bounds) if i < b))
@@ -520,12 +523,15 @@ def lengths(op, *, n_max: int, n_long: int, band: str | None = None):
     """Strategy of sequence lengths: the bands of :data:`LENGTH_BANDS` up to ``n_long`` (see :func:`_banded`);
     only 1..n_max when ``n_long`` is 0."""
     if not n_long:
-        short = [n for n in range(1, n_max + 1) if band is None or length_band(n) == band]
+        short = [n for n in range(1, n_max + 1) if band is None or length_band(n) == band or (band == PAST_ONE and n > 1)]
         return st.integers(short[0], short[-1])
     return _banded(n_long, band)
 
 
 FILL = 2      # examples banded_find gives a band the seeded search never drew
+# The label of the lengths past 1 (``cases(band=PAST_ONE)``: every band but n = 1, each at its share): the
+# engine's judged top-up draws there when the search's n = 1 examples judged nothing (fuzz.engine._top_up).
+PAST_ONE = "2+"
 
 
 def fill_size(label: str) -> int:
@@ -630,7 +636,8 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
             a tile edge; they replace the bands above;
     band:   only lengths in this band of :data:`LENGTH_BANDS` (its label, one of :func:`reachable_bands`), or
             an explicit edge (:data:`EDGES`, one of :func:`reachable_edges`): that edge's cases, or a block
-            edge's :func:`length_label` (``"n=256"``, one of :func:`reachable_lengths`): n exactly that;
+            edge's :func:`length_label` (``"n=256"``, one of :func:`reachable_lengths`): n exactly that; or
+            :data:`PAST_ONE` (``"2+"``): every band but n = 1, each at its share (the engine's judged top-up);
     near_null_tokens: a near-null row's norm is drawn as 2^e over the dtype's whole exponent range down to
             its smallest subnormal (:func:`token_exponents`), not |h|^2 over its normal range;
     near_null_edge: with ``near_null=False``, the explicit edge :data:`NEAR_NULL` (one near-null row whose
@@ -701,12 +708,14 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     if only_lengths is not None:
         if not only_lengths or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in only_lengths):
             raise InvalidArgument(f"only_lengths: expected ints >= 1, got {only_lengths!r}")
-        listed = tuple(n for n in sorted(set(only_lengths)) if band is None or length_band(n) == band)
+        listed = tuple(n for n in sorted(set(only_lengths))
+                       if band is None or length_band(n) == band or (band == PAST_ONE and n > 1))
         if not listed:
             raise InvalidArgument(f"band: expected one of {reachable_bands(only_lengths=only_lengths)}, got {band!r}")
         n_draws = st.sampled_from(listed)
     else:
-        if band is not None and band not in reachable_bands(n_max=n_max, n_long=n_long, backend=backend):
+        if band is not None and band not in reachable_bands(n_max=n_max, n_long=n_long, backend=backend) + (
+                (PAST_ONE,) if max(n_long, n_max) > 1 else ()):
             raise InvalidArgument(f"band: expected one of {reachable_bands(n_max=n_max, n_long=n_long, backend=backend)}, "
                                   f"got {band!r}")
         n_draws = lengths(op, n_max=n_max, n_long=n_long, band=band)

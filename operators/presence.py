@@ -20,19 +20,23 @@ def presence(xp, h, *, tau):
     # where |h|^2 is not finite (spread.finite, true in the reals): float64 bits and the symbolic
     # trace are the plain formula's, and the fallback runs only when some |h|^2 overflowed.
     fits = spread.finite(xp, sq)
-    return xp.unless_overflow(fits, lambda: ratio(xp, sq, tau), lambda: rescaled(xp, h, sq, fits, tau))
+    return xp.unless_overflow(fits, lambda: ratio(xp, h, tau), lambda: rescaled(xp, h, sq, fits, tau))
 
 
-def ratio(xp, sq, tau):
-    """rho = |h|^2 / (tau + |h|^2) from sq = |h|^2: the one line both paths of :func:`presence` run."""
-    return xp.div(sq, tau + sq)
+def ratio(xp, h, tau):
+    """rho = |h|^2 / (tau + |h|^2): the one line both paths of :func:`presence` run.
+
+    ``xp.norm_ratio`` is the formula, with a backward that takes the gradient in h directly: the chain
+    rule through |h|^2 multiplies dr/d|h|^2 = 1/tau at a null token (past float32's range once tau is
+    ~1e-35) by d|h|^2/dh = 0, NaN where the gradient is exactly 0 (``operators.xp.TorchNamespace.norm_ratio``)."""
+    return xp.norm_ratio(h, tau)
 
 
 def rescaled(xp, h, sq, fits, tau):
     """:func:`ratio` where sq fits, |u|^2 / (tau / M^2 + |u|^2) over u = h / M elsewhere; each branch of
     the ``where`` gets finite inputs (finite gradients in both)."""
     ones = xp.ones_like(sq)
-    plain = xp.where(fits, sq, xp.zeros_like(sq))
+    plain = xp.where(fits, h, xp.zeros_like(h))        # |plain|^2 is sq where it fits (the same sum), 0 elsewhere
     top = xp.where(fits, ones, xp.max(xp.abs(h), axis=-1, keepdims=True))
     u = xp.div(h, top)
     su = xp.sum(u * u, axis=-1, keepdims=True)

@@ -19,6 +19,7 @@ Rules the operator code follows so every backend can trace it:
   floating point needs a different step than exact reals, that step is a primitive
   each backend implements (:meth:`TorchNamespace.log_full`,
   :meth:`TorchNamespace.denominator_floor`, :meth:`TorchNamespace.centred`), and so is a step whose
+  chain-rule gradient overflows where the function's own does not (:meth:`TorchNamespace.norm_ratio`), or whose
   fast float algorithm is another formula than its definition (:meth:`TorchNamespace.excess`), so the
   symbolic trace and the eager run execute the same lines of operator code (``symbolic/coverage.py``
   checks it).
@@ -41,7 +42,7 @@ PRIMITIVES = (
     "sum", "max", "min", "mean", "matmul", "swapaxes", "reshape",
     "concat", "zeros_like", "ones_like", "full_like", "abs", "gt", "eq",
     "asarray", "lt", "logical_and", "tanh", "erf", "log_full", "denominator_floor", "centred",
-    "unless_overflow", "excess", "cumsum", "tril", "arange",
+    "unless_overflow", "excess", "cumsum", "tril", "arange", "norm_ratio",
 )
 TRANSCENDENTAL = frozenset({"exp", "log", "tanh", "erf", "log_full"})
 
@@ -227,6 +228,23 @@ class TorchNamespace:
         e = torch.nan_to_num(e, nan=math.inf, posinf=math.inf)
         return torch.empty_like(e).scatter_(-1, order, e)
 
+    def norm_ratio(self, h, tau):
+        """|h|^2 / (tau + |h|^2) over the last axis, kept (..., 1): presence's ratio, with its own backward.
+
+        The forward is the formula, |h|^2 summed by this namespace's :meth:`sum`, bit for bit.  Autograd
+        would differentiate it through s = |h|^2: dr/ds = tau / (tau + s)^2 is 1 / tau at a null token,
+        which overflows float32 once tau < ~1e-35 and the upstream gradient is past ~3e3 (a tau of 1e-35
+        is in the drawn domain, ``fuzz.strategies.decades``), and inf * ds/dh = inf * 2h = NaN at h = 0,
+        where the true gradient is exactly 0 (fuzzer counterexample: oattention, null_gradient, float32,
+        seed 2).  The backward here takes the gradient in h as one bounded product,
+
+            dr/dh = (2h / (tau + s)) * (tau / (tau + s)),   |2h| / (tau + s) <= 1 / sqrt(tau),  tau / (tau + s) <= 1,
+
+        exactly 0 at h = 0 for any finite upstream gradient, and without the cancellation of autograd's
+        1/t - r/t where r is near 1.  The symbolic namespaces trace the formula itself.
+        """
+        return _NormRatio.apply(h, tau, self.sum)
+
     def asarray(self, value, like):
         """A constant with ``like``'s dtype and device (a number, a nested list of numbers, an array)."""
         return torch.as_tensor(value, dtype=like.dtype, device=like.device)
@@ -251,6 +269,32 @@ class TorchNamespace:
 
 
 TORCH = TorchNamespace()
+
+
+class _NormRatio(torch.autograd.Function):
+    """r = s / (tau + s), s = |h|^2 over h's last axis: :meth:`TorchNamespace.norm_ratio`."""
+
+    @staticmethod
+    def forward(ctx, h, tau, total):
+        s = total(h * h, axis=-1, keepdims=True)
+        ctx.save_for_backward(h, tau if torch.is_tensor(tau) else None)
+        ctx.tau = None if torch.is_tensor(tau) else tau
+        return s / (tau + s)
+
+    @staticmethod
+    def backward(ctx, g):
+        h, tau_t = ctx.saved_tensors
+        tau = ctx.tau if tau_t is None else tau_t
+        # recomputed here (not saved): under create_graph it is a function of h, so a second derivative
+        # sees every path
+        s = torch.sum(h * h, dim=-1, keepdim=True)
+        t = tau + s
+        dh = (g * (2.0 * h / t)) * (tau / t) if ctx.needs_input_grad[0] else None
+        # dr/dtau = -s / (tau + s)^2 = -r / t, summed back to tau's own shape (a tensor tau only)
+        dtau = None
+        if tau_t is not None and ctx.needs_input_grad[1]:
+            dtau = (-(g * (s / t)) / t).sum_to_size(tau_t.shape)
+        return dh, dtau, None
 
 
 class Recording:

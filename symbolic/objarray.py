@@ -422,6 +422,13 @@ class ObjectNamespace:
             cols.append(self.sum(above * above if power == 2 else above, axis=-1, keepdims=True))
         return self.concat(cols, axis=-1)
 
+    def norm_ratio(self, h, tau):
+        """|h|^2 / (tau + |h|^2) over the last axis, kept: the formula (the eager namespace gives it a
+        backward that never overflows at a null token, ``operators.xp.TorchNamespace.norm_ratio``)."""
+        h = self._arr(h)
+        sq = self.sum(h * h, axis=-1, keepdims=True)
+        return self.div(sq, tau + sq)
+
     def unless_overflow(self, fits, plain, general):
         """``plain()`` where ``fits`` folded to true in every entry (exact reals do not overflow),
         else ``general()``, whose fallback branch the ``where`` guards (``TorchNamespace.unless_overflow``)."""
