@@ -68,10 +68,16 @@ def one_term_products():
         _SELECTIONS[0] -= 1
 
 
-def one_term_product(a, b):
+# The fewest multiply-adds (batch x M x K x N) for which TorchNamespace.matmul takes one_term_product: below,
+# MKL's reproducible GEMM is faster than the checks (measured: about 8 float64 multiply-adds per ns)
+ONE_TERM_FROM = 1 << 20
+
+
+def one_term_product(a, b, least: int = 0):
     """``a @ b`` (with :meth:`TorchNamespace.matmul`'s float32 product of half operands) when each column of
     ``b`` has at most one nonzero entry, formed without a GEMM; None where that is not known to give the
-    product's exact bits (then the caller multiplies as usual).
+    product's exact bits (then the caller multiplies as usual), or where the GEMM has fewer than ``least``
+    multiply-adds (batch x M x K x N).
 
     Each output entry is then one product ``a_ir b_rc`` (correctly rounded once, in any summation order:
     a half product is exact in float32 and rounded once to the half format, as the float32 GEMM's is) plus
@@ -89,6 +95,9 @@ def one_term_product(a, b):
     if (a.dim() < 2 or b.dim() < 2 or a.dtype != b.dtype or not a.is_floating_point() or a.requires_grad
             or b.requires_grad or b.device != a.device or a.shape[-1] != b.shape[-2] or a.shape[-1] < 2):
         return None
+    if least and math.prod(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])) * a.shape[-2] * b.shape[-2] * \
+            b.shape[-1] < least:
+        return None          # a GEMM this small costs less than the checks
     columns = _one_term_columns(b)
     if columns is None:
         return None
@@ -217,7 +226,7 @@ class TorchNamespace:
         on the paths ``cpu_paths`` pins (MKL's reproducible mode).
         """
         if _SELECTIONS[0] and a.device.type == "cpu":
-            out = one_term_product(a, b)
+            out = one_term_product(a, b, ONE_TERM_FROM)
             if out is not None:
                 return out
         if a.device.type == "cpu" and a.dtype == b.dtype and a.dtype in (torch.float16, torch.bfloat16):

@@ -57,7 +57,7 @@ def test_bits_equal_the_gemm(dtype):
 
 
 def test_declines_where_the_zeros_could_decide():
-    a = torch.randn(3, 4, dtype=torch.float64)
+    a = torch.randn(3, 4, dtype=torch.float64).abs() + 0.5
     b = torch.eye(4, dtype=torch.float64)
     assert one_term_product(a, b) is not None
     two = b.clone()
@@ -72,7 +72,7 @@ def test_declines_where_the_zeros_could_decide():
     negzero = b.clone()
     negzero[0, 1] = -0.0                              # a -0 term: the zero sum's sign is the GEMM's to decide
     assert one_term_product(a, negzero) is None
-    negative = -a.abs() - 1.0                         # every term of a zero column would be -0
+    negative = -a                                     # every term of a zero column would be -0
     assert one_term_product(negative, torch.zeros(4, 4, dtype=torch.float64)) is None
     grad = a.clone().requires_grad_()
     assert one_term_product(grad, b) is None          # the gather's gradient would miss b's zeros
