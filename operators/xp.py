@@ -30,6 +30,7 @@ called: the zero-transcendental contract reads that count.
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 from typing import Any
 
@@ -45,6 +46,110 @@ PRIMITIVES = (
     "unless_overflow", "excess", "cumsum", "tril", "arange", "norm_ratio",
 )
 TRANSCENDENTAL = frozenset({"exp", "log", "tanh", "erf", "log_full"})
+
+
+# Depth of :func:`one_term_products` blocks: inside one, TorchNamespace.matmul takes the gather of
+# :func:`one_term_product` wherever it gives the product's exact bits.
+_SELECTIONS = [0]
+
+
+@contextlib.contextmanager
+def one_term_products():
+    """Inside the block, an eager ``matmul`` whose every output entry has at most one nonzero term is formed
+    by a gather and one multiply per entry (:func:`one_term_product`): the same bits as the BLAS product.
+
+    The exact weight probes (``tokenlaw.properties.applied``) run an operator on tokens and projections
+    that are one-hot or zero except in one block: at n = 257 the probe's width is 1024, and its four
+    1024 x 1024 projections were most of a score-law cell's CPU in MKL's reproducible (SSE2) GEMM.
+    """
+    _SELECTIONS[0] += 1
+    try:
+        yield
+    finally:
+        _SELECTIONS[0] -= 1
+
+
+# The fewest multiply-adds (batch x M x K x N) for which TorchNamespace.matmul takes one_term_product: below,
+# MKL's reproducible GEMM is faster than the checks (measured: about 8 float64 multiply-adds per ns)
+ONE_TERM_FROM = 1 << 20
+
+
+def one_term_product(a, b, least: int = 0):
+    """``a @ b`` (with :meth:`TorchNamespace.matmul`'s float32 product of half operands) when each column of
+    ``b`` has at most one nonzero entry, formed without a GEMM; None where that is not known to give the
+    product's exact bits (then the caller multiplies as usual), or where the GEMM has fewer than ``least``
+    multiply-adds (batch x M x K x N).
+
+    Each output entry is then one product ``a_ir b_rc`` (correctly rounded once, in any summation order:
+    a half product is exact in float32 and rounded once to the half format, as the float32 GEMM's is) plus
+    terms ``a_ir' * 0``.  Those are exact zeros, so the sum is that product, except for what the zeros
+    themselves decide, which is checked, not assumed:
+
+    * a non-finite entry of ``a`` makes its zero terms NaN: not taken (nor a non-finite entry of ``b``);
+    * the sign of a zero sum: IEEE gives -0 only when every term is -0, so the product is taken only when
+      every row of ``a`` has two entries with the sign bit clear and every zero of ``b`` is +0 (then each
+      entry has a +0 term, and a zero result is +0 in every order: the gather's -0 is made +0);
+    * autograd: not taken where an operand requires grad (the gather's gradient would miss b's zeros).
+
+    tests/operators/test_one_term_product.py compares it with the GEMM bit for bit.
+    """
+    if (a.dim() < 2 or b.dim() < 2 or a.dtype != b.dtype or not a.is_floating_point() or a.requires_grad
+            or b.requires_grad or b.device != a.device or a.shape[-1] != b.shape[-2] or a.shape[-1] < 2):
+        return None
+    if least and math.prod(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])) * a.shape[-2] * b.shape[-2] * \
+            b.shape[-1] < least:
+        return None          # a GEMM this small costs less than the checks
+    columns = _one_term_columns(b)
+    if columns is None:
+        return None
+    index, values = columns
+    if not bool(torch.isfinite(a).all()) or bool(((~torch.signbit(a)).sum(-1) < 2).any()):
+        return None
+    half = a.dtype in (torch.float16, torch.bfloat16)
+    wide = a.float() if half else a
+    values = values.float() if half else values
+    m, n = a.shape[-2], b.shape[-1]
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    if b.dim() == 2:
+        picked = wide[..., index]
+    else:
+        picked = torch.gather(wide.expand(*batch, m, a.shape[-1]), -1,
+                              index.expand(*batch, n).unsqueeze(-2).expand(*batch, m, n))
+    out = picked * values.unsqueeze(-2)
+    out = torch.where(out == 0, torch.zeros((), dtype=out.dtype), out)      # a zero sum is +0 (see above)
+    out = out.expand(*batch, m, n) if out.shape[:-2] != batch else out
+    return out.to(a.dtype) if half else out
+
+
+# The last right operands :func:`_one_term_columns` read (a probe passes the same projections call after call):
+# key -> (the tensor, held so its id is not reused, and what was read)
+_COLUMNS: collections.OrderedDict = collections.OrderedDict()
+_COLUMNS_KEPT = 8
+
+
+def _one_term_columns(b):
+    """(index, values): the row of each column's nonzero entry of ``b`` (..., K, N) and that entry (0 and 0
+    for a zero column), when every column has at most one nonzero, every entry is finite and every zero
+    is +0; else None.  Remembered for the last few tensors, by identity and version (an in-place change
+    reads again)."""
+    key = (id(b), b._version, b.data_ptr(), tuple(b.shape), b.stride(), b.dtype)
+    hit = _COLUMNS.get(key)
+    if hit is not None and hit[0] is b:
+        _COLUMNS.move_to_end(key)
+        return hit[1]
+    result = None
+    negative = torch.signbit(b)
+    magnitude = b.abs()
+    if int(torch.count_nonzero(magnitude, dim=-2).max()) <= 1 if b.numel() else False:
+        index = magnitude.argmax(-2)          # the nonzero's row (0 for a zero column); NaN is picked too
+        values = torch.gather(b, -2, index.unsqueeze(-2)).squeeze(-2)
+        # finite (a zero is), and no -0: the only sign bits set are the negative nonzero entries'
+        if bool(torch.isfinite(values).all()) and int(negative.sum()) == int((values < 0).sum()):
+            result = (index, values)
+    _COLUMNS[key] = (b, result)
+    while len(_COLUMNS) > _COLUMNS_KEPT:
+        _COLUMNS.popitem(last=False)
+    return result
 
 
 class TorchNamespace:
@@ -121,6 +226,10 @@ class TorchNamespace:
         machine, same seed, same inputs, same pinned float32 paths (issue 19).  The float32 product runs
         on the paths ``cpu_paths`` pins (MKL's reproducible mode).
         """
+        if _SELECTIONS[0] and a.device.type == "cpu":
+            out = one_term_product(a, b, ONE_TERM_FROM)
+            if out is not None:
+                return out
         if a.device.type == "cpu" and a.dtype == b.dtype and a.dtype in (torch.float16, torch.bfloat16):
             return (a.float() @ b.float()).to(a.dtype)
         return a @ b
