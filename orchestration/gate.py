@@ -19,7 +19,9 @@ import dataclasses
 import datetime as dt
 
 from tokenlaw.errors import InvalidArgument
-from tokenlaw.properties.plan import plan
+from tokenlaw.properties import verdict as V
+from tokenlaw.properties.case import Case
+from tokenlaw.properties.plan import contracts_of, plan
 from tokenlaw.properties.verdict import Tier
 from tokenlaw.reports import document, regressions
 
@@ -126,12 +128,6 @@ def rejudge_worst(base: document.Document, cur: document.Document, settings: lis
     moved.  Judged again now, the baseline's worst example gives this operator's bound on that input, which
     :func:`tokenlaw.reports.regressions.compare` compares with the baseline's.  Eager fuzz cells of a
     tolerance law that holds in both runs only (another backend's bound is not its own)."""
-    import dataclasses
-
-    from tokenlaw.properties import verdict as V
-    from tokenlaw.properties.case import Case
-    from tokenlaw.properties.plan import contracts_of
-
     registries = {}
     for s in settings:
         if s.tier is Tier.FUZZ and getattr(s, "backend", "eager") == "eager":
