@@ -19,9 +19,9 @@ def register(sub):
     sp.add_argument("--seed", type=int, default=0, help="the check's seed, and the sample's (default 0)")
     sp.add_argument("--out", default="reports", help="writes adversary.{md,json} here (default ./reports)")
     sp.add_argument("--splice", action="store_true",
-                    help="update the report already in --out: re-run every mutant of the --operator(s) at its "
-                         "recorded seed and examples and replace theirs, the other operators' kept as recorded "
-                         "(the figure recomputed; the re-run stated under meta.spliced)")
+                    help="update the report already in --out: re-run every mutant of the --operator(s) (or only "
+                         "the --mutant(s) named) at its recorded seed and examples and replace theirs, the others "
+                         "kept as recorded (the figure recomputed; the re-run stated under meta.spliced)")
     sp.add_argument("--list", action="store_true", help="list the mutants (after the filters) and exit")
     sp.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     sp.set_defaults(func="tokenlaw.app.adversary_cmd:cmd_adversary")

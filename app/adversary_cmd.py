@@ -75,8 +75,8 @@ def _recorded(args, js: Path, examples: int) -> dict:
     whole operators at its seed and examples."""
     if not args.operator:
         raise InvalidArgument("--splice: name the operators to re-run (--operator NAME, repeatable)")
-    if args.sample or args.mutant:
-        raise InvalidArgument("--splice: a splice re-runs every mutant of its operators (no --sample, no --mutant)")
+    if args.sample:
+        raise InvalidArgument("--splice: a splice re-runs whole operators or named mutants (no --sample)")
     if not js.is_file():
         raise InvalidArgument(f"--splice: no recorded report {js} to update (run without --splice first)")
     recorded = json.loads(js.read_text(encoding="utf-8"))

@@ -43,9 +43,11 @@ def markdown(report: KillMatrix) -> str:
              f"{meta['workers']} worker(s), {meta['seconds']}s (baseline {meta['baseline_seconds']}s); CPU of this "
              f"process: baseline {meta['baseline_cpu_seconds']}s, mutants {meta['mutants_cpu_seconds']}s.", ""]
     for run in meta.get("spliced", ()):
-        lines += [f"Spliced in: every mutant of {', '.join(run['operators'])} re-run ({run['mutants_run']} "
+        what = (f"every mutant of {', '.join(run['operators'])}" if "operators" in run else
+                f"the mutants {', '.join(run['mutants'])} (each against its operator's fresh baseline)")
+        lines += [f"Spliced in: {what} re-run ({run['mutants_run']} "
                   f"mutants, {run['workers']} worker(s), {run['seconds']}s, baseline {run['baseline_seconds']}s"
-                  + (f", {run['date']}" if run.get("date") else "") + "); the other operators' mutants as "
+                  + (f", {run['date']}" if run.get("date") else "") + "); the other mutants as "
                   "recorded by the run above.", ""]
     for title, tally, col in (("Per axis (predicate family)", report.axes, "axis"),
                               ("Per law family (wrongness)", report.families, "family"),

@@ -490,7 +490,7 @@ def run(registry, *, operators=None, sample_k=None, seed=0, examples=100, worker
         outcomes.sort(key=lambda o: order[o.mutant.id])
     return report(outcomes, every=len(every), baseline=base, seconds=time.perf_counter() - start,
                   meta=dict(seed=seed, examples=examples, workers=workers, sample=sample_k,
-                            operators=sorted(names)))
+                            operators=sorted(names), mutant_ids=sorted(mutant_ids or ())))
 
 
 def _on_pool(pool, registry, chosen, base, *, examples, seed, folder, by_value, every_row):
@@ -572,9 +572,27 @@ def splice(recorded: dict, fresh: dict) -> dict:
         if rm.get(key) != fm.get(key):
             raise C.InvalidArgument(f"{flag}: the recorded report ran {key} {rm.get(key)}, this run "
                                     f"{fm.get(key)}: a splice keeps one setting")
-    if fm.get("sample") is not None or fm["mutants_run"] != fm["mutants_built"]:
-        raise C.InvalidArgument("--splice: a splice replaces every mutant of the operators it re-runs "
-                                "(no --sample, no --mutant)")
+    if fm.get("sample") is not None:
+        raise C.InvalidArgument("--splice: a splice replaces whole operators or named mutants (no --sample)")
+    ids = fm.get("mutant_ids")
+    if ids:     # named mutants only: each replaces the recorded mutant of that id, the rest kept
+        known = {m["id"] for m in recorded["mutants"]}
+        if set(ids) - known:
+            raise C.InvalidArgument(f"--mutant: not in the recorded report: {sorted(set(ids) - known)}")
+        fresh_by = {m["id"]: m for m in fresh["mutants"]}
+        mutants = [fresh_by.get(m["id"], m) for m in recorded["mutants"]]
+        runs = list(rm.get("spliced", ())) + [dict(mutants=sorted(ids), seconds=fm["seconds"],
+                                                   baseline_seconds=fm["baseline_seconds"],
+                                                   mutants_cpu_seconds=fm["mutants_cpu_seconds"],
+                                                   workers=fm["workers"], mutants_run=fm["mutants_run"],
+                                                   **{k: fm[k] for k in ("commit", "date") if k in fm})]
+        ops = set(fm["operators"])
+        failing = sorted({r for r in recorded["baseline_failing"] if r.split("-")[0] not in ops}
+                         | set(fresh["baseline_failing"]))
+        return dict(recorded, meta=dict(rm, spliced=runs), **_matrix(mutants), baseline_failing=failing,
+                    mutants=mutants)
+    if fm["mutants_run"] != fm["mutants_built"]:
+        raise C.InvalidArgument("--splice: a splice of whole operators re-runs every mutant of each")
     ops = set(fm["operators"])
     unknown = ops - set(rm["operators"])
     kept = [m for m in recorded["mutants"] if m["operator"] not in ops]

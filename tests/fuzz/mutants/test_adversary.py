@@ -355,11 +355,17 @@ def test_a_splice_replaces_only_the_re_run_operators_and_recomputes_the_figure()
                                                                 ("b:n_2_8:scale", "killed")]
     assert doc["figure"] == dict(killed=2, non_equivalent=3, equivalent=0, gaps=0, inert=1, crashed=0)
     assert doc["meta"]["spliced"][0]["operators"] == ["b"] and doc["meta"]["seconds"] == 1.0
-    assert "Spliced in: every mutant of b re-run" in A.markdown(doc)
+    assert "Spliced in: every mutant of b re-run" in kill_matrix.markdown(kill_matrix.KillMatrix.from_json(doc))
     with pytest.raises(C.InvalidArgument, match="--seed"):
         A.splice(recorded, _fake([("b", "n_1", "killed")], seed=1))
     with pytest.raises(C.InvalidArgument, match="--splice"):
         A.splice(recorded, _fake([("b", "n_1", "killed")], sample=3))
+    # named mutants: each replaces its recorded self, every other mutant (of that operator too) kept
+    named = A.splice(recorded, _fake([("b", "n_1", "inert")], mutant_ids=["b:n_1:scale"], mutants_built=2))
+    assert [m["status"] for m in named["mutants"]] == ["killed", "inert", "killed"]
+    assert named["meta"]["spliced"][0]["mutants"] == ["b:n_1:scale"] and named["figure"]["inert"] == 1
+    with pytest.raises(C.InvalidArgument, match="--mutant"):
+        A.splice(recorded, _fake([("b", "n_9", "killed")], mutant_ids=["b:n_9:scale"]))
 
 
 def test_splice_refuses_what_it_cannot_update(tmp_path):
@@ -369,3 +375,4 @@ def test_splice_refuses_what_it_cannot_update(tmp_path):
     (tmp_path / "adversary.json").write_text(json.dumps(_fake([("presence", "n_1", "killed")], examples=7)))
     assert cli.main(out + ["--operator", "presence"]) == 2               # recorded at 7 examples, not 100
     assert cli.main(out + ["--operator", "presence", "--sample", "2", "--examples", "7"]) == 2
+    assert cli.main(out + ["--operator", "presence", "--mutant", "presence:n_1:scal", "--examples", "7"]) == 2
