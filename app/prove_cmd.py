@@ -55,7 +55,7 @@ def cmd_prove(args) -> int:
     stream.close_line()
     paths = settings.write(doc)
     md, js = paths["proofs-md"], paths["timed-json"]
-    st = proofs.standing(doc.to_json())
+    st = proofs.standing(doc)
     seconds = doc.meta["seconds"]
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(doc.rows), "seconds": seconds,

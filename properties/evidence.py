@@ -10,14 +10,17 @@ to reach it lives here:
   many examples judged something, the digest of the draws, where the first
   violation was found, whether it came from the example database -- and the
   notes the engine words from it;
+* :class:`ProofEvidence`: the symbolic tier's record of one row -- the
+  solver, the shapes and statement it was asked, the premises, the queries,
+  the host check, and the check of its answer against the eager code;
 * :class:`Raised`: the type, message and file:line of an exception the
   operator raised on a drawn input.
 
 The tiers produce these and the reports read them.  Only the JSON edge
 (:meth:`~.verdict.Verdict.to_json` / ``from_json``) knows that the report's
 schema (``docs/report-schema.md``, unchanged) keeps them in the verdict's
-``extra`` under their historical keys, and the engine's notes appended to the
-``detail`` in brackets: :meth:`FuzzEvidence.written_detail` writes that form,
+``extra`` under their historical keys (in the order they were recorded), and
+the engine's notes appended to the ``detail`` in brackets: :meth:`FuzzEvidence.written_detail` writes that form,
 :meth:`FuzzEvidence.read` reads it back.
 """
 from __future__ import annotations
@@ -176,3 +179,70 @@ class Raised:
     @classmethod
     def from_json(cls, d: dict) -> "Raised":
         return cls(d.get("type", ""), d.get("message", ""), d.get("where", "?"))
+
+
+# The symbolic tier's evidence in a written verdict's ``extra``: the solver and what it was asked, then what
+# checked its answer against the eager code.
+PROOF_KEYS = ("solver", "shapes", "statement", "premises", "argument", "queries", "rejected", "host_check",
+              "trace_check", "where", "solver_said", "point", "construct")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProofEvidence:
+    """The symbolic tier's record of one row (see :mod:`tokenlaw.symbolic.prover`), each field None when
+    that path did not set it.
+
+    ``solver`` (name and version), ``shapes`` the statement was traced at, the ``statement`` proved or refuted,
+    its ``premises`` (the declared domain as z3 constraints), the host ``argument`` (how a composite's rows
+    follow from its blocks), the enumerated ``queries`` asked; ``rejected`` (a counterexample the eager code's
+    validation refused: argument, value, error); the ``host_check`` of a host's declarations; the
+    ``trace_check`` of a proof against the eager code and, where it failed, ``where`` (file:line), what the
+    solver had said (``solver_said``) and the ``point`` the values differ at; for code the namespaces cannot
+    trace, ``where`` and the ``construct``.
+
+    ``order``: the fields in the order the tier recorded them (:meth:`add`), which is the order the report
+    writes them in.
+    """
+
+    solver: str | None = None
+    shapes: dict | None = None
+    statement: str | None = None
+    premises: list | None = None
+    argument: str | None = None
+    queries: int | None = None
+    rejected: dict | None = None
+    host_check: str | None = None
+    trace_check: str | None = None
+    where: str | None = None
+    solver_said: str | None = None
+    point: dict | None = None
+    construct: str | None = None
+    order: tuple = ()
+
+    def add(self, **fields) -> "ProofEvidence":
+        """This evidence with ``fields`` set (a field set again keeps its place in :attr:`order`)."""
+        bad = sorted(set(fields) - set(PROOF_KEYS))
+        if bad:
+            raise ValueError(f"ProofEvidence: no field {bad}; expected some of {list(PROOF_KEYS)}")
+        return dataclasses.replace(self, **fields, order=self.order + tuple(k for k in fields if k not in self.order))
+
+    def without(self, name: str) -> "ProofEvidence":
+        """This evidence with ``name`` unset."""
+        return dataclasses.replace(self, **{name: None}, order=tuple(k for k in self.order if k != name))
+
+    def written_detail(self, detail: str) -> str:
+        """``detail`` as the report writes it (the symbolic tier's detail carries no notes)."""
+        return detail
+
+    def to_extra(self) -> dict:
+        """The report's ``extra`` keys of this evidence (:data:`PROOF_KEYS`), in the order recorded."""
+        return {k: getattr(self, k) for k in self.order}
+
+    @classmethod
+    def read(cls, extra: dict) -> tuple["ProofEvidence | None", dict]:
+        """(evidence, the extra keys that are not evidence) of a written symbolic verdict."""
+        keys = tuple(k for k in extra if k in PROOF_KEYS)
+        if not keys:
+            return None, extra
+        return (cls(**{k: extra[k] for k in keys}, order=keys),
+                {k: v for k, v in extra.items() if k not in PROOF_KEYS})

@@ -80,6 +80,12 @@ class Row:
         return V.Outcome.NOT_REPRODUCED
 
     @property
+    def mismatched(self) -> bool:
+        """A symbolic refutation that did not replay on the eager code: a failure of the suite, whatever the
+        declaration."""
+        return any(c.verdict is not None and c.verdict.mismatch for c in self.cells)
+
+    @property
     def failing(self) -> bool:
         return self.outcome in V.FAILING
 

@@ -47,7 +47,7 @@ import os
 import traceback
 from typing import Any
 
-from .evidence import FUZZ_KEYS, FuzzEvidence, Raised
+from .evidence import FUZZ_KEYS, PROOF_KEYS, FuzzEvidence, ProofEvidence, Raised
 
 
 class _Named(str, enum.Enum):
@@ -160,8 +160,8 @@ class Verdict:
     """What one check observed; ``discrepancy <= bound`` for a law that holds.
 
     Frozen: a tier that adds to a verdict builds a new one (``dataclasses.replace``).  ``detail`` is the
-    short sentence of what was measured; what the fuzz tier's search did to reach it is ``evidence``
-    (:class:`~.evidence.FuzzEvidence`), an exception the operator raised is ``raised``
+    short sentence of what was measured; what the tier did to reach it is ``evidence``
+    (:class:`~.evidence.FuzzEvidence`, :class:`~.evidence.ProofEvidence`), an exception the operator raised is ``raised``
     (:class:`~.evidence.Raised`).  The fields the tiers branch on are typed, the law's own measurements
     (ratios, set-aside counts, ...) live in ``extra``:
 
@@ -188,14 +188,15 @@ class Verdict:
     inconclusive: bool = False
     params: str | None = None
     witness: str | None = None
-    evidence: FuzzEvidence | None = None
+    evidence: FuzzEvidence | ProofEvidence | None = None
     raised: Raised | None = None
 
     def __post_init__(self):
-        steering = sorted(set(self.extra) & set(_FLAGS + _TEXTS + FUZZ_KEYS + ("raised",)))
+        steering = sorted(set(self.extra) & set(_FLAGS + _TEXTS + FUZZ_KEYS + PROOF_KEYS + ("raised",)))
         if steering:
             raise ValueError(f"extra: {steering} are typed fields of Verdict (pass them as keywords, the search's "
-                             "record as evidence=FuzzEvidence, an exception as raised=Raised), not extra keys")
+                             "record as evidence=FuzzEvidence, a proof's as evidence=ProofEvidence, an exception as "
+                             "raised=Raised), not extra keys")
         if self.status not in tuple(Status):
             raise ValueError(f"status: expected one of {[s.value for s in Status]}, got {self.status!r}")
         object.__setattr__(self, "status", Status(self.status))   # normalising a field of a frozen record
@@ -247,7 +248,10 @@ class Verdict:
         extra = dict(kw.get("extra") or {})
         if "raised" in extra:
             kw["raised"] = Raised.from_json(extra.pop("raised"))
-        kw["evidence"], kw["detail"], extra = FuzzEvidence.read(kw.get("detail", ""), extra)
+        if any(k in extra for k in PROOF_KEYS):         # the keys say which tier recorded them
+            kw["evidence"], extra = ProofEvidence.read(extra)
+        else:
+            kw["evidence"], kw["detail"], extra = FuzzEvidence.read(kw.get("detail", ""), extra)
         for k in _FLAGS:
             kw[k] = bool(extra.pop(k, False))
         for k in _TEXTS:

@@ -124,38 +124,6 @@ def standing(entries, *, proof: bool, interrupted: bool = False) -> Standing:
     return Standing(result, failing, undecided, tally)
 
 
-def mismatched(row: dict) -> bool:
-    # a symbolic refutation that did not replay on eager: a failure of the suite, whatever the declaration
-    return any(((c.get("verdict") or {}).get("extra") or {}).get("mismatch") for c in row["cells"])
-
-
-def is_proof(rows: list[dict]) -> bool:
-    """JSON rows of the symbolic tier (every cell's backend is "symbolic")."""
-    cells = [c for r in rows for c in r["cells"]]
-    return bool(cells) and all(c["backend"] == "symbolic" for c in cells)
-
-
-def summary(rows: list[dict], interrupted: bool = False) -> dict:
-    """Counts of row outcomes, the failing and undecided row ids and the result (:func:`standing`) of JSON rows.
-
-    Rows and cells *not applicable by design* are counted apart (``by_design``) and kept out
-    of ``outcomes``, ``rows`` and ``cells``: they are not results.  A symbolic-tier document
-    (:func:`is_proof`) passes only when something was proved; an ``interrupted`` run never passes.
-    """
-    counts: dict[str, int] = {}
-    judged = [r for r in rows if r["outcome"] != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
-    for r in judged:
-        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
-    st = standing(((r["id"], r["declared"], r["outcome"], r["outcome"] in V.FAILING or mismatched(r)) for r in rows),
-                  proof=is_proof(rows), interrupted=interrupted)
-    by_design = [c for r in rows for c in r["cells"]
-                 if (c.get("verdict") or {}).get("status") == V.Status.NOT_APPLICABLE_BY_DESIGN]
-    return {"result": st.result, "rows": len(judged),
-            "cells": sum(len(r["cells"]) for r in rows) - len(by_design),
-            "outcomes": dict(sorted(counts.items())), "failing": st.failing, "undecided": st.undecided,
-            "claimed": st.claimed, "by_design": {"rows": len(rows) - len(judged), "cells": len(by_design)}}
-
-
 def stable(doc: dict) -> dict:
     """A copy of a JSON document without its VOLATILE (timing) fields: equal for equal seeds."""
     doc = json.loads(json.dumps(doc))
@@ -234,9 +202,26 @@ class Document:
         """What this document established (the ``summary.result`` its JSON carries), from the typed rows."""
         cells = self.cells
         proof = bool(cells) and all(c.backend == V.Tier.SYMBOLIC for c in cells)
-        return standing(((r.id, r.declared, r.outcome,
-                          r.outcome in V.FAILING or any(c.verdict is not None and c.verdict.mismatch for c in r.cells))
-                         for r in self.rows), proof=proof, interrupted=bool(self.meta.get("interrupted")))
+        return standing(((r.id, r.declared, r.outcome, r.outcome in V.FAILING or r.mismatched) for r in self.rows), proof=proof, interrupted=bool(self.meta.get("interrupted")))
+
+    def summary(self) -> dict:
+        """Counts of row outcomes, the failing and undecided row ids and the result (:meth:`standing`): the
+        document's ``summary`` (docs/report-schema.md).
+
+        Rows and cells *not applicable by design* are counted apart (``by_design``) and kept out
+        of ``outcomes``, ``rows`` and ``cells``: they are not results.  A symbolic-tier document
+        passes only when something was proved; an interrupted run never passes.
+        """
+        judged = [r for r in self.rows if r.outcome != V.Outcome.NOT_APPLICABLE_BY_DESIGN]
+        counts: dict = {}
+        for r in judged:
+            counts[r.outcome] = counts.get(r.outcome, 0) + 1
+        st = self.standing()
+        by_design = [c for c in self.cells
+                     if c.verdict is not None and c.verdict.status == V.Status.NOT_APPLICABLE_BY_DESIGN]
+        return {"result": st.result, "rows": len(judged), "cells": len(self.cells) - len(by_design),
+                "outcomes": dict(sorted(counts.items())), "failing": st.failing, "undecided": st.undecided,
+                "claimed": st.claimed, "by_design": {"rows": len(self.rows) - len(judged), "cells": len(by_design)}}
 
     def law(self, contract: str) -> tuple[str, bool]:
         if contract in self.laws:
@@ -263,7 +248,7 @@ class Document:
             if backends is not None:
                 row["backend"] = backends[i]
             out_rows.append(row)
-        return {"schema": self.schema, "meta": json.loads(json.dumps(self.meta)), "summary": summary(out_rows, bool(self.meta.get("interrupted"))),
+        return {"schema": self.schema, "meta": json.loads(json.dumps(self.meta)), "summary": self.summary(),
                 "rows": out_rows, **json.loads(json.dumps(self.extra))}
 
     @classmethod

@@ -235,9 +235,9 @@ def tau_charts(doc: dict) -> list[str]:
 
 
 def _matrix(rows) -> str:
-    ops = list(dict.fromkeys(r["operator"] for r in rows))
-    names = list(dict.fromkeys(r["contract"] for r in rows))
-    by = {(r["operator"], r["contract"]): r for r in rows}
+    ops = list(dict.fromkeys(r.operator for r in rows))
+    names = list(dict.fromkeys(r.contract for r in rows))
+    by = {(r.operator, r.contract): r for r in rows}
     head = "".join(f'<th class="c" data-contract="{escape(n)}">{escape(n)}</th>' for n in names)
     body = []
     for op in ops:
@@ -247,9 +247,9 @@ def _matrix(rows) -> str:
             if r is None:
                 tds.append(f'<td class="na" data-contract="{escape(n)}"></td>')
             else:
-                tip = f"{r['id']}: {r['declared']}: {r['outcome']} ({r['reason']})"
-                tds.append(f'<td class="{CLASS[r["outcome"]]}" data-contract="{escape(n)}" title="{escape(tip)}">'
-                           f'{escape(MARK.get(r["outcome"], "?"))}</td>')
+                tip = f"{r.id}: {r.declared}: {r.outcome} ({r.reason})"
+                tds.append(f'<td class="{CLASS[r.outcome]}" data-contract="{escape(n)}" title="{escape(tip)}">'
+                           f'{escape(MARK.get(r.outcome, "?"))}</td>')
         body.append(f'<tr data-op="{escape(op)}"><th class="op">{escape(op)}</th>{"".join(tds)}</tr>')
     legend = ", ".join(f"{m} = {o}" for o, m in MARK.items())
     return (f'<p class="legend">Matrix marks: {escape(legend)}; empty = not declared. Hover a cell for its '
@@ -260,7 +260,7 @@ def _matrix(rows) -> str:
 def _order(rows) -> list:
     """Failing rows first, then unknown / not runnable, then the rest in registry order."""
     rank = {"bad": 0, "unk": 1}
-    return sorted(rows, key=lambda r: rank.get(CLASS[r["outcome"]], 2))
+    return sorted(rows, key=lambda r: rank.get(CLASS[r.outcome], 2))
 
 
 def _rows_table(rows, meta=None) -> str:
@@ -268,14 +268,14 @@ def _rows_table(rows, meta=None) -> str:
            '<th>cells: examples, worst disc/bound</th><th>minimal counterexample</th></tr>']
     for r in _order(rows):
         parts = []
-        for c in r["cells"]:
-            v = c["verdict"]
-            if v is not None and v["status"] != V.Status.NOT_APPLICABLE_BY_DESIGN:
-                parts.append(f"{c['dtype']}: {v['status']}, {v['examples']} ex, {ratio(v):.2e}")
-        cls = CLASS[r["outcome"]]
-        out.append(f'<tr data-op="{escape(r["operator"])}" data-contract="{escape(r["contract"])}" '
-                   f'data-cls="{cls}"><td><code>{escape(r["id"])}</code></td><td>{escape(str(r["declared"]))}</td>'
-                   f'<td class="{cls}">{escape(r["outcome"])}</td><td>{escape("; ".join(parts))}</td>'
+        for c in r.cells:
+            v = c.verdict
+            if v is not None and v.status != V.Status.NOT_APPLICABLE_BY_DESIGN:
+                parts.append(f"{c.dtype}: {v.status}, {v.examples} ex, {v.ratio:.2e}")
+        cls = CLASS[r.outcome]
+        out.append(f'<tr data-op="{escape(r.operator)}" data-contract="{escape(r.contract)}" '
+                   f'data-cls="{cls}"><td><code>{escape(r.id)}</code></td><td>{escape(str(r.declared))}</td>'
+                   f'<td class="{cls}">{escape(r.outcome)}</td><td>{escape("; ".join(parts))}</td>'
                    f'<td>{inline_markdown(first_counterexample(r, meta))}</td></tr>')
     out.append("</table>")
     return "".join(out)
@@ -288,8 +288,8 @@ def _filters(rows) -> str:
 
     statuses = [("bad", "failing"), ("exp", "expected violation reproduced"), ("ok", "holds / proved"),
                 ("unk", "unknown / not runnable"), ("na", "not applicable by design")]
-    ops = [(o, o) for o in dict.fromkeys(r["operator"] for r in rows)]
-    names = [(n, n) for n in dict.fromkeys(r["contract"] for r in rows)]
+    ops = [(o, o) for o in dict.fromkeys(r.operator for r in rows)]
+    names = [(n, n) for n in dict.fromkeys(r.contract for r in rows)]
     return ('<div class="filters">' + select("f-status", "status", statuses) + select("f-op", "operator", ops)
             + select("f-contract", "contract", names) + "</div>")
 
@@ -306,12 +306,12 @@ def _tensor_text(value) -> str:
 
 def _tensors(row) -> str:
     """The input tensors of the row's first failing counterexample, when small enough to be stored with it."""
-    for c in row["cells"]:
-        v = c["verdict"] or {}
-        ce = v.get("counterexample") or {}
-        if v.get("status") in (V.Status.VIOLATED, V.Status.REFUTED, V.Status.RAISED) and "x" in ce:
+    for c in row.cells:
+        v = c.verdict
+        ce = (v.counterexample if v is not None else None) or {}
+        if v is not None and v.status in (V.Status.VIOLATED, V.Status.REFUTED, V.Status.RAISED) and "x" in ce:
             shown = [("x", ce["x"])] + ([("mask", ce["mask"])] if ce.get("mask") is not None else [])
-            return "".join(f'<pre class="tensor">{name} ({c["dtype"]} cell; float64 values, 6 digits shown, '
+            return "".join(f'<pre class="tensor">{name} ({c.dtype} cell; float64 values, 6 digits shown, '
                            f'exact in the JSON) =\n{escape(_tensor_text(t))}</pre>' for name, t in shown)
     return ""
 
@@ -321,7 +321,7 @@ def _failing(byid, failing, meta=None) -> str:
     for rid in failing:
         r = byid[rid]
         ce = first_counterexample(r, meta)
-        items.append(f"<li><code>{escape(rid)}</code>: <b>{escape(r['outcome'])}</b> &mdash; {escape(r['reason'])}"
+        items.append(f"<li><code>{escape(rid)}</code>: <b>{escape(r.outcome)}</b> &mdash; {escape(r.reason)}"
                      + (f'<br>counterexample: <span class="ce">{inline_markdown(ce)}</span>' if ce else "")
                      + _tensors(r) + "</li>")
     return f'<h2>Failing rows</h2><ul id="failing">{"".join(items)}</ul>'
@@ -340,9 +340,8 @@ def _run_facts(meta: dict, stem: str) -> str:
 def html(document: Document, stem: str = "conformance", also=()) -> str:
     """The whole page as one string: the verdict and failing rows on the first screen, then the rest (``also``:
     other tiers' Documents of the same selection, whose verdicts the law table shows beside this one's)."""
-    doc = document.stable_json()
-    rows, meta, summ = doc["rows"], doc["meta"], doc["summary"]
-    byid = {r["id"]: r for r in rows}
+    rows, meta, summ = document.rows, document.meta, document.summary()
+    byid = {r.id: r for r in rows}
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width">',
              "<title>tokenlaw conformance report</title>", f"<style>{CSS}</style>",
@@ -370,6 +369,7 @@ def html(document: Document, stem: str = "conformance", also=()) -> str:
     parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
               f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>',
               lawtable.html(lawtable.in_report(lawtable.build([document, *also])), inline_markdown)]
+    doc = document.stable_json()        # the charts read the JSON view
     for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
                         ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
         if figs:

@@ -11,54 +11,52 @@ from __future__ import annotations
 from xml.sax.saxutils import escape, quoteattr
 
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.plan import Cell, Row
 
-from .document import Document, ratio
+from .document import Document
 from .text import example
 
 
-def _case(row: dict, cell: dict) -> tuple[str, str]:
+def _case(document: Document, row: Row, cell: Cell) -> tuple[str, str]:
     """(kind, body) for one cell: kind is 'pass', 'failure' or 'skipped'."""
-    v = cell["verdict"]
+    v = cell.verdict
     if v is None:
         return "skipped", "not run"
-    out = cell["outcome"]      # computed once, by Document.to_json
-    status = v["status"]
+    out = V.outcome(row.declared, v)
     if out == V.Outcome.UNEXPECTED:
-        return "failure", (f"UNEXPECTED violation of claimed contract {row['contract']} ({row['law']}): "
-                           f"{v.get('detail', '')}; counterexample {example(v.get('counterexample'))}"
-                           + (f"; replay: {v['replay']}" if v.get("replay") else ""))
+        return "failure", (f"UNEXPECTED violation of claimed contract {row.contract} ({document.law(row.contract)[0]}): "
+                           f"{v.written_detail}; counterexample {example(v.counterexample)}"
+                           + (f"; replay: {v.replay}" if v.replay else ""))
     if out == V.Outcome.NOT_REPRODUCED:
-        if row["outcome"] == V.Outcome.NOT_REPRODUCED:
-            return "failure", (f"expected violation of {row['contract']} NOT reproduced in any dtype "
-                               f"({v['examples']} examples; declared reason: {row['reason']})")
+        if row.outcome == V.Outcome.NOT_REPRODUCED:
+            return "failure", (f"expected violation of {row.contract} NOT reproduced in any dtype "
+                               f"({v.examples} examples; declared reason: {row.reason})")
         # Another dtype reproduces it (e.g. rounding hides it here): the row is fine.
         return "pass", ""
     if out in V.UNDECIDED | V.NOT_RUN | {V.Outcome.NOT_APPLICABLE_BY_DESIGN}:
-        return "skipped", f"{status}: {v.get('detail', '')}"
+        return "skipped", f"{v.status}: {v.written_detail}"
     return "pass", ""
 
 
 def junit(document: Document) -> str:
-    """The report as a JUnit XML string (deterministic: cell times come from the verdicts)."""
-    doc = document.stable_json()
+    """The report as a JUnit XML string (deterministic: no cell times, as the written reports carry none)."""
     suites: dict[str, list] = {}
-    for row in doc["rows"]:
-        for cell in row["cells"]:
-            suites.setdefault(row["operator"], []).append((row, cell))
+    for row in document.rows:
+        for cell in row.cells:
+            suites.setdefault(row.operator, []).append((row, cell))
     total = {"tests": 0, "failures": 0, "skipped": 0}
     parts = []
     for op, items in suites.items():
         cases, counts = [], {"failure": 0, "skipped": 0}
         for row, cell in items:
-            kind, body = _case(row, cell)
-            v = cell["verdict"] or {}
-            props = (f'<properties><property name="declared" value={quoteattr(str(row["declared"]))}/>'
-                     f'<property name="outcome" value={quoteattr(cell.get("outcome", ""))}/>'
-                     f'<property name="ratio" value={quoteattr(f"{ratio(v):.3e}" if v else "")}/></properties>')
-            # time only when the document carries timings (written reports do not: they are deterministic)
-            timed = f' time="{float(v["seconds"]):.3f}"' if "seconds" in v else ""
-            head = (f'  <testcase classname={quoteattr("tokenlaw." + op)} name={quoteattr(cell["id"])}'
-                    f'{timed}>{props}')
+            kind, body = _case(document, row, cell)
+            v = cell.verdict
+            outcome = V.outcome(row.declared, v)
+            props = (f'<properties><property name="declared" value={quoteattr(str(row.declared))}/>'
+                     f'<property name="outcome" value={quoteattr(outcome)}/>'
+                     f'<property name="ratio" value={quoteattr(f"{v.ratio:.3e}" if v is not None else "")}/>'
+                     '</properties>')
+            head = f'  <testcase classname={quoteattr("tokenlaw." + op)} name={quoteattr(cell.id)}>{props}'
             if kind == "failure":
                 counts["failure"] += 1
                 head += f'<failure message={quoteattr(body[:200])}>{escape(body)}</failure>'

@@ -24,7 +24,7 @@ adds nothing to a cell another tier judged.  An operator that does not declare
 the contract reads "not declared"; a contract outside the run's
 ``--contract`` selection reads "not in this run": never a verdict nobody made.
 
-:func:`build` makes the table from JSON documents (``Document.to_json()``);
+:func:`build` makes the table from Documents (their typed rows; the traits from their meta);
 :func:`markdown`, :func:`html` and :func:`readme` render it;
 :func:`splice` writes the README block between :data:`BEGIN` and :data:`END`.
 """
@@ -40,7 +40,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
-from .document import mismatched, tier_name
+from .document import tier_name
 from .text import SHORT, first_counterexample
 
 # The trait that makes an operator a row by itself, and the traits that make one without it.
@@ -195,13 +195,15 @@ def members(docs) -> list[str]:
     return [op for op in order if op in scored]
 
 
-def _evidence(row: dict, meta: dict) -> str:
-    if row["outcome"] != V.Outcome.EXPECTED and row["outcome"] not in V.FAILING and not mismatched(row):
+def _evidence(row, meta: dict) -> str:
+    if row.outcome != V.Outcome.EXPECTED and row.outcome not in V.FAILING and not row.mismatched:
         return ""
     if V.Tier.of(meta) is V.Tier.SYMBOLIC:
-        v = (row["cells"][0]["verdict"] or {}) if row["cells"] else {}
-        ce = {k: x for k, x in (v.get("counterexample") or {}).items() if k not in ("params", "failed")}
-        text = v.get("detail", "") + (f"; counterexample {json.dumps(ce, separators=(',', ':'))}" if ce else "")
+        v = row.cells[0].verdict if row.cells else None
+        ce = {k: x for k, x in ((v.counterexample if v is not None else None) or {}).items()
+              if k not in ("params", "failed")}
+        text = ((v.written_detail if v is not None else "")
+                + (f"; counterexample {json.dumps(ce, separators=(',', ':'))}" if ce else ""))
         return text if len(text) <= 400 else text[:397] + "..."
     return first_counterexample(row, meta)
 
@@ -219,9 +221,8 @@ def build(documents) -> LawTable:
     if twice:
         raise InvalidArgument(f"law table: more than one {twice[0]} report (merge a run's shards first)")
     ops = members(docs)
-    rows = {(t, r["operator"], r["contract"]): (r, d.get("meta") or {}) for d, t in zip(docs, tiers)
-            for r in d["rows"]}
-    laws = {r["contract"]: r.get("law", "") for d in docs for r in d["rows"]}
+    rows = {(t, r.operator, r.contract): (r, d.meta) for d, t in zip(documents, tiers) for r in d.rows}
+    laws = {r.contract: d.law(r.contract)[0] for d in documents for r in d.rows}
     cells = {}
     for op in ops:
         for col in COLUMNS:
@@ -238,11 +239,11 @@ def _cell(op, col, docs, tiers, rows) -> LawCell:
         ran = any(op in {r["operator"] for r in d["rows"]} and _in_scope(d.get("meta") or {}, col.contract)
                   for d in docs)
         return LawCell(op, col, NOT_DECLARED if ran else NOT_IN_RUN)
-    marks = [Mark(t, r["id"], r["outcome"], _evidence(r, meta), mismatched(r)) for t, r, meta in found]
+    marks = [Mark(t, r.id, r.outcome, _evidence(r, meta), r.mismatched) for t, r, meta in found]
     # a tier with no form for the law (not runnable, not traceable) adds nothing where another tier judged
     judged = [m for m in marks if m.outcome not in V.NOT_RUN]
     marks = sorted(judged or marks, key=lambda m: _tier_rank(m.tier))
-    return LawCell(op, col, "declared", found[0][1]["declared"], tuple(marks))
+    return LawCell(op, col, "declared", found[0][1].declared, tuple(marks))
 
 
 def to_json(table: LawTable) -> dict:

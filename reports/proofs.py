@@ -46,39 +46,42 @@ def failing(rows) -> list:
     return [r for r in rows if r.failing or any(c.verdict and is_mismatch(c.verdict) for c in r.cells)]
 
 
-def _claimed(rows: list[dict], *outcomes) -> list[dict]:
-    return [r for r in rows if r["declared"] == "claims" and r["outcome"] in outcomes]
+def _claimed(rows, *outcomes) -> list:
+    return [r for r in rows if r.declared == "claims" and r.outcome in outcomes]
 
 
-def no_symbolic_form(rows: list[dict]) -> dict:
-    """{contract: {reason: [row ids]}} of the claimed JSON rows the symbolic tier has no form for.
+def no_symbolic_form(rows) -> dict:
+    """{contract: {reason: [row ids]}} of the claimed rows the symbolic tier has no form for.
 
     The reason is the verdict's (for most, the contract's own: "no symbolic form: gradients are
     not real-arithmetic statements"); rows of one contract with another reason are listed apart.
     """
     out: dict = {}
     for r in _claimed(rows, V.Outcome.NOT_RUNNABLE):
-        reason = r["cells"][0]["verdict"]["detail"] if r["cells"] and r["cells"][0]["verdict"] else ""
-        out.setdefault(r["contract"], {}).setdefault(reason, []).append(r["id"])
+        reason = r.cells[0].verdict.written_detail if r.cells and r.cells[0].verdict else ""
+        out.setdefault(r.contract, {}).setdefault(reason, []).append(r.id)
     return out
 
 
-def standing(doc: dict) -> dict:
-    """What a written proofs document established, for the headline and ``--json``.
+def standing(doc: Document) -> dict:
+    """What a proofs document established, for the headline and ``--json``.
 
     ``proved`` of ``claimed`` rows; the claimed rows that hold only for ``sampled`` weights, the
     ``undecided`` ones ({id: outcome}), those with ``no_symbolic_form`` (by contract) and the
     ``not_traceable`` ones; the ``expected`` violations and how many were ``refuted`` (replayed).
     """
-    rows, summ = doc["rows"], doc["summary"]
-    violates = [r for r in rows if r["declared"] == "violates"]
-    return {"result": summ["result"], "proved": summ["claimed"]["proved"], "claimed": summ["claimed"]["rows"],
+    rows, st = doc.rows, doc.standing()
+    outcome = {}
+    for r in rows:
+        outcome.setdefault(r.id, r.outcome)
+    violates = [r for r in rows if r.declared == "violates"]
+    return {"result": st.result, "proved": st.claimed["proved"], "claimed": st.claimed["rows"],
             "sampled": len(_claimed(rows, V.Outcome.SAMPLED)),
-            "undecided": {i: next(r["outcome"] for r in rows if r["id"] == i) for i in summ["undecided"]},
+            "undecided": {i: outcome[i] for i in st.undecided},
             "no_symbolic_form": no_symbolic_form(rows),
-            "not_traceable": [r["id"] for r in _claimed(rows, V.Outcome.NOT_TRACEABLE)],
-            "failing": list(summ["failing"]),
-            "expected": len(violates), "refuted": sum(r["outcome"] == V.Outcome.EXPECTED for r in violates)}
+            "not_traceable": [r.id for r in _claimed(rows, V.Outcome.NOT_TRACEABLE)],
+            "failing": list(st.failing),
+            "expected": len(violates), "refuted": sum(r.outcome == V.Outcome.EXPECTED for r in violates)}
 
 
 def headline(st: dict) -> str:
@@ -114,8 +117,7 @@ def document(rows, meta: dict, laws=None) -> Document:
 
 
 def to_markdown(doc: Document) -> str:
-    view = doc.to_json()
-    rows, meta, st = doc.rows, doc.meta, standing(view)
+    rows, meta, st = doc.rows, doc.meta, standing(doc)
     counts: dict = {}
     for r in rows:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
@@ -143,8 +145,8 @@ def to_markdown(doc: Document) -> str:
     arguments = {}
     for r in rows:
         v = r.cells[0].verdict
-        if v is not None and v.status in (V.Status.PROVED, V.Status.SAMPLED) and v.extra.get("argument"):
-            arguments.setdefault(v.extra["argument"], []).append(r.id)
+        if v is not None and v.status in (V.Status.PROVED, V.Status.SAMPLED) and v.evidence is not None and v.evidence.argument:
+            arguments.setdefault(v.evidence.argument, []).append(r.id)
     for argument, ids in arguments.items():
         lines += ["## How the host rows follow (the composite argument)", "", argument, "",
                   "Rows proved this way: " + ", ".join(f"`{i}`" for i in ids) + ".", ""]
@@ -155,8 +157,10 @@ def to_markdown(doc: Document) -> str:
         v = r.cells[0].verdict
         if v is None:
             continue
-        shapes = ", ".join(f"{k}={x}" for k, x in v.extra.get("shapes", {}).items())
-        premises = "; ".join(v.extra.get("premises", ())) or ("none" if "shapes" in v.extra else "")
+        e = v.evidence
+        shapes = ", ".join(f"{k}={x}" for k, x in (e.shapes if e is not None and e.shapes else {}).items())
+        premises = "; ".join(e.premises or ()) if e is not None else ""
+        premises = premises or ("none" if e is not None and e.shapes is not None else "")
         evidence = v.detail
         if v.status == V.Status.REFUTED:
             evidence += f"; counterexample {_short_ce(v)}"

@@ -1,5 +1,8 @@
 """Text shared by the renderings of a report document (Markdown, HTML, JUnit): labels, the reading guide,
-how a counterexample and a run are described, and the cells grouped by the reason they were not judged."""
+how a counterexample and a run are described, and the cells grouped by the reason they were not judged.
+
+The helpers read the typed rows of a :class:`~.document.Document` (``Row``, ``Cell``, ``Verdict`` and its
+evidence), never its JSON view."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,23 +10,20 @@ import shlex
 
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
+from tokenlaw.properties.evidence import FuzzEvidence
 
 
-def _status(cell: dict) -> str | None:
-    return (cell.get("verdict") or {}).get("status")
-
-
-def by_reason(rows: list[dict], status: str) -> dict:
+def by_reason(rows, status: str) -> dict:
     """{reason: [cell ids]} of the cells with ``status`` (not runnable / by design), each reason once."""
     out: dict[str, list] = {}
     for r in rows:
-        for c in r["cells"]:
-            if _status(c) == status:
-                out.setdefault(c["verdict"].get("detail", ""), []).append(c["id"])
+        for c in r.cells:
+            if c.verdict is not None and c.verdict.status == status:
+                out.setdefault(c.verdict.written_detail, []).append(c.id)
     return out
 
 
-def by_design(rows: list[dict]) -> dict:
+def by_design(rows) -> dict:
     """{reason: [cell ids]} of the cells not applicable by design."""
     return by_reason(rows, V.Status.NOT_APPLICABLE_BY_DESIGN)
 
@@ -81,10 +81,19 @@ def example(ce: dict | None) -> str:
     'n=2, batch=1, d=4, seed=3, null=[0], bias_scale=10000.0, mask_kind=padding, tau=0.5': the
     fields that decided the failure are never left out.
     """
-    ce = ce or {}
+    ce = {k: _plain(v) for k, v in (ce or {}).items()}
     keys = [k for k in ALWAYS_SHOWN if k in ce]
     keys += [k for k, d in FIELD_DEFAULTS.items() if k in ce and k not in ALWAYS_SHOWN and _differs(ce[k], d)]
     return ", ".join(f"{k}={ce[k]}" for k in keys)
+
+
+def _plain(value):
+    """A counterexample's value as its report's JSON reads back (a tuple as a list)."""
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 SHORT = {V.Outcome.HOLDS: "holds", V.Outcome.PROVED: "proved", V.Outcome.EXPECTED: "violated (expected)",
@@ -120,12 +129,19 @@ HOW_TO_READ = (
 SHAPE_AXES = ("n", "d", "batch", "heads")
 
 
-def searched(row: dict) -> str:
-    """The shape ranges a row's fuzz cells searched (the union of the cells' ``extra["searched"]``),
+def _fuzz(cell) -> FuzzEvidence | None:
+    """The fuzz tier's evidence of a cell's verdict (None for another tier's, or none recorded)."""
+    e = cell.verdict.evidence if cell.verdict is not None else None
+    return e if isinstance(e, FuzzEvidence) else None
+
+
+def searched(row) -> str:
+    """The shape ranges a row's fuzz cells searched (the union of the cells' ``evidence.searched``),
     ``n 1..130, d 1..128, batch 1..4, heads 1..64``; "" when no cell recorded any."""
     span = {}
-    for c in row.get("cells", []):
-        for axis, (lo, hi) in ((((c.get("verdict") or {}).get("extra") or {}).get("searched") or {}).items()):
+    for c in row.cells:
+        e = _fuzz(c)
+        for axis, (lo, hi) in ((e.searched if e is not None and e.searched else {}).items()):
             old = span.get(axis, (lo, hi))
             span[axis] = (min(old[0], lo), max(old[1], hi))
     return ", ".join(f"{a} {span[a][0]}..{span[a][1]}" for a in SHAPE_AXES if a in span)
@@ -139,24 +155,24 @@ def _bounds(limit: dict) -> str:
     return ", ".join(parts)
 
 
-def limits(row: dict) -> dict:
+def limits(row) -> dict:
     """{dtype: "bounds (reason)"} of the declared limits a row's cells ran under."""
     out = {}
-    for c in row.get("cells", []):
-        lim = ((c.get("verdict") or {}).get("extra") or {}).get("limit")
+    for c in row.cells:
+        lim = _fuzz(c).limit if _fuzz(c) is not None else None
         if lim:
-            out[c["dtype"]] = f"{_bounds(lim)} ({lim['reason']})"
+            out[c.dtype] = f"{_bounds(lim)} ({lim['reason']})"
     return out
 
 
-def limit_legend(rows: list[dict]) -> list[str]:
+def limit_legend(rows) -> list[str]:
     """One line per distinct declared limit in the report: the bounds, the reason and the operators under it."""
     by = {}
     for r in rows:
         for dtype, text in limits(r).items():
             ops = by.setdefault(f"{dtype}: {text}", [])
-            if r["operator"] not in ops:
-                ops.append(r["operator"])
+            if r.operator not in ops:
+                ops.append(r.operator)
     return [f"- {text}: " + ", ".join(f"`{o}`" for o in ops) for text, ops in by.items()]
 
 
@@ -206,11 +222,11 @@ def campaign_replay(replay_id: str, meta: dict) -> str:
     return replay_command(replay_id, {"scope": meta.get("scope") or {}, "replays_from_run_dir": meta.get("replays")})
 
 
-def first_counterexample(row: dict, meta: dict | None = None) -> str:
+def first_counterexample(row, meta: dict | None = None) -> str:
     """The first failing cell's counterexample, its detail and the command that replays it (``meta``: the run's)."""
-    for c in row["cells"]:
-        v = c["verdict"]
-        if v and v["status"] in (V.Status.VIOLATED, V.Status.REFUTED, V.Status.RAISED):
-            ce = f"{c['dtype']}: {example(v.get('counterexample'))}; {v.get('detail', '')}"
-            return ce + (f" (replay: `{replay_command(v['replay'], meta)}`)" if v.get("replay") else "")
+    for c in row.cells:
+        v = c.verdict
+        if v is not None and v.status in (V.Status.VIOLATED, V.Status.REFUTED, V.Status.RAISED):
+            ce = f"{c.dtype}: {example(v.counterexample)}; {v.written_detail}"
+            return ce + (f" (replay: `{replay_command(v.replay, meta)}`)" if v.replay else "")
     return ""

@@ -31,7 +31,6 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 
 from .document import ESTABLISHED, Document, merge_shards, stable, standing, tier_name  # noqa: F401 (re-exported)
-from .proofs import is_mismatch
 from .text import first_counterexample, rows_word
 
 # The order in which a combined row takes a tier's outcome when several tiers disagree.
@@ -151,22 +150,22 @@ class Verification:
                 "summary": summ, "rows": rows}
 
 
-def _detail(row_json: dict, meta: dict) -> str:
+def _detail(row, meta: dict) -> str:
     if V.Tier.of(meta) is V.Tier.SYMBOLIC:
-        v = row_json["cells"][0]["verdict"] if row_json["cells"] else None
-        text = (v or {}).get("detail", "")
+        v = row.cells[0].verdict if row.cells else None
+        text = v.written_detail if v is not None else ""
     else:
-        text = first_counterexample(row_json, meta)
+        text = first_counterexample(row, meta)
     return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _tier_rows(doc: Document, name: str) -> dict:
     out = {}
-    for row, raw in zip(doc.rows, doc.to_json()["rows"]):
-        mismatch = any(c.verdict is not None and is_mismatch(c.verdict) for c in row.cells)
+    for row in doc.rows:
+        mismatch = row.mismatched
         failing = row.outcome in V.FAILING or mismatch
         show = failing or row.outcome in V.UNDECIDED or row.outcome in V.NOT_RUN
-        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(raw, doc.meta) if show else ""))
+        out[row.id] = (row, TierRow(name, row.outcome, failing, mismatch, _detail(row, doc.meta) if show else ""))
     return out
 
 
@@ -194,7 +193,7 @@ def combine(docs: list[Document]) -> Verification:
             tiers.append(tier)
     rows = tuple(CombinedRow(r.operator, r.contract, r.declared, r.reason, tuple(t)) for r, t in order.values())
     runs = tuple({**run, "column": name} for d, name in zip(docs, names) for run in d.runs)
-    return Verification(rows, runs, tuple(names), {n: d.to_json()["summary"] for d, n in zip(docs, names)})
+    return Verification(rows, runs, tuple(names), {n: d.summary() for d, n in zip(docs, names)})
 
 
 def combine_or_merge(docs: list[Document], sources: list[str]):

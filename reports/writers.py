@@ -16,7 +16,7 @@ from tokenlaw.process.files import atomic_write  # noqa: F401  (re-exported: the
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
-from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, summary, timings  # noqa: F401
+from .document import SCHEMA_VERSION, VOLATILE, Document, ratio, stable, timings  # noqa: F401
 from . import lawtable
 from .text import (HOW_TO_READ, SHORT, by_design, by_reason, claimed_line, counted, example,  # noqa: F401
                    first_counterexample, headline, interrupted_line, limit_legend, limits, replay_command, rows_word,
@@ -31,26 +31,25 @@ def markdown(document: Document, also=()) -> str:
 
     ``also``: the Documents of other tiers run on the same selection (``verify``'s proofs), whose
     verdicts the law table shows beside this document's."""
-    doc = document.stable_json()
-    rows, meta, summ = doc["rows"], doc["meta"], doc["summary"]
-    ops = list(dict.fromkeys(r["operator"] for r in rows))
-    names = list(dict.fromkeys(r["contract"] for r in rows))
+    rows, meta, summ = document.rows, document.meta, document.summary()
+    ops = list(dict.fromkeys(r.operator for r in rows))
+    names = list(dict.fromkeys(r.contract for r in rows))
     lines = ["# tokenlaw conformance report", ""]
     lines.append(f"**{summ['result']}** - {headline(summ)}.")
     lines += ["", run_line(meta), ""]
     if interrupted_line(meta):
         lines += [f"**{interrupted_line(meta)}**", ""]
-    byid = {r["id"]: r for r in rows}
+    byid = {r.id: r for r in rows}
     if summ["failing"]:
         lines += ["## Failing rows", ""]
         for rid in summ["failing"]:
             r = byid[rid]
             ce = first_counterexample(r, meta)
-            lines.append(f"- `{rid}`: {r['outcome']} - {r['reason']}" + (f"; counterexample {ce}" if ce else ""))
+            lines.append(f"- `{rid}`: {r.outcome} - {r.reason}" + (f"; counterexample {ce}" if ce else ""))
         lines.append("")
     if summ.get("undecided"):
         lines += ["## Undecided claimed rows (why this run is not a PASS)", ""]
-        lines += [f"- `{rid}`: {byid[rid]['outcome']} - {byid[rid]['reason']}" for rid in summ["undecided"]] + [""]
+        lines += [f"- `{rid}`: {byid[rid].outcome} - {byid[rid].reason}" for rid in summ["undecided"]] + [""]
     blocked = by_reason(rows, V.Status.NOT_RUNNABLE)
     if blocked:
         lines += ["## Cells not runnable here", ""]
@@ -72,9 +71,9 @@ def markdown(document: Document, also=()) -> str:
                   "limit (`Domain(limits=...)`), each with the reason the computation is not representable there:",
                   ""] + legend + [""]
     lines += ["## Matrix", "", "| operator | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    by = {(r["operator"], r["contract"]): r for r in rows}
+    by = {(r.operator, r.contract): r for r in rows}
     for op in ops:
-        cells = [SHORT[by[(op, n)]["outcome"]] if (op, n) in by else "-" for n in names]
+        cells = [SHORT[by[(op, n)].outcome] if (op, n) in by else "-" for n in names]
         lines.append(f"| {op} | " + " | ".join(cells) + " |")
     lines += [""] + lawtable.markdown(lawtable.in_report(lawtable.build([document, *also])))
     lines += ["## Rows", "",
@@ -83,24 +82,23 @@ def markdown(document: Document, also=()) -> str:
               "|---|---|---|---|---|---|"]
     for r in rows:
         parts = []
-        for c in r["cells"]:
-            v = c["verdict"]
+        for c in r.cells:
+            v = c.verdict
             if v is None:
                 continue
-            tag = "VIOLATED " if v["status"] in (V.Status.VIOLATED, V.Status.REFUTED) else ""
-            tag += "" if v["status"] in (V.Status.HOLDS, V.Status.VIOLATED) else f"{v['status']} "
-            parts.append(f"{c['dtype']}{'' if c['backend'] == 'eager' else '/' + c['backend']}: "
-                         f"{tag}{v['examples']} ex, {_fmt(ratio(v))}")
+            tag = "VIOLATED " if v.status in (V.Status.VIOLATED, V.Status.REFUTED) else ""
+            tag += "" if v.status in (V.Status.HOLDS, V.Status.VIOLATED) else f"{v.status} "
+            parts.append(f"{c.dtype}{'' if c.backend == 'eager' else '/' + c.backend}: "
+                         f"{tag}{v.examples} ex, {_fmt(v.ratio)}")
         ce = first_counterexample(r, meta)
         shapes = "; ".join([searched(r)] + [f"{dt}: {text.split(' (')[0]}" for dt, text in limits(r).items()])
         shapes = shapes.strip("; ").replace("|", "\\|")
-        lines.append(f"| `{r['id']}` | {r['declared']} | {r['outcome']} | {'; '.join(parts)} | {shapes} "
+        lines.append(f"| `{r.id}` | {r.declared} | {r.outcome} | {'; '.join(parts)} | {shapes} "
                      f"| {ce.replace('|', '/')} |")
     lines += ["", "## Contracts", ""]
     for n in names:
         c = CONTRACTS.get(n)
-        law = c.law if c else next(r["law"] for r in rows if r["contract"] == n)
-        exact = c.exact if c else next(r["exact"] for r in rows if r["contract"] == n)
+        law, exact = (c.law, c.exact) if c else document.law(n)
         lines.append(f"- `{n}` ({'exact' if exact else 'tolerance'}): {law}")
     lines.append("")
     return "\n".join(lines)

@@ -54,6 +54,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.contract import Contract
+from tokenlaw.properties.evidence import ProofEvidence
 from tokenlaw.properties.plan import contracts_of
 
 from . import host_check
@@ -361,11 +362,11 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, budget: 
     """
     cache = ProofCache() if cache is None else cache
     start = time.perf_counter()
-    extra = dict(solver=SOLVER, shapes=problem.shapes, statement=problem.statement,
-                 premises=sorted({why for _, why in problem.sym.premises}))
+    evidence = ProofEvidence().add(solver=SOLVER, shapes=problem.shapes, statement=problem.statement,
+                                   premises=sorted({why for _, why in problem.sym.premises}))
     if problem.argument:
-        extra["argument"] = problem.argument
-    base = dict(tier="symbolic", dtype="real", extra=extra)
+        evidence = evidence.add(argument=problem.argument)
+    base = dict(tier="symbolic", dtype="real", evidence=evidence)
     queries = unknown = 0
     reason = ""
     for assignment, premises in problem.sym.assignments():
@@ -374,13 +375,13 @@ def prove_problem(problem: L.Problem, timeout: float = DEFAULT_TIMEOUT, budget: 
         result, model, how = _decide(q, timeout, budget if budget is not None else effort.Budget(CELL_BUDGET * timeout),
                                      cache=cache)
         if result == z3.sat:
-            extra["queries"] = queries
+            base["evidence"] = evidence.add(queries=queries)
             return _refute(q, assignment, model, timeout, start, base)
         if result == z3.unknown:
             unknown += 1
             reason = how
             break                      # one undecided query decides the cell: stop spending time
-    extra["queries"] = queries
+    base["evidence"] = evidence.add(queries=queries)
     where = f"at {shapes_text(problem)}" + (f" ({queries} enumerated mask/case queries)" if queries > 1 else "")
     if queries == 0:
         return V.Verdict(V.Status.VACUOUS, detail=f"vacuous {where}: no enumerated input (mask, case) satisfies the premises, "
@@ -453,8 +454,8 @@ def _domain_mismatch(problem, v, err, failed, start, base) -> V.Verdict:
     value = v["params"].get(argument, v.get(argument)) if isinstance(v.get("params"), dict) else v.get(argument)
     shown = f"{argument} = {value:.6g}" if isinstance(value, float) else f"argument {argument!r}"
     declared = [why for _, why in problem.sym.premises if argument and argument in why]
-    base["extra"]["rejected"] = dict(argument=argument, value=value if isinstance(value, float) else None,
-                                     error=str(err))
+    base = {**base, "evidence": base["evidence"].add(rejected=dict(
+        argument=argument, value=value if isinstance(value, float) else None, error=str(err)))}
     return V.Verdict(V.Status.DOMAIN_MISMATCH, detail=f"domain mismatch at {shapes_text(problem)}: z3's counterexample has "
                      f"{shown}, inside the declared domain ({'; '.join(declared) or 'no premise bounds it'}), but the "
                      f"eager code's validation rejects it ({err}): the declared domain is wider than the code "
@@ -541,7 +542,7 @@ def untraceable(op, contract, err: BaseException, start: float) -> V.Verdict | N
                f"math.* / numpy call cannot be traced: use the xp primitives"
         where = f"{os.path.abspath(frames[-1].filename)}:{frames[-1].lineno}"
     return V.Verdict(V.Status.NOT_TRACEABLE, detail=f"not symbolically traceable: {what} at {where}", tier="symbolic",
-                     seconds=time.perf_counter() - start, extra=dict(where=where, construct=what))
+                     seconds=time.perf_counter() - start, evidence=ProofEvidence().add(where=where, construct=what))
 
 
 def prove_cell(op, contract: str | Contract, *, timeout: float = DEFAULT_TIMEOUT, n=None, d=None, mode=None,
@@ -578,15 +579,15 @@ def tied_to_eager(op, contract: str | Contract, verdict: V.Verdict, *, n=None, d
     problem = build_problem(op, contract, n=n, d=d, mode=mode)
     found, summary = coverage.check(op, problem, rebuild=_rebuild(op, contract, verdict, problem, mode),
                                     law=_proved_statement(op, contract, verdict, problem, mode) is not None)
-    extra = dict(verdict.extra)
+    evidence = verdict.evidence or ProofEvidence()
     if found is None:
-        extra["trace_check"] = summary
-        return dataclasses.replace(verdict, extra=extra, seconds=time.perf_counter() - start)
-    extra.update(trace_check=found.detail, where=found.where, solver_said=verdict.status)
+        return dataclasses.replace(verdict, evidence=evidence.add(trace_check=summary),
+                                   seconds=time.perf_counter() - start)
+    evidence = evidence.add(trace_check=found.detail, where=found.where, solver_said=verdict.status)
     if found.point is not None:
-        extra["point"] = found.point
+        evidence = evidence.add(point=found.point)
     what = "trace differs from eager" if found.status == V.Status.TRACE_DIFFERS else "domain mismatch"
-    return dataclasses.replace(verdict, status=found.status, extra=extra, seconds=time.perf_counter() - start,
+    return dataclasses.replace(verdict, status=found.status, evidence=evidence, seconds=time.perf_counter() - start,
                                detail=f"{what}: {found.detail}; so the solver's '{verdict.status}' covers other code "
                                       f"than the eager run (it said: {verdict.detail[:300]})")
 
@@ -594,7 +595,7 @@ def tied_to_eager(op, contract: str | Contract, verdict: V.Verdict, *, n=None, d
 def _proved_statement(op, contract, verdict: V.Verdict, problem, mode):
     """``whole`` (False / True) of the problem whose statement the solver proved, or None when it is
     neither (a host's contract proved via another contract: its own statement was not what was proved)."""
-    said = verdict.extra.get("statement")
+    said = verdict.evidence.statement if verdict.evidence is not None else None
     if said is None or problem.statement == said:
         return False
     if op.layers is not None:
@@ -653,7 +654,8 @@ def _prove_cell(op, contract, *, timeout, n, d, mode, start, cache) -> V.Verdict
             break
     verdict = dataclasses.replace(verdict, seconds=time.perf_counter() - start)
     if checked is not None:
-        verdict = dataclasses.replace(verdict, extra={**verdict.extra, "host_check": checked.detail})
+        verdict = dataclasses.replace(verdict, evidence=(verdict.evidence or ProofEvidence()).add(
+            host_check=checked.detail))
         if whole:
             verdict = dataclasses.replace(verdict, detail=f"judged as a whole, not by induction: host check failed: "
                                                           f"{checked.detail}; " + verdict.detail)
@@ -705,7 +707,7 @@ def _via(op, contract: Contract, implied_by: Contract, *, timeout, mode, start, 
                      f"[parameters: {via.params}]",
                      counterexample=_counterexample(direct, v, [what]), seconds=time.perf_counter() - start,
                      tier="symbolic", dtype="real",
-                     extra=dict(solver=SOLVER, shapes=direct.shapes, statement=direct.statement),
+                     evidence=ProofEvidence().add(solver=SOLVER, shapes=direct.shapes, statement=direct.statement),
                      witness=via.witness, params=via.params)
 
 
@@ -719,15 +721,14 @@ def _after_step(op, problem, first: V.Verdict, timeout, start, cache) -> V.Verdi
     ce = first.counterexample or {}
     found, why = host_witness.search(op, ce, ce.get("failed", []), whole)
     if found is not None:
-        extra = {k: v for k, v in first.extra.items() if k != "argument"}
-        extra.update(statement=whole.statement)
+        evidence = (first.evidence or ProofEvidence()).without("argument").add(statement=whole.statement)
         return V.Verdict(V.Status.REFUTED, found.discrepancy, found.bound,
                          f"refuted at {shapes_text(whole)}: the induction was not proved (an induction step is "
                          f"refuted: '{ce.get('failed', ['?'])[0]}'), and a host input that reaches a violating "
                          f"state ({found.how}), replayed on the eager whole host: {found.what}: discrepancy "
                          f"{found.discrepancy:.3g} > {found.bound:.3g}",
                          counterexample=_counterexample(whole, found.values, [found.what]),
-                         seconds=time.perf_counter() - start, tier="symbolic", dtype="real", extra=extra,
+                         seconds=time.perf_counter() - start, tier="symbolic", dtype="real", evidence=evidence,
                          witness=found.how)
     verdict = prove_problem(whole, timeout, effort.Budget(CELL_BUDGET * timeout), cache)
     return dataclasses.replace(verdict, detail=verdict.detail + f" (the stronger statement was not proved: "

@@ -50,7 +50,7 @@ def shrunk(names, examples: int, seed: int = SEED) -> list[tuple[str, dict]]:
         run_rows(reg, rows, examples=examples, seed=seed, replay_dir=None, progress=False)
         for row in rows:
             for cell in row.cells:
-                record = (cell.verdict.extra or {}).get("shrink") if cell.verdict is not None else None
+                record = cell.verdict.evidence.shrink if cell.verdict is not None and cell.verdict.evidence else None
                 if record:
                     out.append((f"{name}/{row.id}-{cell.dtype}", record))
     return out

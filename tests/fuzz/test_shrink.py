@@ -92,7 +92,7 @@ def test_shape_before_and_after_shrinking_on_every_fuzz_canary(capsys):
         run_rows(reg, rows, examples=PROFILES["quick"], seed=0, replay_dir=None, progress=False)
         for row in rows:
             for cell in row.cells:
-                record = (cell.verdict.extra or {}).get("shrink") if cell.verdict else None
+                record = cell.verdict.evidence.shrink if cell.verdict and cell.verdict.evidence else None
                 if record:
                     rows_seen.append((f"{row.id}-{cell.dtype}", record))
     assert rows_seen

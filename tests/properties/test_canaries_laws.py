@@ -92,4 +92,4 @@ def test_declared_all_reals_is_refuted_where_the_guess_proved():
     (op,) = list(collect(load(HERE / "domain_rejects_zero_reals.py")))
     v = prove_cell(op, "zero_absorption")
     assert v.status == V.Status.REFUTED and v.counterexample["params"]["tau"] < 0, v.detail
-    assert "tau real" in " ".join(v.extra["premises"]) or not v.extra["premises"]
+    assert "tau real" in " ".join(v.evidence.premises) or not v.evidence.premises

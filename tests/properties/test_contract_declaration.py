@@ -65,7 +65,7 @@ def test_the_symbolic_tier_proves_the_new_law_and_refutes_the_false_claim():
     proved = prove_cell(REG["user_double"], LAW)
     refuted = prove_cell(REG["user_square"], LAW)
     assert proved.status == V.Status.PROVED, proved.detail
-    assert proved.extra["statement"] == "F(c x) = c F(x) for every real c, 2 tokens", proved.extra
+    assert proved.evidence.statement == "F(c x) = c F(x) for every real c, 2 tokens", proved.extra
     assert refuted.status == V.Status.REFUTED and refuted.discrepancy > refuted.bound, refuted.detail
     ce = refuted.counterexample
     assert set(ce) >= {"x", "c"} and ce["failed"], ce

@@ -96,7 +96,7 @@ def test_a_renamed_copy_gets_the_built_ins_symbolic_statement(contract):
 @pytest.mark.parametrize("contract", ["tau_covariance", "silence"])
 def test_a_renamed_copy_gets_the_built_ins_proof(contract):
     got, want = prove_cell(REG["pn_fir_theta"], contract), prove_cell(BASE["pn_fir_tau"], contract)
-    assert got.status == want.status and got.extra.get("statement") == want.extra.get("statement"), \
+    assert got.status == want.status and got.evidence.statement == want.evidence.statement, \
         (got.status, got.detail, want.status, want.detail)
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.evidence import FuzzEvidence, ProofEvidence, Raised
 from tokenlaw.reports.document import verdict_from_json
 
 
@@ -38,19 +39,19 @@ def test_a_verdict_is_frozen_and_changed_with_replace():
 
 
 def test_a_steering_key_in_extra_is_refused():
-    for key in ("mismatch", "step", "inconclusive", "params", "witness"):
+    for key in ("mismatch", "step", "inconclusive", "params", "witness", "raised", "regimes", "draws", "statement"):
         with pytest.raises(ValueError, match=key):
             V.Verdict(V.Status.UNKNOWN, extra={key: True})
 
 
 def test_typed_fields_are_written_where_the_schema_always_had_them_and_read_back():
-    v = V.Verdict(V.Status.UNKNOWN, detail="MISMATCH", tier="symbolic", extra={"solver": "z3"}, mismatch=True,
-                  params="symbols")
+    v = V.Verdict(V.Status.UNKNOWN, detail="MISMATCH", tier="symbolic", evidence=ProofEvidence().add(solver="z3"),
+                  mismatch=True, params="symbols")
     d = json.loads(json.dumps(v.to_json()))
     assert d["extra"] == {"solver": "z3", "params": "symbols", "mismatch": True}
     assert not {"mismatch", "step", "inconclusive", "params", "witness"} & set(d)      # schema unchanged
     back = verdict_from_json(d)
-    assert back == v and back.mismatch and back.extra == {"solver": "z3"}
+    assert back == v and back.mismatch and back.extra == {} and back.evidence.solver == "z3"
     # unset flags are not written at all (as before: the key was absent)
     assert "mismatch" not in V.holds().to_json()["extra"]
 
@@ -60,5 +61,24 @@ def test_a_report_written_before_the_typed_fields_reads_the_same():
            "examples": 0, "seconds": 0.1, "tier": "symbolic", "dtype": "real", "replay": None,
            "extra": {"step": True, "witness": "searched", "queries": 2}}
     v = verdict_from_json(old)
-    assert v.status is V.Status.REFUTED and v.step and v.witness == "searched" and v.extra == {"queries": 2}
+    assert v.status is V.Status.REFUTED and v.step and v.witness == "searched" and v.extra == {}
+    assert v.evidence == ProofEvidence(queries=2, order=("queries",))
     assert v.to_json() == old
+
+
+def test_fuzz_evidence_is_typed_in_and_written_at_the_edge():
+    """The search's record is the verdict's evidence; the report writes it under the old extra keys and its
+    notes after the detail, and reads both back (a bracket inside the law's own sentence stays there)."""
+    e = FuzzEvidence(searched={"n": [1, 9]}, drawn={}, missed_bands=[], missed_lengths=[], accounting={},
+                     trivial=0, unjudged=[], regimes={"long_row": 0}, unvisited=["long_row"], set_aside=0,
+                     inconclusive=0, notes="searched n 1..9; NEVER visited: long_row", judged=3, found_at=2,
+                     from_database=True, draws="abc", probes=2)
+    v = V.violated(2.0, 1.0, "rows [0, 1] differ", extra={"ratio": 2.0}, evidence=e,
+                   raised=Raised("ValueError", "bad", "op.py:3"))
+    d = json.loads(json.dumps(v.to_json()))
+    assert d["detail"] == ("rows [0, 1] differ [searched n 1..9; NEVER visited: long_row]"
+                           " [replayed from the example database]")
+    assert list(d["extra"])[:3] == ["ratio", "raised", "searched"] and d["extra"]["judged_examples"] == 3
+    back = verdict_from_json(d)
+    assert back == v and back.detail == "rows [0, 1] differ" and back.extra == {"ratio": 2.0}
+    assert back.to_json() == v.to_json()

@@ -42,7 +42,7 @@ MIX = [proof_row("a", "zero_absorption", V.Status.PROVED), proof_row("b", "zero_
 
 
 def stand(rows):
-    return proofs.standing(proofs.document(rows, dict(tier="symbolic")).to_json())
+    return proofs.standing(proofs.document(rows, dict(tier="symbolic")))
 
 
 def test_prove_headline_counts_a_known_mix():
@@ -72,7 +72,7 @@ def test_prove_headline_counts_a_known_mix():
 def test_result_of_each_case(drop, result):
     rows = [r for r in MIX if r.id not in drop]
     doc = proofs.document(rows, dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0))
-    st = proofs.standing(doc.to_json())
+    st = proofs.standing(doc)
     assert st["result"] == result
     md = proofs.to_markdown(doc)
     assert md.splitlines()[2].startswith(f"**{result}** - proved {st['proved']} of {st['claimed']} claimed rows")

@@ -100,14 +100,14 @@ def test_symbolic_status_of_each_class(cell):
 def test_a_type_branch_names_its_eager_only_line():
     v = prove_cell(REGISTRY["canary_tensor_branch"], "zero_absorption", timeout=5)
     assert v.status == V.Status.TRACE_DIFFERS and V.outcome("claims", v) == V.Outcome.TRACE_DIFFERS, v.detail
-    assert "canaries/tensor_branch.py:" in v.extra["where"] and "eager only" in v.detail, v.detail
-    assert V.Outcome.TRACE_DIFFERS not in V.FAILING and v.extra["solver_said"] == V.Status.PROVED
+    assert "canaries/tensor_branch.py:" in v.evidence.where and "eager only" in v.detail, v.detail
+    assert V.Outcome.TRACE_DIFFERS not in V.FAILING and v.evidence.solver_said == V.Status.PROVED
 
 
 def test_a_counterexample_the_code_rejects_is_a_domain_mismatch():
     v = prove_cell(REGISTRY["canary_domain_rejects_negative"], "zero_absorption", timeout=5)
     assert v.status == V.Status.DOMAIN_MISMATCH and V.outcome("claims", v) in V.FAILING, v.detail
-    rejected = v.extra["rejected"]
+    rejected = v.evidence.rejected
     assert rejected["argument"] == "tau" and rejected["value"] < 0, rejected
     assert "tau = -" in v.detail and "wider than the code accepts" in v.detail, v.detail
 
@@ -123,10 +123,10 @@ def test_a_path_the_trace_never_took_is_trace_differs(stem, contract):
     op = module.registry(default_registry())[module.OPERATOR]
     v = prove_cell(op, contract, timeout=5)
     assert v.status == V.Status.TRACE_DIFFERS, v.detail
-    assert v.extra["solver_said"] in (V.Status.PROVED, V.Status.SAMPLED), v.extra
+    assert v.evidence.solver_said in (V.Status.PROVED, V.Status.SAMPLED), v.extra
     if getattr(module, "SHAPE", None):             # the swept shape that takes the other path is named
         bad = {"d": "d=5", "n": "n=7", "batch": "batch=3"}[module.SHAPE]
-        assert bad in v.detail and "oattention.py (mutated copy):" in v.extra["where"], v.detail
+        assert bad in v.detail and "oattention.py (mutated copy):" in v.evidence.where, v.detail
     elif stem == "trace_other_shape":              # equal at n = 2; the law fails at the second trace at n = 3
         assert "at n=3" in v.detail and "the law fails on the eager code" in v.detail, v.detail
     elif stem in TINY:                             # an exact zero traced: the eager 1e-12 is not bit-for-bit equal
@@ -141,7 +141,7 @@ def test_the_shipping_operator_stays_proved_and_tied():
     for contract in ("null_receiver", "empty_support"):
         v = prove_cell(op, contract, timeout=5)
         assert v.status == V.Status.PROVED, v.detail
-        assert v.extra["trace_check"].startswith("trace = eager"), v.extra
+        assert v.evidence.trace_check.startswith("trace = eager"), v.extra
 
 
 def test_prefix_host_induction_checks_blocks_on_every_state():

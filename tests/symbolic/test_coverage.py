@@ -41,7 +41,7 @@ def _op(body: str, name: str = "scratch"):
 def test_the_control_is_proved_and_tied():
     op = _op("return tau * x * x\n")
     v = prove_cell(op, "zero_absorption", timeout=5)
-    assert v.status == V.Status.PROVED and v.extra["trace_check"].startswith("trace = eager"), v.detail
+    assert v.status == V.Status.PROVED and v.evidence.trace_check.startswith("trace = eager"), v.detail
 
 
 def test_a_line_only_the_trace_runs_is_named():
@@ -54,7 +54,7 @@ def test_a_line_only_the_trace_runs_is_named():
     """)
     v = prove_cell(op, "zero_absorption", timeout=5)
     assert v.status == V.Status.TRACE_DIFFERS and "(trace only)" in v.detail, v.detail
-    assert v.extra["where"].startswith("<scratch scratch>:"), v.extra
+    assert v.evidence.where.startswith("<scratch scratch>:"), v.extra
 
 
 def test_a_value_off_by_one_millionth_is_caught():
@@ -76,13 +76,13 @@ def test_a_random_point_the_code_rejects_is_a_domain_mismatch():
     """)
     v = prove_cell(op, "zero_absorption", timeout=5)
     assert v.status == V.Status.DOMAIN_MISMATCH and "tau: must be <= 1" in v.detail, v.detail
-    assert v.extra["point"]["tau"] > 1.0 and V.outcome("claims", v) in V.FAILING, v.extra
+    assert v.evidence.point["tau"] > 1.0 and V.outcome("claims", v) in V.FAILING, v.extra
 
 
 def test_a_value_difference_carries_its_point():
     op = _op("return tau * x * x * (1.000001 if torch.is_tensor(x) else 1.0)\n")
     v = prove_cell(op, "zero_absorption", timeout=5, n=2)
-    assert len(v.extra["point"]["x"][0]) == 2 and v.extra["point"]["tau"] > 0, v.extra
+    assert len(v.evidence.point["x"][0]) == 2 and v.evidence.point["tau"] > 0, v.extra
 
 
 def test_a_shape_only_path_is_named_with_its_shape():
@@ -168,7 +168,7 @@ def test_reassociated_arithmetic_stays_tied():
     op = _op("return (x * tau + x * x * tau) - x * tau * (1 - x) - x * x * tau + tau * x * x\n")
     v = prove_cell(op, "zero_absorption", timeout=5, n=2)
     assert v.status == V.Status.PROVED, v.detail
-    assert "worst |diff| / bound" in v.extra["trace_check"], v.extra
+    assert "worst |diff| / bound" in v.evidence.trace_check, v.extra
 
 
 def test_the_rounding_bound_is_derived_from_the_operations():

@@ -127,7 +127,7 @@ def test_controls_keep_their_verdicts_after_the_check():
         for contract in ("closure", "null_source_insertion"):
             v = prove_cell(BASE[name], contract, timeout=5)
             assert v.status == status, (name, contract, v.detail)
-            assert v.extra["host_check"].startswith("checked before the induction"), v.extra
+            assert v.evidence.host_check.startswith("checked before the induction"), v.extra
             assert "judged as a whole" not in v.detail
 
 

@@ -39,7 +39,7 @@ def test_symbolic_tier_never_proves_a_mask_none_canary(stem):
 def test_the_shipping_sdpa_is_proved_in_both_modes():
     v = prove_cell(default_registry()["sdpa"], "unmasked", timeout=5)
     assert v.status == V.Status.PROVED, v.detail
-    assert "mask=None" in v.detail or "mask=None" in str(v.extra), v.detail
+    assert "mask=None" in v.detail or "mask=None" in str(v.evidence), v.detail
 
 
 # Issue 43, class 3: the row-mass laws also state the operator's own rows at tokens of width 1 (n > d, any

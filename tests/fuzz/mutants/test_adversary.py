@@ -285,7 +285,7 @@ def test_a_claimed_cell_stopped_at_its_first_violation_fails_as_the_full_search_
     full = run_cell(leaky, law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None)
     first = run_cell(leaky, law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None, first_violation=True)
     assert full.violated and first.violated and first.evidence.first_violation
-    assert first.examples <= full.examples and full.evidence.shrink and not first.evidence.shrink
+    assert first.examples <= full.examples and full.evidence.shrink is not None and first.evidence.shrink is None
     good = [run_cell(REG["presence"], law, torch.float64, examples=EXAMPLES, seed=0, replay_dir=None,
                      first_violation=stop) for stop in (False, True)]
     assert good[0].status == good[1].status == "holds"
