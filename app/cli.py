@@ -14,8 +14,8 @@ Exit codes (the same for every command):
   (``prove``: none proved); never a pass;
 * 70 an internal error of tokenlaw (or of a module it imported): a bug to
   report, never a finding (``TOKENLAW_DEBUG=1`` shows the traceback);
-* 130 interrupted (Ctrl-C); ``campaign`` and ``check`` write the report of what was judged first, marked
-  interrupted;
+* 130 interrupted (Ctrl-C); ``campaign``, ``check``, ``prove``, ``verify`` and ``gate`` write the report of
+  what was judged first, marked interrupted;
 * 141 stdout was closed early (``| head``): a quiet stop, as for SIGPIPE.
 
 The parser is light: it is built from ``argtypes`` and the ``*_args`` modules,

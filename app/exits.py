@@ -13,8 +13,8 @@ Lower layers return results (a report, a verdict, a bool); the commands in
   not establish what it claims: a claimed row is unknown, vacuous or its trace differs from eager, or
   there are claimed rows and none was established (``prove``: none proved).  Never a pass;
 * 70 ``EXIT_INTERNAL``: an internal error, a tokenlaw bug (EX_SOFTWARE of sysexits.h);
-* 130 ``EXIT_INTERRUPTED``: Ctrl-C (128 + SIGINT); ``campaign`` and ``check`` first write the report of what
-  was judged, marked interrupted;
+* 130 ``EXIT_INTERRUPTED``: Ctrl-C (128 + SIGINT); ``campaign``, ``check``, ``prove``, ``verify`` and ``gate``
+  first write the report of what was judged, marked interrupted;
 * 141 ``EXIT_PIPE``: the reader closed stdout early (``tokenlaw docs closure | head``): the command stops
   quietly, with the code a shell gives a process that SIGPIPE ended (128 + 13).
 """

@@ -15,7 +15,8 @@ traceback, while the parent's outcome depended on where in its loop the signal f
 * :func:`remembered` keeps a Ctrl-C during the work from being lost.  Python runs a signal handler in whatever
   frame is executing, a garbage collector's callback included (Hypothesis registers one that times every
   collection), and an exception raised there is printed as "Exception ignored" and dropped: the run then went
-  on and finished with exit 0 (measured: one Ctrl-C test in three under load).  Inside the block a Ctrl-C is
+  on and finished with exit 0 (seen under load: "Exception ignored in: gc_callback ... KeyboardInterrupt", then
+  the check's last row and exit 0; rare: 0 of 10 reruns of that test showed it again).  Inside the block a Ctrl-C is
   recorded, raised at once unless it landed in such a frame, and raised again by :func:`checkpoint` (the engine
   calls it before each example, the runs after each cell) or, at the latest, when the block ends.
 

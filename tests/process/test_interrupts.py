@@ -1,9 +1,9 @@
 """A Ctrl-C is never lost (issue 47): one that lands in a garbage collector's callback, where Python drops an
 exception ("Exception ignored in: ..."), still stops the work in a :func:`interrupts.remembered` block.
 
-Hypothesis registers such a callback (it times every collection); a one-process check under load then
-finished with exit 0 after the SIGINT, about one run in three.  Here the signal is sent from inside a
-callback of the test's own, so it lands there every time.
+Hypothesis registers such a callback (it times every collection); a one-process check under load once
+finished with exit 0 after the SIGINT, Python saying "Exception ignored in: gc_callback".  It is rare, so
+here the signal is sent from inside a callback of the test's own: it lands there every time.
 """
 from __future__ import annotations
 
