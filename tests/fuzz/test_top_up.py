@@ -87,3 +87,16 @@ def test_seed1_tabular_bfloat16_differential_is_judged_past_n1():
     top = v.extra["top_up"]
     assert top["examples"] == 100 and top["n=1"] >= FILL
     assert v.evidence.judged >= engine.min_judged(v.examples) and v.examples > 200
+
+
+@pytest.mark.slow
+def test_top_up_leaves_an_unjudgeable_cell_vacuous():
+    """The bar is not lowered: the trivial-reference canary (judged only where both sides are exactly 0) runs the
+    top-up, judges none of its examples either, and stays vacuous with every example in the budget."""
+    from tests.canaries import fuzz_trivial_reference as c
+
+    reg = c.registry(default_registry())
+    v = engine.run_cell(reg[c.OPERATOR], CONTRACTS["spec_reference"], torch.float64, examples=100, seed=0,
+                        replay_dir=None)
+    assert v.status == engine.V.Status.VACUOUS, v.detail
+    assert v.extra["top_up"]["examples"] == 100 and v.evidence.judged == 0 and v.examples > 200
