@@ -46,7 +46,7 @@ checked rather than assumed (``xp.one_term_product`` declines a non-finite opera
 negative terms, autograd, and a product whose right operand has a column of two nonzeros, such as the
 row probe's scores: those go to the GEMM).  At n = 257 (D = 1024 in both probes) MKL's reproducible
 GEMM (``MKL_CBWR=COMPATIBLE``: SSE2) took most of a score-law cell's CPU: sparsemax
-score_shift_invariance float64 28.9 -> 11.2 s, the same draws and bounds.
+score_shift_invariance float64 28.9 -> 9.7 s CPU, the same draws and bounds.
 
 Written against ``xp``, so the fuzz tier evaluates it on torch tensors (in
 the dtype under test) and the symbolic tier on z3 terms: both judge the
