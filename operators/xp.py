@@ -138,14 +138,21 @@ def _one_term_columns(b):
         _COLUMNS.move_to_end(key)
         return hit[1]
     result = None
-    negative = torch.signbit(b)
-    magnitude = b.abs()
-    if int(torch.count_nonzero(magnitude, dim=-2).max()) <= 1 if b.numel() else False:
-        index = magnitude.argmax(-2)          # the nonzero's row (0 for a zero column); NaN is picked too
-        values = torch.gather(b, -2, index.unsqueeze(-2)).squeeze(-2)
-        # finite (a zero is), and no -0: the only sign bits set are the negative nonzero entries'
-        if bool(torch.isfinite(values).all()) and int(negative.sum()) == int((values < 0).sum()):
-            result = (index, values)
+    k, n = b.shape[-2], b.shape[-1]
+    columns = b.numel() // k if b.numel() else 0
+    # at most one nonzero (NaN and inf count) per column: first the total, then where they are (no
+    # reduction across the strided row axis: an argmax down a 1024 x 1024 column took 9 ms)
+    if columns and int(torch.count_nonzero(b)) <= columns:
+        where = torch.nonzero(b.reshape(-1, k, n)).unbind(-1)                # (matrix, row, column) of each
+        flat = where[0] * n + where[2]
+        if int(torch.bincount(flat, minlength=columns).max()) <= 1:
+            index = torch.zeros(columns, dtype=torch.long, device=b.device)
+            values = torch.zeros(columns, dtype=b.dtype, device=b.device)
+            index[flat] = where[1]
+            values[flat] = b.reshape(-1, k, n)[where]
+            # finite (a zero is), and no -0: the only sign bits set are the negative nonzero entries'
+            if bool(torch.isfinite(values).all()) and int(torch.signbit(b).sum()) == int((values < 0).sum()):
+                result = (index.reshape(*b.shape[:-2], n), values.reshape(*b.shape[:-2], n))
     _COLUMNS[key] = (b, result)
     while len(_COLUMNS) > _COLUMNS_KEPT:
         _COLUMNS.popitem(last=False)

@@ -63,6 +63,8 @@ def test_declines_where_the_zeros_could_decide():
     two = b.clone()
     two[1, 0] = 1.0                                  # two nonzero terms in column 0: a real sum
     assert one_term_product(a, two) is None
+    two[1, 1] = 0.0                                  # as many nonzeros as columns, one column empty: still a sum
+    assert one_term_product(a, two) is None
     bad = a.clone()
     bad[0, 2] = float("inf")                         # inf * 0 is NaN in the GEMM's other terms
     assert one_term_product(bad, b) is None

@@ -97,3 +97,34 @@ def test_a_body_that_reads_its_tokens_is_told_apart(monkeypatch):
     stacked = applied_weights(odd, TORCH, s, mask)
     assert not torch.allclose(rows.nan_to_num(), stacked.nan_to_num())
 
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_one_term_products_read_the_gemms_bits(dtype, monkeypatch):
+    """The probes' products formed as one-term gathers (xp.one_term_products) read the same bits as the GEMM,
+    every score normaliser, both probes, scores of two magnitudes; declined where it does not apply (the row
+    probe's dense score matrix)."""
+    from tokenlaw.operators import xp as X
+    real, taken = X.one_term_product, []
+
+    def counted(a, b, least=0):
+        out = real(a, b, least)
+        taken.append(out is not None)
+        return out
+
+    for name in NORMALISERS:
+        op = REGISTRY[name]
+        for n, seed, stacked in ((70, 2, True), (40, 3, False)):
+            s, mask, params = _inputs(op, n, dtype, seed)
+            s = s * torch.tensor([1.0, 1e3], dtype=dtype)[:, None, None]
+            with monkeypatch.context() as m:
+                if stacked:
+                    _stacked(m)
+                m.setattr(X, "one_term_product", counted)
+                fast = applied_weights(op, TORCH, s, mask, **params)
+                m.setattr(X, "one_term_product", lambda a, b, least=0: None)
+                gemm = applied_weights(op, TORCH, s, mask, **params)
+            assert torch.equal(fast.isnan(), gemm.isnan()), (name, n)
+            same = fast.isnan() | (fast == gemm) & (torch.signbit(fast) == torch.signbit(gemm))
+            assert bool(same.all()), (name, n)
+    assert any(taken) and not all(taken)        # taken where it applies, declined elsewhere
