@@ -86,7 +86,7 @@ class CellRecord:
         self.status = str(verdict.status)
         self.examples += verdict.examples
         self.seconds += verdict.seconds if math.isfinite(verdict.seconds or 0.0) else 0.0
-        regimes = verdict.evidence.regimes if verdict.evidence is not None else {}
+        regimes = (verdict.evidence.regimes if verdict.evidence is not None else None) or {}
         new = any(k and not self.regimes.get(name) for name, k in regimes.items())
         for name, k in regimes.items():
             self.regimes[name] = self.regimes.get(name, 0) + k

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 
 from tokenlaw.operators.errors import InvalidArgument
+from tokenlaw.properties import verdict as V
 
 RATIO_APART = 10.0
 NOTICED = 0.1
@@ -50,22 +51,22 @@ class Row:
         return bool(self.why)
 
 
-def _ratio(verdict: dict) -> float | None:
-    try:
-        d, b = float(verdict.get("discrepancy")), float(verdict.get("bound"))
-    except (TypeError, ValueError):
+def _ratio(verdict: V.Verdict | None) -> float | None:
+    if verdict is None:
         return None
+    d, b = float(verdict.discrepancy), float(verdict.bound)
     if b > 0 and d == d:
         return d / b
     return 0.0 if d == 0 and b == 0 else None
 
 
-def _cells(doc: dict) -> dict:
+def _cells(doc) -> dict:
     out = {}
-    for row in doc["rows"]:
-        for c in row.get("cells", []):
-            v = c.get("verdict") or {}
-            out[(row["operator"], row["contract"], c["dtype"])] = Cell(c["outcome"], _ratio(v), v.get("detail", ""))
+    for row in doc.rows:
+        for c in row.cells:
+            v = c.verdict
+            out[(row.operator, row.contract, c.dtype)] = Cell(V.outcome(row.declared, v), _ratio(v),
+                                                              v.written_detail if v is not None else "")
     return out
 
 
@@ -86,10 +87,10 @@ def _why(cells: dict) -> str:
 
 def compare(documents: list) -> tuple[list, list]:
     """(backends, rows) of conformance Documents, one backend each."""
-    docs = [d.stable_json() for d in documents]
+    docs = list(documents)
     if len(docs) < 2:
         raise InvalidArgument("reports: give at least two conformance reports, each of one backend")
-    backends = [d.get("meta", {}).get("backend") or "eager" for d in docs]
+    backends = [d.meta.get("backend") or "eager" for d in docs]
     if len(set(backends)) < len(backends):
         raise InvalidArgument(f"reports: two reports of the same backend ({backends}); give one per backend")
     by_backend = [_cells(d) for d in docs]

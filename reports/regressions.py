@@ -46,7 +46,7 @@ Regression kinds (each names the cell, row or kernel it concerns):
     files on disk now (its kernel cells predate the edit).
 
 Both sides are :class:`~.document.Document` objects; the rules read their
-JSON view (:func:`view`), whose outcomes the document computed.  Several
+typed rows (``Row.outcome``, ``verdict.outcome`` of a cell, the verdicts' evidence).  Several
 reports (the eager run and a kernel backend's run) are compared as one:
 :func:`.document.merge_runs` concatenates their rows, keeps each run's meta
 under ``meta["runs"]`` and keys a row by ``id@backend`` for non-eager runs,
@@ -57,11 +57,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 
 from tokenlaw.properties.profiles import profile_name
 from tokenlaw.properties import verdict as V
 
-from .document import Document, merge_runs, ratio
+from .document import Document, key, merge_runs
 
 BOUND_GROWTH = 2.0
 RATIO_ALERT = 0.5
@@ -93,40 +94,41 @@ class Comparison:
         return {k: [c.to_json() for c in getattr(self, k)] for k in ("regressions", "improvements", "added", "notes")}
 
 
-def view(doc: Document) -> dict:
-    """The JSON view the rules read: every row with its run's backend, the meta with its ``runs`` list.
-
-    Outcomes in it are the document's own (``Document.to_json``): nothing here re-derives one.
-    """
-    out = doc.to_json()
-    for r, backend in zip(out["rows"], doc.row_backends()):
-        r.setdefault("backend", backend)
-    out["meta"]["runs"] = doc.runs
-    return out
-
-
 def merge(docs: list[Document]) -> Document:
     """One document from several runs' reports (:func:`.document.merge_runs`)."""
     return merge_runs(docs)
 
 
-def row_key(row: dict) -> str:
-    return row["id"] if row.get("backend", "eager") == "eager" else f"{row['id']}@{row['backend']}"
+def row_key(row, backend: str) -> str:
+    """How the gate names a row across runs (:func:`.document.key`)."""
+    return key(row, backend)
 
 
-def _cells(doc) -> dict:
-    return {c["id"]: (r, c) for r in doc["rows"] for c in r["cells"]}
+def _rows(doc: Document) -> dict:
+    """{row key: (row, its run's backend)}."""
+    return {row_key(r, b): (r, b) for r, b in zip(doc.rows, doc.row_backends())}
+
+
+def _cells(doc: Document) -> dict:
+    """{cell id: (row, cell, the row's run's backend)}."""
+    return {c.id: (r, c, b) for r, b in zip(doc.rows, doc.row_backends()) for c in r.cells}
 
 
 def _status(cell) -> str:
-    v = cell.get("verdict")
-    return "not run" if v is None else v["status"]
+    return "not run" if cell.verdict is None else cell.verdict.status
+
+
+def _outcome(row, cell) -> V.Outcome:
+    return V.outcome(row.declared, cell.verdict)
 
 
 def _describe(row, cell) -> str:
-    v = cell.get("verdict") or {}
-    tier = v.get("tier", "?")
-    return f"{cell['outcome']} [{tier}]"
+    tier = cell.verdict.tier if cell.verdict is not None else "?"
+    return f"{_outcome(row, cell)} [{tier}]"
+
+
+def _detail(cell) -> str:
+    return cell.verdict.written_detail if cell.verdict is not None else ""
 
 
 def _draws(run: dict) -> tuple:
@@ -142,11 +144,12 @@ def _draws(run: dict) -> tuple:
     return tuple(json.dumps(run.get(k), sort_keys=True) for k in ("seed", "examples", "profile", "draws", "cpu_paths"))
 
 
-def comparable(base: dict, cur: dict) -> dict:
-    """{backend: True when both documents' runs of that backend drew the same inputs} (JSON views)."""
-    def by_backend(doc):
+def comparable(base: list[dict], cur: list[dict]) -> dict:
+    """{backend: True when both documents' runs (``Document.runs``: each run's meta) of that backend drew the
+    same inputs}."""
+    def by_backend(runs):
         out: dict[str, set] = {}
-        for run in doc["meta"]["runs"]:
+        for run in runs:
             out.setdefault(run.get("backend") or "eager", set()).add(_draws(run))
         return out
 
@@ -160,53 +163,50 @@ def compare(base: Document, cur: Document, *, bound_growth: float = BOUND_GROWTH
 
     ``disk_kernels`` ({"kernels/x.py": sha256}) enables the stale-report check.
     """
-    base, cur = view(base), view(cur)
     out = Comparison([], [], [], [])
-    same = comparable(base, cur)
+    same = comparable(base.runs, cur.runs)
     for backend, ok in sorted(same.items()):
         if not ok:
             out.notes.append(Change("setup", backend, "", "", "a different seed/budget/Hypothesis/CPU paths, or draws not pinned "
                                     "(see draws and cpu_paths in the runs' meta), for this backend: "
                                     "per-dtype reproduction and tolerance checks skipped"))
     bcells, ccells = _cells(base), _cells(cur)
-    brows = {row_key(r): r for r in base["rows"]}
-    crows = {row_key(r): r for r in cur["rows"]}
-    for key, r in brows.items():
-        if key not in crows:
-            out.regressions.append(Change("disappeared", key, r["outcome"], "missing", "row no longer in the report"))
-    for key, r in crows.items():
-        b = brows.get(key)
-        if r["outcome"] == V.Outcome.NOT_REPRODUCED and (b is None or b["outcome"] != V.Outcome.NOT_REPRODUCED):
-            out.regressions.append(Change("not-reproduced", key, b["outcome"] if b else "new row", r["outcome"],
-                                          f"expected violation of {r['contract']} reproduced in no dtype"))
-    for cid, (br, bc) in bcells.items():
+    brows, crows = _rows(base), _rows(cur)
+    for k, (r, _) in brows.items():
+        if k not in crows:
+            out.regressions.append(Change("disappeared", k, r.outcome, "missing", "row no longer in the report"))
+    for k, (r, _) in crows.items():
+        b = brows.get(k, (None,))[0]
+        if r.outcome == V.Outcome.NOT_REPRODUCED and (b is None or b.outcome != V.Outcome.NOT_REPRODUCED):
+            out.regressions.append(Change("not-reproduced", k, b.outcome if b else "new row", r.outcome,
+                                          f"expected violation of {r.contract} reproduced in no dtype"))
+    for cid, (br, bc, bb) in bcells.items():
         if cid not in ccells:
-            if row_key(br) in crows:
+            if row_key(br, bb) in crows:
                 out.regressions.append(Change("disappeared", cid, _describe(br, bc), "missing",
                                               "cell no longer in the report"))
             continue
-        cr, cc = ccells[cid]
-        _compare_cell(out, cid, br, bc, cr, cc, same.get(cr.get("backend", "eager"), False),
+        cr, cc, cb = ccells[cid]
+        _compare_cell(out, cid, br, bc, cr, cc, same.get(cb, False), cur.law(cr.contract)[1],
                       bound_growth, ratio_alert)
-    for cid, (cr, cc) in ccells.items():
+    for cid, (cr, cc, _) in ccells.items():
         if cid in bcells:
             continue
         out.added.append(Change("added", cid, "", _describe(cr, cc)))
-        if cc["outcome"] == V.Outcome.UNEXPECTED:
-            out.regressions.append(Change("unexpected-violation", cid, "new cell", _describe(cr, cc),
-                                          (cc.get("verdict") or {}).get("detail", "")))
+        if _outcome(cr, cc) == V.Outcome.UNEXPECTED:
+            out.regressions.append(Change("unexpected-violation", cid, "new cell", _describe(cr, cc), _detail(cc)))
     _kernels(out, base, cur, disk_kernels)
     return out
 
 
-def _same_example(bv: dict, cv: dict) -> bool | None:
-    """Whether two cells report their bounds from the same example (``extra.worst``, a digest of its drawn
+def _same_example(bv: V.Verdict, cv: V.Verdict) -> bool | None:
+    """Whether two cells report their bounds from the same example (``evidence.worst``, a digest of its drawn
     choices); None where either does not record it (an older report).
 
     The search is steered by discrepancy / bound (``hypothesis.target``), so at one seed two CPUs (or a
     reassociated sum) can send it to other examples: their bounds are two different inputs' errors."""
-    b, c = bv.get("extra") or {}, cv.get("extra") or {}
-    return b["worst"] == c["worst"] if "worst" in b and "worst" in c else None
+    b, c = (getattr(v.evidence, "worst", None) for v in (bv, cv))
+    return b == c if b is not None and c is not None else None
 
 
 def _bound(bv: dict, cv: dict) -> tuple[str, float, float]:
@@ -214,68 +214,67 @@ def _bound(bv: dict, cv: dict) -> tuple[str, float, float]:
     (``extra.least_bound``: the bound's normwise part, the same wherever the worst ratio sits), else the
     bound at the worst entry.  The latter moves with which entry that is: two CPUs reported 4.8e-14 and
     1.2e-12 from two entries of one example (a near-zero entry carries a relative floor)."""
-    be, ce = bv.get("extra") or {}, cv.get("extra") or {}
+    be, ce = bv.extra, cv.extra
     if "least_bound" in be and "least_bound" in ce:
         return "least bound", _num(be["least_bound"]), _num(ce["least_bound"])
-    return "bound", _num(bv.get("bound", 0.0)), _num(cv.get("bound", 0.0))
+    return "bound", _num(bv.bound), _num(cv.bound)
 
 
-def _compare_cell(out, cid, br, bc, cr, cc, same_draws, bound_growth, ratio_alert):
-    bo, co = bc["outcome"], cc["outcome"]
+def _compare_cell(out, cid, br, bc, cr, cc, same_draws, exact, bound_growth, ratio_alert):
+    bo, co = _outcome(br, bc), _outcome(cr, cc)
     bs, cs = _status(bc), _status(cc)
-    bv, cv = bc.get("verdict") or {}, cc.get("verdict") or {}
     was, now = _describe(br, bc), _describe(cr, cc)
     if co == V.Outcome.UNEXPECTED and bo != V.Outcome.UNEXPECTED:
-        out.regressions.append(Change("unexpected-violation", cid, was, now, cv.get("detail", "")))
+        out.regressions.append(Change("unexpected-violation", cid, was, now, _detail(cc)))
         return
     if bs == V.Status.PROVED and cs != V.Status.PROVED:
         out.regressions.append(Change("proof-lost", cid, was, now,
-                                      f"was proved, now {cs}" + (f": {cv.get('detail')}" if cv.get("detail") else "")))
+                                      f"was proved, now {cs}" + (f": {_detail(cc)}" if _detail(cc) else "")))
         return
     if bo == V.Outcome.EXPECTED and co != V.Outcome.EXPECTED:
         if co == V.Outcome.NOT_REPRODUCED and not same_draws:
             return   # another sample may simply miss it; the row-level check still applies
         if co == V.Outcome.NOT_REPRODUCED:
             out.regressions.append(Change("not-reproduced", cid, was, now,
-                                          f"same inputs no longer violate {cr['contract']} in {cc['dtype']}"))
+                                          f"same inputs no longer violate {cr.contract} in {cc.dtype}"))
             return
     if V.Outcome(co).severity > V.Outcome(bo).severity:
-        if co == V.Outcome.NOT_REPRODUCED and cr["outcome"] != V.Outcome.NOT_REPRODUCED and not same_draws:
+        if co == V.Outcome.NOT_REPRODUCED and cr.outcome != V.Outcome.NOT_REPRODUCED and not same_draws:
             return
-        out.regressions.append(Change("worse", cid, was, now, cv.get("detail", "")))
+        out.regressions.append(Change("worse", cid, was, now, _detail(cc)))
         return
     if V.Outcome(co).severity < V.Outcome(bo).severity:
         out.improvements.append(Change("better", cid, was, now))
         return
-    if same_draws and not cr["exact"] and cs == V.Status.HOLDS and bs == V.Status.HOLDS:
-        _tolerance(out, cid, bv, cv, bound_growth if cc.get("backend", "eager") == "eager" else None, ratio_alert)
+    if same_draws and not exact and cs == V.Status.HOLDS and bs == V.Status.HOLDS:
+        _tolerance(out, cid, bc.verdict, cc.verdict, bound_growth if cc.backend == "eager" else None, ratio_alert)
 
 
 def _num(x) -> float:
     return float(x) if isinstance(x, (int, float)) else float(str(x))   # "nan" / "inf" strings
 
 
-def _rejudged(bv: dict, cv: dict) -> dict | None:
+def _rejudged(bv: V.Verdict, cv: V.Verdict):
     """The baseline's worst example judged again in the current run (``extra.baseline_worst``, written by
     :func:`tokenlaw.orchestration.gate.rejudge_worst` where the re-run reported another example), as a verdict
-    view on that example, or None."""
-    b, c = bv.get("extra") or {}, cv.get("extra") or {}
-    again = c.get("baseline_worst")
-    if not again or "worst" not in b or again.get("worst") != b["worst"]:
+    on that example (bound, discrepancy, extra.least_bound, violated, detail), or None."""
+    worst = getattr(bv.evidence, "worst", None)
+    again = (cv.extra or {}).get("baseline_worst")
+    if not again or worst is None or again.get("worst") != worst:
         return None
-    extra = {"worst": b["worst"]} | ({"least_bound": again["least_bound"]} if "least_bound" in again else {})
-    return {"bound": again["bound"], "discrepancy": again["discrepancy"], "extra": extra,
-            "violated": again.get("violated", False), "detail": again.get("detail", "")}
+    return types.SimpleNamespace(bound=again["bound"], discrepancy=again["discrepancy"],
+                                 extra={"least_bound": again["least_bound"]} if "least_bound" in again else {},
+                                 violated=again.get("violated", False), detail=again.get("detail", ""))
 
 
 def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
     """bound_growth None: the bound is not the implementation's own (a non-reference backend's cell)."""
     again = _rejudged(bv, cv)
     if again is not None:
-        if again["violated"]:
+        if again.violated:
             out.regressions.append(Change("tolerance-grew", cid, "holds on its worst example",
                                           "violated there now", "the baseline's worst example, judged again "
-                                          f"in this run, violates the law: {again['detail']}"))
+                                          f"in this run, violates the law: {again.detail}"))
             return
         if bound_growth is not None:
             what, b0, b1 = _bound(bv, again)
@@ -285,7 +284,7 @@ def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
                                               "worst example, judged again in this run"))
                 return
     what, b0, b1 = _bound(bv, cv)
-    r0, r1 = ratio(bv), ratio(cv)
+    r0, r1 = bv.ratio, cv.ratio
     same = _same_example(bv, cv)
     if bound_growth is not None and b0 > 0 and b1 > bound_growth * b0:
         if same is False:
@@ -305,7 +304,7 @@ def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
 
 def _sources(doc) -> dict | None:
     """The kernel hashes a document recorded (its first run that recorded any)."""
-    for run in doc["meta"]["runs"]:
+    for run in doc.runs:
         if run.get("kernel_sources") is not None:
             return run["kernel_sources"]
     return None
@@ -313,7 +312,7 @@ def _sources(doc) -> dict | None:
 
 def _kernels(out, base, cur, disk):
     if disk is not None:
-        for run in cur["meta"]["runs"]:
+        for run in cur.runs:
             recorded = run.get("kernel_sources")
             if recorded is None:
                 continue
@@ -331,7 +330,7 @@ def _kernels(out, base, cur, disk):
         return
     kernels = {}
     for doc in (base, cur):
-        for run in doc["meta"]["runs"]:
+        for run in doc.runs:
             kernels.update(run.get("kernels") or {})
     own = {k["source"] for k in kernels.values() if k.get("source")}
     shared = [f for f in changed if f not in own]     # helpers any kernel may use
@@ -341,8 +340,8 @@ def _kernels(out, base, cur, disk):
         if not hit:
             continue
         ops = set(k.get("operators", ()))
-        rerun = [c for r in cur["rows"] if r["operator"] in ops for c in r["cells"]
-                 if c["backend"] != "eager" and c.get("verdict") and c["verdict"]["status"] != V.Status.NOT_RUNNABLE]
+        rerun = [c for r in cur.rows if r.operator in ops for c in r.cells
+                 if c.backend != "eager" and c.verdict is not None and c.verdict.status != V.Status.NOT_RUNNABLE]
         if not rerun:
             out.regressions.append(Change(
                 "kernel-not-rerun", name, _short(bsrc.get(hit[0])), _short(csrc.get(hit[0])),

@@ -71,8 +71,8 @@ def test_the_reports_meta_says_whether_draws_are_pinned():
 
 
 def run(draws):
-    return {"meta": {"runs": [dict(tier="fuzz", backend="eager", seed=0, examples=10, profile="smoke",
-                                   draws=draws)]}}
+    """The runs of a document (``Document.runs``): one eager fuzz run."""
+    return [dict(tier="fuzz", backend="eager", seed=0, examples=10, profile="smoke", draws=draws)]
 
 
 def test_the_gate_compares_inputs_only_between_pinned_runs_of_one_hypothesis():

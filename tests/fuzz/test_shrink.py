@@ -19,6 +19,7 @@ from tokenlaw.fuzz.rows import run_rows
 from tokenlaw.fuzz.engine import PROFILES, run_cell
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
+from tokenlaw.properties.evidence import Raised
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties.plan import plan
 
@@ -64,7 +65,7 @@ class _Law:
         self.calls += 1
         if case.d < 4:
             return V.Verdict(V.Status.RAISED, detail="operator raised InvalidArgument: d",
-                             extra={"raised": {"type": "InvalidArgument"}})
+                             raised=Raised("InvalidArgument", "d", "op.py:1"))
         return V.violated(1.0, 0.0, "bad") if case.n >= 3 else V.holds()
 
 

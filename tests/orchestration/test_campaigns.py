@@ -6,15 +6,18 @@ import json
 from tokenlaw.orchestration.campaigns import FIRST_BUDGET, MAX_BUDGET, CellRecord
 from tokenlaw.reports.campaign import CampaignReport, markdown
 from tokenlaw.properties import verdict as V
+from tokenlaw.properties.evidence import FuzzEvidence
 
 
 def holds(ratio: float, regimes=None, examples=25) -> V.Verdict:
-    return V.Verdict(V.Status.HOLDS, ratio, 1.0, "held", examples=examples, extra={"regimes": dict(regimes or {})})
+    return V.Verdict(V.Status.HOLDS, ratio, 1.0, "held", examples=examples,
+                     evidence=FuzzEvidence(regimes=dict(regimes or {})))
 
 
 def violated(replay: str, examples=7) -> V.Verdict:
-    return V.Verdict(V.Status.VIOLATED, 3.0, 1.0, "output at null tokens [searched n 1..3]", examples=examples,
-                     counterexample="Case(n=2)", replay=replay, extra={"regimes": {}})
+    return V.Verdict(V.Status.VIOLATED, 3.0, 1.0, "output at null tokens", examples=examples,
+                     counterexample="Case(n=2)", replay=replay,
+                     evidence=FuzzEvidence(searched={"n": [1, 3]}, regimes={}, notes="searched n 1..3"))
 
 
 def test_a_cell_whose_ratio_rises_doubles_its_budget_and_one_that_stalls_keeps_it():
@@ -52,7 +55,7 @@ def test_a_violation_is_recorded_once_per_replay_id_and_does_not_raise_the_best_
                                                       "sdpa-null_receiver-float32-bbbb"]
     assert [v["round"] for v in cell.violations] == [1, 3]
     assert cell.best_ratio == 0.0 and cell.budget == FIRST_BUDGET and cell.status == "violated"
-    assert cell.violations[0]["detail"] == "output at null tokens"                # the search notes cut off
+    assert cell.violations[0]["detail"] == "output at null tokens"       # the detail, not the search's notes
     assert json.loads(json.dumps(cell.to_json()))["violations"][0]["counterexample"] == "Case(n=2)"
 
 

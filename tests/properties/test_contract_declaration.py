@@ -54,7 +54,7 @@ def test_the_fuzz_tier_judges_the_new_law_and_refutes_the_false_claim():
     # the 20 examples of the seeded search, then examples of their own in each length band it never drew
     # and at each block edge (strategies.banded_find): every band and every edge is drawn
     assert good.status == V.Status.HOLDS and good.examples > 20, good.detail
-    drawn_n = re.search(r"drawn n ([^;]*);", good.detail).group(1)
+    drawn_n = re.search(r"drawn n ([^;]*);", good.evidence.notes).group(1)
     assert ":0 " not in drawn_n + " ", good.detail
     assert all(f" {e}:" in " " + drawn_n for e in (64, 65, 128, 129, 256, 257)), good.detail
     assert bad.status == V.Status.VIOLATED and bad.discrepancy > bad.bound and bad.counterexample, bad.detail
