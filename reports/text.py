@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 
+from tokenlaw.operators import tree
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.evidence import FuzzEvidence
@@ -81,19 +82,10 @@ def example(ce: dict | None) -> str:
     'n=2, batch=1, d=4, seed=3, null=[0], bias_scale=10000.0, mask_kind=padding, tau=0.5': the
     fields that decided the failure are never left out.
     """
-    ce = {k: _plain(v) for k, v in (ce or {}).items()}
+    ce = tree.map(lambda v: v, dict(ce or {}), sequence=list)     # as the report's JSON reads back (a tuple as a list)
     keys = [k for k in ALWAYS_SHOWN if k in ce]
     keys += [k for k, d in FIELD_DEFAULTS.items() if k in ce and k not in ALWAYS_SHOWN and _differs(ce[k], d)]
     return ", ".join(f"{k}={ce[k]}" for k in keys)
-
-
-def _plain(value):
-    """A counterexample's value as its report's JSON reads back (a tuple as a list)."""
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
 
 
 SHORT = {V.Outcome.HOLDS: "holds", V.Outcome.PROVED: "proved", V.Outcome.EXPECTED: "violated (expected)",

@@ -270,7 +270,8 @@ def test_plain_mutate_without_gpu_runs_what_it_can_and_says_what_it_left_out(her
         return [], set()
 
     monkeypatch.setattr(fuzz_cmd, "run_mutants", run_mutants)       # the names the command calls
-    monkeypatch.setattr(fuzz_cmd, "write", lambda *a, **k: (Path("m.md"), Path("m.json")))
+    monkeypatch.setattr(fuzz_cmd.formats, "write",
+                        lambda *a, **k: {"mutation-md": Path("m.md"), "mutation-json": Path("m.json")})
     rc, out, err = run(capsys, "mutate", "--json")
     assert rc == 0, err
     assert ran and all(m.backend == "eager" for m in ran)

@@ -11,8 +11,9 @@ from tokenlaw.fuzz.mutants.source_edit import mutated_module, mutated_registry
 REASON = "presence as 1 - tau/(tau + |h|^2) cancels: a token with |h|^2 below eps * tau gets presence 0 (or wrong bits)"
 OPERATOR = "oattention"
 CAUGHT_BY = ("formula_equivalence",)
-CORRECT = "    return xp.div(sq, tau + sq)"
-CANCELLING = "    return 1.0 - xp.div(tau * xp.ones_like(sq), tau + sq)"     # tensor / tensor: exact at sq = 0
+CORRECT = "    return xp.norm_ratio(h, tau)"
+CANCELLING = ("    sq = xp.sum(h * h, axis=-1, keepdims=True)\n"
+              "    return 1.0 - xp.div(tau * xp.ones_like(sq), tau + sq)")     # tensor / tensor: exact at sq = 0
 
 
 def registry(base):
