@@ -13,6 +13,7 @@ import sys
 
 from tokenlaw.process import interrupts
 from tokenlaw.reports import writers
+from tokenlaw.properties.verdict import Tier
 
 from .exits import EXIT_INTERRUPTED
 
@@ -35,8 +36,9 @@ def report(args, written) -> int:
             if cut is None:           # verify: the check finished before the Ctrl-C came while proving
                 said.append(f"tokenlaw: the {doc.meta.get('tier')} tier finished before the Ctrl-C: its report {page}")
                 continue
-            unit = "rows proved" if doc.meta.get("tier") == "symbolic" else "cells judged"
-            whole = "finished" if doc.meta.get("tier") == "symbolic" else "judged in every dtype"
+            proved = Tier.of(doc.meta) is Tier.SYMBOLIC
+            unit = "rows proved" if proved else "cells judged"
+            whole = "finished" if proved else "judged in every dtype"
             said.append(f"tokenlaw: interrupted: {cut['judged_cells']} of {cut['planned_cells']} {unit}; the report "
                         f"of the {writers.rows_word(len(doc.rows))} {whole} (marked interrupted, never a PASS): {page}")
     print("\n" + "\n".join(said), file=sys.stderr)

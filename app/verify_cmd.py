@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tokenlaw.orchestration import runs
 from tokenlaw.reports import formats, verification, writers
+from tokenlaw.properties.verdict import Tier
 
 from . import selection, stopped
 from .exits import of_result
@@ -39,8 +40,7 @@ def cmd_verify(args) -> int:
         if marker is not None:
             print(f"tokenlaw: the verification report in {args.out} is from an earlier run (marked: {marker})",
                   file=sys.stderr)
-        writes = {"fuzz": check.write, "symbolic": prove.write}
-        return stopped.report(args, [(doc, writes["symbolic" if doc.meta.get("tier") == "symbolic" else "fuzz"])
+        return stopped.report(args, [(doc, prove.write if Tier.of(doc.meta) is Tier.SYMBOLIC else check.write)
                                      for doc in stop.docs])
     paths = formats.write(conformance, args.out, stem=check.stem, also=[proved])   # law table: both tiers
     formats.write(proved, args.out, formats.PROOFS, stem="proofs")

@@ -12,6 +12,7 @@ from tokenlaw.operators import tree
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.case import Case
 from tokenlaw.properties.evidence import FuzzEvidence
+from tokenlaw.properties.verdict import Tier
 
 
 def by_reason(rows, status: str) -> dict:
@@ -175,11 +176,11 @@ def interrupted_line(meta: dict) -> str | None:
         return None
     left, judged = cut.get("rows") or [], cut.get("judged") or {}
     # a proofs report's row is one cell (the reals): its rows were proved or not, no dtype is left half done
-    done, whole = (("rows were proved", "the rows below are those the solver finished") if meta.get("tier") == "symbolic"
+    done, whole = (("rows were proved", "the rows below are those the solver finished") if Tier.of(meta) is Tier.SYMBOLIC
                    else ("cells were judged", "the rows below are those judged in every dtype"))
     return (f"Interrupted (Ctrl-C) after {cut.get('judged_cells')} of {cut.get('planned_cells')} {done}: "
             f"{whole}, never a PASS. "
-            + (f"Left out, {'not proved' if meta.get('tier') == 'symbolic' else 'not judged in every dtype'}: "
+            + (f"Left out, {'not proved' if Tier.of(meta) is Tier.SYMBOLIC else 'not judged in every dtype'}: "
                f"{', '.join(f'`{r}`' for r in left)}"
                + (f" (their cells judged: {', '.join(f'`{c}` {o}' for c, o in judged.items())})" if judged else "")
                + "." if left else ""))
