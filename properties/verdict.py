@@ -148,6 +148,13 @@ FAILING = frozenset({Outcome.UNEXPECTED, Outcome.NOT_REPRODUCED, Outcome.DOMAIN_
 UNDECIDED = frozenset({Outcome.UNKNOWN, Outcome.VACUOUS, Outcome.TRACE_DIFFERS})
 NOT_RUN = frozenset({Outcome.NOT_RUNNABLE, Outcome.NOT_TRACEABLE})
 _NOT_RUN_STATUS = {Status.NOT_RUNNABLE: Outcome.NOT_RUNNABLE, Status.NOT_TRACEABLE: Outcome.NOT_TRACEABLE}
+# Statuses whose outcome is the same whatever was declared (the observation decided nothing about the claim,
+# or it failed the run itself): :func:`outcome` reads them here before the declaration.
+_OUTCOME_OF_STATUS = {
+    **{s: Outcome[s.name] for s in (Status.UNKNOWN, Status.VACUOUS, Status.TRACE_DIFFERS, Status.DOMAIN_MISMATCH,
+                                    Status.RAISED, Status.NOT_APPLICABLE_BY_DESIGN)},
+    **_NOT_RUN_STATUS,
+}
 
 # Typed fields that steer the tiers; in the report they stay where they always were, in ``extra``
 # under these keys (written only when set), so the JSON schema is unchanged (docs/report-schema.md).
@@ -310,20 +317,8 @@ def outcome(declared: str | None, verdict: Verdict | None) -> Outcome:
     """Judge an observation against 'claims' / 'violates' / None."""
     if declared is None or verdict is None:
         return Outcome.UNDECLARED
-    if verdict.status == Status.UNKNOWN:
-        return Outcome.UNKNOWN
-    if verdict.status == Status.VACUOUS:
-        return Outcome.VACUOUS
-    if verdict.status == Status.TRACE_DIFFERS:
-        return Outcome.TRACE_DIFFERS
-    if verdict.status == Status.DOMAIN_MISMATCH:
-        return Outcome.DOMAIN_MISMATCH
-    if verdict.status == Status.RAISED:
-        return Outcome.RAISED
-    if verdict.status == Status.NOT_APPLICABLE_BY_DESIGN:
-        return Outcome.NOT_APPLICABLE_BY_DESIGN
-    if verdict.status in _NOT_RUN_STATUS:
-        return _NOT_RUN_STATUS[verdict.status]
+    if verdict.status in _OUTCOME_OF_STATUS:
+        return _OUTCOME_OF_STATUS[verdict.status]
     if declared == "claims":
         if verdict.violated:
             return Outcome.UNEXPECTED
