@@ -59,16 +59,16 @@ def cmd_prove(args) -> int:
     seconds = doc.meta["seconds"]
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(doc.rows), "seconds": seconds,
-                          "headline": proofs.headline(st), **st,
+                          "headline": proofs.headline(st), **st.to_json(),
                           "failing": [{"id": r.id, "outcome": r.outcome} for r in proofs.failing(doc.rows)]},
                          indent=1))
     else:
-        print(f"\n{st['result']}: {proofs.headline(st)}")
+        print(f"\n{st.result}: {proofs.headline(st)}")
         print(f"{len(doc.rows)} rows in {seconds:.1f}s; wrote {md} and {js}")
         for r in proofs.failing(doc.rows):
             print(f"  {r.outcome}: {r.id}")
-        for i, out in st["undecided"].items():
+        for i, out in st.undecided.items():
             print(f"  {out}: {i}")
-        for contract, by in st["no_symbolic_form"].items():
+        for contract, by in st.no_symbolic_form.items():
             print(f"  no symbolic form: {contract} ({rows_word(sum(len(ids) for ids in by.values()))})")
-    return of_result(st["result"])
+    return of_result(st.result)

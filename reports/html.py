@@ -6,9 +6,9 @@ CI artefacts or offline.  The plots are drawn from the verdicts:
 
 * discrepancy against bound per dtype, one point per tolerance cell (exact
   contracts have bound 0 and are counted, not plotted);
-* the closure per-layer chart, for cells whose verdict carries
-  ``extra["layers"]`` (a list of ``{layer, old_shift, null_norm, bound}``);
-* tau sweeps, for cells whose verdict carries ``extra["tau_sweep"]`` (a list
+* the closure per-layer chart, for cells whose verdict's ``extra`` carries
+  ``layers`` (a list of ``{layer, old_shift, null_norm, bound}``);
+* tau sweeps, for cells whose verdict's ``extra`` carries ``tau_sweep`` (a list
   of ``{"tau": t, metric: value, ...}``).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tokenlaw.properties import verdict as V
 
 from . import lawtable
 from .svgplot import PALETTE, Series, chart
-from .document import Document, ratio
+from .document import Document
 from .text import (HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, interrupted_line,
                    run_line)
 
@@ -90,16 +90,16 @@ def _num(x) -> float:
 
 
 def _cell_tip(row, cell) -> str:
-    v = cell["verdict"]
-    return (f"{cell['id']}: {v['status']}, discrepancy {_num(v['discrepancy']):.3g}, "
-            f"bound {_num(v['bound']):.3g}, ratio {ratio(v):.3g}")
+    v = cell.verdict
+    return (f"{cell.id}: {v.status}, discrepancy {_num(v.discrepancy):.3g}, "
+            f"bound {_num(v.bound):.3g}, ratio {v.ratio:.3g}")
 
 
 def _cell_class(row, cell) -> str:
     """The plot class of a cell.  'failing' only when its *row* fails: a dtype that did not reproduce an
     expected violation which another dtype reproduced is 'not reproduced in this dtype', not a failure."""
-    out = cell["outcome"]
-    if out == V.Outcome.NOT_REPRODUCED and row["outcome"] not in V.FAILING:
+    out = V.outcome(row.declared, cell.verdict)
+    if out == V.Outcome.NOT_REPRODUCED and row.outcome not in V.FAILING:
         return "miss"
     return CLASS.get(out, "unk")
 
@@ -120,30 +120,30 @@ def _clamp_range(values) -> tuple:
     return math.floor(max(logs[0], mid - SPAN)), math.ceil(min(logs[-1], mid + SPAN))
 
 
-def discrepancy_charts(doc: dict) -> list[str]:
+def discrepancy_charts(doc: Document) -> list[str]:
     """One log-log chart per dtype: each cell's worst discrepancy against its bound.
 
     Exact cells (bound 0) sit in the bound axis' '0' lane, so a failing exact run plots its failures too
     (a discrepancy of 0 sits in the discrepancy axis' '0' lane)."""
     figs = []
-    dtypes = sorted({c["dtype"] for r in doc["rows"] for c in r["cells"]},
+    dtypes = sorted({c.dtype for c in doc.cells},
                     key=lambda d: DTYPE_ORDER.index(d) if d in DTYPE_ORDER else 99)
     names = {"ok": "holds", "exp": "violated (expected)", "bad": "failing row",
              "miss": "expected violation not reproduced in this dtype (row passes)", "unk": "other", "na": "n/a"}
     for dt in dtypes:
         groups: dict[str, list] = {}
         zero_bound = skipped_nan = 0
-        for r in doc["rows"]:
-            for c in r["cells"]:
-                v = c["verdict"]
-                if c["dtype"] != dt or v is None or \
-                        v["status"] in (V.Status.UNKNOWN, V.Status.NOT_RUNNABLE, V.Status.NOT_APPLICABLE_BY_DESIGN):
+        for r in doc.rows:
+            for c in r.cells:
+                v = c.verdict
+                if c.dtype != dt or v is None or \
+                        v.status in (V.Status.UNKNOWN, V.Status.NOT_RUNNABLE, V.Status.NOT_APPLICABLE_BY_DESIGN):
                     continue
-                d, b = _num(v["discrepancy"]), _num(v["bound"])
+                d, b = _num(v.discrepancy), _num(v.bound)
                 if not (math.isfinite(d) and math.isfinite(b)):
                     skipped_nan += 1
                     continue
-                if r["exact"] or b <= 0:
+                if doc.law(r.contract)[1] or b <= 0:
                     zero_bound += 1
                     b = 0.0
                 groups.setdefault(_cell_class(r, c), []).append((b, d, _cell_tip(r, c)))
@@ -178,19 +178,24 @@ def discrepancy_charts(doc: dict) -> list[str]:
     return figs
 
 
-def closure_charts(doc: dict) -> list[str]:
+def _extra(cell, key):
+    """The law's own measurement ``key`` of a cell's verdict (``verdict.extra``), None when absent."""
+    return cell.verdict.extra.get(key) if cell.verdict is not None else None
+
+
+def closure_charts(doc: Document) -> list[str]:
     """Per host: the old tokens' shift and the null token's norm at every layer, float64 (the reference).
 
     The other dtypes' curves would sit on top of it (the closure laws are exact): their largest
     values are given in the caption instead of as six more overlapping series.
     """
     figs = []
-    for r in doc["rows"]:
+    for r in doc.rows:
         per_dtype = {}
-        for c in r["cells"]:
-            layers = ((c["verdict"] or {}).get("extra") or {}).get("layers")
+        for c in r.cells:
+            layers = _extra(c, "layers")
             if isinstance(layers, list) and layers and isinstance(layers[0], dict):
-                per_dtype[c["dtype"]] = (c, layers)
+                per_dtype[c.dtype] = (c, layers)
         if not per_dtype:
             continue
         shown = next((d for d in DTYPE_ORDER if d in per_dtype), next(iter(per_dtype)))
@@ -200,7 +205,7 @@ def closure_charts(doc: dict) -> list[str]:
         for key, dashed, hollow, color in (("old_shift", False, False, PALETTE[0]), ("null_norm", True, True, PALETTE[1])):
             if all(key in p for p in layers):
                 series.append(Series(f"{key} ({shown})",
-                                     [(x, _num(p[key]), f"{c['id']} layer {x}: {key} = {_num(p[key]):.3g}")
+                                     [(x, _num(p[key]), f"{c.id} layer {x}: {key} = {_num(p[key]):.3g}")
                                       for x, p in zip(xs, layers)], color=color, line=True, dashed=dashed,
                                      hollow=hollow))
         if not series:
@@ -210,27 +215,27 @@ def closure_charts(doc: dict) -> list[str]:
             f"max null norm {max(_num(p.get('null_norm', 0)) for p in ls):.3g}"
             for d, (_, ls) in per_dtype.items() if d != shown)
         svg = chart(series, xlabel="layer", ylabel="L-inf (0 on its own lane)", logy=True,
-                    title=f"{r['operator']}: closure per layer ({shown})")
-        figs.append(f"<figure>{svg}<figcaption>{escape(r['id'])}: {escape(r['outcome'])}. Solid: shift of "
+                    title=f"{r.operator}: closure per layer ({shown})")
+        figs.append(f"<figure>{svg}<figcaption>{escape(r.id)}: {escape(r.outcome)}. Solid: shift of "
                     f"the old tokens after inserting a null token; dashed: the null token's own norm (must "
                     f"stay 0)." + (f" Other dtypes: {escape(others)}." if others else "") + "</figcaption></figure>")
     return figs
 
 
-def tau_charts(doc: dict) -> list[str]:
-    """Every numeric metric of a cell's ``extra["tau_sweep"]`` against tau."""
+def tau_charts(doc: Document) -> list[str]:
+    """Every numeric metric of a cell's ``tau_sweep`` (in its verdict's ``extra``) against tau."""
     figs = []
-    for r in doc["rows"]:
-        for c in r["cells"]:
-            sweep = ((c["verdict"] or {}).get("extra") or {}).get("tau_sweep")
+    for r in doc.rows:
+        for c in r.cells:
+            sweep = _extra(c, "tau_sweep")
             if not isinstance(sweep, list) or not sweep or not all(isinstance(p, dict) and "tau" in p for p in sweep):
                 continue
             keys = [k for k in sweep[0] if k != "tau" and isinstance(sweep[0][k], (int, float))]
             series = [Series(k, [(_num(p["tau"]), _num(p[k]), f"tau {p['tau']}: {k} = {p[k]}") for p in sweep
                                  if isinstance(p.get(k), (int, float))], line=True) for k in keys]
             if series:
-                figs.append(f"<figure>{chart(series, xlabel='tau', ylabel='value', title=c['id'])}"
-                            f"<figcaption>tau sweep of {escape(c['id'])}</figcaption></figure>")
+                figs.append(f"<figure>{chart(series, xlabel='tau', ylabel='value', title=c.id)}"
+                            f"<figcaption>tau sweep of {escape(c.id)}</figcaption></figure>")
     return figs
 
 
@@ -340,20 +345,20 @@ def _run_facts(meta: dict, stem: str) -> str:
 def html(document: Document, stem: str = "conformance", also=()) -> str:
     """The whole page as one string: the verdict and failing rows on the first screen, then the rest (``also``:
     other tiers' Documents of the same selection, whose verdicts the law table shows beside this one's)."""
-    rows, meta, summ = document.rows, document.meta, document.summary()
+    rows, meta, summ, st = document.rows, document.meta, document.summary(), document.standing()
     byid = {r.id: r for r in rows}
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width">',
              "<title>tokenlaw conformance report</title>", f"<style>{CSS}</style>",
              f"<script>{SCRIPT}</script></head><body>",
              "<h1>tokenlaw conformance report</h1>",
-             f'<p id="headline"><span class="verdict {summ["result"]}">{summ["result"]}</span> '
+             f'<p id="headline"><span class="verdict {st.result}">{st.result}</span> '
              f'{escape(headline(summ))}</p>',
              f"<p>{inline_markdown(run_line(meta))}</p>", _run_facts(meta, stem)]
     if interrupted_line(meta):
         parts.append(f'<p id="interrupted"><strong>{inline_markdown(interrupted_line(meta))}</strong></p>')
-    if summ["failing"]:
-        parts.append(_failing(byid, summ["failing"], meta))
+    if st.failing:
+        parts.append(_failing(byid, st.failing, meta))
     blocked = by_reason(rows, V.Status.NOT_RUNNABLE)
     if blocked:
         items = "".join(f"<li>{escape(reason)} <details><summary>{counted(len(ids), 'cell')}</summary>"
@@ -369,9 +374,8 @@ def html(document: Document, stem: str = "conformance", also=()) -> str:
     parts += [_filters(rows), "<h2>Matrix</h2>", _matrix(rows),
               f'<p id="how-to-read">{inline_markdown(HOW_TO_READ)}</p>',
               lawtable.html(lawtable.in_report(lawtable.build([document, *also])), inline_markdown)]
-    doc = document.stable_json()        # the charts read the JSON view
-    for title, figs in (("Discrepancy vs bound", discrepancy_charts(doc)),
-                        ("Closure per layer", closure_charts(doc)), ("Tau sweeps", tau_charts(doc))):
+    for title, figs in (("Discrepancy vs bound", discrepancy_charts(document)),
+                        ("Closure per layer", closure_charts(document)), ("Tau sweeps", tau_charts(document))):
         if figs:
             parts.append(f'<h2>{title}</h2><div class="charts">{"".join(figs)}</div>')
     parts += ["<h2>Rows (failing first)</h2>", _rows_table(rows, meta), "</body></html>", ""]

@@ -44,10 +44,10 @@ def junit(document: Document) -> str:
     for row in document.rows:
         for cell in row.cells:
             suites.setdefault(row.operator, []).append((row, cell))
-    total = {"tests": 0, "failures": 0, "skipped": 0}
+    tests = failures = skipped = 0
     parts = []
     for op, items in suites.items():
-        cases, counts = [], {"failure": 0, "skipped": 0}
+        cases, failed, skips = [], 0, 0
         for row, cell in items:
             kind, body = _case(document, row, cell)
             v = cell.verdict
@@ -58,18 +58,16 @@ def junit(document: Document) -> str:
                      '</properties>')
             head = f'  <testcase classname={quoteattr("tokenlaw." + op)} name={quoteattr(cell.id)}>{props}'
             if kind == "failure":
-                counts["failure"] += 1
+                failed += 1
                 head += f'<failure message={quoteattr(body[:200])}>{escape(body)}</failure>'
             elif kind == "skipped":
-                counts["skipped"] += 1
+                skips += 1
                 head += f'<skipped message={quoteattr(body[:200])}/>'
             cases.append(head + "</testcase>")
-        total["tests"] += len(items)
-        total["failures"] += counts["failure"]
-        total["skipped"] += counts["skipped"]
+        tests, failures, skipped = tests + len(items), failures + failed, skipped + skips
         parts.append(f' <testsuite name={quoteattr("tokenlaw." + op)} tests="{len(items)}" '
-                     f'failures="{counts["failure"]}" errors="0" skipped="{counts["skipped"]}">\n'
+                     f'failures="{failed}" errors="0" skipped="{skips}">\n'
                      + "\n".join(cases) + "\n </testsuite>")
-    head = (f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="tokenlaw" tests="{total["tests"]}" '
-            f'failures="{total["failures"]}" errors="0" skipped="{total["skipped"]}">')
+    head = (f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="tokenlaw" tests="{tests}" '
+            f'failures="{failures}" errors="0" skipped="{skipped}">')
     return head + "\n" + "\n".join(parts) + "\n</testsuites>\n"

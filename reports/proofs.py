@@ -8,11 +8,12 @@ and, for a refutation, the counterexample and its measured eager replay.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from tokenlaw.properties import verdict as V
 
-from .document import Document
+from .document import Document, Result
 from .text import interrupted_line, rows_word
 
 HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
@@ -63,42 +64,63 @@ def no_symbolic_form(rows) -> dict:
     return out
 
 
-def standing(doc: Document) -> dict:
-    """What a proofs document established, for the headline and ``--json``.
+@dataclasses.dataclass(frozen=True)
+class ProofStanding:
+    """What a proofs document established (:func:`standing`), for the headline and ``--json``.
 
     ``proved`` of ``claimed`` rows; the claimed rows that hold only for ``sampled`` weights, the
-    ``undecided`` ones ({id: outcome}), those with ``no_symbolic_form`` (by contract) and the
-    ``not_traceable`` ones; the ``expected`` violations and how many were ``refuted`` (replayed).
+    ``undecided`` ones ({id: outcome}), those with ``no_symbolic_form`` ({contract: {reason: [ids]}}) and the
+    ``not_traceable`` ones, the ``failing`` ones; the ``expected`` violations and how many were ``refuted``
+    (replayed).
     """
+
+    result: Result
+    proved: int
+    claimed: int
+    sampled: int
+    undecided: dict
+    no_symbolic_form: dict
+    not_traceable: list
+    failing: list
+    expected: int
+    refuted: int
+
+    def to_json(self) -> dict:
+        """The fields in the order ``tokenlaw prove --json`` prints them."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def standing(doc: Document) -> ProofStanding:
+    """What a proofs document established, from its typed rows (see :class:`ProofStanding`)."""
     rows, st = doc.rows, doc.standing()
     outcome = {}
     for r in rows:
         outcome.setdefault(r.id, r.outcome)
     violates = [r for r in rows if r.declared == "violates"]
-    return {"result": st.result, "proved": st.claimed["proved"], "claimed": st.claimed["rows"],
-            "sampled": len(_claimed(rows, V.Outcome.SAMPLED)),
-            "undecided": {i: outcome[i] for i in st.undecided},
-            "no_symbolic_form": no_symbolic_form(rows),
-            "not_traceable": [r.id for r in _claimed(rows, V.Outcome.NOT_TRACEABLE)],
-            "failing": list(st.failing),
-            "expected": len(violates), "refuted": sum(r.outcome == V.Outcome.EXPECTED for r in violates)}
+    return ProofStanding(result=st.result, proved=st.claimed["proved"], claimed=st.claimed["rows"],
+                         sampled=len(_claimed(rows, V.Outcome.SAMPLED)),
+                         undecided={i: outcome[i] for i in st.undecided},
+                         no_symbolic_form=no_symbolic_form(rows),
+                         not_traceable=[r.id for r in _claimed(rows, V.Outcome.NOT_TRACEABLE)],
+                         failing=list(st.failing),
+                         expected=len(violates), refuted=sum(r.outcome == V.Outcome.EXPECTED for r in violates))
 
 
-def headline(st: dict) -> str:
+def headline(st: ProofStanding) -> str:
     """'proved 50 of 176 claimed rows (28%); 1 only for sampled weights, 2 undecided, ...' of :func:`standing`."""
-    c, p = st["claimed"], st["proved"]
+    c, p = st.claimed, st.proved
     pct = f" ({100 * p / c:.0f}%)" if c else ""
-    nsf = sum(len(ids) for by in st["no_symbolic_form"].values() for ids in by.values())
+    nsf = sum(len(ids) for by in st.no_symbolic_form.values() for ids in by.values())
     parts = [f"proved {p} of {c} claimed rows{pct}"]
-    parts += [f"{n} {what}" for n, what in ((st["sampled"], "hold for sampled weights only (not proved)"),
-                                             (len(st["undecided"]), "undecided (unknown, vacuous or trace differs)"),
+    parts += [f"{n} {what}" for n, what in ((st.sampled, "hold for sampled weights only (not proved)"),
+                                             (len(st.undecided), "undecided (unknown, vacuous or trace differs)"),
                                              (nsf, "with no symbolic form"),
-                                             (len(st["not_traceable"]), "not symbolically traceable"),
-                                             (len(st["failing"]), "failing")) if n]
+                                             (len(st.not_traceable), "not symbolically traceable"),
+                                             (len(st.failing), "failing")) if n]
     text = "; ".join(parts[:1] + [", ".join(parts[1:])] if parts[1:] else parts)
-    if st["expected"]:
-        text += f"; {st['refuted']} of {st['expected']} expected violations refuted (replayed on eager)"
-    if c and not p and not st["failing"]:
+    if st.expected:
+        text += f"; {st.refuted} of {st.expected} expected violations refuted (replayed on eager)"
+    if c and not p and not st.failing:
         text += "; nothing was proved, so this run is undecided"
     return text
 
@@ -123,18 +145,18 @@ def to_markdown(doc: Document) -> str:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
     bad = failing(rows)
     cut = interrupted_line(meta)
-    lines = ["# tokenlaw symbolic proofs", "", f"**{st['result']}** - {headline(st)}.", "",
+    lines = ["# tokenlaw symbolic proofs", "", f"**{st.result}** - {headline(st)}.", "",
              *([f"**{cut}**", ""] if cut else []),
              f"{len(rows)} rows: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".", "", HEADER, "",
              f"Solver {meta['solver']}, timeout {meta['timeout']:g} s per query, total {meta['seconds']:.1f} s.", ""]
     if bad:
         lines += ["## Failing rows", ""] + [f"- `{r.id}`: {r.outcome} - {r.cells[0].verdict.detail}" for r in bad] + [""]
-    if st["undecided"]:
+    if st.undecided:
         lines += ["## Undecided claimed rows (why this run is not a PASS)", ""]
-        lines += [f"- `{i}`: {out}" for i, out in st["undecided"].items()] + [""]
-    if st["no_symbolic_form"]:
+        lines += [f"- `{i}`: {out}" for i, out in st.undecided.items()] + [""]
+    if st.no_symbolic_form:
         lines += ["## Claimed rows with no symbolic form, by contract (not proved here; `tokenlaw check` judges them on tensors)", ""]
-        for contract, by in st["no_symbolic_form"].items():
+        for contract, by in st.no_symbolic_form.items():
             for reason, ids in by.items():
                 lines.append(f"- `{contract}` ({rows_word(len(ids))}) - {reason}: " + ", ".join(f"`{i}`" for i in ids))
         lines.append("")

@@ -31,25 +31,25 @@ def markdown(document: Document, also=()) -> str:
 
     ``also``: the Documents of other tiers run on the same selection (``verify``'s proofs), whose
     verdicts the law table shows beside this document's."""
-    rows, meta, summ = document.rows, document.meta, document.summary()
+    rows, meta, summ, st = document.rows, document.meta, document.summary(), document.standing()
     ops = list(dict.fromkeys(r.operator for r in rows))
     names = list(dict.fromkeys(r.contract for r in rows))
     lines = ["# tokenlaw conformance report", ""]
-    lines.append(f"**{summ['result']}** - {headline(summ)}.")
+    lines.append(f"**{st.result}** - {headline(summ)}.")
     lines += ["", run_line(meta), ""]
     if interrupted_line(meta):
         lines += [f"**{interrupted_line(meta)}**", ""]
     byid = {r.id: r for r in rows}
-    if summ["failing"]:
+    if st.failing:
         lines += ["## Failing rows", ""]
-        for rid in summ["failing"]:
+        for rid in st.failing:
             r = byid[rid]
             ce = first_counterexample(r, meta)
             lines.append(f"- `{rid}`: {r.outcome} - {r.reason}" + (f"; counterexample {ce}" if ce else ""))
         lines.append("")
-    if summ.get("undecided"):
+    if st.undecided:
         lines += ["## Undecided claimed rows (why this run is not a PASS)", ""]
-        lines += [f"- `{rid}`: {byid[rid].outcome} - {byid[rid].reason}" for rid in summ["undecided"]] + [""]
+        lines += [f"- `{rid}`: {byid[rid].outcome} - {byid[rid].reason}" for rid in st.undecided] + [""]
     blocked = by_reason(rows, V.Status.NOT_RUNNABLE)
     if blocked:
         lines += ["## Cells not runnable here", ""]

@@ -47,13 +47,13 @@ def stand(rows):
 
 def test_prove_headline_counts_a_known_mix():
     st = stand(MIX)
-    assert (st["proved"], st["claimed"], st["sampled"]) == (2, 11, 1)
-    assert st["undecided"] == {"d-null_receiver": V.Outcome.UNKNOWN, "e-mask_respect": V.Outcome.VACUOUS,
+    assert (st.proved, st.claimed, st.sampled) == (2, 11, 1)
+    assert st.undecided == {"d-null_receiver": V.Outcome.UNKNOWN, "e-mask_respect": V.Outcome.VACUOUS,
                                "f-null_receiver": V.Outcome.TRACE_DIFFERS}
-    assert st["no_symbolic_form"] == {"gradcheck": {NO_GRAD: ["a-gradcheck", "b-gradcheck"]},
+    assert st.no_symbolic_form == {"gradcheck": {NO_GRAD: ["a-gradcheck", "b-gradcheck"]},
                                       "finite": {"no symbolic law for finite": ["a-finite"]}}
-    assert st["not_traceable"] == ["g-zero_absorption"] and st["failing"] == ["h-zero_absorption"]
-    assert (st["refuted"], st["expected"]) == (1, 2) and st["result"] == "FAIL"
+    assert st.not_traceable == ["g-zero_absorption"] and st.failing == ["h-zero_absorption"]
+    assert (st.refuted, st.expected) == (1, 2) and st.result == "FAIL"
     text = proofs.headline(st)
     assert text.startswith("proved 2 of 11 claimed rows (18%); ")
     for part in ("1 hold for sampled weights only", "3 undecided", "3 with no symbolic form",
@@ -73,10 +73,10 @@ def test_result_of_each_case(drop, result):
     rows = [r for r in MIX if r.id not in drop]
     doc = proofs.document(rows, dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0))
     st = proofs.standing(doc)
-    assert st["result"] == result
+    assert st.result == result
     md = proofs.to_markdown(doc)
-    assert md.splitlines()[2].startswith(f"**{result}** - proved {st['proved']} of {st['claimed']} claimed rows")
-    if result == "UNDECIDED" and st["proved"] == 0:
+    assert md.splitlines()[2].startswith(f"**{result}** - proved {st.proved} of {st.claimed} claimed rows")
+    if result == "UNDECIDED" and st.proved == 0:
         assert "nothing was proved" in md.splitlines()[2]
     assert "`gradcheck` (2 rows) - " + NO_GRAD in md
     assert ("**PASS**" in md) == (result == "PASS")
@@ -85,7 +85,7 @@ def test_result_of_each_case(drop, result):
 def test_a_refutation_that_did_not_replay_fails_even_though_its_outcome_reads_unknown():
     rows = [proof_row("a", "zero_absorption", V.Status.PROVED), proof_row("m", "null_receiver", V.Status.UNKNOWN, mismatch=True)]
     st = stand(rows)
-    assert st["result"] == "FAIL" and st["failing"] == ["m-null_receiver"] and st["undecided"] == {}
+    assert st.result == "FAIL" and st.failing == ["m-null_receiver"] and st.undecided == {}
 
 
 def test_standing_is_one_rule_for_both_tiers():
