@@ -35,7 +35,7 @@ def cmd_campaign(args) -> int:
     with interrupts.held() as again:
         paths = formats.write(report, out, formats.CAMPAIGN, stem="campaign")
     meta, cells, unexpected = report.meta, report.cells, report.unexpected
-    found = [(c["id"], v["replay"]) for c in cells for v in c["violations"]]
+    found = [(c.id, v.replay) for c in cells for v in c.violations]
     if args.json:
         print(json.dumps({"report": str(paths["campaign-json"]), "rounds": meta["rounds"],
                           "cells": len(cells), "violations": [{"cell": c, "replay": r} for c, r in found],
@@ -43,7 +43,7 @@ def cmd_campaign(args) -> int:
                          indent=1))
     else:
         print(f"campaign: {meta['rounds']} rounds, {len(cells)} cells, "
-              f"{sum(c['examples'] for c in cells)} examples, {len(found)} violations; "
+              f"{sum(c.examples for c in cells)} examples, {len(found)} violations; "
               f"wrote {paths['campaign-json']}, {paths['campaign-md']}, {watch}")
         for cell, rid in found:
             said = " (a claimed law: UNEXPECTED)" if cell in unexpected else " (expected)"

@@ -24,7 +24,7 @@ from tokenlaw.operators import arguments
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.process import command_line, interrupts
 from tokenlaw.properties.plan import plan, validate_dtypes
-from tokenlaw.reports.campaign import CampaignReport
+from tokenlaw.reports.campaign import CampaignCell, CampaignReport, Finding
 
 from . import runs
 
@@ -101,10 +101,15 @@ class CellRecord:
                                     "from_database": verdict.evidence is not None and verdict.evidence.from_database})
         return rose or new
 
+    def record(self) -> CampaignCell:
+        """The report's record of this cell as it stands (a copy: later rounds do not change it)."""
+        return CampaignCell(self.id, self.declared, self.budget, self.rounds, self.examples, self.best_ratio,
+                            dict(self.regimes), tuple(Finding(**v) for v in self.violations), self.status,
+                            self.seconds)
+
     def to_json(self) -> dict:
-        d = dataclasses.asdict(self)
-        d["best_ratio"] = None if self.best_ratio == float("inf") else self.best_ratio
-        return d
+        """The cell's JSON record (``campaign.json``'s ``cells[]``)."""
+        return self.record().to_json()
 
 
 def run(settings: CampaignSettings, *, stream=None, clock=time.monotonic, on_round=None) -> CampaignReport:
@@ -166,7 +171,7 @@ def _report(settings, cells, pool, replays, *, seconds, rounds, interrupted, fin
                        "contracts": list(settings.contracts or ()) or None,
                        "dtypes": list(settings.dtypes or ()) or None,
                        "operator_modules": list(settings.operator_modules or ()) or None})
-    return CampaignReport(meta, tuple(c.to_json() for c in cells.values()),
+    return CampaignReport(meta, tuple(c.record() for c in cells.values()),
                           sum(len(c.violations) for c in cells.values()),
                           tuple(c.id for c in cells.values() if c.violations and c.declared == "claims"))
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from xml.sax.saxutils import escape
 
-from .campaign import CampaignReport
+from .campaign import CampaignCell, CampaignReport
 from .text import campaign_replay
 
 REFRESH_S = 5
@@ -47,23 +47,23 @@ def _ratio(value) -> str:
     return "inf" if value is None or value == math.inf else f"{value:.3g}"
 
 
-def _regimes(cell: dict) -> str:
-    reached = [f"{_e(n)} {k}" for n, k in cell["regimes"].items() if k]
-    never = [_e(n) for n, k in cell["regimes"].items() if not k]
+def _regimes(cell: CampaignCell) -> str:
+    reached = [f"{_e(n)} {k}" for n, k in cell.regimes.items() if k]
+    never = [_e(n) for n, k in cell.regimes.items() if not k]
     text = ", ".join(reached) or "-"
     return text + (f' <span class="never">(never: {", ".join(never)})</span>' if never else "")
 
 
-def _findings(cell: dict) -> str:
-    cls = "bad" if cell["declared"] == "claims" else "exp"
-    return ", ".join(f'<code class="{cls}">{_e(v["replay"])}</code>' for v in cell["violations"]) or "-"
+def _findings(cell: CampaignCell) -> str:
+    cls = "bad" if cell.declared == "claims" else "exp"
+    return ", ".join(f'<code class="{cls}">{_e(v.replay)}</code>' for v in cell.violations) or "-"
 
 
 def page(report: CampaignReport) -> str:
     """The HTML page of a campaign report (``orchestration.campaigns.run``'s, finished or not)."""
     meta, cells = report.meta, report.cells
     finished = meta.get("finished", True)
-    examples = sum(c["examples"] for c in cells)
+    examples = sum(c.examples for c in cells)
     dask = meta.get("dask") or {}
     dashboard = dask.get("dashboard")
     where = f"scheduler <code>{_e(dask.get('scheduler'))}</code>" + (
@@ -71,8 +71,8 @@ def page(report: CampaignReport) -> str:
     workers = ", ".join(f"<code>{_e(a)}</code> ({n})" for a, n in dask.get("workers", {}).items()) or "-"
     state = ("finished" + (", interrupted" if meta.get("interrupted") else "") if finished
              else f"running: reloads every {REFRESH_S} s")
-    unexpected = [c for c in cells if c["violations"] and c["declared"] == "claims"]
-    found = sum(len(c["violations"]) for c in cells)
+    unexpected = [c for c in cells if c.unexpected]
+    found = sum(len(c.violations) for c in cells)
     head = [f"<!doctype html><html><head><meta charset=\"utf-8\"><title>tokenlaw campaign</title>",
             f'<meta http-equiv="refresh" content="{REFRESH_S}">' if not finished else "",
             f"<style>{_STYLE}</style><script>{_SCRIPT}</script></head>",
@@ -85,14 +85,14 @@ def page(report: CampaignReport) -> str:
             f"<p>Dask: {where}; workers (cells run): {workers}</p>",
             '<table id="cells"><thead><tr><th>cell</th><th>rounds</th><th>examples</th><th>examples/s</th>'
             "<th>next budget</th><th>best ratio</th><th>regimes reached</th><th>violations</th></tr></thead><tbody>"]
-    rows = [f'<tr><td><code>{_e(c["id"])}</code></td><td>{c["rounds"]}</td><td>{c["examples"]}</td>'
-            f'<td>{_rate(c["examples"], c.get("seconds", 0.0))}</td><td>{c["budget"]}</td>'
-            f'<td>{_ratio(c["best_ratio"])}</td><td>{_regimes(c)}</td><td>{_findings(c)}</td></tr>' for c in cells]
+    rows = [f'<tr><td><code>{_e(c.id)}</code></td><td>{c.rounds}</td><td>{c.examples}</td>'
+            f'<td>{_rate(c.examples, c.seconds)}</td><td>{c.budget}</td>'
+            f'<td>{_ratio(c.best_ratio)}</td><td>{_regimes(c)}</td><td>{_findings(c)}</td></tr>' for c in cells]
     findings = ['</tbody></table><h2>Findings</h2><ul id="findings">']
     for c in cells:
-        for v in c["violations"]:
-            what = "UNEXPECTED (a claimed law)" if c["declared"] == "claims" else "expected"
-            findings.append(f'<li><code>{_e(c["id"])}</code> round {v["round"]}, {what}: {_e(v["detail"])}<br>'
-                            f'<code>{_e(campaign_replay(v["replay"], meta))}</code></li>')
+        for v in c.violations:
+            what = "UNEXPECTED (a claimed law)" if c.declared == "claims" else "expected"
+            findings.append(f'<li><code>{_e(c.id)}</code> round {v.round}, {what}: {_e(v.detail)}<br>'
+                            f'<code>{_e(campaign_replay(v.replay, meta))}</code></li>')
     findings.append("</ul></body></html>")
     return "\n".join(head + rows + findings) + "\n"
