@@ -56,17 +56,17 @@ def cmd_adversary(args) -> int:
     paths = formats.write(report, out, formats.ADVERSARY, stem="adversary")
     md, js = paths["adversary-md"], paths["adversary-json"]
     f = report.figure
-    gaps = [m for m in report.mutants if m["status"] in ("gap", "crashed")]
-    inert = [m for m in report.mutants if m["status"] == "inert"]     # reported, not killed, not a failure
+    gaps = [m for m in report.mutants if m.status in ("gap", "crashed")]
+    inert = [m for m in report.mutants if m.status == "inert"]     # reported, not killed, not a failure
     if args.json:
-        print(json.dumps({"report": str(js), "markdown": str(md), **f,
-                          "gaps": [{"id": m["id"], "reason": m["reason"]} for m in gaps],
-                          "inert_where_drawn": [{"id": m["id"], "reason": m["reason"]} for m in inert]}, indent=1))
+        print(json.dumps({"report": str(js), "markdown": str(md), **f.to_json(),
+                          "gaps": [{"id": m.id, "reason": m.reason} for m in gaps],
+                          "inert_where_drawn": [{"id": m.id, "reason": m.reason} for m in inert]}, indent=1))
     else:
-        print(f"\n{f['killed']}/{f['non_equivalent']} non-equivalent conditional mutants killed "
-              f"({len(inert)} inert where drawn, {f['equivalent']} equivalent); wrote {md} and {js}")
+        print(f"\n{f.killed}/{f.non_equivalent} non-equivalent conditional mutants killed "
+              f"({len(inert)} inert where drawn, {f.equivalent} equivalent); wrote {md} and {js}")
         for m in gaps + inert:
-            print(f"  {m['status'].upper():<7} {m['id']:<44} {m['reason']}")
+            print(f"  {m.status.upper():<7} {m.id:<44} {m.reason}")
     return EXIT_FAIL if gaps else EXIT_OK
 
 

@@ -135,18 +135,19 @@ def cmd_all(args) -> int:
         fidelity.render.generated(_read(readme, "--readme"))
     record = fidelity.run_all(Path(args.out), quick=args.quick, names=args.only,
                               log=lambda line: print(line, file=sys.stderr, flush=True))
+    typed = fidelity.render.FidelityRecord.from_json(record)
     out = Path(args.out)
     if readme is not None:
         source = os.path.relpath((out / "fidelity.md").resolve(), readme.resolve().parent)
         atomic_write(readme, fidelity.render.splice(_read(readme, "--readme"),
-                                                    fidelity.render.readme(record, Path(source).as_posix())))
+                                                    fidelity.render.readme(typed, Path(source).as_posix())))
     if args.json:
-        print(json.dumps({"report": str(out / "fidelity.md"), "seconds": record["seconds"],
-                          "statuses": fidelity.render.counts(record)}, indent=1))
+        print(json.dumps({"report": str(out / "fidelity.md"), "seconds": typed.seconds,
+                          "statuses": fidelity.render.counts(typed)}, indent=1))
     else:
         print((out / "fidelity.md").read_text(), end="")
         print(f"wrote {out / 'fidelity.md'}, {out / 'fidelity.json'} and {out / 'fidelity.html'} "
-              f"({record['seconds']:.0f} s)")
+              f"({typed.seconds:.0f} s)")
     return EXIT_OK
 
 

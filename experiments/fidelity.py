@@ -116,6 +116,7 @@ def run_all(out: Path, *, quick: bool = False, names=None, log=print) -> dict:
     rows += not_here_rows()
     record = dict(quick=quick, seconds=time.perf_counter() - start, experiments=runs, rows=rows, plots=plots)
     atomic_write(out / "fidelity.json", json.dumps(record, indent=1))
-    atomic_write(out / "fidelity.md", render.markdown(record))
-    atomic_write(out / "fidelity.html", render.html(record, {p: (out / p).read_text() for p in record["plots"]}))
+    typed = render.FidelityRecord.from_json(record)
+    atomic_write(out / "fidelity.md", render.markdown(typed))
+    atomic_write(out / "fidelity.html", render.html(typed, {p: (out / p).read_text() for p in typed.plots}))
     return record

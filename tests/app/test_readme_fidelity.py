@@ -13,7 +13,7 @@ RECORD = ROOT / "reports" / "fidelity" / "fidelity.json"
 
 
 def rendered(record: dict) -> str:
-    return fidelity.readme(record, "reports/fidelity/fidelity.md")
+    return fidelity.readme(fidelity.FidelityRecord.from_json(record), "reports/fidelity/fidelity.md")
 
 
 def test_the_readme_paragraph_is_the_records_rendering():

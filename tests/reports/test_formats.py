@@ -12,7 +12,7 @@ from tokenlaw.properties.mutants import MutantResult
 from tokenlaw.reports import formats, proofs, verification, writers
 from tokenlaw.reports.campaign import CampaignReport
 from tokenlaw.reports.document import Document
-from tokenlaw.reports.kill_matrix import KillMatrix
+from tokenlaw.reports.kill_matrix import Figure, KillMatrix, MutantRun, Tally
 from tokenlaw.reports.mutations import MutationReport
 
 
@@ -81,11 +81,11 @@ def _mutation():
 
 
 def _kill_matrix():
-    tally = {"n": dict(total=1, killed=1, equivalent=0, gap=0, crashed=0)}
+    tally = {"n": Tally(total=1, killed=1, equivalent=0, gap=0, crashed=0)}
     return KillMatrix(dict(seed=0, examples=5, workers=1, mutants_run=1, mutants_built=2, seconds=1.0,
                            baseline_seconds=0.5, baseline_cpu_seconds=0.4, mutants_cpu_seconds=0.1),
-                      dict(killed=1, non_equivalent=1, equivalent=0, gaps=0, crashed=0), tally, tally, tally, [], {},
-                      [dict(id="a:n:scale", status="killed", reason="", seconds=0.1)])
+                      Figure(killed=1, non_equivalent=1, equivalent=0, gaps=0, crashed=0), tally, tally, tally, [], {},
+                      (MutantRun(id="a:n:scale", status="killed", reason="", seconds=0.1),))
 
 
 def test_the_campaign_mutation_and_adversary_reports_go_through_the_one_writer(tmp_path):
