@@ -74,7 +74,7 @@ def cmd_check(args) -> int:
     # the command line as typed, for the report's first screen (the settings it fixed are recorded apart)
     doc = dataclasses.replace(doc, meta={**doc.meta, "command": command_line(args)})
     paths = settings.write(doc)
-    summ = doc.to_json()["summary"]
+    summ = doc.summary()
     outcome = {r.id: r.outcome for r in doc.rows}
     if args.json:
         print(json.dumps({"report": str(paths["json"]), "markdown": str(paths["md"]), "junit": str(paths["xml"]),

@@ -87,7 +87,7 @@ def cmd_merge(args) -> int:
     else:
         paths = formats.write(merged, Path(args.out))
         md, js = paths["md"], paths["json"]
-        summ = merged.to_json()["summary"]
+        summ = merged.summary()
         what, outcome = writers.claimed_line(summ), {r.id: r.outcome for r in merged.rows}
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "rows": summ["rows"], "result": summ["result"],
