@@ -41,6 +41,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
 from .document import tier_name
+from .meta import Meta
 from .text import SHORT, first_counterexample
 
 # The trait that makes an operator a row by itself, and the traits that make one without it.
@@ -170,35 +171,44 @@ def is_member(traits) -> bool:
     return NORMALISER in traits or (MASKED_MIXING <= traits and NOT_A_ROW not in traits)
 
 
+def _traits(docs) -> dict:
+    """{operator: traits} the documents' runs recorded (``meta.traits``); empty for reports written before."""
+    traits: dict = {}
+    for d in docs:
+        if d.meta.run is not None:
+            traits.update(d.meta.run.provenance.traits)
+    return traits
+
+
+def _scored(docs) -> set:
+    """The operators of ``docs`` declaring a contract that requires the score_normaliser trait."""
+    return {r.operator for d in docs for r in d.rows
+            if r.contract in CONTRACTS and NORMALISER in CONTRACTS[r.contract].requires}
+
+
 def _normalisers(docs) -> set:
     """The score normalisers among the operators of ``docs`` (by the recorded traits, else by the contracts
     that require the trait, as :func:`members` reads them)."""
-    traits: dict = {}
-    for d in docs:
-        traits.update((d.get("meta") or {}).get("traits") or {})
+    traits = _traits(docs)
     if traits:
         return {op for op, t in traits.items() if NORMALISER in t}
-    return {r["operator"] for d in docs for r in d["rows"]
-            if r["contract"] in CONTRACTS and NORMALISER in CONTRACTS[r["contract"]].requires}
+    return _scored(docs)
 
 
 def members(docs) -> list[str]:
-    """The operators of the JSON documents ``docs`` that are rows, in the order first seen (see the module)."""
-    order = list(dict.fromkeys(r["operator"] for d in docs for r in d["rows"]))
-    traits: dict = {}
-    for d in docs:
-        traits.update((d.get("meta") or {}).get("traits") or {})
+    """The operators of the Documents ``docs`` that are rows, in the order first seen (see the module)."""
+    order = list(dict.fromkeys(r.operator for d in docs for r in d.rows))
+    traits = _traits(docs)
     if traits:
         return [op for op in order if op in traits and is_member(traits[op])]
-    scored = {r["operator"] for d in docs for r in d["rows"]
-              if r["contract"] in CONTRACTS and NORMALISER in CONTRACTS[r["contract"]].requires}
+    scored = _scored(docs)
     return [op for op in order if op in scored]
 
 
-def _evidence(row, meta: dict) -> str:
+def _evidence(row, meta: Meta) -> str:
     if row.outcome != V.Outcome.EXPECTED and row.outcome not in V.FAILING and not row.mismatched:
         return ""
-    if V.Tier.of(meta) is V.Tier.SYMBOLIC:
+    if meta.tier is V.Tier.SYMBOLIC:
         v = row.cells[0].verdict if row.cells else None
         ce = {k: x for k, x in ((v.counterexample if v is not None else None) or {}).items()
               if k not in ("params", "failed")}
@@ -208,21 +218,21 @@ def _evidence(row, meta: dict) -> str:
     return first_counterexample(row, meta)
 
 
-def _in_scope(meta: dict, contract: str) -> bool:
-    chosen = (meta.get("scope") or {}).get("contracts")
+def _in_scope(meta: Meta, contract: str) -> bool:
+    chosen = meta.run.settings.contracts if meta.run is not None else None
     return not chosen or contract in chosen
 
 
 def build(documents) -> LawTable:
     """The law table of single-tier Documents (a check's, a prove's, a kernel run's), at most one per tier."""
-    docs = [d.stable_json() for d in documents]
-    tiers = [tier_name(d.get("meta") or {}) for d in docs]
+    docs = list(documents)
+    tiers = [tier_name(d.meta) for d in docs]
     twice = sorted({t for t in tiers if tiers.count(t) > 1})
     if twice:
         raise InvalidArgument(f"law table: more than one {twice[0]} report (merge a run's shards first)")
     ops = members(docs)
-    rows = {(t, r.operator, r.contract): (r, d.meta) for d, t in zip(documents, tiers) for r in d.rows}
-    laws = {r.contract: d.law(r.contract)[0] for d in documents for r in d.rows}
+    rows = {(t, r.operator, r.contract): (r, d.meta) for d, t in zip(docs, tiers) for r in d.rows}
+    laws = {r.contract: d.law(r.contract)[0] for d in docs for r in d.rows}
     cells = {}
     for op in ops:
         for col in COLUMNS:
@@ -236,8 +246,7 @@ def _cell(op, col, docs, tiers, rows) -> LawCell:
         return LawCell(op, col, NO_CONTRACT)
     found = [(t, *rows[(t, op, col.contract)]) for t in tiers if (t, op, col.contract) in rows]
     if not found:
-        ran = any(op in {r["operator"] for r in d["rows"]} and _in_scope(d.get("meta") or {}, col.contract)
-                  for d in docs)
+        ran = any(op in {r.operator for r in d.rows} and _in_scope(d.meta, col.contract) for d in docs)
         return LawCell(op, col, NOT_DECLARED if ran else NOT_IN_RUN)
     marks = [Mark(t, r.id, r.outcome, _evidence(r, meta), r.mismatched) for t, r, meta in found]
     # a tier with no form for the law (not runnable, not traceable) adds nothing where another tier judged
@@ -326,7 +335,7 @@ def markdown(table: LawTable) -> list[str]:
     return lines
 
 
-CLASS = {"ok": (V.Outcome.PROVED, V.Outcome.HOLDS, V.Outcome.SAMPLED), "exp": (V.Outcome.EXPECTED,)}
+PASSED = (V.Outcome.PROVED, V.Outcome.HOLDS, V.Outcome.SAMPLED)     # an "ok" cell: every tier passed
 
 
 def _html_class(cell: LawCell) -> str:
@@ -335,9 +344,9 @@ def _html_class(cell: LawCell) -> str:
     outs = [m.outcome for m in cell.marks]
     if any(m.failing for m in cell.marks):
         return "bad"
-    if all(o in CLASS["ok"] for o in outs):
+    if all(o in PASSED for o in outs):
         return "ok"
-    if all(o in CLASS["exp"] for o in outs):
+    if all(o == V.Outcome.EXPECTED for o in outs):
         return "exp"
     return "unk"
 
