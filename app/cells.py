@@ -18,7 +18,7 @@ from tokenlaw.process import user_modules
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import collect, with_user_contracts
 from tokenlaw.properties.plan import contracts_of, plan, validate_dtypes
-from tokenlaw.reports.text import example, replay_command
+from tokenlaw.reports.text import example, replay
 
 
 def rows_of(*modules, dtypes=None, what: str = "module") -> tuple:
@@ -58,7 +58,6 @@ def replay_dir(config) -> str | None:
 def explain(row, outcome: str, replay_dir=None, modules=()) -> str:
     """The failure message: the row, its declaration, each cell's verdict and counterexample, the replay command."""
     lines = [f"{row.id}: {outcome}", f"  declared: {row.declared} - {row.reason}"]
-    meta = {"scope": {"operator_modules": list(modules)}, "replays_from_run_dir": str(replay_dir)}
     for c in row.cells:
         v = c.verdict
         lines.append(f"  {c.dtype}: {v.status}, {v.examples} examples, discrepancy {v.discrepancy:.3g} "
@@ -67,5 +66,5 @@ def explain(row, outcome: str, replay_dir=None, modules=()) -> str:
             lines.append(f"      counterexample: {example(v.counterexample)}")
             lines.append(f"      {v.detail}")
             if v.replay:
-                lines.append(f"      replay: {replay_command(v.replay, meta)}")
+                lines.append(f"      replay: {replay(v.replay, modules=modules, where=str(replay_dir))}")
     return "\n".join(lines)

@@ -72,7 +72,7 @@ def cmd_check(args) -> int:
             print(f"tokenlaw: the reports in {args.out} are from an earlier run (marked: {marker})", file=sys.stderr)
         raise
     # the command line as typed, for the report's first screen (the settings it fixed are recorded apart)
-    doc = dataclasses.replace(doc, meta={**doc.meta, "command": command_line(args)})
+    doc = dataclasses.replace(doc, meta=doc.meta.with_command(command_line(args)))
     paths = settings.write(doc)
     summ = doc.summary()
     outcome = {r.id: r.outcome for r in doc.rows}

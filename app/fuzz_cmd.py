@@ -82,7 +82,7 @@ def cmd_merge(args) -> int:
         paths = formats.write(merged, Path(args.out), formats.VERIFICATION, stem="verification")
         md, js = paths["verification-md"], paths["verification-json"]
         view = merged.to_json()
-        summ, what = view["summary"], verification.headline(view)
+        summ, what = view["summary"], verification.headline(merged)
         outcome = {r["id"]: r["outcome"] for r in view["rows"]}
     else:
         paths = formats.write(merged, Path(args.out))

@@ -39,7 +39,7 @@ from .exits import EXIT_FAIL, EXIT_OK, EXIT_USAGE  # noqa: F401
 def _run_checks(args, base: document.Document | None, planned: list) -> document.Document:
     """Re-run every run the baseline records (``planned``: their settings objects, scope included) through the
     library entry points."""
-    for line in environment.prepare_env(base.runs if base else [{}]):
+    for line in environment.prepare_env(base.runs if base else []):
         _say(args, f"tokenlaw gate: set {line} for the re-run, as the baseline's run recorded it")
     docs = []
     for settings in planned:

@@ -56,7 +56,7 @@ def cmd_prove(args) -> int:
     paths = settings.write(doc)
     md, js = paths["proofs-md"], paths["timed-json"]
     st = proofs.standing(doc)
-    seconds = doc.meta["seconds"]
+    seconds = doc.meta.run.execution.seconds
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "rows": len(doc.rows), "seconds": seconds,
                           "headline": proofs.headline(st), **st.to_json(),

@@ -29,14 +29,14 @@ def report(args, written) -> int:
     said = []
     with interrupts.held():
         for doc, write in written:
-            doc = dataclasses.replace(doc, meta={**doc.meta, "command": command_line(args)})
+            doc = dataclasses.replace(doc, meta=doc.meta.with_command(command_line(args)))
             paths = write(doc)
             page = paths.get("md") or paths.get("proofs-md")
-            cut = doc.meta.get("interrupted")
+            cut = doc.meta.interrupted
             if cut is None:           # verify: the check finished before the Ctrl-C came while proving
-                said.append(f"tokenlaw: the {doc.meta.get('tier')} tier finished before the Ctrl-C: its report {page}")
+                said.append(f"tokenlaw: the {doc.meta.tier} tier finished before the Ctrl-C: its report {page}")
                 continue
-            proved = Tier.of(doc.meta) is Tier.SYMBOLIC
+            proved = doc.meta.tier is Tier.SYMBOLIC
             unit = "rows proved" if proved else "cells judged"
             whole = "finished" if proved else "judged in every dtype"
             said.append(f"tokenlaw: interrupted: {cut['judged_cells']} of {cut['planned_cells']} {unit}; the report "

@@ -40,7 +40,7 @@ def cmd_verify(args) -> int:
         if marker is not None:
             print(f"tokenlaw: the verification report in {args.out} is from an earlier run (marked: {marker})",
                   file=sys.stderr)
-        return stopped.report(args, [(doc, prove.write if Tier.of(doc.meta) is Tier.SYMBOLIC else check.write)
+        return stopped.report(args, [(doc, prove.write if doc.meta.tier is Tier.SYMBOLIC else check.write)
                                      for doc in stop.docs])
     paths = formats.write(conformance, args.out, stem=check.stem, also=[proved])   # law table: both tiers
     formats.write(proved, args.out, formats.PROOFS, stem="proofs")
@@ -52,14 +52,14 @@ def cmd_verify(args) -> int:
     if args.json:
         print(json.dumps({"report": str(js), "markdown": str(md), "conformance": str(paths["json"]),
                           "proofs": str(js.with_name("proofs.json")), "rows": summ["rows"],
-                          "result": summ["result"], "headline": verification.headline(view),
+                          "result": summ["result"], "headline": verification.headline(ver),
                           "claimed": summ["claimed"], "combined": summ["combined"],
                           "failing": [{"id": r["id"], "outcome": r["outcome"]} for r in picked
                                       if r["combined"] == "red"],
                           "undecided": [{"id": r["id"], "outcome": r["outcome"]} for r in picked
                                         if r["combined"] == "undecided"]}, indent=1))
     else:
-        print(f"\n{summ['result']}: {verification.headline(view)}")
+        print(f"\n{summ['result']}: {verification.headline(ver)}")
         print(f"wrote {md} and {js} (and each tier's report beside them)")
         for r in picked:
             print(f"  {r['combined']}: {r['id']}: " + "; ".join(f"{t} {x['says']}" for t, x in r["tiers"].items()))

@@ -15,6 +15,7 @@ import sys
 
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
+from tokenlaw.reports.meta import RunMeta
 
 
 def recorded_env(backend, environ=None) -> dict:
@@ -23,12 +24,12 @@ def recorded_env(backend, environ=None) -> dict:
     return {k: environ[k] for k in backend.run_env if environ.get(k)}
 
 
-def _fixed_by(run: dict) -> tuple:
+def _fixed_by(run: RunMeta) -> tuple:
     """The modules whose import fixes the environment of ``run``'s backend."""
-    return tuple(backends.get(run.get("backend") or backends.EAGER.name).env_fixed_by)
+    return tuple(backends.get(run.backend or backends.EAGER.name).env_fixed_by)
 
 
-def prepare_env(runs: list[dict], environ=None, imported=None) -> list[str]:
+def prepare_env(runs: list[RunMeta], environ=None, imported=None) -> list[str]:
     """Make the environment match what the ``runs`` recorded in ``env`` before any of them is re-run.
 
     A variable a run recorded and the environment lacks is set (returned as "NAME=value" lines to
@@ -42,7 +43,7 @@ def prepare_env(runs: list[dict], environ=None, imported=None) -> list[str]:
     wanted: dict[str, set] = {}
     fixers: dict[str, set] = {}
     for run in runs:
-        for k, v in (run.get("env") or {}).items():
+        for k, v in (run.environment.env or {}).items():
             wanted.setdefault(k, set()).add(v)
             fixers.setdefault(k, set()).update(_fixed_by(run))
     done = []

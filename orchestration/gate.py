@@ -1,7 +1,7 @@
 """The gate as a library call, beside ``check()`` and ``prove()``: re-run what a baseline recorded and compare.
 
-:func:`recorded_settings` turns each run a baseline records (``meta.runs``) into
-its typed record once, at the JSON edge (:class:`~.runs.RunMeta`: the tier as a
+:func:`recorded_settings` turns each run a baseline records (``meta.runs``, read
+once at the JSON edge as :class:`~tokenlaw.reports.meta.RunMeta`: the tier as a
 :class:`~tokenlaw.properties.verdict.Tier`, the settings object itself); each settings object re-runs itself
 (``settings.run()``: ``check`` or ``prove``); :func:`gate` compares a current document (given, or
 re-run) with the baseline under the known failures and returns a
@@ -24,14 +24,18 @@ from tokenlaw.properties.case import Case
 from tokenlaw.properties.plan import contracts_of, plan
 from tokenlaw.properties.verdict import Tier
 from tokenlaw.reports import document, regressions
+from tokenlaw.reports.meta import Meta, RunMeta
 
 from . import environment, provenance, runs
 
-def recorded_settings(run: dict, **overrides) -> runs.CheckSettings | runs.ProveSettings:
-    """The settings object of one run a report records (scope, backend, budget, seed), then ``overrides``: the
-    run's typed record (:class:`~.runs.RunMeta`, read at the JSON edge, its tier deciding the settings type).
-    Each object re-runs itself (``settings.run()``) and writes its reports (``settings.write(doc)``)."""
-    return runs.RunMeta.from_json(run, **overrides).settings
+def recorded_settings(run: RunMeta | None, **overrides) -> runs.CheckSettings | runs.ProveSettings:
+    """The settings object of one run a report records (scope, backend, budget, seed; None: a default check
+    run), then ``overrides``: the run's typed record (:class:`~tokenlaw.reports.meta.RunMeta`, read at the JSON
+    edge) as its tier's runnable settings type.  Each object re-runs itself (``settings.run()``) and writes its
+    reports (``settings.write(doc)``)."""
+    if run is None:
+        return runs.CheckSettings.from_run({}, **overrides)
+    return runs.runnable(run, **overrides)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,9 +61,9 @@ def baseline_settings(base: document.Document | None, *, out: str, workers: int 
     built-in cell); a recorded scope is kept."""
     overrides = {"operator_modules": operator_modules} if operator_modules else {}
     settings = []
-    for run in (base.runs if base else [{}]):
+    for run in (base.runs if base else [None]):
         scoped = dict(overrides)
-        if operator_modules and not (run.get("scope") or {}).get("operators"):
+        if operator_modules and not (run is not None and run.settings.operators):
             scoped["operators"] = runs.user_operators(operator_modules)
         settings.append(recorded_settings(run, out=out, workers=workers, **scoped))
     return settings
@@ -85,7 +89,7 @@ def judge(base: document.Document | None, cur: document.Document, *, entries=(),
     """Compare ``cur`` with ``base`` (None: an empty baseline) under the known-failure ``entries``."""
     if bound_growth <= 1:
         raise InvalidArgument(f"--bound-growth: expected a factor > 1, got {bound_growth}")
-    empty = document.Document([], {"runs": cur.runs}, backends=[])
+    empty = document.Document([], Meta(runs=tuple(cur.runs)), backends=[])
     cmp = regressions.compare(base or empty, cur, bound_growth=bound_growth, disk_kernels=disk_kernels)
     today = today or dt.datetime.now(dt.timezone.utc).date()
     live, known = [], []
@@ -105,7 +109,7 @@ def gate(baseline: document.Document | None, current: document.Document | None =
     """``tokenlaw gate`` without the command line: re-run every run ``baseline`` records with its settings
     (unless ``current`` is given) and judge the result against it.  Writes nothing but the re-runs' replays."""
     if current is None:
-        environment.prepare_env(baseline.runs if baseline else [{}])
+        environment.prepare_env(baseline.runs if baseline else [])
         docs = [s.run() for s in baseline_settings(baseline, out=out, workers=workers,
                                                      operator_modules=operator_modules)]
         current, disk = document.merge_runs(docs), None

@@ -5,10 +5,13 @@ line (plan the rows, run them on the fuzz tier or a kernel backend, record
 how); ``prove(ProveSettings(...))`` is ``tokenlaw prove``; ``verify`` runs
 both on one selection and combines them (``tokenlaw verify``).  The CLI parses
 its arguments into settings and writes the document.  Each run's meta is a
-typed record (:class:`RunMeta`: the tier, the settings object, environment,
-provenance, execution), written as the report's ``meta`` at the edge; the gate
-reads every run its baseline records back into one (:meth:`RunMeta.from_json`)
-and re-runs its settings object through the same functions.  Neither function writes a report: the caller
+typed record (:class:`~tokenlaw.reports.meta.RunMeta`: the tier, the settings
+object, environment, provenance, execution) that the document holds as such
+(``Document.meta``) and writes as the report's ``meta`` at the edge; the gate
+reads every run its baseline records back into one (``Document.from_json``)
+and re-runs its settings (:func:`runnable`: the recorded ``CheckRecord`` /
+``ProveRecord`` as the runnable ``CheckSettings`` / ``ProveSettings``) through
+the same functions.  Neither function writes a report: the caller
 does (``settings.write(doc)``: ``reports.formats.write``); ``check`` stores
 counterexample replays under ``settings.replays`` as the run goes.
 
@@ -29,9 +32,9 @@ import torch
 
 from tokenlaw.fuzz.rows import parse_shard, run_rows, runs_here, shard
 from tokenlaw.fuzz.cluster import Pool
-from tokenlaw.fuzz.engine import DEFAULT_PROFILE, PROFILES, draws, profile_name
+from tokenlaw.fuzz.engine import PROFILES, draws
 from tokenlaw.fuzz.mutants.seeded import catalogue as mutant_catalogue
-from tokenlaw.operators import arguments, path_probe
+from tokenlaw.operators import path_probe
 from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.process import command_line, interrupts, user_modules
 from tokenlaw.properties import backends
@@ -41,65 +44,17 @@ from tokenlaw.properties.plan import plan, proved, validate_dtypes
 from tokenlaw.properties.verdict import Tier
 from tokenlaw.reports import formats, proofs, verification
 from tokenlaw.reports.document import Document
+from tokenlaw.reports.meta import CheckRecord, Environment, Execution, Meta, ProveRecord, Provenance, RunMeta
 from tokenlaw.symbolic.prover import SOLVER
 
 from . import proving
 from .environment import recorded_env
 from .provenance import snapshot
 
-def _names(values) -> tuple | None:
-    return tuple(values) if values else None
+class CheckSettings(CheckRecord):
+    """Everything that decides a ``check`` run (the fields of ``tokenlaw check``: :class:`CheckRecord`), runnable."""
 
-
-@dataclasses.dataclass(frozen=True)
-class CheckSettings:
-    """Everything that decides a ``check`` run (the fields of ``tokenlaw check``)."""
-
-    operators: tuple | None = None          # None: every operator
-    contracts: tuple | None = None
-    dtypes: tuple | None = None
-    backend: str = "eager"
-    profile: str = DEFAULT_PROFILE          # a name of fuzz.engine.PROFILES (old names accepted: quick = ci)
-    examples: int | None = None             # None: the profile's
-    seed: int = 0
-    workers: int = 1                        # 1: the cells run in this process; N: on a Dask LocalCluster of N
-    scheduler: str | None = None            # tcp://HOST:PORT of a running Dask scheduler (then not workers)
-    shard: str | None = None                # "I/N"
-    database: str = "none"
-    replays: str | None = None              # None: OUT/replays
-    out: str = "reports"
-    operator_modules: tuple | None = None   # --operators MODULE: extra importable operator modules
-    mutant: str | None = None               # an eager mutant's name: the run judges that seeded bug (mutated)
-
-    def __post_init__(self):
-        for f in ("operators", "contracts", "dtypes", "operator_modules"):
-            object.__setattr__(self, f, _names(getattr(self, f)))   # lists -> tuples: frozen, hashable
-        object.__setattr__(self, "profile", profile_name(self.profile))   # one name per profile in reports
-
-    @classmethod
-    def from_run(cls, run: dict, **overrides) -> "CheckSettings":
-        """The settings a report's run meta records (its scope, backend, budget and seed), then ``overrides``."""
-        scope = run.get("scope") or {}
-        kw = dict(operators=scope.get("operators"), contracts=scope.get("contracts"), dtypes=scope.get("dtypes"),
-                  operator_modules=scope.get("operator_modules"), backend=run.get("backend") or "eager",
-                  profile=run.get("profile", "smoke"), examples=run.get("examples"), seed=run.get("seed", 0),
-                  mutant=run.get("mutant"))
-        kw.update(overrides)
-        return cls(**kw)
-
-    @property
-    def stem(self) -> str:
-        """The report's file stem: conformance (eager), conformance-<backend> otherwise."""
-        return "conformance" if backends.get(self.backend).reference else f"conformance-{self.backend}"
-
-    @property
-    def tier(self) -> Tier:
-        return Tier.FUZZ if backends.get(self.backend).reference else Tier.KERNEL
-
-    @property
-    def label(self) -> str:
-        """How a message names the run: its backend."""
-        return self.backend
+    __slots__ = ()
 
     def run(self, *, progress: bool = False, stream=None) -> Document:
         """:func:`check` of these settings."""
@@ -110,33 +65,10 @@ class CheckSettings:
         return formats.write(doc, Path(self.out), stem=self.stem)
 
 
-@dataclasses.dataclass(frozen=True)
-class ProveSettings:
-    """Everything that decides a ``prove`` run (the fields of ``tokenlaw prove``)."""
+class ProveSettings(ProveRecord):
+    """Everything that decides a ``prove`` run (the fields of ``tokenlaw prove``: :class:`ProveRecord`), runnable."""
 
-    operators: tuple | None = None
-    contracts: tuple | None = None
-    timeout: float = 5.0
-    out: str = "reports"
-    operator_modules: tuple | None = None
-    workers: int = 1        # 1: the rows one after another here; N: on a Dask LocalCluster of N (proving)
-    scheduler: str | None = None            # tcp://HOST:PORT of a running Dask scheduler (then not workers)
-
-    def __post_init__(self):
-        arguments.count(self.workers, "workers")
-        for f in ("operators", "contracts", "operator_modules"):
-            object.__setattr__(self, f, _names(getattr(self, f)))
-
-    @classmethod
-    def from_run(cls, run: dict, **overrides) -> "ProveSettings":
-        scope = run.get("scope") or {}
-        kw = dict(operators=scope.get("operators"), contracts=scope.get("contracts"),
-                  operator_modules=scope.get("operator_modules"), timeout=run.get("timeout", 5.0))
-        kw.update(overrides)
-        return cls(**kw)
-
-    tier = Tier.SYMBOLIC
-    label = "symbolic"
+    __slots__ = ()
 
     def run(self, *, progress: bool = False, stream=None) -> Document:
         """:func:`prove` of these settings (``progress`` / ``stream``: a fuzz run's display, unused)."""
@@ -147,117 +79,12 @@ class ProveSettings:
         return formats.write(doc, Path(self.out), formats.PROOFS, stem="proofs")
 
 
-@dataclasses.dataclass(frozen=True)
-class Environment:
-    """What a run's numbers depend on besides the code and its settings."""
-
-    cpu_paths: dict | None = None           # the CPU-path record (operators.path_probe)
-    torch: str | None = None                # torch's version (a fuzz run)
-    draws: dict | None = None               # the drawn distributions' version (fuzz.engine.draws)
-    env: dict | None = None                 # the environment a kernel backend declares it depends on (run_env)
-
-
-@dataclasses.dataclass(frozen=True)
-class Provenance:
-    """Where the judged code came from and what the registry and backend said about it."""
-
-    traits: dict = dataclasses.field(default_factory=dict)    # {operator: sorted traits}
-    kernel_sources: dict | None = None      # the plug-ins' kernel source hashes (provenance.snapshot)
-    kernels: dict | None = None             # and their binds
-    declares: dict | None = None            # what a kernel backend declares beyond the operators' laws
-
-
-@dataclasses.dataclass(frozen=True)
-class Execution:
-    """How a run was executed, not what it found (two runs of one seed differ only here and in the timings)."""
-
-    seconds: float | None = None
-    workers: int | None = None
-    shard: str | None = None                # "i/n" (a fuzz run)
-    database: str | None = None
-    replays: str | None = None              # relative to the report when under it
-    replays_from_run_dir: str | None = None  # the same folder seen from where the run ran
-    dask: dict | None = None                # the running cluster a --scheduler named: its workers' cells
-    command: str | None = None              # the command line, as typed (the CLI adds it)
-
-
-@dataclasses.dataclass(frozen=True)
-class RunMeta:
-    """One run's meta, typed: the tier, the settings object it ran with, its environment, provenance and execution.
-
-    ``check`` and ``prove`` make one; :meth:`to_json` is the report's ``meta`` (the keys and their order of
-    docs/report-schema.md, unchanged); :meth:`from_json` reads a written run back once, at the edge, the tier
-    deciding the settings type (the gate re-runs ``RunMeta.from_json(run).settings``).  ``extra`` keeps, as
-    read, the fields a written report has that this record does not model (a merged report's ``merged_from``).
-    """
-
-    tier: Tier
-    settings: object                         # CheckSettings (fuzz, kernel) or ProveSettings (symbolic)
-    environment: Environment = Environment()
-    provenance: Provenance = Provenance()
-    execution: Execution = Execution()
-    extra: dict = dataclasses.field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        s, env, prov, run = self.settings, self.environment, self.provenance, self.execution
-        if self.tier is Tier.SYMBOLIC:
-            out = dict(tier=self.tier.value, backend="z3", solver=SOLVER, timeout=s.timeout, cpu_paths=env.cpu_paths,
-                       seconds=run.seconds, note=proofs.HEADER, traits=prov.traits)
-            scope = {"operators": _list(s.operators), "contracts": _list(s.contracts),
-                     "operator_modules": _list(s.operator_modules)}
-            if any(scope.values()):
-                out["scope"] = scope
-        else:
-            out = dict(tier=self.tier.value, backend=s.backend, profile=s.profile, examples=s.examples, seed=s.seed,
-                       torch=env.torch, draws=env.draws, cpu_paths=env.cpu_paths, seconds=run.seconds,
-                       workers=run.workers, shard=run.shard, database=run.database, replays=run.replays,
-                       replays_from_run_dir=run.replays_from_run_dir)
-            if prov.kernel_sources is not None or prov.kernels is not None:
-                out.update(kernel_sources=prov.kernel_sources, kernels=prov.kernels)
-            out.update(traits=prov.traits,
-                       scope={"operators": _list(s.operators), "contracts": _list(s.contracts),
-                              "dtypes": _list(s.dtypes), "operator_modules": _list(s.operator_modules)})
-        if run.dask is not None:
-            out["dask"] = run.dask
-        if self.tier is not Tier.SYMBOLIC:
-            for key, value in (("mutant", s.mutant), ("env", env.env), ("declares", prov.declares)):
-                if value is not None:
-                    out[key] = value
-        if run.command is not None:
-            out["command"] = run.command
-        out.update(self.extra)
-        return out
-
-    @classmethod
-    def from_json(cls, run: dict, **overrides) -> "RunMeta":
-        """A written run's meta (one entry of ``Document.runs``) as the record; ``overrides`` go to its settings."""
-        try:
-            tier = Tier.of(run)
-        except ValueError:
-            raise InvalidArgument(f"meta.tier: expected one of {[t.value for t in Tier]}, got {run.get('tier')!r}") \
-                from None
-        settings = (ProveSettings if tier is Tier.SYMBOLIC else CheckSettings).from_run(run, **overrides)
-        modelled = set(RUN_KEYS[tier])
-        return cls(tier, settings,
-                   Environment(run.get("cpu_paths"), run.get("torch"), run.get("draws"), run.get("env")),
-                   Provenance(run.get("traits") or {}, run.get("kernel_sources"), run.get("kernels"),
-                              run.get("declares")),
-                   Execution(run.get("seconds"), run.get("workers"), run.get("shard"), run.get("database"),
-                             run.get("replays"), run.get("replays_from_run_dir"), run.get("dask"),
-                             run.get("command")),
-                   {k: v for k, v in run.items() if k not in modelled})
-
-    def with_command(self, command: str) -> "RunMeta":
-        return dataclasses.replace(self, execution=dataclasses.replace(self.execution, command=command))
-
-
-# The meta keys each tier's record writes (the rest of a written run is kept as read, in ``RunMeta.extra``).
-_FUZZ_KEYS = ("tier", "backend", "profile", "examples", "seed", "torch", "draws", "cpu_paths", "seconds", "workers",
-              "shard", "database", "replays", "replays_from_run_dir", "kernel_sources", "kernels", "traits", "scope",
-              "dask", "mutant", "env", "declares", "command")
-RUN_KEYS = {Tier.FUZZ: _FUZZ_KEYS, Tier.KERNEL: _FUZZ_KEYS,
-            Tier.SYMBOLIC: ("tier", "backend", "solver", "timeout", "cpu_paths", "seconds", "note", "traits", "scope",
-                            "dask", "command")}
+def runnable(record: RunMeta, **overrides) -> CheckSettings | ProveSettings:
+    """The settings object a run's record holds, as the runnable type of its tier, then ``overrides`` (the gate
+    re-runs what a baseline recorded: ``runnable(run).run()``)."""
+    cls = ProveSettings if record.tier is Tier.SYMBOLIC else CheckSettings
+    fields = {f.name: getattr(record.settings, f.name) for f in dataclasses.fields(cls)}
+    return cls(**{**fields, **overrides})
 
 
 def _contracts(loaded) -> dict:
@@ -348,10 +175,6 @@ def _relative(path, base) -> str:
     return str(p.relative_to(b)) if p.is_relative_to(b) else str(path)
 
 
-def _list(values):
-    return None if values is None else list(values)
-
-
 def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Document:
     """Run every planned cell of ``settings`` and return the report document (nothing is written but replays)."""
     reg = mutated(registry(settings.operator_modules), settings.mutant)
@@ -391,8 +214,8 @@ def check(settings: CheckSettings, *, progress: bool = False, stream=None) -> Do
         reported, record = _record(settings, reg, rows, pool, examples, replays, shard_i, shard_n, start, stopped)
     if late.value and not stopped:            # every cell judged, then Ctrl-C: nothing left out
         n = sum(len(r.cells) for r in rows)
-        record = dataclasses.replace(record, extra=_interrupted(n, n, {"rows": [], "judged": {}}))
-    doc = Document(reported, record.to_json(), laws=laws(reg, reported))
+        record = dataclasses.replace(record, interrupted=_interrupted(n, n, {"rows": [], "judged": {}}))
+    doc = Document(reported, Meta(record), laws=laws(reg, reported))
     if stopped or late.value:
         raise Interrupted(doc)
     return doc
@@ -402,7 +225,7 @@ def _interrupted(planned: int, judged: int, left_out: dict) -> dict:
     """The report meta's ``interrupted`` entry of a run Ctrl-C stopped (issue 47): cells planned and judged, and
     what the report leaves out (:func:`whole_rows`); the one place it is made, for a Ctrl-C during the cells and
     for one while the report was built."""
-    return {"interrupted": dict(planned_cells=planned, judged_cells=judged, **left_out)}
+    return dict(planned_cells=planned, judged_cells=judged, **left_out)
 
 
 def _record(settings, reg, rows, pool, examples, replays, shard_i, shard_n, start, stopped) -> tuple:
@@ -431,8 +254,8 @@ def _record(settings, reg, rows, pool, examples, replays, shard_i, shard_n, star
                   # are this run's alone, and would make two runs of one seed differ for nothing)
                   dask=executed(pool.execution) if pool is not None and settings.scheduler is not None else None),
         # Ctrl-C (issue 47): what the report leaves out
-        extra=_interrupted(planned, sum(len(r.cells) for r in rows) + len(left_out["judged"]), left_out)
-        if stopped else {})
+        interrupted=_interrupted(planned, sum(len(r.cells) for r in rows) + len(left_out["judged"]), left_out)
+        if stopped else None)
     return rows, record
 
 
@@ -566,13 +389,13 @@ def prove(settings: ProveSettings, *, progress=None) -> Document:
         rows = proved(kept, [done[r.id] for r in kept])
         cut = _interrupted(len(planned), len(kept), {"rows": [r.id for r in planned if r.id not in done],
                                                      "judged": {}})
-        record = RunMeta(Tier.SYMBOLIC, settings, Environment(cpu_paths=path_probe.record()),
+        record = RunMeta(Tier.SYMBOLIC, settings, Environment(cpu_paths=path_probe.record(), solver=SOLVER),
                          Provenance(traits(reg, planned)),
                          Execution(seconds=time.perf_counter() - start,
                                    # the running cluster the user named, as check records it
                                    dask=executed(clusters[0]) if clusters and settings.scheduler is not None else None),
-                         extra=cut if stopped or late.value else {})
-        doc = proofs.document(rows, record.to_json(), laws(reg, rows))
+                         interrupted=cut if stopped or late.value else None)
+        doc = proofs.document(rows, Meta(record), laws(reg, rows))
     if stopped or late.value:
         raise Interrupted(doc)
     return doc

@@ -81,27 +81,31 @@ class Status(_Named):
 class Outcome(_Named):
     """A cell's observation judged against the operator's declaration (:func:`outcome`)."""
 
-    HOLDS = "holds"
-    PROVED = "proved"
-    SAMPLED = "holds for sampled weights"
-    EXPECTED = "expected violation reproduced"
-    UNEXPECTED = "UNEXPECTED violation"
-    NOT_REPRODUCED = "expected violation NOT reproduced"
-    UNKNOWN = "unknown"
-    NOT_RUNNABLE = "not runnable here"
-    NOT_APPLICABLE_BY_DESIGN = "not applicable by design"
-    VACUOUS = "vacuous"
-    NOT_TRACEABLE = "not symbolically traceable"
-    TRACE_DIFFERS = "trace differs from eager"
-    DOMAIN_MISMATCH = "domain mismatch"
-    RAISED = "operator raised"
+    # Each member is (its written value, its severity): how bad it is, 0 (proved) the best.  The gate compares
+    # a cell's baseline and current outcomes by it and :meth:`Outcome.worst` picks by it; equal ranks are
+    # equally bad.
+    HOLDS = "holds", 1
+    PROVED = "proved", 0
+    SAMPLED = "holds for sampled weights", 1
+    EXPECTED = "expected violation reproduced", 1
+    UNEXPECTED = "UNEXPECTED violation", 5
+    NOT_REPRODUCED = "expected violation NOT reproduced", 4
+    UNKNOWN = "unknown", 2
+    NOT_RUNNABLE = "not runnable here", 3
+    NOT_APPLICABLE_BY_DESIGN = "not applicable by design", 3
+    VACUOUS = "vacuous", 2
+    NOT_TRACEABLE = "not symbolically traceable", 3
+    TRACE_DIFFERS = "trace differs from eager", 2
+    DOMAIN_MISMATCH = "domain mismatch", 4
+    RAISED = "operator raised", 5
     # The operator neither claims nor expects to violate the contract (or no verdict): no cell to judge.
-    UNDECLARED = "not applicable"
+    UNDECLARED = "not applicable", 3
 
-    @property
-    def severity(self) -> int:
-        """This outcome's rank in :data:`SEVERITY` (0: proved, the best)."""
-        return _SEVERITY[self]
+    def __new__(cls, value: str, severity: int):
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.severity = severity
+        return member
 
     @classmethod
     def worst(cls, *outcomes) -> "Outcome":
@@ -113,21 +117,6 @@ class Outcome(_Named):
         if not outcomes:
             raise ValueError("Outcome.worst: no outcome given")
         return max((cls(o) for o in outcomes), key=lambda o: o.severity)
-
-
-# How bad an outcome is, least first: the order the gate compares a cell's baseline and current outcomes
-# by, and :meth:`Outcome.worst` picks by.  Outcomes on one line are equally bad.
-SEVERITY = (
-    (Outcome.PROVED,),
-    (Outcome.HOLDS, Outcome.EXPECTED, Outcome.SAMPLED),
-    (Outcome.UNKNOWN, Outcome.VACUOUS, Outcome.TRACE_DIFFERS),
-    (Outcome.NOT_RUNNABLE, Outcome.NOT_APPLICABLE_BY_DESIGN, Outcome.NOT_TRACEABLE, Outcome.UNDECLARED),
-    (Outcome.NOT_REPRODUCED, Outcome.DOMAIN_MISMATCH),
-    (Outcome.UNEXPECTED, Outcome.RAISED),
-)
-_SEVERITY = {o: rank for rank, level in enumerate(SEVERITY) for o in level}
-assert set(_SEVERITY) == set(Outcome), "every outcome has a severity"
-
 
 
 class Tier(_Named):

@@ -90,7 +90,7 @@ def compare(documents: list) -> tuple[list, list]:
     docs = list(documents)
     if len(docs) < 2:
         raise InvalidArgument("reports: give at least two conformance reports, each of one backend")
-    backends = [d.meta.get("backend") or "eager" for d in docs]
+    backends = [d.meta.backend or "eager" for d in docs]
     if len(set(backends)) < len(backends):
         raise InvalidArgument(f"reports: two reports of the same backend ({backends}); give one per backend")
     by_backend = [_cells(d) for d in docs]
@@ -107,9 +107,10 @@ def conventions(docs: list) -> list[str]:
     """One line per backend: what it declares beyond the operators' own laws (from ``meta.declares``)."""
     lines = []
     for d in docs:
-        meta = d.meta
-        name = meta.get("backend") or "eager"
-        said = [f"{key} {value}" for key, value in (meta.get("declares") or {}).items()]
+        run = d.meta.run
+        name = d.meta.backend or "eager"
+        declares = run.provenance.declares if run is not None else None
+        said = [f"{key} {value}" for key, value in (declares or {}).items()]
         lines.append(f"- `{name}`: " + ("; ".join(said) if said else "nothing beyond the operators' declarations"))
     return lines
 

@@ -2,7 +2,8 @@
 
 A :class:`Document` holds the planned rows of one or several runs (``Row``
 and ``Cell`` of :mod:`tokenlaw.properties.plan`, each cell with its
-``Verdict``) and the runs' meta.  Outcomes are never stored in it: a row's
+``Verdict``) and the runs' meta, typed (:class:`~.meta.Meta`: each run's
+:class:`~.meta.RunMeta` and a merge's own fields).  Outcomes are never stored in it: a row's
 outcome is ``Row.outcome`` and a cell's is ``verdict.outcome(declared,
 verdict)``, computed when the document is written (:meth:`Document.to_json`)
 and nowhere else; every rendering (Markdown, HTML, JUnit, proofs) and the
@@ -13,7 +14,9 @@ field of the schema (``docs/report-schema.md``).
 Merging lives here too: :func:`merge_shards` joins the reports of ``--shard
 i/n`` shards of one run (a union of whole rows), :func:`merge_runs` joins
 the reports of different runs (eager and a kernel backend) into the gate's
-document, keeping each run's meta under ``meta["runs"]``.
+document, keeping each run's record (``Meta.runs``, written as ``meta.runs``).
+JSON is read and written only by :meth:`Document.from_json` / :meth:`Document.to_json`
+and the functions on written reports (:func:`stable`, :func:`findings`, :func:`timings`, :func:`load`).
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 from tokenlaw.properties.plan import Cell, Row
+
+from .meta import Meta, RunMeta
 
 # Additive fields keep the version; a removed or renamed field bumps it.
 SCHEMA_VERSION = 1
@@ -41,10 +46,10 @@ EXECUTION = ("meta.command", "meta.workers", "meta.dask")
 VERDICT_FIELDS = tuple(f.name for f in dataclasses.fields(V.Verdict))
 
 
-def tier_name(meta: dict) -> str:
+def tier_name(meta: Meta | RunMeta) -> str:
     """A run's tier as the combined reports name it: ``fuzz``, ``symbolic``, or ``kernel:<backend>``."""
-    tier = meta.get("tier", V.Tier.FUZZ)        # a combined report's meta names its own ("combined")
-    return f"kernel:{meta.get('backend')}" if tier == V.Tier.KERNEL else tier
+    run = meta.run if isinstance(meta, Meta) else meta
+    return run.name if run is not None else V.Tier.FUZZ.value
 
 
 def _number(v):
@@ -169,7 +174,7 @@ class Document:
     """
 
     rows: list
-    meta: dict
+    meta: Meta
     backends: list | None = None
     laws: dict = dataclasses.field(default_factory=dict)
     extra: dict = dataclasses.field(default_factory=dict)
@@ -178,11 +183,9 @@ class Document:
 
     # -- reading -------------------------------------------------------------------------------
     @property
-    def runs(self) -> list[dict]:
-        """The meta of every run in the document (a single run's document is one run)."""
-        if "runs" in self.meta:
-            return list(self.meta["runs"])
-        return [{k: v for k, v in self.meta.items() if k != "runs"}]
+    def runs(self) -> list[RunMeta]:
+        """The record of every run in the document (a single run's document is one run)."""
+        return self.meta.all_runs
 
     @property
     def cells(self) -> list:
@@ -192,7 +195,7 @@ class Document:
         """The backend of the run each row came from."""
         if self.backends is not None:
             return list(self.backends)
-        return [self.meta.get("backend") or "eager"] * len(self.rows)
+        return [self.meta.backend or "eager"] * len(self.rows)
 
     @property
     def failing(self) -> list:
@@ -202,7 +205,7 @@ class Document:
         """What this document established (the ``summary.result`` its JSON carries), from the typed rows."""
         cells = self.cells
         proof = bool(cells) and all(c.backend == V.Tier.SYMBOLIC for c in cells)
-        return standing(((r.id, r.declared, r.outcome, r.outcome in V.FAILING or r.mismatched) for r in self.rows), proof=proof, interrupted=bool(self.meta.get("interrupted")))
+        return standing(((r.id, r.declared, r.outcome, r.outcome in V.FAILING or r.mismatched) for r in self.rows), proof=proof, interrupted=bool(self.meta.interrupted))
 
     def summary(self) -> dict:
         """Counts of row outcomes, the failing and undecided row ids and the result (:meth:`standing`): the
@@ -248,14 +251,13 @@ class Document:
             if backends is not None:
                 row["backend"] = backends[i]
             out_rows.append(row)
-        return {"schema": self.schema, "meta": json.loads(json.dumps(self.meta)), "summary": self.summary(),
+        return {"schema": self.schema, "meta": json.loads(json.dumps(self.meta.to_json())), "summary": self.summary(),
                 "rows": out_rows, **json.loads(json.dumps(self.extra))}
 
     @classmethod
     def from_json(cls, doc: dict) -> "Document":
         """A written report read back; a merged document keeps which run each row came from."""
-        meta = json.loads(json.dumps(doc.get("meta", {})))
-        runs = meta.get("runs")
+        meta = Meta.from_json(json.loads(json.dumps(doc.get("meta", {}))))
         rows, laws, backends, timed = [], {}, [], False
         for r in doc["rows"]:
             cells = []
@@ -266,8 +268,8 @@ class Document:
             rows.append(Row(r["operator"], r["contract"], r["declared"], r["reason"], cells))
             if "law" in r and "exact" in r:
                 laws[r["contract"]] = (r["law"], r["exact"])
-            backends.append(r.get("backend") or meta.get("backend") or "eager")
-        merged = runs is not None or any("backend" in r for r in doc["rows"])
+            backends.append(r.get("backend") or meta.backend or "eager")
+        merged = meta.runs is not None or any("backend" in r for r in doc["rows"])
         extra = {k: v for k, v in doc.items() if k not in ("schema", "meta", "summary", "rows")}
         return cls(rows, meta, backends if merged else None, laws, extra, timed, doc.get("schema", 1))
 
@@ -276,7 +278,11 @@ class Document:
         return stable(self.to_json())
 
     def timings(self) -> dict:
-        return timings(self.to_json())
+        """The VOLATILE fields (:func:`timings`), from the typed runs and verdicts."""
+        top = self.meta.run.execution.seconds if self.meta.run is not None else None
+        return {"schema": SCHEMA_VERSION, "seconds": top,
+                "runs": [r.execution.seconds for r in self.meta.runs or ()],
+                "cells": {c.id: c.verdict.seconds for c in self.cells if c.verdict is not None} if self.timed else {}}
 
 
 def key(row: Row, backend: str) -> str:
@@ -301,9 +307,14 @@ def merge_shards(docs: list[Document], sources: list[str]) -> Document:
                 continue
             seen[row.id] = (raw, src)
             rows.append(row)
-    meta = dict(metas[0]) if metas else {}
-    meta.update(seconds=sum(m.get("seconds", 0) for m in metas), merged_from=list(sources),
-                shards=[m.get("shard") for m in metas])
+    first = metas[0] if metas else Meta()
+    runs = [m.run for m in metas]
+    seconds = sum((r.execution.seconds or 0) if r is not None else 0 for r in runs)
+    run = first.run
+    if run is not None:
+        run = dataclasses.replace(run, execution=dataclasses.replace(run.execution, seconds=seconds))
+    meta = dataclasses.replace(first, run=run, merged_from=tuple(sources),
+                               shards=tuple(r.execution.shard if r is not None else None for r in runs))
     laws = {k: v for d in docs for k, v in d.laws.items()}
     return Document(rows, meta, None, laws, {}, any(d.timed for d in docs))
 
@@ -331,8 +342,7 @@ def merge_shard_files(paths) -> Document:
 
 def merge_runs(docs: list[Document]) -> Document:
     """One document from several runs' reports: rows concatenated, each run's meta under meta["runs"]."""
-    meta = {k: v for k, v in docs[0].meta.items() if k != "runs"}
-    meta["runs"] = [run for d in docs for run in d.runs]
+    meta = dataclasses.replace(docs[0].meta, runs=tuple(run for d in docs for run in d.runs))
     rows = [r for d in docs for r in d.rows]
     backends = [b for d in docs for b in d.row_backends()]
     keys = [key(r, b) for r, b in zip(rows, backends)]

@@ -25,6 +25,7 @@ from tokenlaw.properties import verdict as V
 from . import lawtable
 from .svgplot import PALETTE, Series, chart
 from .document import Document
+from .meta import Meta
 from .text import (HOW_TO_READ, by_design, by_reason, counted, first_counterexample, headline, interrupted_line,
                    run_line)
 
@@ -332,10 +333,10 @@ def _failing(byid, failing, meta=None) -> str:
     return f'<h2>Failing rows</h2><ul id="failing">{"".join(items)}</ul>'
 
 
-def _run_facts(meta: dict, stem: str) -> str:
+def _run_facts(meta: Meta, stem: str) -> str:
     """The command line the run was made with and its wall time (read from ``stem.timings.js`` beside the page,
     so the page itself stays byte-identical for a seed)."""
-    command = meta.get("command")
+    command = meta.run.execution.command if meta.run is not None else None
     parts = [f'command: <code id="command">{escape(command)}</code>' if command else ""]
     parts.append(f'wall time: <span id="wall-time">in {escape(stem)}.timings.json</span>')
     return (f'<p id="run-facts">{" &middot; ".join(p for p in parts if p)}</p>'

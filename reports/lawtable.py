@@ -41,6 +41,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.catalogue import CONTRACTS
 
 from .document import tier_name
+from .meta import Meta
 from .text import SHORT, first_counterexample
 
 # The trait that makes an operator a row by itself, and the traits that make one without it.
@@ -174,7 +175,8 @@ def _traits(docs) -> dict:
     """{operator: traits} the documents' runs recorded (``meta.traits``); empty for reports written before."""
     traits: dict = {}
     for d in docs:
-        traits.update(d.meta.get("traits") or {})
+        if d.meta.run is not None:
+            traits.update(d.meta.run.provenance.traits)
     return traits
 
 
@@ -203,10 +205,10 @@ def members(docs) -> list[str]:
     return [op for op in order if op in scored]
 
 
-def _evidence(row, meta: dict) -> str:
+def _evidence(row, meta: Meta) -> str:
     if row.outcome != V.Outcome.EXPECTED and row.outcome not in V.FAILING and not row.mismatched:
         return ""
-    if V.Tier.of(meta) is V.Tier.SYMBOLIC:
+    if meta.tier is V.Tier.SYMBOLIC:
         v = row.cells[0].verdict if row.cells else None
         ce = {k: x for k, x in ((v.counterexample if v is not None else None) or {}).items()
               if k not in ("params", "failed")}
@@ -216,8 +218,8 @@ def _evidence(row, meta: dict) -> str:
     return first_counterexample(row, meta)
 
 
-def _in_scope(meta: dict, contract: str) -> bool:
-    chosen = (meta.get("scope") or {}).get("contracts")
+def _in_scope(meta: Meta, contract: str) -> bool:
+    chosen = meta.run.settings.contracts if meta.run is not None else None
     return not chosen or contract in chosen
 
 

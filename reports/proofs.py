@@ -14,10 +14,10 @@ import json
 from tokenlaw.properties import verdict as V
 
 from .document import Document, Result
+from .meta import PROOFS_NOTE, Meta
 from .text import interrupted_line, rows_word
 
-HEADER = ("Floating point is out of scope here: every statement is over the reals, with the "
-          "operators' own code traced to z3 terms (the axioms: `tokenlaw docs symbolic`).")
+HEADER = PROOFS_NOTE         # the scope note on top of the report, and in its run's meta
 
 LEGEND = [
     "`proved`: z3 showed `premises and axioms -> law and every obligation` valid for every real input and "
@@ -132,14 +132,15 @@ def _short_ce(v: V.Verdict) -> str:
     return text if len(text) <= 240 else text[:237] + "..."
 
 
-def document(rows, meta: dict, laws=None) -> Document:
+def document(rows, meta: Meta, laws=None) -> Document:
     """The proofs report's document: the rows and the run's meta, with the scope note on top (``laws``:
     ``{contract: (law, exact)}`` for contracts the catalogue lacks, a user's own)."""
-    return Document(rows, dict(meta), laws=dict(laws or {}), extra={"note": HEADER})
+    return Document(rows, meta, laws=dict(laws or {}), extra={"note": HEADER})
 
 
 def to_markdown(doc: Document) -> str:
     rows, meta, st = doc.rows, doc.meta, standing(doc)
+    run = meta.run
     counts: dict = {}
     for r in rows:
         counts[r.outcome] = counts.get(r.outcome, 0) + 1
@@ -148,7 +149,8 @@ def to_markdown(doc: Document) -> str:
     lines = ["# tokenlaw symbolic proofs", "", f"**{st.result}** - {headline(st)}.", "",
              *([f"**{cut}**", ""] if cut else []),
              f"{len(rows)} rows: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) + ".", "", HEADER, "",
-             f"Solver {meta['solver']}, timeout {meta['timeout']:g} s per query, total {meta['seconds']:.1f} s.", ""]
+             f"Solver {run.environment.solver}, timeout {run.settings.timeout:g} s per query, "
+             f"total {run.execution.seconds:.1f} s.", ""]
     if bad:
         lines += ["## Failing rows", ""] + [f"- `{r.id}`: {r.outcome} - {r.cells[0].verdict.detail}" for r in bad] + [""]
     if st.undecided:

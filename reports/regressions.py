@@ -59,10 +59,10 @@ import dataclasses
 import json
 import types
 
-from tokenlaw.properties.profiles import profile_name
 from tokenlaw.properties import verdict as V
 
 from .document import Document, key, merge_runs
+from .meta import RunMeta
 
 BOUND_GROWTH = 2.0
 RATIO_ALERT = 0.5
@@ -131,26 +131,27 @@ def _detail(cell) -> str:
     return cell.verdict.written_detail if cell.verdict is not None else ""
 
 
-def _draws(run: dict) -> tuple:
+def _draws(run: RunMeta) -> tuple:
     """What decides the inputs a run drew.  ``draws`` (the Hypothesis version, and whether the constants it
     mines from local source were pinned out) is part of it: without the pin, an edit to any literal in a
     checkout changes what a seed draws, so such a run is never comparable, not even with itself.  So are
     the CPU code paths (``cpu_paths``: pinned or native, and the probe's digest), which decide the predicted
     bounds' last bits (``tokenlaw.process.cpu_paths``)."""
-    if run.get("tier") in (V.Tier.FUZZ, V.Tier.KERNEL) and "pinned out" not in str(run.get("draws")):
+    if run.tier in (V.Tier.FUZZ, V.Tier.KERNEL) and "pinned out" not in str(run.environment.draws):
         return (object(),)
-    run = dict(run, profile=profile_name(run["profile"])) if isinstance(run.get("profile"), str) else run
-    # (an old report's `quick` is today's `ci`: the same budget, comparable)
-    return tuple(json.dumps(run.get(k), sort_keys=True) for k in ("seed", "examples", "profile", "draws", "cpu_paths"))
+    s = run.settings           # its profile by today's name: an old report's `quick` is today's `ci`, comparable
+    drawn = (getattr(s, "seed", None), getattr(s, "examples", None), getattr(s, "profile", None),
+             run.environment.draws, run.environment.cpu_paths)
+    return tuple(json.dumps(v, sort_keys=True) for v in drawn)
 
 
-def comparable(base: list[dict], cur: list[dict]) -> dict:
+def comparable(base: list[RunMeta], cur: list[RunMeta]) -> dict:
     """{backend: True when both documents' runs (``Document.runs``: each run's meta) of that backend drew the
     same inputs}."""
     def by_backend(runs):
         out: dict[str, set] = {}
         for run in runs:
-            out.setdefault(run.get("backend") or "eager", set()).add(_draws(run))
+            out.setdefault(run.backend or "eager", set()).add(_draws(run))
         return out
 
     b, c = by_backend(base), by_backend(cur)
@@ -305,21 +306,21 @@ def _tolerance(out, cid, bv, cv, bound_growth, ratio_alert):
 def _sources(doc) -> dict | None:
     """The kernel hashes a document recorded (its first run that recorded any)."""
     for run in doc.runs:
-        if run.get("kernel_sources") is not None:
-            return run["kernel_sources"]
+        if run.provenance.kernel_sources is not None:
+            return run.provenance.kernel_sources
     return None
 
 
 def _kernels(out, base, cur, disk):
     if disk is not None:
         for run in cur.runs:
-            recorded = run.get("kernel_sources")
+            recorded = run.provenance.kernel_sources
             if recorded is None:
                 continue
             for f in sorted(set(disk) | set(recorded)):
                 if disk.get(f) != recorded.get(f):
                     out.regressions.append(Change(
-                        "stale-report", f"{f}@{run.get('backend') or 'eager'}", _short(recorded.get(f)),
+                        "stale-report", f"{f}@{run.backend or 'eager'}", _short(recorded.get(f)),
                         _short(disk.get(f)), "kernel source changed after this report was made: re-run it"))
     bsrc, csrc = _sources(base), _sources(cur)
     if bsrc is None or csrc is None:
@@ -331,7 +332,7 @@ def _kernels(out, base, cur, disk):
     kernels = {}
     for doc in (base, cur):
         for run in doc.runs:
-            kernels.update(run.get("kernels") or {})
+            kernels.update(run.provenance.kernels or {})
     own = {k["source"] for k in kernels.values() if k.get("source")}
     shared = [f for f in changed if f not in own]     # helpers any kernel may use
     for name, k in sorted(kernels.items()):

@@ -14,6 +14,8 @@ from tokenlaw.properties.case import Case
 from tokenlaw.properties.evidence import FuzzEvidence
 from tokenlaw.properties.verdict import Tier
 
+from .meta import Meta
+
 
 def by_reason(rows, status: str) -> dict:
     """{reason: [cell ids]} of the cells with ``status`` (not runnable / by design), each reason once."""
@@ -169,42 +171,52 @@ def limit_legend(rows) -> list[str]:
     return [f"- {text}: " + ", ".join(f"`{o}`" for o in ops) for text, ops in by.items()]
 
 
-def interrupted_line(meta: dict) -> str | None:
+def interrupted_line(meta: Meta) -> str | None:
     """What an interrupted check's or prove's report holds (``meta.interrupted``), or None for a run that finished."""
-    cut = meta.get("interrupted")
+    cut = meta.interrupted
     if not cut:
         return None
     left, judged = cut.get("rows") or [], cut.get("judged") or {}
     # a proofs report's row is one cell (the reals): its rows were proved or not, no dtype is left half done
-    done, whole = (("rows were proved", "the rows below are those the solver finished") if Tier.of(meta) is Tier.SYMBOLIC
+    done, whole = (("rows were proved", "the rows below are those the solver finished") if meta.tier is Tier.SYMBOLIC
                    else ("cells were judged", "the rows below are those judged in every dtype"))
     return (f"Interrupted (Ctrl-C) after {cut.get('judged_cells')} of {cut.get('planned_cells')} {done}: "
             f"{whole}, never a PASS. "
-            + (f"Left out, {'not proved' if Tier.of(meta) is Tier.SYMBOLIC else 'not judged in every dtype'}: "
+            + (f"Left out, {'not proved' if meta.tier is Tier.SYMBOLIC else 'not judged in every dtype'}: "
                f"{', '.join(f'`{r}`' for r in left)}"
                + (f" (their cells judged: {', '.join(f'`{c}` {o}' for c, o in judged.items())})" if judged else "")
                + "." if left else ""))
 
 
-def run_line(meta: dict) -> str:
+def run_line(meta: Meta) -> str:
     """One sentence naming how the run was made (no timings: see VOLATILE)."""
-    return (f"Tier: {meta.get('tier', 'fuzz')} (backend {meta.get('backend')}), profile `{meta.get('profile')}` "
-            f"({meta.get('examples')} examples per cell per dtype), seed {meta.get('seed')}, "
-            f"torch {meta.get('torch')}.")
+    run = meta.run
+    s = run.settings if run is not None else None
+    return (f"Tier: {meta.tier} (backend {meta.backend}), profile `{getattr(s, 'profile', None)}` "
+            f"({getattr(s, 'examples', None)} examples per cell per dtype), seed {getattr(s, 'seed', None)}, "
+            f"torch {run.environment.torch if run is not None else None}.")
 
 
-def replay_command(replay_id: str, meta: dict | None = None) -> str:
-    """The command that replays ``replay_id`` when pasted in the directory the run ran in.
+def replay_command(replay_id: str, meta: Meta | None = None) -> str:
+    """The command that replays ``replay_id`` when pasted in the directory the run (``meta.run``) ran in.
 
-    The run's meta records what it needs: the user's ``--operators`` modules (``scope.operator_modules``,
+    The run's record holds what it needs: the user's ``--operators`` modules (``scope.operator_modules``,
     as typed), the replay directory as seen from there (``replays_from_run_dir``) and the backend's
     environment (``env``, e.g. ``TRITON_INTERPRET=1``).  A document without them (an old or merged
     report) gets the bare command.
     """
-    meta = meta or {}
-    env = [f"{k}={shlex.quote(str(v))}" for k, v in sorted((meta.get("env") or {}).items())]
-    modules = [f"--operators {shlex.quote(m)}" for m in ((meta.get("scope") or {}).get("operator_modules") or ())]
-    where = meta.get("replays_from_run_dir")
+    run = meta.run if meta is not None else None
+    if run is None:
+        return replay(replay_id)
+    return replay(replay_id, env=run.environment.env, modules=run.settings.operator_modules,
+                  where=run.execution.replays_from_run_dir)
+
+
+def replay(replay_id: str, *, env: dict | None = None, modules=(), where: str | None = None) -> str:
+    """``tokenlaw replay ID`` with the environment ``env``, the user's ``--operators`` ``modules`` and the replay
+    directory ``where`` (as seen from where it is pasted)."""
+    env = [f"{k}={shlex.quote(str(v))}" for k, v in sorted((env or {}).items())]
+    modules = [f"--operators {shlex.quote(m)}" for m in (modules or ())]
     tail = [f"--replays {shlex.quote(where)}"] if where else []
     return " ".join([*env, "tokenlaw", *modules, "replay", shlex.quote(replay_id), *tail])
 
@@ -212,10 +224,10 @@ def replay_command(replay_id: str, meta: dict | None = None) -> str:
 def campaign_replay(replay_id: str, meta: dict) -> str:
     """The replay command of a campaign's finding (its meta: ``scope.operator_modules`` and ``replays``), as
     pasted in the directory the campaign ran in: the user's ``--operators`` modules included (issue 47)."""
-    return replay_command(replay_id, {"scope": meta.get("scope") or {}, "replays_from_run_dir": meta.get("replays")})
+    return replay(replay_id, modules=(meta.get("scope") or {}).get("operator_modules"), where=meta.get("replays"))
 
 
-def first_counterexample(row, meta: dict | None = None) -> str:
+def first_counterexample(row, meta: Meta | None = None) -> str:
     """The first failing cell's counterexample, its detail and the command that replays it (``meta``: the run's)."""
     for c in row.cells:
         v = c.verdict

@@ -31,6 +31,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import verdict as V
 
 from .document import ESTABLISHED, Document, merge_shards, stable, standing, tier_name  # noqa: F401 (re-exported)
+from .meta import Meta
 from .text import first_counterexample, rows_word
 
 # The order in which a combined row takes a tier's outcome when several tiers disagree.
@@ -124,34 +125,50 @@ def combined_outcome(declared, tiers) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Verification:
-    """The combined rows and the meta of every run they came from (``runs``, each with its ``tier``)."""
+    """The combined rows and the record of every run they came from (``runs``: (its column, its RunMeta))."""
 
     rows: tuple
     runs: tuple
     tiers: tuple                    # column names, in run order
     tier_summaries: dict            # {tier: that tier's own report summary}
 
-    def to_json(self) -> dict:
-        rows = [{"id": r.id, "operator": r.operator, "contract": r.contract, "declared": r.declared,
-                 "reason": r.reason, "outcome": r.outcome, "combined": r.colour,
-                 "tiers": {t.tier: t.to_json() for t in r.tiers}} for r in self.rows]
-        st = standing(((r.id, r.declared, r.outcome, r.failing) for r in self.rows), proof=False)
+    def standing(self):
+        """What the combined rows established (:func:`~.document.standing`; a pass of any tier counts)."""
+        return standing(((r.id, r.declared, r.outcome, r.failing) for r in self.rows), proof=False)
+
+    @property
+    def expected(self) -> tuple[int, int]:
+        """(rows declared to violate, those some tier reproduced)."""
+        violates = [r for r in self.rows if r.declared == "violates"]
+        return len(violates), sum(r.colour == "green" for r in violates)
+
+    def summary(self) -> dict:
+        """The report's ``summary``: the standing, the row colours, the expected violations, each tier's own."""
         colours: dict = {}
         for r in self.rows:
             if r.declared is not None:
                 colours[r.colour] = colours.get(r.colour, 0) + 1
-        violates = [r for r in self.rows if r.declared == "violates"]
-        summ = {**st.to_json(), "rows": len(rows), "combined": dict(sorted(colours.items())),
-                "expected": {"rows": len(violates), "reproduced": sum(r.colour == "green" for r in violates)},
-                "tiers": {name: {k: s.get(k) for k in ("result", "claimed", "failing", "undecided")}
-                          for name, s in self.tier_summaries.items()}}
+        violates, reproduced = self.expected
+        return {**self.standing().to_json(), "rows": len(self.rows), "combined": dict(sorted(colours.items())),
+                "expected": {"rows": violates, "reproduced": reproduced},
+                "tiers": {name: {k: s[k] for k in _TIER_SUMMARY} for name, s in self.tier_summaries.items()}}
+
+    def to_json(self) -> dict:
+        rows = [{"id": r.id, "operator": r.operator, "contract": r.contract, "declared": r.declared,
+                 "reason": r.reason, "outcome": r.outcome, "combined": r.colour,
+                 "tiers": {t.tier: t.to_json() for t in r.tiers}} for r in self.rows]
+        runs = [{**run.to_json(), "column": name} for name, run in self.runs]
         return {"schema": 1, "meta": {"tier": "combined", "tiers": list(self.tiers),
-                                      "runs": json.loads(json.dumps(list(self.runs)))},
-                "summary": summ, "rows": rows}
+                                      "runs": json.loads(json.dumps(runs))},
+                "summary": self.summary(), "rows": rows}
 
 
-def _detail(row, meta: dict) -> str:
-    if V.Tier.of(meta) is V.Tier.SYMBOLIC:
+# The fields of each tier's own summary the combined report repeats.
+_TIER_SUMMARY = ("result", "claimed", "failing", "undecided")
+
+
+def _detail(row, meta: Meta) -> str:
+    if meta.tier is V.Tier.SYMBOLIC:
         v = row.cells[0].verdict if row.cells else None
         text = v.written_detail if v is not None else ""
     else:
@@ -192,7 +209,7 @@ def combine(docs: list[Document]) -> Verification:
                                       f"{row.declared!r} in the {name} report: were they made from the same operators?")
             tiers.append(tier)
     rows = tuple(CombinedRow(r.operator, r.contract, r.declared, r.reason, tuple(t)) for r, t in order.values())
-    runs = tuple({**run, "column": name} for d, name in zip(docs, names) for run in d.runs)
+    runs = tuple((name, run) for d, name in zip(docs, names) for run in d.runs)
     return Verification(rows, runs, tuple(names), {n: d.summary() for d, n in zip(docs, names)})
 
 
@@ -206,54 +223,60 @@ def combine_or_merge(docs: list[Document], sources: list[str]):
     return merged[0] if len(merged) == 1 else combine(merged)
 
 
-def headline(view: dict) -> str:
+def headline(ver: Verification) -> str:
     """'176 claimed rows: 150 green, 2 undecided, 0 red, 24 not run; symbolic proved 50 of 176; ...'"""
-    summ, c = view["summary"], view["summary"]["claimed"]
+    c = ver.standing().claimed
     colours = {k: 0 for k in ("green", "undecided", "red", "not run")}
-    for r in view["rows"]:
-        if r["declared"] == "claims":
-            colours[r["combined"]] += 1
+    for r in ver.rows:
+        if r.declared == "claims":
+            colours[r.colour] += 1
     text = f"{rows_word(c['rows']).replace('row', 'claimed row')}: " + ", ".join(f"{n} {k}" for k, n in colours.items())
-    for name, s in summ["tiers"].items():
-        sc = s.get("claimed") or {}
-        verb = f"proved {sc.get('proved', 0)}" if name == "symbolic" else f"established {sc.get('established', 0)}"
-        text += f"; {name} {verb} of {sc.get('rows', 0)} ({s.get('result')})"
-    e = summ["expected"]
-    if e["rows"]:
-        text += f"; {e['reproduced']} of {e['rows']} expected violations reproduced"
+    for name, s in ver.tier_summaries.items():
+        sc = s["claimed"]
+        verb = f"proved {sc['proved']}" if name == "symbolic" else f"established {sc['established']}"
+        text += f"; {name} {verb} of {sc['rows']} ({s['result']})"
+    violates, reproduced = ver.expected
+    if violates:
+        text += f"; {reproduced} of {violates} expected violations reproduced"
     if c["rows"] and not c["established"] and not c["failing"]:
         text += "; nothing established, so the run is undecided"
     return text
 
 
+def _run_facts(run) -> dict:
+    """What the combined report's Runs section says of a run: its backend and budget."""
+    s = run.settings
+    if run.tier is V.Tier.SYMBOLIC:
+        return {"backend": s.backend, "solver": run.environment.solver, "timeout": s.timeout}
+    return {"backend": s.backend, "profile": s.profile, "examples": s.examples, "seed": s.seed}
+
+
 def to_markdown(ver: Verification) -> str:
     """The combined report: the result and headline, red and undecided rows, then every row per tier."""
-    view = stable(ver.to_json())
-    tiers, rows, summ = view["meta"]["tiers"], view["rows"], view["summary"]
-    lines = [f"# tokenlaw verification ({' + '.join(tiers)})", "", f"**{summ['result']}** - {headline(view)}.", "",
+    tiers, rows = ver.tiers, ver.rows
+    lines = [f"# tokenlaw verification ({' + '.join(tiers)})", "", f"**{ver.standing().result}** - {headline(ver)}.",
+             "",
              "A row is green only if no tier refuted it, no tier left a claimed row undecided (unknown, vacuous, "
              "trace differs from eager) and some tier established it; red if any tier fails it, whatever the "
              "others say. Each column is that tier's own outcome (`tokenlaw docs symbolic`, `tokenlaw docs fuzz`).",
              ""]
     for colour, title in (("red", "Red rows (some tier fails them)"),
                           ("undecided", "Undecided claimed rows (why this run is not a PASS)")):
-        picked = [r for r in rows if r["combined"] == colour and (colour == "red" or r["declared"] == "claims")]
+        picked = [r for r in rows if r.colour == colour and (colour == "red" or r.declared == "claims")]
         if picked:
             lines += [f"## {title}", ""]
             for r in picked:
-                said = "; ".join(f"{t}: {x['says']}" + (f" ({x['detail']})" if x["detail"] else "")
-                                 for t, x in r["tiers"].items())
-                lines.append(f"- `{r['id']}` ({r['declared']}): {said.replace('|', '/')}")
+                said = "; ".join(f"{t.tier}: {t.words}" + (f" ({t.detail})" if t.detail else "") for t in r.tiers)
+                lines.append(f"- `{r.id}` ({r.declared}): {said.replace('|', '/')}")
             lines.append("")
     lines += ["## Rows", "", "| row | declared | combined | " + " | ".join(tiers) + " |",
               "|---|---|---|" + "---|" * len(tiers)]
     for r in rows:
-        cols = [r["tiers"][t]["says"] if t in r["tiers"] else "-" for t in tiers]
-        mark = {"red": "**RED**", "green": "green"}.get(r["combined"], r["combined"])
-        lines.append(f"| `{r['id']}` | {r['declared']} | {mark} | " + " | ".join(cols) + " |")
+        cols = [r.tier(t).words if r.tier(t) is not None else "-" for t in tiers]
+        mark = {"red": "**RED**", "green": "green"}.get(r.colour, r.colour)
+        lines.append(f"| `{r.id}` | {r.declared} | {mark} | " + " | ".join(cols) + " |")
     lines += ["", "## Runs", ""]
-    for run in view["meta"]["runs"]:
-        keep = {k: run[k] for k in ("backend", "profile", "examples", "seed", "solver", "timeout") if k in run}
-        lines.append(f"- {run['column']}: " + ", ".join(f"{k} {v}" for k, v in keep.items()))
+    for name, run in ver.runs:
+        lines.append(f"- {name}: " + ", ".join(f"{k} {v}" for k, v in _run_facts(run).items()))
     lines.append("")
     return "\n".join(lines)

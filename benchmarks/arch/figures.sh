@@ -17,7 +17,10 @@ echo "tier-string dispatches (tier == \"symbolic\"/\"fuzz\", .get(\"tier\") ==):
 writers=$(grep -rnE '^def (write|write_doc|write_all)\(' --include=*.py reports orchestration app 2>/dev/null \
           | sed -E 's/:[0-9]+:def ([a-z_]+).*/.\1/' | sort)
 echo "report writers (module-level write / write_doc / write_all): $(echo "$writers" | grep -c .) ($(echo $writers))"
-echo "tuple-literal outcome orderings (SEVERITY/ORDER/RANK = literal): $(grep -rnE '(SEVERITY|ORDER|RANK)\s*=\s*[\(\[\{]' --include=*.py reports properties orchestration app 2>/dev/null | wc -l)"
+# a constant named for an order (…SEVERITY, …ORDER, …RANK, …FIRST) bound to a tuple or list literal of Outcome
+# members: an ordering of outcomes outside the enum (a set of outcomes such as PASSED, or a dict from outcomes to
+# words, orders nothing; TIER_ORDER and NEEDS_ORDER order no outcome)
+echo "tuple-literal outcome orderings (an ORDER/RANK/SEVERITY/FIRST name = literal of Outcome members): $(grep -rnE '^\s*[A-Z_]*(SEVERITY|ORDER|RANK|FIRST)[A-Z_]*\s*=\s*[\(\[]\s*((V\.)?Outcome\.|$)' --include=*.py reports properties orchestration app 2>/dev/null | wc -l)"
 if command -v duplicates > /dev/null; then
   echo "duplicate pairs in kernels/ (duplicates --repo kernels): $(duplicates --repo kernels --seconds 60 | head -1)"
 else

@@ -16,6 +16,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.orchestration import environment, runs
 from tokenlaw.reports import known_failures, regressions, writers
 from tokenlaw.reports.document import Document
+from tokenlaw.reports.meta import RunMeta
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OPS = ["--operators", "gate_scratch_ops"]
@@ -120,7 +121,9 @@ def _doc(status="holds", outcome="holds", declared="claims", backend="eager", bo
                         "tier": tier, "extra": dict(extra or {})}}
     row = {"id": "op-law", "operator": "op", "contract": "law", "law": "", "exact": exact, "declared": declared,
            "reason": "r", "outcome": outcome, "cells": [cell]}
-    meta = {"seed": seed, "examples": 5, "profile": "smoke", "kernel_sources": {"kernels/k.py": kernel_sha},
+    # a fuzz run whose draws were pinned (a run read without them is never comparable: regressions._draws)
+    meta = {"tier": "fuzz", "seed": seed, "examples": 5, "profile": "smoke",
+            "draws": "hypothesis 6.155.0, local constants pinned out", "kernel_sources": {"kernels/k.py": kernel_sha},
             "kernels": {"k_fwd": {"operators": ["op"], "source": "kernels/k.py"}}}
     return {"schema": 1, "meta": meta, "rows": [row]}
 
@@ -344,9 +347,10 @@ def test_gate_refuses_an_interpreter_run_it_cannot_reproduce(monkeypatch, tmp_pa
 
 
 def test_prepare_env_sets_a_recorded_variable_only_while_it_can_take_effect():
-    interp = {"backend": "triton", "env": {"TRITON_INTERPRET": "1"}}
+    interp = RunMeta.from_json({"tier": "kernel", "backend": "triton", "env": {"TRITON_INTERPRET": "1"}})
+    eager = RunMeta.from_json({"backend": "eager"})
     env = {}
-    assert environment.prepare_env([{"backend": "eager"}, interp], env, imported={}) == ["TRITON_INTERPRET=1"]
+    assert environment.prepare_env([eager, interp], env, imported={}) == ["TRITON_INTERPRET=1"]
     assert env == {"TRITON_INTERPRET": "1"}
     assert environment.prepare_env([interp], env, imported={"triton": object()}) == []       # already as recorded
     with pytest.raises(InvalidArgument, match="TRITON_INTERPRET=1"):                  # too late to set it
@@ -354,8 +358,8 @@ def test_prepare_env_sets_a_recorded_variable_only_while_it_can_take_effect():
     with pytest.raises(InvalidArgument, match="TRITON_INTERPRET=1"):                  # set to something else
         environment.prepare_env([interp], {"TRITON_INTERPRET": "0"}, imported={})
     with pytest.raises(InvalidArgument, match="one process"):                         # two runs disagree
-        environment.prepare_env([interp, {"backend": "triton", "env": {"TRITON_INTERPRET": "0"}}], {}, imported={})
-    assert environment.prepare_env([{"backend": "eager"}], {}, imported={}) == []            # nothing recorded
+        environment.prepare_env([interp, RunMeta.from_json({"tier": "kernel", "backend": "triton", "env": {"TRITON_INTERPRET": "0"}})], {}, imported={})
+    assert environment.prepare_env([eager], {}, imported={}) == []            # nothing recorded
 
 
 def test_gate_reruns_a_symbolic_run_through_prove(monkeypatch, tmp_path, capsys):

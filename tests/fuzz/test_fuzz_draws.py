@@ -19,6 +19,7 @@ import torch
 
 from tokenlaw.fuzz import engine
 from tokenlaw.properties.catalogue import CONTRACTS
+from tokenlaw.reports.meta import RunMeta
 from tokenlaw.reports.regressions import comparable
 
 
@@ -72,7 +73,7 @@ def test_the_reports_meta_says_whether_draws_are_pinned():
 
 def run(draws):
     """The runs of a document (``Document.runs``): one eager fuzz run."""
-    return [dict(tier="fuzz", backend="eager", seed=0, examples=10, profile="smoke", draws=draws)]
+    return [RunMeta.from_json(dict(tier="fuzz", backend="eager", seed=0, examples=10, profile="smoke", draws=draws))]
 
 
 def test_the_gate_compares_inputs_only_between_pinned_runs_of_one_hypothesis():

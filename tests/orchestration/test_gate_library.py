@@ -7,18 +7,20 @@ import tokenlaw
 from tokenlaw.orchestration import gate, runs
 from tokenlaw.properties.verdict import Tier
 from tokenlaw.reports import document
+from tokenlaw.reports.meta import RunMeta
 
 
 def test_each_recorded_run_becomes_its_tiers_settings():
     fuzz = {"tier": "fuzz", "backend": "eager", "profile": "smoke", "examples": 3, "seed": 7,
             "scope": {"operators": ["sdpa"], "contracts": ["closure"]}}
     symbolic = {"tier": "symbolic", "backend": "z3", "timeout": 2.0, "scope": {"operators": ["sdpa"]}}
-    c, p = gate.recorded_settings(fuzz, out="o"), gate.recorded_settings(symbolic, out="o")
+    c, p = (gate.recorded_settings(RunMeta.from_json(run), out="o") for run in (fuzz, symbolic))
     assert type(c) is runs.CheckSettings and (c.seed, c.examples, c.operators, c.tier) == (7, 3, ("sdpa",), Tier.FUZZ)
     assert type(p) is runs.ProveSettings and (p.timeout, p.operators, p.tier) == (2.0, ("sdpa",), Tier.SYMBOLIC)
-    assert type(gate.recorded_settings({}, out="o")) is runs.CheckSettings       # a report before meta.tier
-    with pytest.raises(ValueError):
-        gate.recorded_settings({"tier": "combined"})                              # not a run: refused
+    assert type(gate.recorded_settings(RunMeta.from_json({}), out="o")) is runs.CheckSettings   # before meta.tier
+    assert type(gate.recorded_settings(None, out="o")) is runs.CheckSettings       # no baseline: a default check
+    with pytest.raises(ValueError, match="meta.tier"):
+        RunMeta.from_json({"tier": "combined"})                                   # not a run: refused at the edge
 
 
 @pytest.fixture(scope="module")

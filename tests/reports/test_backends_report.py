@@ -11,6 +11,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.reports import backends as B
 from tokenlaw.reports.document import Document
+from tokenlaw.reports.meta import Meta
 
 
 def _doc(backend, cells, declares=None):
@@ -20,7 +21,7 @@ def _doc(backend, cells, declares=None):
         rows.setdefault(contract, []).append(Cell("sdpa", contract, backend, dtype,
                                                   V.Verdict(V.Status(status), disc, bound)))
     meta = {"backend": backend, **({"declares": declares} if declares else {})}
-    return Document([Row("sdpa", c, "claims", "reason", cs) for c, cs in rows.items()], meta)
+    return Document([Row("sdpa", c, "claims", "reason", cs) for c, cs in rows.items()], Meta.from_json(meta))
 
 
 def test_outcomes_and_far_apart_ratios_differ_and_come_first():

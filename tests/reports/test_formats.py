@@ -14,18 +14,19 @@ from tokenlaw.reports.campaign import CampaignReport
 from tokenlaw.reports.document import Document
 from tokenlaw.reports.kill_matrix import Figure, KillMatrix, MutantRun, Tally
 from tokenlaw.reports.mutations import MutationReport
+from tokenlaw.reports.meta import Meta
 
 
 def _fuzz():
     v = V.Verdict(V.Status.HOLDS, 0.1, 1.0, examples=3, seconds=0.25)
     return Document([Row("a", "simplex", "claims", "r", [Cell("a", "simplex", "eager", "float64", v)])],
-                    dict(tier="fuzz", backend="eager", seed=0, profile="smoke", examples=3, seconds=1.5))
+                    Meta.from_json(dict(tier="fuzz", backend="eager", seed=0, profile="smoke", examples=3, seconds=1.5)))
 
 
 def _proof():
     v = V.Verdict(V.Status.PROVED, tier="symbolic", dtype="real", seconds=0.5)
     rows = [Row("a", "simplex", "claims", "r", [Cell("a", "simplex", "symbolic", "real", v)])]
-    return proofs.document(rows, dict(tier="symbolic", backend="z3", solver="z3", timeout=5, seconds=0.5))
+    return proofs.document(rows, Meta.from_json(dict(tier="symbolic", backend="z3", solver="z3", timeout=5, seconds=0.5)))
 
 
 def test_every_group_names_registered_formats():

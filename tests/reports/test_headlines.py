@@ -18,6 +18,7 @@ from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.orchestration import runs
 from tokenlaw.reports import formats, proofs
 from tokenlaw.reports.document import Document, Result, standing
+from tokenlaw.reports.meta import Meta
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -42,7 +43,7 @@ MIX = [proof_row("a", "zero_absorption", V.Status.PROVED), proof_row("b", "zero_
 
 
 def stand(rows):
-    return proofs.standing(proofs.document(rows, dict(tier="symbolic")))
+    return proofs.standing(proofs.document(rows, Meta.from_json(dict(tier="symbolic"))))
 
 
 def test_prove_headline_counts_a_known_mix():
@@ -71,7 +72,7 @@ def test_prove_headline_counts_a_known_mix():
 ], ids=["unknown+vacuous+trace", "vacuous+trace", "trace-differs", "pass", "nothing-proved"])
 def test_result_of_each_case(drop, result):
     rows = [r for r in MIX if r.id not in drop]
-    doc = proofs.document(rows, dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0))
+    doc = proofs.document(rows, Meta.from_json(dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0)))
     st = proofs.standing(doc)
     assert st.result == result
     md = proofs.to_markdown(doc)
@@ -108,7 +109,7 @@ def conformance_row(op, *statuses):
 
 def test_conformance_report_is_not_pass_over_a_vacuous_cell():
     doc = Document([conformance_row("a", V.Status.HOLDS, V.Status.HOLDS), conformance_row("b", V.Status.HOLDS, V.Status.VACUOUS)],
-                   dict(tier="fuzz", backend="eager"))
+                   Meta.from_json(dict(tier="fuzz", backend="eager")))
     summ = doc.to_json()["summary"]
     assert summ["result"] == "UNDECIDED" and summ["undecided"] == ["b-null_receiver"]
     assert summ["claimed"] == {"rows": 2, "proved": 0, "established": 1, "undecided": 1, "not_run": 0, "failing": 0}
@@ -158,7 +159,7 @@ def test_check_exit_code_follows_the_same_rule(user_module, capsys, monkeypatch)
     assert out["result"] == "PASS" and out["claimed"]["established"] == out["claimed"]["rows"] - out["claimed"]["not_run"]
     # A claimed row the tier could not decide (a vacuous cell) is not a pass: the command says so.
     undecided = Document([conformance_row("a", V.Status.HOLDS, V.Status.HOLDS), conformance_row("b", V.Status.HOLDS, V.Status.VACUOUS)],
-                         dict(tier="fuzz", backend="eager"))
+                         Meta.from_json(dict(tier="fuzz", backend="eager")))
     monkeypatch.setattr(runs, "check", lambda settings, **kw: undecided)
     assert cli.main(["check", "--out", "c2", "--json"]) == EXIT_UNDECIDED
     out = json.loads(capsys.readouterr().out)
@@ -168,8 +169,10 @@ def test_check_exit_code_follows_the_same_rule(user_module, capsys, monkeypatch)
 
 
 def test_outcome_severity_is_one_explicit_order():
-    """Outcome.worst picks by V.SEVERITY, which ranks every outcome; the gate compares by the same ranks."""
-    assert {o for level in V.SEVERITY for o in level} == set(V.Outcome)
+    """Outcome.worst picks by each member's declared severity; the gate compares by the same ranks."""
+    assert all(isinstance(o.severity, int) for o in V.Outcome) and V.Outcome("holds") is V.Outcome.HOLDS
+    assert V.Outcome.PROVED.severity < V.Outcome.HOLDS.severity < V.Outcome.UNKNOWN.severity \
+        < V.Outcome.NOT_RUNNABLE.severity < V.Outcome.NOT_REPRODUCED.severity < V.Outcome.UNEXPECTED.severity
     assert V.Outcome.worst(V.Outcome.PROVED, "holds", V.Outcome.UNEXPECTED, V.Outcome.UNKNOWN) is V.Outcome.UNEXPECTED
     assert V.Outcome.worst(V.Outcome.HOLDS, V.Outcome.VACUOUS) is V.Outcome.VACUOUS
     assert V.Outcome.worst(V.Outcome.RAISED, V.Outcome.UNEXPECTED) is V.Outcome.RAISED           # equally bad: the first
@@ -181,10 +184,10 @@ def test_outcome_severity_is_one_explicit_order():
 def test_document_standing_is_typed_and_agrees_with_the_summary():
     rows = [conformance_row("oattention", V.Status.HOLDS, V.Status.HOLDS), conformance_row("sdpa", V.Status.HOLDS, V.Status.VIOLATED)]
     for kept, want in ((rows[:1], Result.PASS), (rows, Result.FAIL)):
-        doc = Document(kept, {"tier": "fuzz"})
+        doc = Document(kept, Meta.from_json({"tier": "fuzz"}))
         st = doc.standing()
         assert st.result is want and doc.to_json()["summary"]["result"] == want.value
         assert st.to_json() == {k: doc.to_json()["summary"][k] for k in ("result", "failing", "undecided", "claimed")}
     proved = proofs.document([proof_row("a", "zero_absorption", V.Status.PROVED),
-                              proof_row("m", "null_receiver", V.Status.UNKNOWN, mismatch=True)], dict(tier="symbolic"))
+                              proof_row("m", "null_receiver", V.Status.UNKNOWN, mismatch=True)], Meta.from_json(dict(tier="symbolic")))
     assert proved.standing().result is Result.FAIL and proved.standing().failing == ["m-null_receiver"]

@@ -16,6 +16,7 @@ from tokenlaw.reports import html as H
 from tokenlaw.reports import lawtable as L
 from tokenlaw.reports import formats, proofs
 from tokenlaw.reports.document import Document
+from tokenlaw.reports.meta import Meta
 
 TRAITS = {"soft": ["masked", "score_normaliser", "token_mixing"],
           "gated": ["masked", "presence", "token_mixing"],          # OAttention-like: no W(S), still a row
@@ -36,7 +37,7 @@ def fuzz_doc(rows, traits=TRAITS, scope=None):
         meta["traits"] = traits
     if scope is not None:
         meta["scope"] = scope
-    return Document(out, meta)
+    return Document(out, Meta.from_json(meta))
 
 
 def proof_doc(rows, traits=TRAITS):
@@ -44,7 +45,7 @@ def proof_doc(rows, traits=TRAITS):
                     [Cell(op, contract, "symbolic", "real", V.Verdict(status, tier="symbolic", detail=f"{status} why",
                                                                      **dict(extra)))])
            for op, contract, declared, status, *extra in rows]
-    return proofs.document(out, dict(tier="symbolic", backend="z3", solver="z3", timeout=5, traits=traits))
+    return proofs.document(out, Meta.from_json(dict(tier="symbolic", backend="z3", solver="z3", timeout=5, traits=traits)))
 
 
 def col(key):

@@ -70,7 +70,7 @@ def test_a_forged_outcome_is_not_believed(small):
 def test_merge_runs_keeps_each_run_and_refuses_a_row_twice(small):
     doc, _ = small
     merged = document.merge_runs([doc])
-    assert merged.runs == [doc.meta] and merged.row_backends() == ["eager"] * len(doc.rows)
+    assert merged.runs == [doc.meta.run] and merged.row_backends() == ["eager"] * len(doc.rows)
     back = Document.from_json(json.loads(json.dumps(merged.to_json())))
     assert back.to_json() == merged.to_json()
     with pytest.raises(InvalidArgument, match="more than one report"):

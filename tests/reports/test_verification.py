@@ -18,6 +18,7 @@ from tokenlaw.properties import verdict as V
 from tokenlaw.properties.plan import Cell, Row
 from tokenlaw.reports import proofs, verification
 from tokenlaw.reports.document import Document
+from tokenlaw.reports.meta import Meta
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -27,7 +28,7 @@ def fuzz_doc(*rows):
     out = [Row(op, "zero_absorption", declared, "reason",
                [Cell(op, "zero_absorption", "eager", dt, V.Verdict(status)) for dt in ("float64", "float32")])
            for op, declared, status in rows]
-    return Document(out, dict(tier="fuzz", backend="eager", seed=0))
+    return Document(out, Meta.from_json(dict(tier="fuzz", backend="eager", seed=0)))
 
 
 def proof_doc(*rows):
@@ -35,7 +36,7 @@ def proof_doc(*rows):
                     [Cell(op, "zero_absorption", "symbolic", "real",
                           V.Verdict(status, tier="symbolic", detail=status, **dict(extra)))])
            for op, declared, status, *extra in rows]
-    return proofs.document(out, dict(tier="symbolic", backend="z3", solver="z3", timeout=5))
+    return proofs.document(out, Meta.from_json(dict(tier="symbolic", backend="z3", solver="z3", timeout=5)))
 
 
 CASES = [  # (operator, declared, fuzz status, symbolic status, typed fields, combined colour, combined outcome)

@@ -12,6 +12,7 @@ from tokenlaw.operators import projections
 from tokenlaw.properties.catalogue import default_registry
 from tokenlaw.properties import verdict as V
 from tokenlaw.symbolic.prover import prove_cell
+from tokenlaw.reports.meta import Meta
 
 REGISTRY = default_registry()
 
@@ -143,7 +144,7 @@ def test_new_statuses_count_and_render_honestly():
     assert vacuous.outcome == V.Outcome.VACUOUS and not vacuous.failing
     assert untraceable.outcome == V.Outcome.NOT_TRACEABLE and not untraceable.failing
     assert V.outcome("violates", V.Verdict(V.Status.SAMPLED)) == V.Outcome.NOT_REPRODUCED
-    doc = Document([sampled, vacuous, untraceable], dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0))
+    doc = Document([sampled, vacuous, untraceable], Meta.from_json(dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0)))
     for fmt in CONFORMANCE + PROOFS:
         assert render(doc, fmt)
 
