@@ -103,7 +103,7 @@ def one_term_product(a, b, least: int = 0):
     if columns is None:
         return None
     index, values = columns
-    if not bool(torch.isfinite(a).all()) or bool(((~torch.signbit(a)).sum(-1) < 2).any()):
+    if not _left_usable(a):
         return None
     half = a.dtype in (torch.float16, torch.bfloat16)
     wide = a.float() if half else a
@@ -160,6 +160,28 @@ def _one_term_columns(b):
     while len(_COLUMNS) > _COLUMNS_KEPT:
         _COLUMNS.popitem(last=False)
     return result
+
+
+# The last left operands :func:`_left_usable` read: key -> (the tensor, held so its id is not reused, the answer).
+# A probe multiplies one token tensor by its three projections in turn: two of the three reads were repeats.
+_LEFT: collections.OrderedDict = collections.OrderedDict()
+_LEFT_KEPT = 8
+
+
+def _left_usable(a) -> bool:
+    """Every entry of ``a`` is finite and every row has two entries with the sign bit clear (what
+    :func:`one_term_product` asks of its left operand).  Remembered for the last few tensors, by identity and
+    version (an in-place change reads again), like :func:`_one_term_columns`."""
+    key = (id(a), a._version, a.data_ptr(), tuple(a.shape), a.stride(), a.dtype)
+    hit = _LEFT.get(key)
+    if hit is not None and hit[0] is a:
+        _LEFT.move_to_end(key)
+        return hit[1]
+    usable = bool(torch.isfinite(a).all()) and not bool(((~torch.signbit(a)).sum(-1) < 2).any())
+    _LEFT[key] = (a, usable)
+    while len(_LEFT) > _LEFT_KEPT:
+        _LEFT.popitem(last=False)
+    return usable
 
 
 class TorchNamespace:
