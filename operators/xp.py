@@ -184,6 +184,9 @@ def _left_usable(a) -> bool:
     return usable
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
 class TorchNamespace:
     """Eager backend: thin aliases onto torch so autograd and dtypes just work."""
 
@@ -258,12 +261,13 @@ class TorchNamespace:
         machine, same seed, same inputs, same pinned float32 paths (issue 19).  The float32 product runs
         on the paths ``cpu_paths`` pins (MKL's reproducible mode).
         """
-        if _SELECTIONS[0] and a.device.type == "cpu":
-            out = one_term_product(a, b, ONE_TERM_FROM)
-            if out is not None:
-                return out
-        if a.device.type == "cpu" and a.dtype == b.dtype and a.dtype in (torch.float16, torch.bfloat16):
-            return (a.float() @ b.float()).to(a.dtype)
+        if a.is_cpu:        # (0.3 us a call against 1.7 us for device.type; 260 000 calls in 30 host cells)
+            if _SELECTIONS[0]:
+                out = one_term_product(a, b, ONE_TERM_FROM)
+                if out is not None:
+                    return out
+            if a.dtype in _HALF and a.dtype == b.dtype:
+                return (a.float() @ b.float()).to(a.dtype)
         return a @ b
 
     def swapaxes(self, x, a, b):
