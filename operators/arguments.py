@@ -14,7 +14,6 @@ its declaration.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import contextvars
 import math
@@ -103,34 +102,6 @@ def finite(t, name):
         bad = "NaN" if bool(torch.isnan(t).any()) else "inf"
         raise InvalidArgument(f"{name}: contains {bad}; inputs must be finite "
                               "(a NaN would spread to every token, masked or not)")
-
-
-# The small parameters :func:`weight` found finite, by identity and version (the tensor held, so its id is not
-# reused): an operator checks its projections at every call, and a law calls it many times on the same
-# parameters (the case's, cast once per dtype; the probes' own).  An in-place change (a new version), another
-# tensor or storage reads again; a write that bypasses the version counter (through ``.data``, or a numpy
-# array the tensor shares memory with) is not seen, as by ``xp._one_term_columns``.  Measured: one small finite
-# check 5-25 us, the key 2 us; sm_fir (all contracts, seed 0) made 110 000 such checks.
-_FINITE: collections.OrderedDict = collections.OrderedDict()
-_FINITE_KEPT = 32
-
-
-def _finite_parameter(t, name) -> None:
-    """:func:`finite` for a parameter, remembered when it holds (tensors under ``_SUM_FIRST`` entries)."""
-    try:
-        key = (id(t), t._version, t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)
-    except (RuntimeError, NotImplementedError, AttributeError):     # no version counter or storage: not kept
-        finite(t, name)
-        return
-    hit = _FINITE.get(key)
-    if hit is t:
-        _FINITE.move_to_end(key)
-        return
-    finite(t, name)
-    if t.numel() < _SUM_FIRST:
-        _FINITE[key] = t
-        while len(_FINITE) > _FINITE_KEPT:
-            _FINITE.popitem(last=False)
 
 
 def device(t, name, like=None, like_name="x"):
@@ -276,7 +247,7 @@ def weight(w, shape, name, like=None):
             raise InvalidArgument(f"{name}: dtype {w.dtype} differs from x's {like.dtype} (no silent casts)")
         device(w, name, like)
         if not _COMPOSED.get():      # a composition checked its whole parameter tree once (tree())
-            _finite_parameter(w, name)
+            finite(w, name)
     return w
 
 
