@@ -29,6 +29,8 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.properties.core_case import CoreCase
 
+from .composite import composite
+
 LONG = 257                                   # past two 128-blocks plus one
 EDGES = (128, 129, 257)                      # a 128-key block, one past it, one past two
 ODD_HEAD_DIMS = (3, 5, 7, 11, 13, 17, 31, 61, 127, 251)
@@ -77,7 +79,6 @@ def core_cases(op, dtype, *, form: str = "plain", backend: str = backends.EAGER.
     causal = st.booleans() if "is_causal" in core.takes else st.just(False)
     scales = st.none() | st.sampled_from(SCALES) if "scale" in core.takes else st.none()
 
-    @st.composite
     def build(draw):
         square = form == "square" or core.square
         decode = draw(st.sampled_from((False,) * 7 + (True,))) and not square
@@ -107,4 +108,4 @@ def core_cases(op, dtype, *, form: str = "plain", backend: str = backends.EAGER.
             scale=draw(st.sampled_from(MAGNITUDES)),
         )
 
-    return build()
+    return composite(build)

@@ -73,6 +73,7 @@ from tokenlaw.operators.errors import InvalidArgument
 from tokenlaw.properties import backends
 from tokenlaw.operators.dtypes import name as dtype_name
 from tokenlaw.properties.case import LAYOUTS, MASK_KINDS, Case
+from .composite import composite
 from .core_strategies import core_cases
 from .regimes import LENGTH_BANDS, band_label, scored
 
@@ -755,7 +756,6 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
     densities = st.sampled_from((1.0, 0.6, 0.3))
     mask_draws, layout_draws = st.sampled_from(tuple(mask_kinds)), st.sampled_from(tuple(layouts))
 
-    @st.composite
     def build(draw):
         n = draw(n_draws)
         nulls, positions = per_n(n)
@@ -852,4 +852,4 @@ def cases(op, dtype, *, n_max: int | None = None, n_long: int | None = None, bat
         return dataclasses.replace(case, **benign, scale=LARGE, d=wide, heads=case.heads if wide == d else None,
                                    bias_scale=fitting(bias_scales, limit, wide, bias=True, host=host)[0])
 
-    return build()
+    return composite(build)

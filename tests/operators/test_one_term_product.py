@@ -86,6 +86,13 @@ def test_in_place_change_is_read_again():
     assert one_term_product(a, b) is not None
     b[1, 0] = 5.0                                     # the same tensor, changed: column 0 has two terms now
     assert one_term_product(a, b) is None
+    b[1, 0] = 0.0
+    assert one_term_product(a, b) is not None         # the left operand was read (and remembered) as usable
+    a[0, 1] = float("inf")                            # the same left operand, changed: inf * 0 is NaN in the GEMM
+    assert one_term_product(a, b) is None
+    a[0, 1] = 1.0
+    a[1] = -a[1].abs()                                # a row of sign bits: a zero sum's sign is the GEMM's to decide
+    assert one_term_product(a, b) is None
     with one_term_products():
         assert _same_bits(TORCH.matmul(a, b), a @ b)
     assert X._SELECTIONS[0] == 0
