@@ -238,14 +238,25 @@ def _judge(case, c, counts, what, keep=None) -> V.Verdict:
     # value: it is flagged, and the engine does not count it as a judged example (docs/fuzz.md)
     trivial = {"trivial": True} if c.trivial and c.ok else {}
     only_zeros = "; every compared entry is exactly 0 on both sides: trivially judged" if trivial else ""
+    biased = {"bias_ratio": c.bias_ratio} if c.bias_bound > 0 else {}
+    if c.ratio <= 1.0 and c.bias_ratio > 1.0:
+        # every entry within its normwise bound, but D is coherently off: a systematic relative bias past the
+        # bound its final rounding, its inputs' rounding and the probes' own biases allow (tolerance.bias_bound)
+        return V.Verdict(V.Status.VIOLATED, c.bias, c.bias_bound,
+                         f"{what}: systematic relative bias <D - float64, float64> / |float64|^2 = {c.bias:.3g} vs "
+                         f"its bound {c.bias_bound:.3g} (final rounding, input rounding, probes' biases; each entry "
+                         f"within its normwise bound, worst {c.ratio:.2g} of it; {kept} compared{aside}{resampled})",
+                         extra={"ratio": c.bias_ratio, "max_discrepancy": c.max_discrepancy, "least_bound": c.least_bound,
+                                **biased, **counts})
     return V.Verdict(V.Status.HOLDS if c.ok else V.Status.VIOLATED, c.discrepancy, c.bound,
                      f"{what}: |difference| = {c.discrepancy:.3g} vs predicted bound {c.bound:.3g} at {c.index} "
                      f"(max anywhere {c.max_discrepancy:.3g}; {kept} compared{aside}{resampled}{only_zeros})",
                      extra={"ratio": c.ratio, "max_discrepancy": c.max_discrepancy, "least_bound": c.least_bound,
-                            **counts, **trivial})
+                            **biased, **counts, **trivial})
 
 
-def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=None, resample=None, case=None):
+def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=None, resample=None, case=None,
+                  shift=None):
     """tolerance.differential on the kept rows.  ``resample(x)``: (b64, probes, ref_probes) of the same
     comparison on tokens x; where the first bound fails, the probes' error is sampled again on tokens near
     the ``case``'s (:func:`nearby`) and the verdict rests on all the samples."""
@@ -258,10 +269,14 @@ def _compare_rows(a, b, probes, keep, dtype, *, input_rounding=None, ref_probes=
     whole = (a, b, probes)
     a, b, probes, ref_probes = a[keep], b[keep], rows(probes), rows(ref_probes)
     input_rounding = None if input_rounding is None else input_rounding[keep]
+    # shift: (signed input shift, second-moment term) of input_parts: D's systematic bias is judged too
+    bias = shift is not None
+    signed, second = (None, None) if shift is None else (t if t is None else t[keep] for t in shift)
 
     def judged(samples=()):
         return compare_differential(a, b, probes, dtype, input_rounding=input_rounding, ref_probes=ref_probes,
-                                    resamples=tuple((b64[keep], rows(p), rows(r)) for b64, p, r in samples))
+                                    resamples=tuple((b64[keep], rows(p), rows(r)) for b64, p, r in samples),
+                                    bias=bias, input_shift=signed, second_moment=second)
 
     c = judged()
     if c.ok or resample is None:
@@ -312,15 +327,24 @@ def input_rounding(reference_case, a64, dtype=None) -> torch.Tensor | None:
     """|F_64(x, params rounded to D) - F_64(x, params)|: D's input rounding, evaluated exactly in float64
     (D: ``dtype``, else the case's), plus D's resolution of a token's squared norm where it is below D's
     smallest normal (:func:`second_moment_rounding`)."""
+    parts = input_parts(reference_case, a64, dtype)
+    if parts is None:
+        return None
+    shift, second = parts
+    return shift.abs() if second is None else shift.abs() + second
+
+
+def input_parts(reference_case, a64, dtype=None) -> tuple | None:
+    """(F_64(x, params rounded to D) - F_64(x, params), signed; second_moment_rounding or None): the two parts
+    of :func:`input_rounding` (None for float64)."""
     case = reference_case
     dtype = case.dtype if dtype is None else dtype
     if dtype == torch.float64:
         return None
     rounded = cast(cast(case.params, dtype), torch.float64)
     x = case.x.to(dtype).double()
-    moved = (case.runner.run(x, case.mask, dtype=torch.float64, **rounded).double() - a64.double()).abs()
-    second = second_moment_rounding(case, a64, dtype)
-    return moved if second is None else moved + second
+    shift = case.runner.run(x, case.mask, dtype=torch.float64, **rounded).double() - a64.double()
+    return shift, second_moment_rounding(case, a64, dtype)
 
 
 def second_moment_rounding(reference_case, a64, dtype) -> torch.Tensor | None:
@@ -434,9 +458,11 @@ def differential(case):
                            inconclusive=True)
         return _judge(case, c, counts, f"{_where(case)} vs float64 (predicted from the half formats)")
     probes = _probes(reference)
-    c = _compare_rows(a_d, a_64, probes, keep, case.dtype, input_rounding=input_rounding(reference, a_64),
+    parts = input_parts(reference, a_64)
+    rounding = None if parts is None else (parts[0].abs() if parts[1] is None else parts[0].abs() + parts[1])
+    c = _compare_rows(a_d, a_64, probes, keep, case.dtype, input_rounding=rounding,
                       resample=lambda x: (reference.runner.run(x, case.mask, dtype=torch.float64), _probes(reference, x), None),
-                      case=case)
+                      case=case, shift=parts)
     if c is not None and c.predicted_relative > FIRST_ORDER_LIMIT and case.dtype in dtypes.OTHER_HALF:
         caught = _probe_disagrees(case, reference, probes, a_64, keep, counts, c)
         if caught is not None:

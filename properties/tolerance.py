@@ -97,6 +97,42 @@ The float32 run is always the eager float32 evaluation of the operator, so
 for a kernel backend every dtype is checked; for the eager backend the
 float32 cell would compare the probe with itself, and is not run.
 
+**Systematic bias** (``bias=True`` of :func:`differential`, the ``differential`` contract's half cells).  The
+normwise bound above is a worst case per entry with a safety factor K; a *coherent* error of a low dtype, the
+whole output scaled by 1 + c, stays inside it up to c = K u_D times the conditioning (a 1 % scale is 20 float16
+roundoffs, 0.2-1.0 of that bound: issue 43's adversary gaps).  Rounding errors are mostly incoherent, and
+their projection on the output averages out; a scale does not.  So D's systematic relative bias is judged too:
+
+    beta_D = <a_D - a_64, a_64> / <a_64, a_64>        (over the kept entries; a scale by 1 + c adds c)
+
+against a bound with three parts.  Write a_D = fl_D(y), y the exact result of D's last operation on its own
+(rounded) operands, and split y - a_64 = s + e with s = F_64(round_D(inputs)) - F_64(inputs):
+
+- *final rounding*, rigorous: |fl(y)_i - y_i| <= u_D |y_i| in D's normal range and |y_i| <= |a_D,i| / (1 - u_D);
+  an entry with |a_D,i| <= tiny (D's smallest normal) may be a subnormal or flushed result, off by at most
+  tiny; so its part of |beta_D| is at most
+  (u_D / (1 - u_D) <|a_D|, |a_64|> + tiny sum_{|a_D,i| <= tiny} |a_64,i|) / <a_64, a_64>  (about u_D);
+- *the inputs' rounding*, computed: |<s, a_64>| / <a_64, a_64> exactly in float64 (D's own rounded inputs), plus
+  <m, |a_64|> / <a_64, a_64> for the squared-norm resolution m below D's range (:func:`input_rounding`'s second
+  part), an absolute bound;
+- *D's other roundings* e, **predicted, not proved**: K max_P,s (u_D / u_P) |beta_P,s| over the probes P and
+  over the case's tokens and the ``RESAMPLES`` nearby inputs s (each sample's beta against its own float64).
+  The assumptions are the normwise bound's: first order in u (e scales with u, coherent part included: an
+  operator that rounds one row-wide scalar, a norm's rms, biases every entry of that row alike, in D and in
+  the probe alike), the probe at least as fine as D (so it makes D's sums; the bias is only judged where
+  D's first probe is finer, i.e. D is float16 or bfloat16 -- float32, whose half probes sum in float32 and
+  round once, shows none of float32's own accumulation, and its worst case gamma(2 n, u_32) would pass
+  a 1e-6 scale from n = 8 on), and statistical: the probe's bias is a sample of its rounding and can be
+  small by luck (a single row rounded once), so no sample of K = 8 reaching D's is taken as evidence only
+  after 1 + RESAMPLES samples all fell short by that factor.
+
+Where the bias bound exceeds ``BOUND_FRACTION`` (or float64's output is 0) the bias decides nothing and the
+normwise comparison judges alone, as before.  The criterion only ever adds a violation: it cannot turn a
+failing example into a pass; an assumption that fails (a probe whose coherent error is far below D's) reads
+as a violation of a correct operator, which the registry's own runs at seeds 0-4 would show (none did:
+docs/fuzz.md).  A legitimately coherent rounding (every row the same vector, rounded the same way) is
+covered by the rigorous final-rounding part: tests/properties/test_tolerance_bias.py.
+
 A probe's error is one sample of its rounding, and a tensor can hold a single one (every row one scalar
 times a fixed vector): before a differential example is judged violated, its probes are sampled again on
 ``RESAMPLES`` nearby inputs and the largest prediction counts (``resamples`` of :func:`differential`).
@@ -104,6 +140,7 @@ times a fixed vector): before a differential example is judged violated, its pro
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import torch
 
@@ -163,6 +200,9 @@ class Comparison:
                                      # nothing is decided)
     a_priori_relative: float = 0.0   # differential only: largest a-priori bound / scale (inf: an infinite bound,
                                      # or a bound on a tensor that is 0 everywhere)
+    bias: float = 0.0                # differential with bias=True: |beta_D|, D's systematic relative bias against
+                                     # float64, <a_D - a_64, a_64> / <a_64, a_64> (:func:`bias_bound`)
+    bias_bound: float = 0.0          # its derived bound (0: not judged -- no scale, or the bound past BOUND_FRACTION)
     range_flushed: bool = False      # differential only: a failing comparison whose D value is, within the bound,
                                      # the float64 value with the near-null tokens flushed to 0: below D's range,
                                      # inconclusive (properties.differential_laws.flushed)
@@ -174,8 +214,15 @@ class Comparison:
         return max(self.predicted_relative, self.a_priori_relative, self.input_relative)
 
     @property
+    def bias_ratio(self) -> float:
+        """|beta_D| / its bound where the bias was judged (:func:`bias_bound`), else 0."""
+        if self.bias_bound <= 0.0:
+            return 0.0
+        return self.bias / self.bias_bound
+
+    @property
     def ok(self) -> bool:
-        return self.ratio <= 1.0
+        return self.ratio <= 1.0 and self.bias_ratio <= 1.0
 
 
 def _probe_error(vP, v64, normal: float = 0.0):
@@ -346,7 +393,8 @@ def _relative(vP: torch.Tensor, v64: torch.Tensor) -> float:
 
 def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch.dtype, *,
                  sides: int = 1, input_rounding: torch.Tensor | None = None, ref_probes: dict | None = None,
-                 resamples: tuple = (), a_priori: torch.Tensor | None = None) -> Comparison:
+                 resamples: tuple = (), a_priori: torch.Tensor | None = None, bias: bool = False,
+                 input_shift: torch.Tensor | None = None, second_moment: torch.Tensor | None = None) -> Comparison:
     """Compare the implementation in ``dtype`` (aD) with the float64 reference (a64).
 
     probes: {probe dtype: the eager operator's output in that dtype}; each
@@ -369,6 +417,12 @@ def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch
     a_priori: an elementwise worst-case bound on the error that a step of this implementation's own
     algorithm adds, a step the probes do not take (``properties/softmax_backward.py``); it is added to
     the bound (a non-finite entry counts as 0).
+
+    bias: judge D's systematic relative bias too (module docstring, *Systematic bias*): ``input_shift`` is the
+    signed F_64(round_D(inputs)) - F_64(inputs) and ``second_moment`` the rest of ``input_rounding``
+    (differential_laws.second_moment_rounding), both optional.  Only where every probe is at least as fine as
+    D (a half D; float32 with half probes is not judged this way: the probes cannot show float32's own
+    accumulation) and ``sides`` is 1.
     """
     aD, a64 = aD.double(), a64.double()
     if aD.shape != a64.shape:
@@ -409,7 +463,63 @@ def differential(aD: torch.Tensor, a64: torch.Tensor, probes: dict, dtype: torch
             top_moved = float(moved.max()) if moved.numel() else 0.0
             c.input_relative = top_moved / scale if scale > 0 else (0.0 if top_moved == 0 else float("inf"))
         c.scale = scale
+        if bias and sides == 1 and probes and UNIT_ROUNDOFF[PROBE[dtype]] < uD:
+            samples = [(UNIT_ROUNDOFF[p], _beta(t, a64)) for p, t in probes.items()]
+            samples += [(UNIT_ROUNDOFF[p], _beta(t, b64.double())) for b64, b_probes, _ in resamples
+                        for p, t in (b_probes or {}).items()]
+            c.bias = abs(_beta(aD, a64))
+            top = bias_bound(aD, a64, dtype, samples, input_shift, second_moment)
+            # a bound past BOUND_FRACTION decides nothing (the normwise comparison still judges)
+            c.bias_bound = top if top <= BOUND_FRACTION else 0.0
+            if not math.isfinite(c.bias):
+                c.bias, c.bias_bound = 0.0, 0.0     # a non-finite D value: the normwise comparison reports it
         return c
+
+
+def _beta(v: torch.Tensor, v64: torch.Tensor) -> float:
+    """<v - v64, v64> / <v64, v64> over the entries where both are finite: v's systematic relative bias against
+    float64 (a uniform scale by 1 + c adds c); 0 where v64 is 0 there, nan where v is not finite where v64 is."""
+    v, v64 = v.double(), v64.double()
+    fin64 = torch.isfinite(v64)
+    if not bool(torch.isfinite(v[fin64]).all()):
+        return float("nan")
+    norm = float((v64[fin64] ** 2).sum())
+    if norm == 0.0:
+        return 0.0
+    return float(((v[fin64] - v64[fin64]) * v64[fin64]).sum()) / norm
+
+
+def bias_bound(aD: torch.Tensor, a64: torch.Tensor, dtype: torch.dtype, probe_biases, input_shift=None,
+               second_moment=None) -> float:
+    """The bound on |beta_D| (:func:`_beta` of D's output) for a correct implementation (module docstring,
+    *Systematic bias*): D's final rounding, exactly bounded; the inputs' rounding, computed outright; and the
+    rest of D's own rounding, predicted from the probes' biases (``probe_biases``: (u_P, beta_P) of every
+    probe on every sample).  inf where float64's output is 0 on the compared entries (no scale)."""
+    aD, a64 = aD.double(), a64.double()
+    fin = torch.isfinite(a64) & torch.isfinite(aD)
+    a, d = a64[fin], aD[fin]
+    norm = float((a * a).sum())
+    if norm == 0.0:
+        return float("inf")
+    uD = UNIT_ROUNDOFF[dtype]
+    # final rounding: a_D = fl(y), |fl(y) - y| <= u |y| where y is in D's normal range, and |y| <= |a_D| / (1 - u);
+    # an entry with |a_D| <= D's smallest normal may have been subnormal (or flushed to 0): its error is at most
+    # that smallest normal, absolutely (rigorous under gradual underflow and flush-to-zero alike)
+    tiny = torch.finfo(dtype).smallest_normal
+    low = d.abs() <= tiny
+    final = (uD / (1 - uD) * float((d.abs() * a.abs()).sum()) + tiny * float(a.abs()[low].sum())) / norm
+    # the inputs' rounding to D: the signed shift F_64(round_D(x)) - F_64(x), projected exactly; the squared-norm
+    # resolution below D's smallest normal (second_moment_rounding) only as an absolute bound
+    shifted = 0.0
+    if input_shift is not None:
+        s = torch.nan_to_num(input_shift.double()[fin], nan=0.0, posinf=0.0, neginf=0.0)
+        shifted += abs(float((s * a).sum())) / norm
+    if second_moment is not None:
+        m = torch.nan_to_num(second_moment.double()[fin], nan=0.0, posinf=0.0)
+        shifted += float((m * a.abs()).sum()) / norm
+    # D's other roundings: first order in u, predicted from the probes' own biases (their largest sample)
+    predicted = max((uD / uP * abs(b) for uP, b in probe_biases if math.isfinite(b)), default=0.0)
+    return final + shifted + K * predicted
 
 
 def _finite(t: torch.Tensor) -> torch.Tensor:
