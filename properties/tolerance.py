@@ -123,8 +123,8 @@ against a bound with three parts.  Write a_D = fl_D(y), y the exact result of D'
   D's first probe is finer, i.e. D is float16 or bfloat16 -- float32, whose half probes sum in float32 and
   round once, shows none of float32's own accumulation, and its worst case gamma(2 n, u_32) would pass
   a 1e-6 scale from n = 8 on), and statistical: the probe's bias is a sample of its rounding and can be
-  small by luck (a single row rounded once), so no sample of K = 8 reaching D's is taken as evidence only
-  after 1 + RESAMPLES samples all fell short by that factor.
+  small by luck (a single row rounded once): a violation is reported only after all 1 + RESAMPLES samples
+  fell short of D's bias by more than the factor K = 8.
 
 Where the bias bound exceeds ``BOUND_FRACTION`` (or float64's output is 0) the bias decides nothing and the
 normwise comparison judges alone, as before.  The criterion only ever adds a violation: it cannot turn a

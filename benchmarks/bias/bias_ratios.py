@@ -12,6 +12,7 @@ import sys
 from tokenlaw.properties import tolerance
 
 STATS: dict = {}
+DECIDED: dict = {}     # only the comparisons whose example reached a decision (differential_laws._judge not inconclusive)
 CURRENT = {"operator": "?"}
 
 
@@ -43,9 +44,27 @@ def main(argv=None) -> int:
         CURRENT["operator"] = getattr(getattr(case, "op", None), "name", "?")
         return rows(*args, **kwargs)
     differential_laws._compare_rows = compare_rows
+    judge = differential_laws._judge
+
+    def judged(case, c, counts, what, keep=None):
+        v = judge(case, c, counts, what, keep)
+        if c is not None and c.bias_bound > 0 and not v.inconclusive:
+            key = f"{case.op.name}:{str(case.dtype).replace('torch.', '')}"
+            s = DECIDED.setdefault(key, {"decided": 0, "worst_ratio": 0.0, "worst_bias": 0.0, "worst_bound": 0.0,
+                                         "violated_by_bias": 0})
+            s["decided"] += 1
+            s["violated_by_bias"] += int(c.ratio <= 1.0 and c.bias_ratio > 1.0)
+            if c.bias_ratio > s["worst_ratio"]:
+                s["worst_ratio"], s["worst_bias"], s["worst_bound"] = c.bias_ratio, c.bias, c.bias_bound
+        return v
+    differential_laws._judge = judged
     from tokenlaw.app import cli
     rc = cli.main(list(sys.argv[1:] if argv is None else argv))
     print("BIAS " + json.dumps(STATS, sort_keys=True), flush=True)
+    print("DECIDED " + json.dumps(DECIDED, sort_keys=True), flush=True)
+    for k, v in sorted(DECIDED.items(), key=lambda kv: -kv[1]["worst_ratio"])[:12]:
+        print(f"DECIDED-WORST {k} ratio {v['worst_ratio']:.3g} (|beta| {v['worst_bias']:.3g}, bound {v['worst_bound']:.3g}; "
+              f"decided {v['decided']}, violated by the bias {v['violated_by_bias']})", flush=True)
     judged = {k: v for k, v in STATS.items() if v["judged"]}
     for k, v in sorted(judged.items(), key=lambda kv: -kv[1]["worst_ratio"])[:12]:
         print(f"BIAS-WORST {k} ratio {v['worst_ratio']:.3g} (|beta| {v['worst_bias']:.3g}, bound {v['worst_bound']:.3g}; "
