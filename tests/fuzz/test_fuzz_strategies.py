@@ -42,15 +42,6 @@ def test_bounds_are_keyword_only():
 REACH = settings(CFG, max_examples=3000)
 
 
-@pytest.fixture(autouse=True)
-def _pinned():
-    """Every search here draws as a cell's does, from Hypothesis's built-in constants only: unpinned, its pool of
-    literals mined from every loaded local module made a test's draws depend on which modules the tests before
-    it had imported (an edge searched with Random(0) was reached alone, missed after other test files)."""
-    with pinned_constants():
-        yield
-
-
 def _reach(op, dtype, pred):
     return find(cases(REG[op], dtype), pred, settings=REACH, random=random.Random(0))
 
