@@ -176,7 +176,8 @@ def test_an_untraceable_row_does_not_abort_the_run(tmp_path):
     rows = plan(REGISTRY, operators=["canary_torch_call", "canary_drawn_weights"], dtypes=["float64"])
     done = proved(rows, prove_rows(REGISTRY, rows, timeout=5))
     from tokenlaw.reports import formats
-    paths = formats.write(report.document(done, dict(solver="z3", timeout=5, seconds=0.0)), tmp_path,
+    from tokenlaw.reports.meta import Meta
+    paths = formats.write(report.document(done, Meta.from_json(dict(tier="symbolic", solver="z3", timeout=5, seconds=0.0))), tmp_path,
                           formats.PROOFS, stem="proofs")
     text = paths["proofs-md"].read_text()
     assert "not symbolically traceable" in text and "torch_call.py:" in text
